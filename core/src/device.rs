@@ -1,0 +1,74 @@
+//! The device interface: what the scheduler and the interface modes need from a NIC.
+//!
+//! Every backend implements [`Device`]: the simulated NIC on virtual time, AF_PACKET
+//! (TPACKET_V3), AF_XDP and TAP. The trait mirrors what a FreeBSD driver offers
+//! `kern_poll`: receive at most `count` frames (`*_poll`), a status check
+//! (`POLL_AND_CHECK_STATUS`), transmit, and an interrupt that can be masked.
+//!
+//! On Linux user space an *interrupt* is a readiness notification (epoll on the ring's fd,
+//! the AF_XDP need_wakeup protocol, an eventfd); *masking* it means not waiting on it.
+
+use std::os::fd::RawFd;
+
+/// Link state reported by a status check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub enum LinkState {
+    #[default]
+    Up,
+    /// Administratively or physically down: the handler skips work (FreeBSD's !RUNNING).
+    Down,
+    /// The interface no longer exists; the dataplane deregisters it.
+    Gone,
+}
+
+/// The transmit ring had no free slot for a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxFull;
+
+/// Counters the device itself keeps, outside polld's view (kernel or hardware drops).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HwStats {
+    /// Frames the device dropped because its receive ring was full.
+    pub rx_ring_full: u64,
+}
+
+/// A network device as the polling scheduler sees it.
+///
+/// The contract follows FreeBSD's em/fxp poll handlers: `receive` processes at most
+/// `budget` frames and its cost should be about linear in the number it returns;
+/// the ring's consumer index is published once per call, not per frame.
+pub trait Device {
+    /// The interface name (`veth1`, `sim0`).
+    fn name(&self) -> &str;
+
+    /// Hands up to `budget` received frames to `rx`, in arrival order, and returns how
+    /// many it handed. `rx` may rewrite a frame in place (TTL, checksum, MACs).
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize;
+
+    /// Whether received frames are waiting. Cheap: no system call where the ring
+    /// is shared memory.
+    fn rx_ready(&mut self) -> bool;
+
+    /// Copies `frame` into the transmit ring, or reports that the ring is full.
+    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull>;
+
+    /// Pushes queued transmit frames out (a kick) and reclaims completed ones.
+    /// Called once per batch, after the sends of that batch.
+    fn flush(&mut self);
+
+    /// The periodic status check (`POLL_AND_CHECK_STATUS` every `reg_frac` cycles).
+    fn check_status(&mut self) -> LinkState;
+
+    /// Arms (`true`) or masks (`false`) the device's interrupt.
+    fn set_interrupt(&mut self, armed: bool);
+
+    /// The file descriptor whose readiness is this device's interrupt, if it has one.
+    fn interrupt_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    /// Drops the device counted itself.
+    fn hw_stats(&mut self) -> HwStats {
+        HwStats::default()
+    }
+}

@@ -1,0 +1,13 @@
+//! polld-core: the device-polling scheduler and the interface modes, with no I/O.
+//!
+//! The scheduler is a port of FreeBSD's `sys/kern/kern_poll.c` (Luigi Rizzo, 2002): at every
+//! clock tick it polls the registered devices with a bounded budget and adapts that budget
+//! so that device work takes at most `100 - user_frac` percent of the CPU. Everything here
+//! takes its clock and its devices as parameters, so every control-loop behaviour can be
+//! driven exactly on virtual time (see `polld-sim`) as well as by the real poller thread.
+
+pub mod device;
+pub mod stage;
+
+pub use device::{Device, HwStats, LinkState, TxFull};
+pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};

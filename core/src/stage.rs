@@ -1,0 +1,168 @@
+//! The packet stage: what happens to a frame once a device handed it up.
+//!
+//! In FreeBSD this is `ether_input` → `ip_input` → `ip_forward`, run either inside the
+//! driver's handler (`net.inet.ip.fastforwarding=1`) or later from the IP input queue
+//! (the netisr). The dataplane calls a [`PacketStage`] for every frame and counts the
+//! [`Verdict`] so that, at every layer, received = forwarded + local + consumed + drops.
+
+/// Why a frame was dropped. Each reason is its own counter, named by [`DropReason::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum DropReason {
+    /// The device's receive ring was full when the frame arrived.
+    RxRingFull,
+    /// The IP input queue (`net.inet.ip.intr_queue_maxlen`) was full.
+    IntrQueueFull,
+    /// The output device's transmit ring was full.
+    TxRingFull,
+    /// The output interface is down or gone.
+    LinkDown,
+    /// Shorter than the headers it claims.
+    Truncated,
+    /// Longer than the interface MTU allows.
+    Oversize,
+    /// An ethertype polld does not handle.
+    UnknownEthertype,
+    /// An 802.1Q tag on a routed interface.
+    Vlan,
+    /// IP version other than 4.
+    BadVersion,
+    /// IHL below 5 or beyond the frame.
+    BadIhl,
+    /// IPv4 total length inconsistent with the frame.
+    BadLength,
+    /// IPv4 header checksum wrong.
+    BadChecksum,
+    /// Invalid source or destination address (RFC 1812 §5.3.7).
+    Martian,
+    /// IPv4 options present (not forwarded on the fast path).
+    IpOptions,
+    /// A fragment polld does not reassemble or forward.
+    Fragment,
+    /// TTL reached zero (an ICMP time-exceeded may have been sent).
+    TtlExceeded,
+    /// No route to the destination.
+    NoRoute,
+    /// The next hop's link-layer address is not resolved (ARP pending or failed).
+    Unresolved,
+    /// A deny rule matched.
+    Filtered,
+    /// Addressed to this box but there is no host path for it.
+    NotDelivered,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 20] = [
+        DropReason::RxRingFull,
+        DropReason::IntrQueueFull,
+        DropReason::TxRingFull,
+        DropReason::LinkDown,
+        DropReason::Truncated,
+        DropReason::Oversize,
+        DropReason::UnknownEthertype,
+        DropReason::Vlan,
+        DropReason::BadVersion,
+        DropReason::BadIhl,
+        DropReason::BadLength,
+        DropReason::BadChecksum,
+        DropReason::Martian,
+        DropReason::IpOptions,
+        DropReason::Fragment,
+        DropReason::TtlExceeded,
+        DropReason::NoRoute,
+        DropReason::Unresolved,
+        DropReason::Filtered,
+        DropReason::NotDelivered,
+    ];
+
+    /// The counter name, as shown by `polld ctl` and `polld stat`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::RxRingFull => "rx_ring_full",
+            DropReason::IntrQueueFull => "intr_queue_full",
+            DropReason::TxRingFull => "tx_ring_full",
+            DropReason::LinkDown => "link_down",
+            DropReason::Truncated => "truncated",
+            DropReason::Oversize => "oversize",
+            DropReason::UnknownEthertype => "unknown_ethertype",
+            DropReason::Vlan => "vlan",
+            DropReason::BadVersion => "bad_version",
+            DropReason::BadIhl => "bad_ihl",
+            DropReason::BadLength => "bad_length",
+            DropReason::BadChecksum => "bad_checksum",
+            DropReason::Martian => "martian",
+            DropReason::IpOptions => "ip_options",
+            DropReason::Fragment => "fragment",
+            DropReason::TtlExceeded => "ttl_exceeded",
+            DropReason::NoRoute => "no_route",
+            DropReason::Unresolved => "unresolved",
+            DropReason::Filtered => "filtered",
+            DropReason::NotDelivered => "not_delivered",
+        }
+    }
+
+    /// Index into a `[u64; DropReason::ALL.len()]` counter array.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Drop counters, one per [`DropReason`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters([u64; DropReason::ALL.len()]);
+
+impl DropCounters {
+    pub fn add(&mut self, reason: DropReason, n: u64) {
+        self.0[reason.index()] += n;
+    }
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason.index()]
+    }
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// The non-zero counters, by name.
+    pub fn nonzero(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL
+            .iter()
+            .map(|&r| (r, self.get(r)))
+            .filter(|&(_, n)| n > 0)
+    }
+}
+
+impl serde::Serialize for DropCounters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(DropReason::ALL.len()))?;
+        for r in DropReason::ALL {
+            m.serialize_entry(r.name(), &self.get(r))?;
+        }
+        m.end()
+    }
+}
+
+/// What the stage decided for one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Rewritten in place; transmit it on device `out` (an index into the dataplane's devices).
+    Forward { out: usize },
+    /// Addressed to this box: hand it to the host's stack.
+    Local,
+    /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
+    Consumed,
+    /// Dropped, for this reason.
+    Drop(DropReason),
+}
+
+/// Frames the stage generates on its own (ARP requests and replies, ICMP errors).
+pub trait Emit {
+    /// Queues `frame` for transmission on device `out`.
+    fn emit(&mut self, out: usize, frame: &[u8]);
+}
+
+/// The processing a received frame goes through.
+pub trait PacketStage {
+    /// Decides the fate of `frame`, received on device `input`; may rewrite it in place
+    /// and may emit frames of its own.
+    fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
+}
