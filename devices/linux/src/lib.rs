@@ -1,1 +1,4 @@
-//! (work in progress)
+//! polld-dev: real devices for polld (AF_PACKET TPACKET_V3, AF_XDP, TAP) and the
+//! network-namespace helpers the tests and the testbed use.
+
+pub mod netns;
