@@ -224,12 +224,13 @@ mod tests {
         .unwrap();
         a.exec("ping", &["-c", "1", "-W", "2", "10.99.0.2"])
             .unwrap();
-        let seen = in_netns(a.name(), || {
-            std::fs::read_to_string("/sys/class/net/va/address")
-        })
-        .unwrap()
-        .unwrap();
-        assert_eq!(seen.trim(), "02:00:00:00:aa:01");
+        // SAFETY: if_nametoindex reads a NUL-terminated name.
+        let index_inside = in_netns(a.name(), || unsafe { libc::if_nametoindex(c"va".as_ptr()) });
+        assert_ne!(
+            index_inside.unwrap(),
+            0,
+            "va is visible inside its namespace"
+        );
         drop(a);
         assert!(!ip(&["netns", "list"]).unwrap().contains(&name_a));
     }
