@@ -1,13 +1,23 @@
 //! polld-core: the device-polling scheduler and the interface modes, with no I/O.
 //!
-//! The scheduler is a port of FreeBSD's `sys/kern/kern_poll.c` (Luigi Rizzo, 2002): at every
-//! clock tick it polls the registered devices with a bounded budget and adapts that budget
-//! so that device work takes at most `100 - user_frac` percent of the CPU. Everything here
-//! takes its clock and its devices as parameters, so every control-loop behaviour can be
-//! driven exactly on virtual time (see `polld-sim`) as well as by the real poller thread.
+//! The scheduler ([`poll`]) is a port of FreeBSD's `sys/kern/kern_poll.c` (Luigi Rizzo,
+//! 2002): at every clock tick it polls the registered devices with a bounded budget and
+//! adapts that budget so that device work takes at most `100 - user_frac` percent of the
+//! CPU. Everything here takes its clock and its devices as parameters, so every
+//! control-loop behaviour is driven exactly on virtual time (see `polld-sim`) as well as by
+//! the real poller thread.
+//!
+//! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
+//! - [`knobs`]: `kern.polling.*` names, defaults and validation;
+//! - [`device`]: the [`Device`] trait every backend implements;
+//! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
 
 pub mod device;
+pub mod knobs;
+pub mod poll;
 pub mod stage;
 
 pub use device::{Device, HwStats, LinkState, TxFull};
+pub use knobs::{Controller, KnobError, Knobs};
+pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};

@@ -1,0 +1,489 @@
+//! The polling scheduler: a port of FreeBSD's `sys/kern/kern_poll.c`.
+//!
+//! # The algorithm
+//!
+//! A clock ticks `kern.polling.hz` times a second. Each tick ([`Poller::hardclock`]) owes the
+//! devices one *poll cycle* and, unless a cycle is already running, arms one. A cycle has a
+//! budget of `burst` packets **per interface**, split into chunks of `each_burst`: each chunk
+//! ([`Poller::netisr_poll`]) calls every registered handler once, in table order, with the
+//! chunk's count; between chunks the deferred packet work (the netisr stage: the IP input
+//! queue) runs; then [`Poller::netisr_pollmore`] either schedules the next chunk or, when the
+//! budget is spent, closes the cycle.
+//!
+//! Closing a cycle adapts `burst`. The time from the first chunk to the last pollmore, as a
+//! percentage of one tick, is `kern_load = floor(elapsed_us * hz / 10000)`; if it exceeds
+//! `100 - user_frac`, `burst` shrinks by one, otherwise it grows by one (clamped to
+//! `1..=burst_max`). If ticks arrived while the cycle ran (`pending_polls` is still above
+//! zero after paying for this one) the cycle overran: `burst -= burst / 8` and a new cycle
+//! starts at once (phase 6). So the devices get at most `100 - user_frac` percent of each
+//! tick when there is other work, and the rest of the CPU is left to it.
+//!
+//! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
+//! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
+//! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
+//! with `each_burst` whenever the CPU would otherwise idle; it is not accounted.
+//!
+//! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
+//! moving average of the cost per packet (the fork described in spec §7): each chunk polls as
+//! many packets as fit in the time left, so the share converges in a few ticks instead of
+//! one packet per tick. `classic` is the default.
+//!
+//! # Linux mapping
+//!
+//! The clock is a timerfd in the poller thread; a timerfd read that reports `n` expirations
+//! is passed as `hardclock(now, n)`: one arming, `n` owed ticks (the late ones count as lost
+//! polls, not as short ticks). Time is a parameter in nanoseconds from any monotonic clock,
+//! so the same code runs on virtual time in `polld-sim`.
+
+use crate::knobs::{Controller, Knobs};
+
+/// Maximum number of registered handlers (FreeBSD's `POLL_LIST_LEN`).
+pub const POLL_LIST_LEN: usize = 128;
+
+/// `pending_polls` above this is taken as a stall and reset (FreeBSD's magic 100).
+const STALL_LIMIT: u32 = 100;
+
+/// Identifies a registered handler: an index into the dataplane's interfaces.
+pub type HandlerId = usize;
+
+/// What a handler is asked to do (FreeBSD's `enum poll_cmd`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PollCmd {
+    /// Process up to `count` received frames and reclaim transmitted ones.
+    PollOnly,
+    /// The same, and also check the device's status (link, errors).
+    CheckStatus,
+}
+
+/// The handlers the scheduler calls. Returns the number of frames processed
+/// (ignored by the classic controller, used by the time controller).
+pub trait PollHandlers {
+    fn poll(&mut self, id: HandlerId, cmd: PollCmd, count: u32) -> u32;
+}
+
+/// Registration errors, with FreeBSD's errno names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegError {
+    /// The table already holds `POLL_LIST_LEN` handlers.
+    Enomem,
+    /// This interface is already registered.
+    Eexist,
+    /// This interface is not registered.
+    Enoent,
+}
+
+impl std::fmt::Display for RegError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegError::Enomem => "ENOMEM: the polling table is full (128 interfaces)",
+            RegError::Eexist => "EEXIST: the interface is already registered for polling",
+            RegError::Enoent => "ENOENT: the interface is not registered for polling",
+        })
+    }
+}
+
+impl std::error::Error for RegError {}
+
+/// The scheduler's debug state and counters (`kern.polling.*` read-only values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PollState {
+    /// Current per-interface packet budget of a cycle.
+    pub burst: u32,
+    /// Packets left in the current cycle's budget.
+    pub residual_burst: u32,
+    /// Ticks owed: +1 per tick, -1 per completed cycle.
+    pub pending_polls: u32,
+    /// Ticks that arrived while a previous one was still owed.
+    pub lost_polls: u64,
+    /// Clock ticks less than half a nominal tick after the previous one.
+    pub short_ticks: u64,
+    /// Position in the state machine, 0..=6.
+    pub phase: u32,
+    /// Ticks that found the previously scheduled cycle not yet started.
+    pub suspect: u64,
+    /// Times `pending_polls` exceeded 100 and was reset.
+    pub stalled: u64,
+    /// The idle poller is asleep (no handlers, or `idle_poll` off).
+    pub idlepoll_sleeping: bool,
+    /// Completed cycles.
+    pub cycles: u64,
+    /// Chunks run.
+    pub chunks: u64,
+    /// `kern_load` of the last completed cycle, percent of a tick.
+    pub kern_load: u32,
+    /// Time controller: moving average of the cost of one packet, in nanoseconds.
+    pub ns_per_packet: u64,
+}
+
+/// The polling scheduler: knobs, state machine and registration table.
+#[derive(Clone, Debug)]
+pub struct Poller {
+    knobs: Knobs,
+    state: PollState,
+    /// Cycles since the last status check (FreeBSD's `reg_frac_count`).
+    reg_frac_count: u32,
+    poll_armed: bool,
+    pollmore_armed: bool,
+    /// Time of the last tick not judged short, in ns.
+    prev_tick: Option<u64>,
+    /// Time the current cycle's first chunk started, in ns.
+    cycle_start: u64,
+    table: Vec<HandlerId>,
+    /// Time controller: packets polled in the current cycle, and the busiest handler's
+    /// return in the last chunk.
+    cycle_packets: u64,
+    last_chunk_max: u32,
+    last_chunk_count: u32,
+}
+
+impl Default for Poller {
+    fn default() -> Self {
+        Poller::new(Knobs::default())
+    }
+}
+
+impl Poller {
+    pub fn new(knobs: Knobs) -> Poller {
+        Poller {
+            knobs,
+            state: PollState {
+                burst: 5,
+                idlepoll_sleeping: true,
+                ..PollState::default()
+            },
+            reg_frac_count: 0,
+            poll_armed: false,
+            pollmore_armed: false,
+            prev_tick: None,
+            cycle_start: 0,
+            table: Vec::new(),
+            cycle_packets: 0,
+            last_chunk_max: 0,
+            last_chunk_count: 0,
+        }
+    }
+
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    /// The knobs, for validated writes (see [`Knobs::set`]); writes that touch the
+    /// scheduler's state (burst_max, reg_frac) go through [`Poller::set_knob`].
+    pub fn state(&self) -> &PollState {
+        &self.state
+    }
+
+    /// Number of registered handlers (`kern.polling.handlers`).
+    pub fn handlers(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The registration table, in call order.
+    pub fn table(&self) -> &[HandlerId] {
+        &self.table
+    }
+
+    pub fn is_registered(&self, id: HandlerId) -> bool {
+        self.table.contains(&id)
+    }
+
+    /// Whether the netisr has work from the scheduler: a chunk or a pollmore is armed.
+    pub fn netisr_scheduled(&self) -> bool {
+        self.poll_armed || self.pollmore_armed
+    }
+
+    /// Writes a knob with FreeBSD's validation and side effects; a rejected write
+    /// changes nothing.
+    pub fn set_knob(&mut self, name: &str, value: &str) -> Result<(), crate::knobs::KnobError> {
+        let before = self.knobs.clone();
+        self.knobs.set(name, value)?;
+        // Side effects of the sysctl handlers in kern_poll.c.
+        if self.knobs.burst_max != before.burst_max {
+            self.state.burst = self.state.burst.min(self.knobs.burst_max);
+        }
+        if self.knobs.reg_frac != before.reg_frac && self.reg_frac_count >= self.knobs.reg_frac {
+            self.reg_frac_count = 0;
+        }
+        Ok(())
+    }
+
+    /// Registers an interface for polling (`ether_poll_register`).
+    pub fn register(&mut self, id: HandlerId) -> Result<(), RegError> {
+        if self.table.len() >= POLL_LIST_LEN {
+            return Err(RegError::Enomem);
+        }
+        if self.table.contains(&id) {
+            return Err(RegError::Eexist);
+        }
+        self.table.push(id);
+        self.update_idle_sleep();
+        Ok(())
+    }
+
+    /// Deregisters an interface (`ether_poll_deregister`): the last entry moves into the hole.
+    pub fn deregister(&mut self, id: HandlerId) -> Result<(), RegError> {
+        let pos = self
+            .table
+            .iter()
+            .position(|&h| h == id)
+            .ok_or(RegError::Enoent)?;
+        self.table.swap_remove(pos);
+        self.update_idle_sleep();
+        Ok(())
+    }
+
+    /// The clock-tick hook (`hardclock_device_poll`), for `expirations` ticks that arrived
+    /// together at `now` (ns). Returns whether a cycle was scheduled.
+    pub fn hardclock(&mut self, now: u64, expirations: u32) -> bool {
+        if self.table.is_empty() || expirations == 0 {
+            return false;
+        }
+        // Short-tick detector: a tick less than half a period after the reference.
+        match self.prev_tick {
+            Some(prev) if (now.saturating_sub(prev) / 1000) * (self.knobs.hz as u64) < 500_000 => {
+                self.state.short_ticks += 1;
+            }
+            _ => self.prev_tick = Some(now),
+        }
+        if self.state.pending_polls > STALL_LIMIT {
+            self.state.stalled += 1;
+            self.state.pending_polls = 0;
+            self.state.phase = 0;
+        }
+        let scheduled = self.state.phase <= 2;
+        if scheduled {
+            if self.state.phase != 0 {
+                self.state.suspect += 1;
+            }
+            self.state.phase = 1;
+            self.poll_armed = true;
+            self.pollmore_armed = true;
+            self.state.phase = 2;
+        }
+        for _ in 0..expirations {
+            if self.state.pending_polls > 0 {
+                self.state.lost_polls += 1;
+            }
+            self.state.pending_polls += 1;
+        }
+        scheduled
+    }
+
+    /// One chunk of a poll cycle (`netisr_poll`): calls every handler once. Returns
+    /// `false` if no chunk was armed.
+    pub fn netisr_poll(&mut self, now: u64, handlers: &mut dyn PollHandlers) -> bool {
+        if !self.poll_armed {
+            return false;
+        }
+        self.poll_armed = false;
+        self.state.phase = 3;
+        let mut cmd = PollCmd::PollOnly;
+        if self.state.residual_burst == 0 {
+            // First chunk of a cycle.
+            self.cycle_start = now;
+            self.cycle_packets = 0;
+            self.reg_frac_count += 1;
+            if self.reg_frac_count >= self.knobs.reg_frac {
+                cmd = PollCmd::CheckStatus;
+                self.reg_frac_count = 0;
+            }
+            self.state.residual_burst = match self.knobs.controller {
+                Controller::Classic => self.state.burst,
+                // The time controller spends a per-interface ceiling of burst_max and
+                // stops early when the time budget runs out.
+                Controller::Time => self.knobs.burst_max,
+            };
+        }
+        let count = match self.knobs.controller {
+            Controller::Classic => self.state.residual_burst.min(self.knobs.each_burst),
+            Controller::Time => self.time_chunk(now),
+        };
+        self.state.residual_burst -= count;
+        let mut max_done = 0;
+        for i in 0..self.table.len() {
+            let done = handlers.poll(self.table[i], cmd, count);
+            max_done = max_done.max(done);
+            self.cycle_packets += done as u64;
+        }
+        self.last_chunk_max = max_done;
+        self.last_chunk_count = count;
+        self.state.chunks += 1;
+        self.state.phase = 4;
+        true
+    }
+
+    /// Chunk size under the time controller: what fits in the time left of the tick's
+    /// budget at the current cost per packet, at most `each_burst`.
+    fn time_chunk(&mut self, now: u64) -> u32 {
+        let each = self.state.residual_burst.min(self.knobs.each_burst);
+        if self.state.ns_per_packet == 0 {
+            return each;
+        }
+        let left = self.time_budget_end().saturating_sub(now);
+        let handlers = self.table.len().max(1) as u64;
+        let fits = left / (self.state.ns_per_packet * handlers);
+        (fits.min(each as u64) as u32).max(1)
+    }
+
+    fn time_budget_end(&self) -> u64 {
+        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
+        self.cycle_start + tick_ns * (100 - self.knobs.user_frac) as u64 / 100
+    }
+
+    /// The end of a chunk (`netisr_pollmore`): schedules another chunk, or closes the
+    /// cycle and adapts `burst`. Returns `false` if no pollmore was armed.
+    pub fn netisr_pollmore(&mut self, now: u64) -> bool {
+        if !self.pollmore_armed {
+            return false;
+        }
+        self.pollmore_armed = false;
+        self.state.phase = 5;
+        if self.table.is_empty() {
+            // FreeBSD returns early here too: the stall detector restarts polling
+            // after a re-registration (spec §9).
+            return true;
+        }
+        if self.state.residual_burst > 0 && self.more_chunks_wanted(now) {
+            self.poll_armed = true;
+            self.pollmore_armed = true;
+            return true;
+        }
+        self.state.residual_burst = 0;
+        let elapsed_us = now.saturating_sub(self.cycle_start) / 1000;
+        self.state.kern_load = (elapsed_us * self.knobs.hz as u64 / 10_000) as u32;
+        match self.knobs.controller {
+            Controller::Classic => {
+                if self.state.kern_load > 100 - self.knobs.user_frac {
+                    self.state.burst = self.state.burst.saturating_sub(1).max(1);
+                } else if self.state.burst < self.knobs.burst_max {
+                    self.state.burst += 1;
+                }
+            }
+            Controller::Time => self.time_account(now),
+        }
+        self.state.cycles += 1;
+        self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
+        if self.state.pending_polls == 0 {
+            self.state.phase = 0;
+        } else {
+            // The cycle overran one or more ticks: back off and start again at once.
+            self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
+            self.poll_armed = true;
+            self.pollmore_armed = true;
+            self.state.phase = 6;
+        }
+        true
+    }
+
+    /// Classic: always finish the budget. Time: go on while the time left is worth at
+    /// least two packets and the busiest handler filled more than half of the last chunk.
+    fn more_chunks_wanted(&self, now: u64) -> bool {
+        match self.knobs.controller {
+            Controller::Classic => true,
+            Controller::Time => {
+                let left = self.time_budget_end().saturating_sub(now);
+                let per_round = self.state.ns_per_packet.max(1) * self.table.len() as u64;
+                left >= 2 * per_round && 2 * self.last_chunk_max > self.last_chunk_count
+            }
+        }
+    }
+
+    /// Time controller accounting: a moving average (weight 1/2) of the cost per packet;
+    /// `burst` reports the packets per interface the cycle polled.
+    fn time_account(&mut self, now: u64) {
+        let handlers = self.table.len().max(1) as u64;
+        if self.cycle_packets > 0 {
+            let sample = now.saturating_sub(self.cycle_start) / self.cycle_packets;
+            self.state.ns_per_packet = if self.state.ns_per_packet == 0 {
+                sample
+            } else {
+                (self.state.ns_per_packet + sample) / 2
+            };
+        }
+        let per_if = (self.cycle_packets / handlers) as u32;
+        self.state.burst = per_if.clamp(1, self.knobs.burst_max);
+    }
+
+    /// One pass of the idle poller (`poll_idle`): every handler gets `each_burst`, nothing
+    /// is accounted. Returns the frames processed; marks the poller asleep when there is
+    /// nothing to poll.
+    pub fn idle_poll(&mut self, handlers: &mut dyn PollHandlers) -> u32 {
+        self.update_idle_sleep();
+        if self.state.idlepoll_sleeping {
+            return 0;
+        }
+        let each = self.knobs.each_burst;
+        let mut done = 0;
+        for i in 0..self.table.len() {
+            done += handlers.poll(self.table[i], PollCmd::PollOnly, each);
+        }
+        done
+    }
+
+    /// Whether the idle poller would run now.
+    pub fn idle_poll_active(&self) -> bool {
+        self.knobs.idle_poll != 0 && !self.table.is_empty()
+    }
+
+    fn update_idle_sleep(&mut self) {
+        self.state.idlepoll_sleeping = !self.idle_poll_active();
+    }
+
+    /// Re-evaluates the idle poller after a knob write.
+    pub fn refresh(&mut self) {
+        self.update_idle_sleep();
+    }
+}
+
+/// One sysctl-like entry: full name, current value, description, writability.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SysctlEntry {
+    pub name: String,
+    pub value: String,
+    pub descr: String,
+    pub writable: bool,
+}
+
+impl Poller {
+    /// Reads one `kern.polling.*` value by its short name.
+    pub fn get(&self, short: &str) -> Option<String> {
+        let k = &self.knobs;
+        let s = &self.state;
+        Some(match short {
+            "hz" => k.hz.to_string(),
+            "controller" => k.controller.name().to_string(),
+            "user_frac" => k.user_frac.to_string(),
+            "burst" => s.burst.to_string(),
+            "burst_max" => k.burst_max.to_string(),
+            "each_burst" => k.each_burst.to_string(),
+            "reg_frac" => k.reg_frac.to_string(),
+            "idle_poll" => k.idle_poll.to_string(),
+            "handlers" => self.table.len().to_string(),
+            "residual_burst" => s.residual_burst.to_string(),
+            "pending_polls" => s.pending_polls.to_string(),
+            "lost_polls" => s.lost_polls.to_string(),
+            "short_ticks" => s.short_ticks.to_string(),
+            "phase" => s.phase.to_string(),
+            "suspect" => s.suspect.to_string(),
+            "stalled" => s.stalled.to_string(),
+            "idlepoll_sleeping" => (s.idlepoll_sleeping as u32).to_string(),
+            "cycles" => s.cycles.to_string(),
+            "kern_load" => s.kern_load.to_string(),
+            "ns_per_packet" => s.ns_per_packet.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Every `kern.polling.*` entry, in FreeBSD's listing order.
+    pub fn entries(&self) -> Vec<SysctlEntry> {
+        crate::knobs::KERN_POLLING
+            .iter()
+            .map(|&(short, descr, writable)| SysctlEntry {
+                name: format!("kern.polling.{short}"),
+                value: self.get(short).unwrap_or_default(),
+                descr: descr.to_string(),
+                writable,
+            })
+            .collect()
+    }
+}
