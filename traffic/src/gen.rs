@@ -1,0 +1,409 @@
+//! `polld gen`: a paced loop of `Device::send` + `Device::flush` with counted, timed frames.
+//!
+//! The generator sends on the same [`Device`] backends polld forwards with. Each frame
+//! belongs to one of `--flows` flows (round robin); every flow numbers its frames 0, 1,
+//! 2, ... and the frame carries its send time, so `polld sink` can count loss and
+//! reordering and measure one-way latency. The rate is held by [`Pacer`]; when the
+//! device pushes back (its ring is full, or the kernel said ENOBUFS/EAGAIN) the frame is
+//! retried, never dropped, and the push-back is counted.
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Args;
+use polld_core::Device;
+use serde::Serialize;
+
+use crate::backend::TxBackend;
+use crate::clock::{monotonic_ns, tighten_timer_slack, wait_towards};
+use crate::faults::{Gap, SeqSchedule};
+use crate::frame::{check_frame_size, parse_frame_size, FlowAddrs, FlowTemplate, Mac};
+use crate::pace::Pacer;
+use crate::rate::{bitrate_to_pps, parse_bitrate, parse_rate, Rate};
+use crate::report::{format_pps, mbit_per_s, per_second, Reporter};
+use crate::{parse_duration, parse_seconds, seconds_to_ns, Error};
+
+/// Most frames handed to the device between two flushes.
+const MAX_BATCH: u64 = 64;
+/// Most flows: the flow id is 16 bits in the frame.
+pub const MAX_FLOWS: u32 = 1 << 16;
+
+/// The header fields that differ between flows: flow `i` adds `i` to each chosen field.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowField {
+    SrcIp,
+    DstIp,
+    SrcPort,
+    DstPort,
+}
+
+/// Arguments of `polld gen`.
+#[derive(Args, Clone, Debug)]
+#[command(about = "Send counted, timestamped Ethernet/IPv4/UDP frames at a precise rate")]
+pub struct GenArgs {
+    /// Interface to send on.
+    pub interface: String,
+
+    /// Network namespace to enter before opening the interface (see `ip netns list`).
+    #[arg(long)]
+    pub netns: Option<String>,
+
+    /// Device backend, the same ones polld forwards with.
+    #[arg(long, value_enum, default_value_t = TxBackend::DEFAULT)]
+    pub backend: TxBackend,
+
+    /// Frame rate: 100k, 1.5M, 300000, or `unlimited` (the default without --bitrate).
+    #[arg(long, value_parser = parse_rate, conflicts_with = "bitrate")]
+    pub rate: Option<Rate>,
+
+    /// Bit rate of the frames (without FCS): 100M, 1.5Gbit.
+    #[arg(long, value_parser = parse_bitrate)]
+    pub bitrate: Option<f64>,
+
+    /// Frame size in bytes without the FCS, 60..=1514 (60 is 64 on the wire).
+    #[arg(long, default_value_t = 60, value_parser = parse_frame_size)]
+    pub size: usize,
+
+    /// Number of flows; flow i adds i to every field named by --vary.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_FLOWS as i64))]
+    pub flows: u32,
+
+    /// Header fields that differ between flows.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "src-ip,dst-ip,src-port,dst-port"
+    )]
+    pub vary: Vec<FlowField>,
+
+    /// Stop after this many seconds (with --count: whichever comes first).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+
+    /// Stop after sending this many frames.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    #[arg(long, default_value = "02:00:00:00:01:01")]
+    pub src_mac: Mac,
+    #[arg(long, default_value = "02:00:00:00:01:02")]
+    pub dst_mac: Mac,
+    /// Source address of flow 0.
+    #[arg(long, default_value = "10.0.1.1")]
+    pub src_ip: Ipv4Addr,
+    /// Destination address of flow 0.
+    #[arg(long, default_value = "10.0.2.100")]
+    pub dst_ip: Ipv4Addr,
+    #[arg(long, default_value_t = 9)]
+    pub src_port: u16,
+    #[arg(long, default_value_t = 9)]
+    pub dst_port: u16,
+
+    /// Seconds between interval reports; 0 for the summary only.
+    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = parse_seconds)]
+    pub interval: f64,
+
+    /// Print JSON lines (one per interval, then the summary) instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Fault injection: never send sequence numbers AT..AT+LEN, in every flow, so the
+    /// sink must count LEN lost frames per flow. Repeatable.
+    #[arg(long = "inject-gap", value_name = "AT:LEN")]
+    pub inject_gap: Vec<Gap>,
+
+    /// Fault injection: send sequence number AT+1 before AT, in every flow, so the sink
+    /// must count one reordered frame per flow and no loss. Repeatable.
+    #[arg(long = "inject-reorder", value_name = "AT")]
+    pub inject_reorder: Vec<u64>,
+}
+
+/// Counters over an interval or the whole run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct TxCounts {
+    frames: u64,
+    pushed_back: u64,
+    skipped: u64,
+}
+
+/// One interval report.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenInterval {
+    /// Seconds since the start.
+    pub start: f64,
+    pub end: f64,
+    pub frames: u64,
+    pub pps: f64,
+    pub mbit_per_s: f64,
+    /// How often the device refused a frame (ring full, ENOBUFS, EAGAIN); it was retried.
+    pub pushed_back: u64,
+    /// Frames the schedule skipped because the generator fell too far behind.
+    pub skipped: u64,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct GenSummary {
+    pub interface: String,
+    pub backend: String,
+    pub frame_size: usize,
+    pub flows: u32,
+    /// The target rate; `None` when unlimited.
+    pub target_pps: Option<f64>,
+    pub seconds: f64,
+    /// Frames the device accepted.
+    pub frames: u64,
+    pub pps: f64,
+    pub mbit_per_s: f64,
+    pub pushed_back: u64,
+    pub skipped: u64,
+}
+
+/// A validated generator configuration, ready to run on a device.
+#[derive(Clone, Debug)]
+pub struct Generator {
+    interface: String,
+    backend: TxBackend,
+    flows: Vec<FlowTemplate>,
+    frame_size: usize,
+    rate: Rate,
+    duration_ns: Option<u64>,
+    count: Option<u64>,
+    interval_ns: Option<u64>,
+    json: bool,
+    schedule: SeqSchedule,
+}
+
+impl Generator {
+    /// Checks the arguments and builds every flow's frame.
+    pub fn new(args: &GenArgs) -> Result<Generator, Error> {
+        let frame_size = check_frame_size(args.size)?;
+        if args.flows == 0 || args.flows > MAX_FLOWS {
+            return Err(Error(format!(
+                "--flows {} is out of range: use 1..={MAX_FLOWS}",
+                args.flows
+            )));
+        }
+        let rate = match (args.rate, args.bitrate) {
+            (Some(_), Some(_)) => {
+                return Err(Error("give --rate or --bitrate, not both".into()));
+            }
+            (Some(rate), None) => rate,
+            (None, Some(bits)) => Rate::Pps(bitrate_to_pps(bits, frame_size)),
+            (None, None) => Rate::Unlimited,
+        };
+        if let Rate::Pps(pps) = rate {
+            if !(pps > 0.0 && pps.is_finite()) {
+                return Err(Error(format!("the rate must be above zero, not {pps}")));
+            }
+        }
+        let flows = (0..args.flows)
+            .map(|i| FlowTemplate::new(&flow_addrs(args, i), i as u16, frame_size))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Generator {
+            interface: args.interface.clone(),
+            backend: args.backend,
+            flows,
+            frame_size,
+            rate,
+            duration_ns: args.duration.map(seconds_to_ns),
+            count: args.count,
+            interval_ns: Some(seconds_to_ns(args.interval)).filter(|&ns| ns > 0),
+            json: args.json,
+            schedule: SeqSchedule::new(&args.inject_gap, &args.inject_reorder),
+        })
+    }
+
+    /// Sends until the duration or count is reached or `stop` is set, reporting to `out`.
+    pub fn run(
+        mut self,
+        dev: &mut dyn Device,
+        stop: &AtomicBool,
+        out: &mut dyn std::io::Write,
+    ) -> GenSummary {
+        tighten_timer_slack();
+        let mut report = Reporter::new(out, self.json);
+        report.note(|| {
+            format!(
+                "[gen] {} ({}), {}-byte frames, {} flow(s), rate {}",
+                self.interface,
+                self.backend.name(),
+                self.frame_size,
+                self.flows.len(),
+                match self.rate {
+                    Rate::Pps(pps) => format_pps(pps),
+                    Rate::Unlimited => "unlimited".into(),
+                }
+            )
+        });
+        report.note(|| {
+            format!(
+                "[gen] {:>13} {:>12} {:>13} {:>15} {:>12} {:>9}",
+                "interval", "frames", "rate", "bitrate", "pushed back", "skipped"
+            )
+        });
+
+        let start = monotonic_ns();
+        let mut pacer = match self.rate {
+            Rate::Pps(pps) => Some(Pacer::new(pps, start)),
+            Rate::Unlimited => None,
+        };
+        let deadline = self.duration_ns.map(|d| start + d);
+        let mut next_report = self.interval_ns.map(|i| start + i);
+        let mut total = TxCounts::default();
+        let mut reported = (start, total);
+        let mut flow = 0;
+        let mut seq = self.schedule.next_seq();
+        let mut now = start;
+
+        loop {
+            if stop.load(Ordering::Relaxed)
+                || deadline.is_some_and(|d| now >= d)
+                || self.count.is_some_and(|c| total.frames >= c)
+            {
+                break;
+            }
+            if let (Some(due), Some(interval)) = (next_report, self.interval_ns) {
+                if now >= due {
+                    total.skipped = pacer.as_ref().map_or(0, Pacer::skipped);
+                    self.report_interval(&mut report, start, reported, (now, total));
+                    reported = (now, total);
+                    next_report = Some((due + interval).max(now + 1));
+                }
+            }
+            let mut want = pacer
+                .as_mut()
+                .map_or(MAX_BATCH, |p| p.due(now))
+                .min(MAX_BATCH);
+            if let Some(count) = self.count {
+                want = want.min(count - total.frames);
+            }
+            if want == 0 {
+                let next_frame = pacer.as_ref().map_or(now, Pacer::next_due_ns);
+                let wake = [Some(next_frame), next_report, deadline]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(now);
+                wait_towards(wake);
+                now = monotonic_ns();
+                continue;
+            }
+            let mut sent = 0;
+            while sent < want {
+                let frame = self.flows[flow].stamp(seq, monotonic_ns());
+                if dev.send(frame).is_err() {
+                    total.pushed_back += 1;
+                    break;
+                }
+                sent += 1;
+                flow += 1;
+                if flow == self.flows.len() {
+                    flow = 0;
+                    seq = self.schedule.next_seq();
+                }
+            }
+            dev.flush();
+            total.frames += sent;
+            if let Some(p) = pacer.as_mut() {
+                p.sent(sent);
+            }
+            now = monotonic_ns();
+        }
+
+        total.skipped = pacer.as_ref().map_or(0, Pacer::skipped);
+        if self.interval_ns.is_some() && now > reported.0 && total != reported.1 {
+            self.report_interval(&mut report, start, reported, (now, total));
+        }
+        let seconds = (now - start) as f64 / 1e9;
+        let summary = GenSummary {
+            interface: self.interface.clone(),
+            backend: self.backend.name().into(),
+            frame_size: self.frame_size,
+            flows: self.flows.len() as u32,
+            target_pps: match self.rate {
+                Rate::Pps(pps) => Some(pps),
+                Rate::Unlimited => None,
+            },
+            seconds,
+            frames: total.frames,
+            pps: per_second(total.frames, seconds),
+            mbit_per_s: mbit_per_s(total.frames * self.frame_size as u64, seconds),
+            pushed_back: total.pushed_back,
+            skipped: total.skipped,
+        };
+        report.emit("summary", &summary, || {
+            format!(
+                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9}  summary",
+                0.0,
+                seconds,
+                summary.frames,
+                format_pps(summary.pps),
+                summary.mbit_per_s,
+                summary.pushed_back,
+                summary.skipped
+            )
+        });
+        summary
+    }
+
+    fn report_interval(
+        &self,
+        report: &mut Reporter<'_>,
+        start: u64,
+        (from_ns, from): (u64, TxCounts),
+        (to_ns, to): (u64, TxCounts),
+    ) {
+        let seconds = (to_ns - from_ns) as f64 / 1e9;
+        let frames = to.frames - from.frames;
+        let interval = GenInterval {
+            start: (from_ns - start) as f64 / 1e9,
+            end: (to_ns - start) as f64 / 1e9,
+            frames,
+            pps: per_second(frames, seconds),
+            mbit_per_s: mbit_per_s(frames * self.frame_size as u64, seconds),
+            pushed_back: to.pushed_back - from.pushed_back,
+            skipped: to.skipped - from.skipped,
+        };
+        report.emit("interval", &interval, || {
+            format!(
+                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9}",
+                interval.start,
+                interval.end,
+                interval.frames,
+                format_pps(interval.pps),
+                interval.mbit_per_s,
+                interval.pushed_back,
+                interval.skipped
+            )
+        });
+    }
+}
+
+/// The addresses of flow `i`: the base addresses with `i` added to each varied field.
+fn flow_addrs(args: &GenArgs, i: u32) -> FlowAddrs {
+    let vary = |field| args.vary.contains(&field);
+    let add_ip = |ip: Ipv4Addr, field| {
+        if vary(field) {
+            Ipv4Addr::from(u32::from(ip).wrapping_add(i))
+        } else {
+            ip
+        }
+    };
+    let add_port = |port: u16, field| {
+        if vary(field) {
+            port.wrapping_add(i as u16)
+        } else {
+            port
+        }
+    };
+    FlowAddrs {
+        src_mac: args.src_mac,
+        dst_mac: args.dst_mac,
+        src_ip: add_ip(args.src_ip, FlowField::SrcIp),
+        dst_ip: add_ip(args.dst_ip, FlowField::DstIp),
+        src_port: add_port(args.src_port, FlowField::SrcPort),
+        dst_port: add_port(args.dst_port, FlowField::DstPort),
+    }
+}

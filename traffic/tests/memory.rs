@@ -1,0 +1,321 @@
+//! Gen and sink logic against an in-memory device: exact counts, no kernel, no root.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+
+use clap::Parser;
+use polld_core::{Device, LinkState, TxFull};
+use polld_traffic::frame::{parse, Parsed};
+use polld_traffic::{GenArgs, GenSummary, Generator, Sink, SinkArgs, SinkSummary};
+
+/// A wire in memory: what one device flushes, the other receives.
+type Wire = Rc<RefCell<VecDeque<Vec<u8>>>>;
+
+/// A device whose transmit ring holds `ring` frames until `flush`, and which can refuse
+/// every `refuse_every`-th send as a full ring would.
+struct MemoryDevice {
+    wire: Wire,
+    pending: Vec<Vec<u8>>,
+    ring: usize,
+    refuse_every: Option<u64>,
+    sends: u64,
+}
+
+impl MemoryDevice {
+    fn new(wire: &Wire, ring: usize) -> MemoryDevice {
+        MemoryDevice {
+            wire: wire.clone(),
+            pending: Vec::new(),
+            ring,
+            refuse_every: None,
+            sends: 0,
+        }
+    }
+}
+
+impl Device for MemoryDevice {
+    fn name(&self) -> &str {
+        "mem0"
+    }
+
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        let mut wire = self.wire.borrow_mut();
+        let n = budget.min(wire.len());
+        for mut frame in wire.drain(..n) {
+            rx(&mut frame);
+        }
+        n
+    }
+
+    fn rx_ready(&mut self) -> bool {
+        !self.wire.borrow().is_empty()
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        self.sends += 1;
+        if self.pending.len() >= self.ring
+            || self
+                .refuse_every
+                .is_some_and(|n| self.sends.is_multiple_of(n))
+        {
+            return Err(TxFull);
+        }
+        self.pending.push(frame.to_vec());
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        self.wire.borrow_mut().extend(self.pending.drain(..));
+    }
+
+    fn check_status(&mut self) -> LinkState {
+        LinkState::Up
+    }
+
+    fn set_interrupt(&mut self, _armed: bool) {}
+}
+
+#[derive(Parser)]
+struct GenCli {
+    #[command(flatten)]
+    args: GenArgs,
+}
+
+#[derive(Parser)]
+struct SinkCli {
+    #[command(flatten)]
+    args: SinkArgs,
+}
+
+/// Parses `gen mem0 EXTRA`, with interval reports off unless EXTRA sets them.
+fn gen_args(extra: &[&str]) -> Result<GenArgs, String> {
+    let quiet: &[&str] = if extra.contains(&"-i") {
+        &[]
+    } else {
+        &["-i", "0"]
+    };
+    let argv = ["gen", "mem0"].iter().chain(quiet).chain(extra);
+    GenCli::try_parse_from(argv)
+        .map(|c| c.args)
+        .map_err(|e| e.to_string())
+}
+
+fn sink_args(extra: &[&str]) -> SinkArgs {
+    let argv = ["sink", "mem0", "-i", "0"].iter().chain(extra);
+    SinkCli::try_parse_from(argv).unwrap().args
+}
+
+fn generate(dev: &mut MemoryDevice, extra: &[&str]) -> (GenSummary, String) {
+    let gen = Generator::new(&gen_args(extra).unwrap()).unwrap();
+    let mut out = Vec::new();
+    let summary = gen.run(dev, &AtomicBool::new(false), &mut out);
+    (summary, String::from_utf8(out).unwrap())
+}
+
+fn receive(dev: &mut MemoryDevice, extra: &[&str]) -> (SinkSummary, String) {
+    let sink = Sink::new(&sink_args(extra)).unwrap();
+    let mut out = Vec::new();
+    let summary = sink.run(dev, &AtomicBool::new(false), &mut out);
+    (summary, String::from_utf8(out).unwrap())
+}
+
+fn assert_conserved(s: &SinkSummary) {
+    assert_eq!(
+        s.counts.frames,
+        s.sequence.received + s.counts.foreign + s.counts.bad_checksum,
+        "every frame is ours, foreign or bad: {s:?}"
+    );
+}
+
+#[test]
+fn an_injected_gap_and_reordering_are_counted_exactly_in_every_flow() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    let (gen, _) = generate(
+        &mut tx,
+        &[
+            "--count",
+            "4000",
+            "--flows",
+            "4",
+            "--inject-gap",
+            "100:10",
+            "--inject-reorder",
+            "500",
+        ],
+    );
+    assert_eq!(gen.frames, 4000);
+    let mut rx = MemoryDevice::new(&wire, 64);
+    let (sink, text) = receive(&mut rx, &["--count", "4000"]);
+    assert_eq!(sink.flows, 4);
+    assert_eq!(sink.sequence.received, 4000);
+    assert_eq!(sink.sequence.lost, 4 * 10);
+    assert_eq!(sink.sequence.reordered, 4);
+    assert_eq!(sink.sequence.duplicates, 0);
+    assert_eq!(sink.latency.unwrap().samples, 4000);
+    assert_conserved(&sink);
+    assert!(text.contains("lost 40 ("), "{text}");
+}
+
+#[test]
+fn pushed_back_frames_are_retried_not_lost() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 8);
+    tx.refuse_every = Some(5);
+    let (gen, _) = generate(&mut tx, &["--count", "1000", "--flows", "3"]);
+    assert_eq!(gen.frames, 1000);
+    assert!(gen.pushed_back >= 1000 / 5, "{gen:?}");
+    let mut rx = MemoryDevice::new(&wire, 8);
+    let (sink, _) = receive(&mut rx, &["--count", "1000"]);
+    assert_eq!(sink.sequence.received, 1000);
+    assert_eq!(
+        sink.sequence.lost + sink.sequence.reordered + sink.sequence.duplicates,
+        0
+    );
+}
+
+#[test]
+fn foreign_and_corrupted_frames_are_counted_apart_from_ours() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    generate(&mut tx, &["--count", "10", "--size", "128"]);
+    {
+        let mut frames = wire.borrow_mut();
+        let mut corrupted = frames[3].clone();
+        corrupted[22] = 1; // TTL changed without fixing the checksum
+        frames.push_back(corrupted);
+        frames.push_back(vec![0xff; 60]);
+        frames.push_back(vec![0; 14]);
+    }
+    let mut rx = MemoryDevice::new(&wire, 64);
+    let (sink, _) = receive(&mut rx, &["--count", "13"]);
+    assert_eq!(sink.counts.frames, 13);
+    assert_eq!(sink.counts.bad_checksum, 1);
+    assert_eq!(sink.counts.foreign, 2);
+    assert_eq!(sink.sequence.received, 10);
+    assert_eq!(sink.counts.bytes, 11 * 128 + 60 + 14);
+    assert_conserved(&sink);
+}
+
+#[test]
+fn flows_differ_in_the_varied_fields_only() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    generate(
+        &mut tx,
+        &[
+            "--count",
+            "3",
+            "--flows",
+            "3",
+            "--vary",
+            "src-ip,dst-port",
+            "--src-ip",
+            "10.0.1.254",
+        ],
+    );
+    let frames: Vec<_> = wire.borrow_mut().drain(..).collect();
+    let src_ips: Vec<_> = frames.iter().map(|f| f[26..30].to_vec()).collect();
+    assert_eq!(src_ips, [[10, 0, 1, 254], [10, 0, 1, 255], [10, 0, 2, 0]]);
+    let dst_ports: Vec<_> = frames
+        .iter()
+        .map(|f| u16::from_be_bytes([f[36], f[37]]))
+        .collect();
+    assert_eq!(dst_ports, [9, 10, 11]);
+    assert!(frames
+        .iter()
+        .all(|f| f[30..34] == [10, 0, 2, 100] && f[34..36] == [0, 9]));
+    for (i, f) in frames.iter().enumerate() {
+        assert!(matches!(parse(f), Parsed::Ours { flow, seq: 0, .. } if usize::from(flow) == i));
+    }
+}
+
+#[test]
+fn a_paced_run_sends_the_scheduled_frames() {
+    // Frames sent plus frames skipped after stalls (a loaded machine) always make up the
+    // schedule; on an idle machine nothing is skipped.
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    let (gen, _) = generate(&mut tx, &["--rate", "20k", "--duration", "0.3"]);
+    let scheduled = gen.seconds * 20_000.0;
+    let accounted = (gen.frames + gen.skipped) as f64;
+    assert!((accounted - scheduled).abs() <= 2.0, "{gen:?}");
+    assert_eq!(wire.borrow().len() as u64, gen.frames);
+}
+
+#[test]
+fn json_mode_prints_intervals_then_one_summary() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    let gen = Generator::new(
+        &gen_args(&["--rate", "10k", "--duration", "0.35", "-i", "0.1", "--json"]).unwrap(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    let summary = gen.run(&mut tx, &AtomicBool::new(false), &mut out);
+    let lines: Vec<serde_json::Value> = String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (last, intervals) = lines.split_last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert_eq!(last["frames"], summary.frames);
+    assert!(intervals.len() >= 3, "{lines:?}");
+    assert!(intervals.iter().all(|l| l["type"] == "interval"));
+    let interval_frames: u64 = intervals
+        .iter()
+        .map(|l| l["frames"].as_u64().unwrap())
+        .sum();
+    assert_eq!(interval_frames, summary.frames);
+
+    let mut rx = MemoryDevice::new(&wire, 64);
+    let sink = Sink::new(&sink_args(&["--json", "--count", "5"])).unwrap();
+    let mut out = Vec::new();
+    sink.run(&mut rx, &AtomicBool::new(false), &mut out);
+    let summary: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["frames"], 5);
+    assert!(
+        summary["latency"]["p999_ns"].as_u64().is_some(),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_stop_request_ends_both_loops_with_a_summary() {
+    let stop = AtomicBool::new(true);
+    let wire = Wire::default();
+    let mut dev = MemoryDevice::new(&wire, 64);
+    let gen = Generator::new(&gen_args(&["--rate", "1k"]).unwrap()).unwrap();
+    let summary = gen.run(&mut dev, &stop, &mut Vec::new());
+    assert_eq!(summary.frames, 0);
+    let sink = Sink::new(&sink_args(&[])).unwrap();
+    let summary = sink.run(&mut dev, &stop, &mut Vec::new());
+    assert_eq!(summary.counts.frames, 0);
+    assert!(summary.latency.is_none());
+}
+
+#[test]
+fn bad_arguments_are_refused_with_a_clear_reason() {
+    for (argv, reason) in [
+        (&["--size", "59"][..], "60..=1514"),
+        (&["--size", "1515"], "60..=1514"),
+        (&["--rate", "0"], "above zero"),
+        (&["--rate", "10k", "--bitrate", "1M"], "cannot be used with"),
+        (&["--duration", "0"], "above 0 seconds"),
+        (&["--count", "0"], "not in 1.."),
+        (&["--flows", "0"], "not in 1..=65536"),
+        (&["--flows", "65537"], "not in 1..=65536"),
+        (&["--inject-gap", "5"], "AT:LEN"),
+        (&["--dst-mac", "02:00"], "MAC address"),
+        (&["--backend", "dpdk"], "af_packet"),
+    ] {
+        let err = gen_args(argv).unwrap_err();
+        assert!(err.contains(reason), "{argv:?}: {err}");
+    }
+    let err = GenCli::try_parse_from(["gen"]).err().unwrap().to_string();
+    assert!(err.contains("<INTERFACE>"), "{err}");
+}
