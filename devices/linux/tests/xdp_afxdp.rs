@@ -1,0 +1,539 @@
+//! XDP programs and the AF_XDP device on a veth pair between two fresh namespaces.
+//!
+//! Topology: namespace `a` holds `va` (where the programs and the AF_XDP socket sit),
+//! namespace `b` holds its peer `vb`, from which raw AF_PACKET sockets send and receive.
+//! IPv6 is off in both namespaces so that no router solicitation disturbs exact counts.
+//! Needs root; skipped otherwise.
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use polld_core::{Device, LinkState, TxFull};
+use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
+use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use polld_dev::xdp::{CountProgram, DropProgram, RedirectProgram, XdpError, XdpMode};
+
+const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
+const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
+/// IEEE "local experimental" ethertype: no stack in either namespace reacts to it.
+const ETHERTYPE: u16 = 0x88b5;
+/// Generous: the VM is small and shared.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+    };
+}
+
+struct Pair {
+    a: Netns,
+    b: Netns,
+}
+
+fn mac_text(mac: [u8; 6]) -> String {
+    mac.map(|b| format!("{b:02x}")).join(":")
+}
+
+fn pair() -> Pair {
+    let a = Netns::create("xdp-a").unwrap();
+    let b = Netns::create("xdp-b").unwrap();
+    for ns in [&a, &b] {
+        ns.sysctl("net.ipv6.conf.all.disable_ipv6=1").unwrap();
+        ns.sysctl("net.ipv6.conf.default.disable_ipv6=1").unwrap();
+    }
+    let (mac_a, mac_b) = (mac_text(MAC_A), mac_text(MAC_B));
+    veth_pair(
+        VethEnd {
+            ns: &a,
+            name: "va",
+            mac: &mac_a,
+            addr: None,
+        },
+        VethEnd {
+            ns: &b,
+            name: "vb",
+            mac: &mac_b,
+            addr: None,
+        },
+    )
+    .unwrap();
+    Pair { a, b }
+}
+
+/// Runs `f` inside namespace `ns` (sockets and links keep that namespace afterwards).
+fn inside<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) -> T {
+    in_netns(ns.name(), f).unwrap()
+}
+
+fn xdp_attached(ns: &Netns, ifname: &str) -> bool {
+    ns.ip(&["link", "show", ifname])
+        .unwrap()
+        .contains("prog/xdp")
+}
+
+/// A frame from `src` to `dst` carrying `seq`, `len` bytes long (at least 60).
+fn frame(dst: [u8; 6], src: [u8; 6], seq: u32, len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&dst);
+    f.extend_from_slice(&src);
+    f.extend_from_slice(&ETHERTYPE.to_be_bytes());
+    f.extend_from_slice(&seq.to_be_bytes());
+    f.extend((f.len()..len).map(|i| (i as u32 ^ seq) as u8));
+    f
+}
+
+/// A raw AF_PACKET socket bound to one interface, for the peer side of the tests.
+struct RawSocket {
+    fd: OwnedFd,
+}
+
+impl RawSocket {
+    /// Opened in the calling thread's namespace; `receive` decides whether it sees frames.
+    fn open(ifname: &str, receive: bool) -> RawSocket {
+        let protocol = if receive {
+            (libc::ETH_P_ALL as u16).to_be()
+        } else {
+            0
+        };
+        // SAFETY: plain socket creation.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol)) };
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        // SAFETY: fresh fd we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let name = std::ffi::CString::new(ifname).unwrap();
+        // SAFETY: NUL-terminated name.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        assert_ne!(ifindex, 0, "no interface {ifname}");
+        // SAFETY: sockaddr_ll is plain old data.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = protocol;
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: binds our socket to a sockaddr_ll of the right size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        RawSocket { fd }
+    }
+
+    /// Sends a frame, waiting while the veth queue pushes back (ENOBUFS).
+    fn send(&self, frame: &[u8]) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            // SAFETY: sends from a buffer we own.
+            let rc =
+                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            if rc == frame.len() as isize {
+                return;
+            }
+            let err = std::io::Error::last_os_error();
+            assert!(
+                err.raw_os_error() == Some(libc::ENOBUFS) && Instant::now() < deadline,
+                "send: {err}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The next incoming frame of our ethertype, or `None` after `TIMEOUT`.
+    fn receive(&self) -> Option<Vec<u8>> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut buf = vec![0u8; 2048];
+        while Instant::now() < deadline {
+            if !readable(self.fd.as_raw_fd(), Duration::from_millis(100)) {
+                continue;
+            }
+            // SAFETY: sockaddr_ll is plain old data.
+            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            // SAFETY: receives into buffers we own, with their sizes.
+            let n = unsafe {
+                libc::recvfrom(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                    (&mut from as *mut libc::sockaddr_ll).cast(),
+                    &mut from_len,
+                )
+            };
+            if n >= 14
+                && from.sll_pkttype != libc::PACKET_OUTGOING as u8
+                && buf[12..14] == ETHERTYPE.to_be_bytes()
+            {
+                return Some(buf[..n as usize].to_vec());
+            }
+        }
+        None
+    }
+}
+
+fn readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd we own.
+    let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
+    rc > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+/// Calls `check` until it returns true or `TIMEOUT` passes.
+fn eventually(mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + TIMEOUT;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    check()
+}
+
+/// Receives from `dev` until `count` frames arrived (or `TIMEOUT`), returning them.
+fn receive_frames(dev: &mut AfXdp, count: usize) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    eventually(|| {
+        dev.receive(64, &mut |f| got.push(f.to_vec()));
+        got.len() >= count
+    });
+    got
+}
+
+#[test]
+fn all_programs_pass_the_verifier() {
+    require_root!();
+    DropProgram::load().unwrap();
+    CountProgram::load().unwrap();
+    RedirectProgram::load(4).unwrap();
+}
+
+#[test]
+fn dropping_the_link_detaches_the_program() {
+    require_root!();
+    let p = pair();
+    let link = inside(&p.a, || {
+        DropProgram::load().unwrap().attach("va", XdpMode::Auto)
+    })
+    .unwrap();
+    assert_eq!(link.mode(), XdpMode::Native, "veth supports native XDP");
+    assert!(xdp_attached(&p.a, "va"));
+    drop(link);
+    assert!(
+        !xdp_attached(&p.a, "va"),
+        "no XDP program after the link closed"
+    );
+}
+
+#[test]
+fn drivers_without_native_xdp_fall_back_to_generic() {
+    require_root!();
+    let p = pair();
+    // The loopback driver has no native XDP.
+    let link = inside(&p.a, || {
+        DropProgram::load().unwrap().attach("lo", XdpMode::Auto)
+    })
+    .unwrap();
+    assert_eq!(link.mode(), XdpMode::Generic);
+    assert!(xdp_attached(&p.a, "lo"));
+    let native = inside(&p.b, || {
+        DropProgram::load().unwrap().attach("lo", XdpMode::Native)
+    });
+    assert!(native.is_err(), "forced native mode must fail on lo");
+}
+
+#[test]
+fn a_second_program_on_the_interface_is_reported_busy() {
+    require_root!();
+    let p = pair();
+    let (first, second) = inside(&p.a, || {
+        let prog = DropProgram::load().unwrap();
+        (
+            prog.attach("va", XdpMode::Native),
+            prog.attach("va", XdpMode::Native),
+        )
+    });
+    first.unwrap();
+    let err = second.unwrap_err();
+    assert!(matches!(err, XdpError::Busy { .. }), "{err}");
+    assert!(err.to_string().contains("va"), "{err}");
+}
+
+#[test]
+fn a_missing_interface_is_named_in_the_error() {
+    require_root!();
+    let p = pair();
+    let err = inside(&p.a, || {
+        DropProgram::load().unwrap().attach("vnone", XdpMode::Auto)
+    })
+    .unwrap_err();
+    assert!(matches!(err, XdpError::NoSuchInterface(_)), "{err}");
+    assert!(err.to_string().contains("vnone"), "{err}");
+    let err = inside(&p.a, || AfXdp::open("vnone", 0, &AfXdpConfig::default())).unwrap_err();
+    assert!(err.to_string().contains("vnone"), "{err}");
+}
+
+/// The kernel releases a link when the last process holding its fd dies, even by SIGKILL.
+/// The child inherits the only copy of the link fd (the parent closes its own), so its
+/// death is what must detach the program.
+#[test]
+fn a_killed_holder_leaves_no_program_attached() {
+    require_root!();
+    let p = pair();
+    let link = inside(&p.a, || {
+        DropProgram::load().unwrap().attach("va", XdpMode::Auto)
+    })
+    .unwrap();
+    let link_fd = link.as_fd().as_raw_fd();
+    let mut command = Command::new("sleep");
+    command.arg("600").stdin(Stdio::null());
+    // SAFETY: the hook only calls dup2, which is async-signal-safe. Fd 3 in the child is
+    // the link, without close-on-exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::dup2(link_fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let mut child = command.spawn().unwrap();
+    drop(link);
+    assert!(
+        xdp_attached(&p.a, "va"),
+        "the child's copy keeps the program attached"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        eventually(|| !xdp_attached(&p.a, "va")),
+        "the program outlived its killed holder"
+    );
+}
+
+#[test]
+fn count_and_drop_counts_exactly_the_frames_sent() {
+    require_root!();
+    let p = pair();
+    let (counter, _link) = inside(&p.a, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("va", XdpMode::Auto).unwrap();
+        (counter, link)
+    });
+    const N: u32 = 1000;
+    const LEN: usize = 100;
+    inside(&p.b, || {
+        let sock = RawSocket::open("vb", false);
+        for seq in 0..N {
+            sock.send(&frame(MAC_A, MAC_B, seq, LEN));
+        }
+    });
+    assert!(
+        eventually(|| counter.counts().unwrap().packets >= u64::from(N)),
+        "counted {:?}",
+        counter.counts().unwrap()
+    );
+    // Settle, then the count must be exact: nothing extra, nothing lost.
+    std::thread::sleep(Duration::from_millis(200));
+    let counts = counter.counts().unwrap();
+    assert_eq!(counts.packets, u64::from(N));
+    assert_eq!(counts.bytes, u64::from(N) * LEN as u64);
+}
+
+fn open_afxdp(ns: &Netns, config: AfXdpConfig) -> AfXdp {
+    inside(ns, move || AfXdp::open("va", 0, &config)).unwrap()
+}
+
+#[test]
+fn afxdp_on_veth_binds_in_copy_mode_and_refuses_forced_zero_copy() {
+    require_root!();
+    let p = pair();
+    let dev = open_afxdp(&p.a, AfXdpConfig::default());
+    assert!(!dev.zero_copy(), "veth has no AF_XDP zero-copy");
+    assert_eq!(dev.xdp_mode(), XdpMode::Native);
+    drop(dev);
+    assert!(
+        !xdp_attached(&p.a, "va"),
+        "closing the socket detaches the program"
+    );
+    let config = AfXdpConfig {
+        bind_mode: BindMode::ZeroCopy,
+        ..AfXdpConfig::default()
+    };
+    let err = inside(&p.a, move || AfXdp::open("va", 0, &config)).unwrap_err();
+    assert!(matches!(err, XdpError::ZeroCopyUnsupported { .. }), "{err}");
+}
+
+#[test]
+fn afxdp_receives_frames_byte_exact_and_accounts_for_all() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    let sent: Vec<Vec<u8>> = (0..200)
+        .map(|seq| frame(MAC_A, MAC_B, seq, 60 + (seq as usize * 7) % 1400))
+        .collect();
+    let to_send = sent.clone();
+    inside(&p.b, move || {
+        let sock = RawSocket::open("vb", false);
+        to_send.iter().for_each(|f| sock.send(f));
+    });
+    let got = receive_frames(&mut dev, sent.len());
+    assert_eq!(got.len(), sent.len());
+    assert!(got == sent, "frames arrive in order and byte-exact");
+    let stats = dev.stats().unwrap();
+    assert_eq!(
+        stats.rx_frames + stats.rx_dropped + stats.rx_ring_full,
+        sent.len() as u64
+    );
+    assert_eq!(
+        stats.rx_bytes,
+        sent.iter().map(|f| f.len() as u64).sum::<u64>()
+    );
+}
+
+#[test]
+fn afxdp_refills_so_more_frames_than_the_umem_holds_pass() {
+    require_root!();
+    let p = pair();
+    let config = AfXdpConfig {
+        rx_frames: 64,
+        tx_frames: 64,
+        ..AfXdpConfig::default()
+    };
+    let mut dev = open_afxdp(&p.a, config);
+    let sender = inside(&p.b, || RawSocket::open("vb", false));
+    const ROUNDS: u32 = 20;
+    const BURST: u32 = 32;
+    let mut received = 0u64;
+    for round in 0..ROUNDS {
+        for i in 0..BURST {
+            sender.send(&frame(MAC_A, MAC_B, round * BURST + i, 60));
+        }
+        let got = receive_frames(&mut dev, BURST as usize);
+        for (i, f) in got.iter().enumerate() {
+            assert_eq!(f[14..18], (round * BURST + i as u32).to_be_bytes());
+        }
+        received += got.len() as u64;
+    }
+    assert_eq!(received, u64::from(ROUNDS * BURST), "10x the receive pool");
+    let stats = dev.stats().unwrap();
+    assert_eq!(stats.rx_dropped + stats.rx_ring_full, 0, "{stats:?}");
+    assert_eq!(dev.hw_stats().rx_ring_full, 0);
+}
+
+#[test]
+fn afxdp_interrupt_fd_polls_readable_when_frames_wait() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    dev.set_interrupt(true);
+    let fd = dev.interrupt_fd().expect("AF_XDP has an interrupt fd");
+    assert!(!readable(fd, Duration::ZERO));
+    assert!(!dev.rx_ready());
+    inside(&p.b, || {
+        RawSocket::open("vb", false).send(&frame(MAC_A, MAC_B, 1, 60))
+    });
+    assert!(readable(fd, TIMEOUT));
+    assert!(dev.rx_ready());
+    assert_eq!(receive_frames(&mut dev, 1).len(), 1);
+    assert!(!dev.rx_ready());
+}
+
+#[test]
+fn afxdp_transmits_frames_the_peer_receives() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    let peer = inside(&p.b, || RawSocket::open("vb", true));
+    let sent: Vec<Vec<u8>> = (0..50)
+        .map(|seq| frame(MAC_B, MAC_A, seq, 60 + seq as usize * 13))
+        .collect();
+    for f in &sent {
+        dev.send(f).unwrap();
+    }
+    dev.flush();
+    for expected in &sent {
+        let got = peer.receive().expect("the peer receives every frame");
+        assert_eq!(&got, expected);
+    }
+    assert!(eventually(|| {
+        dev.flush();
+        dev.stats().unwrap().tx_completed == sent.len() as u64
+    }));
+}
+
+#[test]
+fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
+    require_root!();
+    let p = pair();
+    let config = AfXdpConfig {
+        rx_frames: 64,
+        tx_frames: 64,
+        ..AfXdpConfig::default()
+    };
+    let mut dev = open_afxdp(&p.a, config);
+    let (counter, _link) = inside(&p.b, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("vb", XdpMode::Native).unwrap();
+        (counter, link)
+    });
+    const N: u32 = 64 * 20;
+    let mut refused = 0u64;
+    let mut seq = 0;
+    let deadline = Instant::now() + TIMEOUT;
+    while seq < N && Instant::now() < deadline {
+        match dev.send(&frame(MAC_B, MAC_A, seq, 60)) {
+            Ok(()) => seq += 1,
+            Err(TxFull) => {
+                refused += 1;
+                dev.flush();
+            }
+        }
+    }
+    dev.flush();
+    assert_eq!(seq, N, "all frames queued before the deadline");
+    assert!(refused > 0, "a 64-frame pool must push back");
+    assert!(
+        eventually(|| {
+            dev.flush();
+            counter.counts().unwrap().packets == u64::from(N)
+        }),
+        "peer counted {:?}, stats {:?}",
+        counter.counts().unwrap(),
+        dev.stats().unwrap()
+    );
+    let stats = dev.stats().unwrap();
+    assert_eq!(stats.tx_frames, u64::from(N));
+    assert_eq!(stats.tx_full, refused);
+    assert_eq!(stats.tx_invalid_descs, 0);
+}
+
+#[test]
+fn afxdp_status_follows_the_interface() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    assert_eq!(dev.name(), "va");
+    assert_eq!(dev.check_status(), LinkState::Up);
+    p.a.ip(&["link", "set", "va", "down"]).unwrap();
+    assert_eq!(dev.check_status(), LinkState::Down);
+    p.a.ip(&["link", "del", "va"]).unwrap();
+    assert_eq!(dev.check_status(), LinkState::Gone);
+}
