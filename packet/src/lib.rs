@@ -1,1 +1,36 @@
-//! (work in progress)
+//! polld-packet: what happens to a frame once a device handed it up, with no I/O.
+//!
+//! - [`wire`]: zero-copy typed views (Ethernet, ARP, IPv4, UDP, ICMP) and the Internet
+//!   checksum with its incremental update.
+//! - [`Forwarder`]: the IPv4 router (RFC 1812 checks, ARP, ICMP errors, LPM routing).
+//! - [`Bridge`]: an L2 learning bridge.
+//! - [`rules`]: ipfw-style 5-tuple allow/deny rules, used by both.
+//! - [`config`]: the serde configuration embedded in `polld run`'s TOML, and validation.
+//! - [`counters`]: what each stage counts, and the conservation check.
+//!
+//! [`Stage`] picks the router or the bridge from the config; all of them implement
+//! [`polld_core::PacketStage`], take time through `set_now` and never read a clock.
+
+pub mod arp_cache;
+pub mod bridge;
+pub mod config;
+pub mod counters;
+pub mod forwarder;
+mod frames;
+pub mod net;
+pub mod ratelimit;
+pub mod route;
+pub mod rules;
+pub mod stage;
+mod table;
+mod text;
+pub mod wire;
+
+pub use bridge::Bridge;
+pub use config::{ConfigError, Mode, PacketConfig};
+pub use counters::{ConservationError, GeneratedCounters, StageCounters, StageStats};
+pub use forwarder::Forwarder;
+pub use net::Ipv4Net;
+pub use rules::{Action, FiveTuple, Rule, RuleSet};
+pub use stage::Stage;
+pub use table::TableStats;

@@ -1,0 +1,680 @@
+//! Configuration of the packet stage, as embedded in `polld run`'s TOML (under a table
+//! such as `[packet]`), and its validation.
+//!
+//! Validation reports the first problem as a [`ConfigError`] naming the field (relative
+//! to the packet table, e.g. `routes[1].gateway`) and saying how to fix it.
+
+use crate::net::{is_martian_source, Ipv4Net};
+use crate::rules::{Action, Rule};
+use crate::wire::MacAddr;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// What the stage does with frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// IPv4 forwarding with ARP and ICMP ([`crate::Forwarder`]).
+    #[default]
+    Router,
+    /// An L2 learning bridge over all interfaces ([`crate::Bridge`]).
+    Bridge,
+}
+
+/// The packet stage's whole configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketConfig {
+    #[serde(default)]
+    pub mode: Mode,
+    /// One entry per dataplane device, matched by name.
+    pub interfaces: Vec<InterfaceConfig>,
+    /// Static routes via gateways (router mode). Connected routes come from the
+    /// interface addresses.
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    /// Permanent ARP entries (router mode).
+    #[serde(default)]
+    pub static_arp: Vec<StaticArpConfig>,
+    #[serde(default)]
+    pub arp: ArpConfig,
+    #[serde(default)]
+    pub icmp: IcmpConfig,
+    #[serde(default)]
+    pub bridge: BridgeConfig,
+    /// What happens to packets no rule matches.
+    #[serde(default)]
+    pub default_action: Action,
+    /// Ordered filter rules; the first match decides.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceConfig {
+    /// The dataplane device this configures (`veth1`).
+    pub name: String,
+    /// The MAC polld answers ARP with and sends from (required in router mode, unused by
+    /// the bridge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<MacAddr>,
+    /// The interface's addresses with their prefix lengths (router mode).
+    #[serde(default)]
+    pub addresses: Vec<Ipv4Net>,
+    /// The IP MTU: the largest IPv4 packet sent out of this interface.
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// The destination prefix, host bits zero (`0.0.0.0/0` for a default route).
+    pub prefix: Ipv4Net,
+    /// The next hop; must be on a connected network, which picks the output interface.
+    pub gateway: Ipv4Addr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticArpConfig {
+    pub ip: Ipv4Addr,
+    pub mac: MacAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArpConfig {
+    /// Learned and pending entries kept at most; the oldest is evicted beyond.
+    pub capacity: usize,
+    /// How long a learned entry is used without being confirmed again.
+    pub max_age_ms: u64,
+    /// The minimum interval between two requests for the same next hop.
+    pub retry_ms: u64,
+}
+
+impl Default for ArpConfig {
+    fn default() -> Self {
+        ArpConfig {
+            capacity: 1024,
+            max_age_ms: 60_000,
+            retry_ms: 1_000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IcmpConfig {
+    /// ICMP errors sent per second on average (0 disables them).
+    pub rate_per_sec: u32,
+    /// ICMP errors that may be sent back to back.
+    pub burst: u32,
+    /// Whether polld itself answers pings to its addresses.
+    pub answer_echo: bool,
+}
+
+impl Default for IcmpConfig {
+    fn default() -> Self {
+        IcmpConfig {
+            rate_per_sec: 100,
+            burst: 10,
+            answer_echo: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BridgeConfig {
+    /// MAC addresses kept at most; the oldest is evicted beyond.
+    pub capacity: usize,
+    /// How long a learned station stays at its port without sending.
+    pub max_age_ms: u64,
+}
+
+impl Default for BridgeConfig {
+    fn default() -> Self {
+        BridgeConfig {
+            capacity: 4096,
+            max_age_ms: 300_000,
+        }
+    }
+}
+
+/// A configuration problem: the field and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The offending field, relative to the packet table (`interfaces[0].addresses[1]`).
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "packet config: {}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn fail<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(ConfigError {
+        field: field.into(),
+        message: message.into(),
+    })
+}
+
+impl PacketConfig {
+    /// Checks the configuration for the selected mode.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.interfaces.is_empty() {
+            return fail(
+                "interfaces",
+                "no interfaces; add one [[interfaces]] entry per dataplane device",
+            );
+        }
+        for (i, iface) in self.interfaces.iter().enumerate() {
+            if iface.name.is_empty() {
+                return fail(
+                    format!("interfaces[{i}].name"),
+                    "empty; set it to the device name, e.g. \"veth1\"",
+                );
+            }
+            if let Some(j) = self.interfaces[..i]
+                .iter()
+                .position(|o| o.name == iface.name)
+            {
+                return fail(
+                    format!("interfaces[{i}].name"),
+                    format!(
+                        "{:?} is already interfaces[{j}]; each device appears once",
+                        iface.name
+                    ),
+                );
+            }
+            if iface.mtu < 68 {
+                return fail(
+                    format!("interfaces[{i}].mtu"),
+                    format!(
+                        "{} is below the IPv4 minimum of 68; use 1500 for Ethernet",
+                        iface.mtu
+                    ),
+                );
+            }
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            validate_rule(i, rule)?;
+        }
+        match self.mode {
+            Mode::Router => self.validate_router(),
+            Mode::Bridge => self.validate_bridge(),
+        }
+    }
+
+    fn validate_router(&self) -> Result<(), ConfigError> {
+        let mut seen_macs: Vec<(MacAddr, usize)> = Vec::new();
+        for (i, iface) in self.interfaces.iter().enumerate() {
+            let Some(mac) = iface.mac else {
+                return fail(
+                    format!("interfaces[{i}].mac"),
+                    "missing; router mode needs the MAC peers reach this interface at, e.g. mac = \"02:00:00:00:00:01\"",
+                );
+            };
+            if !mac.is_unicast() {
+                return fail(
+                    format!("interfaces[{i}].mac"),
+                    format!(
+                        "{mac} is not a unicast address; clear the lowest bit of the first byte"
+                    ),
+                );
+            }
+            if let Some(&(_, j)) = seen_macs.iter().find(|(m, _)| *m == mac) {
+                return fail(
+                    format!("interfaces[{i}].mac"),
+                    format!("{mac} is also interfaces[{j}]'s MAC; give each interface its own"),
+                );
+            }
+            seen_macs.push((mac, i));
+            for (k, addr) in iface.addresses.iter().enumerate() {
+                self.validate_address(i, k, *addr)?;
+            }
+        }
+        for (i, route) in self.routes.iter().enumerate() {
+            let field = format!("routes[{i}]");
+            if !route.prefix.is_network() {
+                return fail(
+                    format!("{field}.prefix"),
+                    format!(
+                        "{} has host bits set; write {}",
+                        route.prefix,
+                        route.prefix.network()
+                    ),
+                );
+            }
+            if let Some(j) = self.routes[..i]
+                .iter()
+                .position(|r| r.prefix == route.prefix)
+            {
+                return fail(
+                    format!("{field}.prefix"),
+                    format!("{} is already routes[{j}]; keep one", route.prefix),
+                );
+            }
+            if let Some((iface, _)) = self
+                .connected()
+                .find(|(_, net)| net.network() == route.prefix)
+            {
+                return fail(
+                    format!("{field}.prefix"),
+                    format!(
+                        "{} is the connected network of interfaces[{iface}]; remove the route",
+                        route.prefix
+                    ),
+                );
+            }
+            if self.is_own_address(route.gateway) {
+                return fail(
+                    format!("{field}.gateway"),
+                    format!(
+                        "{} is one of polld's own addresses; use the neighbour's address",
+                        route.gateway
+                    ),
+                );
+            }
+            if self.connected_interface(route.gateway).is_none() {
+                return fail(
+                    format!("{field}.gateway"),
+                    format!("{} is not on a connected network ({}); use a neighbour's address on one of them", route.gateway, self.connected_list()),
+                );
+            }
+        }
+        for (i, entry) in self.static_arp.iter().enumerate() {
+            let field = format!("static_arp[{i}]");
+            if !entry.mac.is_unicast() {
+                return fail(
+                    format!("{field}.mac"),
+                    format!("{} is not a unicast address", entry.mac),
+                );
+            }
+            if self.is_own_address(entry.ip) {
+                return fail(
+                    format!("{field}.ip"),
+                    format!(
+                        "{} is one of polld's own addresses; static entries are for neighbours",
+                        entry.ip
+                    ),
+                );
+            }
+            if self.connected_interface(entry.ip).is_none() {
+                return fail(
+                    format!("{field}.ip"),
+                    format!(
+                        "{} is not on a connected network ({}); only neighbours need ARP entries",
+                        entry.ip,
+                        self.connected_list()
+                    ),
+                );
+            }
+            if let Some(j) = self.static_arp[..i].iter().position(|e| e.ip == entry.ip) {
+                return fail(
+                    format!("{field}.ip"),
+                    format!("{} is already static_arp[{j}]; keep one", entry.ip),
+                );
+            }
+        }
+        if self.arp.capacity == 0 {
+            return fail(
+                "arp.capacity",
+                "0 leaves no room to resolve next hops; use at least 1 (default 1024)",
+            );
+        }
+        if self.arp.max_age_ms == 0 {
+            return fail(
+                "arp.max_age_ms",
+                "0 expires entries at once; use e.g. 60000",
+            );
+        }
+        if self.icmp.rate_per_sec > 0 && self.icmp.burst == 0 {
+            return fail("icmp.burst", "0 with a non-zero rate sends nothing; use at least 1, or set rate_per_sec = 0 to disable ICMP errors");
+        }
+        Ok(())
+    }
+
+    fn validate_address(&self, i: usize, k: usize, net: Ipv4Net) -> Result<(), ConfigError> {
+        let field = format!("interfaces[{i}].addresses[{k}]");
+        let addr = net.addr();
+        if net.prefix_len() == 0 {
+            return fail(
+                field,
+                format!(
+                    "{net} covers every address; give the link's prefix length, e.g. {addr}/24"
+                ),
+            );
+        }
+        if is_martian_source(addr) {
+            return fail(
+                field,
+                format!(
+                    "{addr} is not a usable host address (0/8, loopback, multicast or reserved)"
+                ),
+            );
+        }
+        if net.broadcast().is_some() && (net.is_network() || net.broadcast() == Some(addr)) {
+            return fail(
+                field,
+                format!(
+                    "{addr} is the network or broadcast address of {}; pick a host address",
+                    net.network()
+                ),
+            );
+        }
+        for (j, other) in self.interfaces.iter().enumerate() {
+            for (l, o) in other.addresses.iter().enumerate() {
+                if (j, l) >= (i, k) {
+                    continue;
+                }
+                if o.addr() == addr {
+                    return fail(field, format!("{addr} is also interfaces[{j}].addresses[{l}]; each address belongs to one interface"));
+                }
+                if j != i && o.overlaps(net) {
+                    return fail(
+                        field,
+                        format!("{} overlaps {} on interfaces[{j}]; connected networks of different interfaces must be disjoint", net.network(), o.network()),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_bridge(&self) -> Result<(), ConfigError> {
+        if self.interfaces.len() < 2 {
+            return fail(
+                "interfaces",
+                "a bridge needs at least two interfaces to forward between",
+            );
+        }
+        if let Some(i) = self.interfaces.iter().position(|f| !f.addresses.is_empty()) {
+            return fail(
+                format!("interfaces[{i}].addresses"),
+                "the bridge has no IP addresses; remove them or set mode = \"router\"",
+            );
+        }
+        if !self.routes.is_empty() {
+            return fail(
+                "routes",
+                "routes are for router mode; remove them or set mode = \"router\"",
+            );
+        }
+        if !self.static_arp.is_empty() {
+            return fail(
+                "static_arp",
+                "static ARP entries are for router mode; remove them or set mode = \"router\"",
+            );
+        }
+        if self.bridge.capacity == 0 {
+            return fail(
+                "bridge.capacity",
+                "0 leaves no room to learn stations; use at least 1 (default 4096)",
+            );
+        }
+        if self.bridge.max_age_ms == 0 {
+            return fail(
+                "bridge.max_age_ms",
+                "0 forgets stations at once; use e.g. 300000",
+            );
+        }
+        Ok(())
+    }
+
+    /// Maps each dataplane device (by position in `devices`) to its entry in
+    /// `interfaces`, requiring a one-to-one match by name.
+    pub fn bind(&self, devices: &[&str]) -> Result<Vec<usize>, ConfigError> {
+        if let Some(i) = self
+            .interfaces
+            .iter()
+            .position(|f| !devices.contains(&f.name.as_str()))
+        {
+            return fail(
+                format!("interfaces[{i}].name"),
+                format!(
+                    "{:?} is not a dataplane device (devices: {}); fix the name or add the device",
+                    self.interfaces[i].name,
+                    devices.join(", ")
+                ),
+            );
+        }
+        devices
+            .iter()
+            .map(
+                |dev| match self.interfaces.iter().position(|f| f.name == *dev) {
+                    Some(i) => Ok(i),
+                    None => fail(
+                        "interfaces",
+                        format!(
+                            "device {dev:?} has no entry; add [[interfaces]] with name = {dev:?}"
+                        ),
+                    ),
+                },
+            )
+            .collect()
+    }
+
+    /// Every (interface index, address) pair.
+    pub(crate) fn connected(&self) -> impl Iterator<Item = (usize, Ipv4Net)> + '_ {
+        self.interfaces
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| f.addresses.iter().map(move |a| (i, *a)))
+    }
+
+    fn connected_interface(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.connected()
+            .find(|(_, net)| net.contains(ip))
+            .map(|(i, _)| i)
+    }
+
+    fn connected_list(&self) -> String {
+        let nets: Vec<String> = self
+            .connected()
+            .map(|(_, n)| n.network().to_string())
+            .collect();
+        if nets.is_empty() {
+            "none: no interface has an address".to_string()
+        } else {
+            nets.join(", ")
+        }
+    }
+
+    fn is_own_address(&self, ip: Ipv4Addr) -> bool {
+        self.connected().any(|(_, net)| net.addr() == ip)
+    }
+}
+
+fn validate_rule(i: usize, rule: &Rule) -> Result<(), ConfigError> {
+    for (name, net) in [("src", rule.src), ("dst", rule.dst)] {
+        if !net.is_network() {
+            return fail(
+                format!("rules[{i}].{name}"),
+                format!(
+                    "{net} has host bits set; write {} (or {}/32 for one host)",
+                    net.network(),
+                    net.addr()
+                ),
+            );
+        }
+    }
+    let has_ports = rule.src_ports.is_some() || rule.dst_ports.is_some();
+    if has_ports && !rule.proto.has_ports() {
+        return fail(
+            format!("rules[{i}].proto"),
+            "port conditions need proto = \"tcp\" or \"udp\"",
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROUTER: &str = r#"
+        mode = "router"
+        default_action = "allow"
+
+        [[interfaces]]
+        name = "veth1"
+        mac = "02:00:00:00:01:01"
+        addresses = ["10.0.1.1/24"]
+
+        [[interfaces]]
+        name = "veth2"
+        mac = "02:00:00:00:02:01"
+        addresses = ["10.0.2.1/24"]
+        mtu = 1400
+
+        [[routes]]
+        prefix = "10.9.0.0/16"
+        gateway = "10.0.2.2"
+
+        [[static_arp]]
+        ip = "10.0.2.2"
+        mac = "02:00:00:00:02:02"
+
+        [arp]
+        capacity = 256
+
+        [[rules]]
+        action = "deny"
+        proto = "tcp"
+        dst = "10.9.0.0/16"
+        dst_ports = 22
+
+        [[rules]]
+        action = "allow"
+        proto = "udp"
+        src_ports = "1024-65535"
+    "#;
+
+    fn router() -> PacketConfig {
+        toml::from_str(ROUTER).unwrap()
+    }
+
+    fn error_of(config: &PacketConfig) -> ConfigError {
+        config.validate().unwrap_err()
+    }
+
+    #[test]
+    fn example_parses_and_validates() {
+        let c = router();
+        c.validate().unwrap();
+        assert_eq!(c.interfaces[0].mtu, 1500);
+        assert_eq!(c.interfaces[1].mtu, 1400);
+        assert_eq!(c.arp.capacity, 256);
+        assert_eq!(c.arp.retry_ms, 1000);
+        assert_eq!(c.rules[0].dst_ports.unwrap().first, 22);
+        // Serialize and parse back: the text forms round-trip.
+        let text = toml::to_string(&c).unwrap();
+        assert_eq!(toml::from_str::<PacketConfig>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn parse_errors_name_the_fix() {
+        let bad = ROUTER.replace("10.0.1.1/24", "10.0.1.1/33");
+        let err = toml::from_str::<PacketConfig>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a.b.c.d/len"), "{err}");
+        let typo = ROUTER.replace("capacity = 256", "capacty = 256");
+        assert!(toml::from_str::<PacketConfig>(&typo).is_err());
+    }
+
+    #[test]
+    fn gateway_must_be_on_a_connected_network() {
+        let mut c = router();
+        c.routes[0].gateway = "10.0.3.2".parse().unwrap();
+        let e = error_of(&c);
+        assert_eq!(e.field, "routes[0].gateway");
+        assert!(e.message.contains("10.0.1.0/24, 10.0.2.0/24"), "{e}");
+    }
+
+    #[test]
+    fn route_prefix_host_bits() {
+        let mut c = router();
+        c.routes[0].prefix = "10.9.0.1/16".parse().unwrap();
+        let e = error_of(&c);
+        assert_eq!(e.field, "routes[0].prefix");
+        assert!(e.message.contains("write 10.9.0.0/16"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_and_overlapping_addresses() {
+        let mut c = router();
+        c.interfaces[1].addresses = vec!["10.0.1.1/24".parse().unwrap()];
+        assert_eq!(error_of(&c).field, "interfaces[1].addresses[0]");
+        assert!(error_of(&c).message.contains("also interfaces[0]"));
+        c.interfaces[1].addresses = vec!["10.0.1.2/24".parse().unwrap()];
+        assert!(error_of(&c).message.contains("overlaps"));
+    }
+
+    #[test]
+    fn network_or_broadcast_as_address() {
+        let mut c = router();
+        c.interfaces[0].addresses = vec!["10.0.1.255/24".parse().unwrap()];
+        assert!(error_of(&c).message.contains("broadcast"));
+    }
+
+    #[test]
+    fn router_needs_macs() {
+        let mut c = router();
+        c.interfaces[0].mac = None;
+        assert_eq!(error_of(&c).field, "interfaces[0].mac");
+        c.interfaces[0].mac = Some(MacAddr::BROADCAST);
+        assert!(error_of(&c).message.contains("unicast"));
+    }
+
+    #[test]
+    fn static_arp_off_link() {
+        let mut c = router();
+        c.static_arp[0].ip = "192.168.0.1".parse().unwrap();
+        assert_eq!(error_of(&c).field, "static_arp[0].ip");
+    }
+
+    #[test]
+    fn rule_ports_need_tcp_or_udp() {
+        let mut c = router();
+        c.rules[0].proto = crate::rules::Proto::Icmp;
+        assert_eq!(error_of(&c).field, "rules[0].proto");
+    }
+
+    #[test]
+    fn bridge_rejects_router_settings() {
+        let mut c = router();
+        c.mode = Mode::Bridge;
+        assert_eq!(error_of(&c).field, "interfaces[0].addresses");
+        for f in &mut c.interfaces {
+            f.addresses.clear();
+        }
+        assert_eq!(error_of(&c).field, "routes");
+        c.routes.clear();
+        c.static_arp.clear();
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn bind_matches_devices_by_name() {
+        let c = router();
+        assert_eq!(c.bind(&["veth2", "veth1"]).unwrap(), vec![1, 0]);
+        let e = c.bind(&["veth1"]).unwrap_err();
+        assert_eq!(e.field, "interfaces[1].name");
+        let e = c.bind(&["veth1", "veth2", "veth3"]).unwrap_err();
+        assert!(e.message.contains("\"veth3\""), "{e}");
+    }
+}

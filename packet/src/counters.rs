@@ -1,0 +1,133 @@
+//! Per-stage counters and the conservation check.
+//!
+//! Every frame handed to a stage gets exactly one verdict, so
+//! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
+//! (ARP requests and replies, ICMP messages, the extra copies of a flooded frame) are
+//! counted apart under `generated`: they were never received, so they are outside the
+//! equation.
+
+use crate::rules::RuleHits;
+use crate::table::TableStats;
+use polld_core::{DropCounters, DropReason, Verdict};
+use serde::Serialize;
+use std::fmt;
+
+/// Frames a stage emitted on its own, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GeneratedCounters {
+    pub arp_requests: u64,
+    pub arp_replies: u64,
+    pub icmp_echo_replies: u64,
+    pub icmp_errors: u64,
+    /// Copies of flooded frames beyond the one returned as the verdict (bridge).
+    pub flood_copies: u64,
+}
+
+impl GeneratedCounters {
+    pub fn total(&self) -> u64 {
+        self.arp_requests
+            + self.arp_replies
+            + self.icmp_echo_replies
+            + self.icmp_errors
+            + self.flood_copies
+    }
+}
+
+/// What a stage did with the frames it received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StageCounters {
+    pub received: u64,
+    pub forwarded: u64,
+    pub local: u64,
+    pub consumed: u64,
+    pub drops: DropCounters,
+    pub generated: GeneratedCounters,
+    /// ICMP errors that were due but suppressed by the rate limit.
+    pub icmp_rate_limited: u64,
+}
+
+impl StageCounters {
+    /// Counts one received frame and its verdict.
+    pub fn record(&mut self, verdict: Verdict) {
+        self.received += 1;
+        match verdict {
+            Verdict::Forward { .. } => self.forwarded += 1,
+            Verdict::Local => self.local += 1,
+            Verdict::Consumed => self.consumed += 1,
+            Verdict::Drop(reason) => self.drops.add(reason, 1),
+        }
+    }
+
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops.get(reason)
+    }
+
+    /// Checks `received = forwarded + local + consumed + drops`.
+    pub fn check_conservation(&self) -> Result<(), ConservationError> {
+        let accounted = self.forwarded + self.local + self.consumed + self.drops.total();
+        if accounted == self.received {
+            Ok(())
+        } else {
+            Err(ConservationError {
+                received: self.received,
+                forwarded: self.forwarded,
+                local: self.local,
+                consumed: self.consumed,
+                dropped: self.drops.total(),
+            })
+        }
+    }
+}
+
+/// The counters did not add up: a frame was lost or counted twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConservationError {
+    pub received: u64,
+    pub forwarded: u64,
+    pub local: u64,
+    pub consumed: u64,
+    pub dropped: u64,
+}
+
+impl fmt::Display for ConservationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let accounted = self.forwarded + self.local + self.consumed + self.dropped;
+        write!(
+            f,
+            "packet stage counters do not add up: received {} but forwarded {} + local {} + consumed {} + dropped {} = {accounted}",
+            self.received, self.forwarded, self.local, self.consumed, self.dropped
+        )
+    }
+}
+
+impl std::error::Error for ConservationError {}
+
+/// A snapshot of everything a stage counts, for `polld ctl` / `polld stat`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StageStats {
+    pub counters: StageCounters,
+    /// Hits per rule, in rule order, and of the default action.
+    pub rules: RuleHits,
+    /// The ARP cache (router) or the MAC table (bridge).
+    pub table: TableStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_and_conserve() {
+        let mut c = StageCounters::default();
+        c.record(Verdict::Forward { out: 1 });
+        c.record(Verdict::Local);
+        c.record(Verdict::Consumed);
+        c.record(Verdict::Drop(DropReason::NoRoute));
+        assert_eq!(c.received, 4);
+        assert_eq!(c.dropped(DropReason::NoRoute), 1);
+        assert!(c.check_conservation().is_ok());
+        c.forwarded += 1;
+        let err = c.check_conservation().unwrap_err();
+        assert!(err.to_string().contains("received 4"), "{err}");
+    }
+}

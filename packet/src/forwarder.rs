@@ -1,0 +1,486 @@
+//! The IPv4 forwarder: FreeBSD's `ether_input` → `ip_input` → `ip_tryforward` on one
+//! frame, with ARP and the ICMP messages a router owes its neighbours (RFC 1812).
+//!
+//! The path of a frame, and the verdict at each exit:
+//!
+//! 1. Ethernet: truncated → `Truncated`; a group or zero source MAC, or a unicast frame
+//!    for another station (seen in promiscuous capture) → `Martian`; 802.1Q/802.1ad tag
+//!    → `Vlan`; neither IPv4 nor ARP → `UnknownEthertype` (IPv6 included).
+//! 2. ARP is handled entirely here (verdict `Consumed`): requests for the input
+//!    interface's addresses are answered; the sender is learned when the packet is for us,
+//!    and refreshed (RFC 826 merge) when it already has an entry. No proxy ARP.
+//! 3. IPv4 header checks of RFC 1812 §5.2.2 (`Truncated`, `BadVersion`, `BadIhl`,
+//!    `BadLength`, `BadChecksum`), then martian addresses (§5.3.7, `Martian`): a source in
+//!    0/8, 127/8, multicast, class E, one of our own addresses or a directed broadcast of
+//!    ours; a destination in 0/8, 127/8 or class E.
+//! 4. The rules (`Filtered`), for local and forwarded traffic alike.
+//! 5. Local delivery (`Local`): our addresses, the limited broadcast, directed broadcasts
+//!    of our networks, multicast (polld is no multicast router). Pings to our addresses
+//!    are answered by polld itself when `icmp.answer_echo` is set (`Consumed`), so that a
+//!    router without a host path still answers ping.
+//! 6. Forwarding: a unicast IP packet received as link-layer broadcast → `Martian`
+//!    (§5.3.4); IP options → `IpOptions` (not forwarded on the fast path, no ICMP);
+//!    fragments that defeat port filtering (RFC 1858) → `Fragment`; TTL ≤ 1 →
+//!    `TtlExceeded` + ICMP time exceeded; no route → `NoRoute` + ICMP net unreachable;
+//!    larger than the output MTU → `Oversize` (+ ICMP fragmentation needed with the MTU
+//!    when DF is set); next hop not resolved → `Unresolved`; otherwise TTL − 1 with an
+//!    incremental checksum update, MACs rewritten, `Forward { out }`.
+//!
+//! Decisions worth knowing:
+//! - **Fragments are forwarded.** IP leaves reassembly to the destination host (RFC 791,
+//!   RFC 1812): a router forwards a fragment like any other packet, and so does polld. Only the RFC 1858 attack shapes are
+//!   dropped as `Fragment`: a first fragment too short to hold the 8-byte transport
+//!   header, and a TCP fragment at offset 8 (which can overwrite the TCP flags). Rules
+//!   with port conditions never match non-first fragments (their ports are unknown).
+//! - **No fragmentation.** A packet above the output MTU is dropped, not fragmented; with
+//!   DF clear this departs from RFC 1812, which has routers fragment (the sender gets no
+//!   ICMP either).
+//! - **Unresolved next hop: drop, not queue.** The frame is borrowed from the device
+//!   ring for the duration of the call, so holding it would mean copying; instead the
+//!   frame is dropped as `Unresolved` and an ARP request goes out (at most one per
+//!   `arp.retry_ms` per next hop). The first packets of a flow to a new neighbour are
+//!   lost, as with FreeBSD's one-packet `la_hold` under a burst.
+//! - **ICMP goes back to the previous hop.** Errors and echo replies are sent on the input
+//!   interface to the offending frame's source MAC, sourced from the input interface's
+//!   address on the sender's network (or its first address). This needs neither a route
+//!   lookup nor ARP; in asymmetric topologies the previous hop routes it on.
+//! - **ICMP errors** (RFC 1812 §4.3.2.7) are never sent about ICMP errors, non-first
+//!   fragments, link-layer or IP broadcasts and multicasts, or martian sources; they quote
+//!   the original IP header plus the first 8 bytes of its payload (RFC 792) and are
+//!   rate-limited by a token bucket (`icmp.rate_per_sec`, `icmp.burst`). No redirects.
+//! - **Time** comes from [`Forwarder::set_now`], called by the dataplane once per batch.
+
+use crate::arp_cache::ArpCache;
+use crate::config::{ConfigError, Mode, PacketConfig};
+use crate::counters::{StageCounters, StageStats};
+use crate::frames::{self, IcmpHeader, Link};
+use crate::net::{is_martian_destination, is_martian_source, Ipv4Net};
+use crate::ratelimit::TokenBucket;
+use crate::route::{NextHop, Route, RouteTable};
+use crate::rules::{Action, FiveTuple, RuleSet};
+use crate::wire::arp::operation;
+use crate::wire::ethernet::ethertype;
+use crate::wire::icmp::{icmp_type, unreachable_code};
+use crate::wire::ipv4::protocol;
+use crate::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use polld_core::{DropReason, Emit, PacketStage, Verdict};
+use std::net::Ipv4Addr;
+
+const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
+/// Bytes of the offending packet's payload an ICMP error quotes after its header.
+const QUOTED_PAYLOAD: usize = 8;
+const NS_PER_MS: u64 = 1_000_000;
+
+/// A configured interface, stored at its device index.
+#[derive(Clone, Debug)]
+struct Interface {
+    mac: MacAddr,
+    addresses: Vec<Ipv4Net>,
+    mtu: u16,
+}
+
+impl Interface {
+    /// The address to source packets to `peer` from: the one on the peer's network, else
+    /// the first.
+    fn source_for(&self, peer: Ipv4Addr) -> Option<Ipv4Addr> {
+        self.addresses
+            .iter()
+            .find(|n| n.contains(peer))
+            .or(self.addresses.first())
+            .map(|n| n.addr())
+    }
+
+    fn owns(&self, ip: Ipv4Addr) -> bool {
+        self.addresses.iter().any(|n| n.addr() == ip)
+    }
+}
+
+/// The IPv4 router stage.
+#[derive(Debug)]
+pub struct Forwarder {
+    interfaces: Vec<Interface>,
+    routes: RouteTable,
+    arp: ArpCache,
+    rules: RuleSet,
+    icmp_limit: TokenBucket,
+    answer_echo: bool,
+    own_addresses: Vec<Ipv4Addr>,
+    directed_broadcasts: Vec<Ipv4Addr>,
+    now_ns: u64,
+    next_ident: u16,
+    scratch: Vec<u8>,
+    counters: StageCounters,
+}
+
+impl Forwarder {
+    /// Builds the forwarder for the dataplane's devices, named in device-index order;
+    /// every device needs an `[[interfaces]]` entry of the same name and vice versa.
+    pub fn new(config: &PacketConfig, devices: &[&str]) -> Result<Self, ConfigError> {
+        if config.mode != Mode::Router {
+            return Err(ConfigError {
+                field: "mode".into(),
+                message: "is \"bridge\"; build a Bridge, or set mode = \"router\"".into(),
+            });
+        }
+        config.validate()?;
+        let binding = config.bind(devices)?;
+        let interfaces: Vec<Interface> = binding
+            .iter()
+            .map(|&i| {
+                let c = &config.interfaces[i];
+                Interface {
+                    mac: c.mac.expect("validated: router interfaces have a MAC"),
+                    addresses: c.addresses.clone(),
+                    mtu: c.mtu,
+                }
+            })
+            .collect();
+        let mut routes = RouteTable::new();
+        for (out, iface) in interfaces.iter().enumerate() {
+            for net in &iface.addresses {
+                let route = Route {
+                    out,
+                    next_hop: NextHop::Connected,
+                };
+                routes.insert(net.network(), route);
+            }
+        }
+        let device_on_link = |ip: Ipv4Addr| {
+            interfaces
+                .iter()
+                .position(|f| f.addresses.iter().any(|n| n.contains(ip)))
+                .expect("validated: gateways are on a connected network")
+        };
+        for r in &config.routes {
+            let route = Route {
+                out: device_on_link(r.gateway),
+                next_hop: NextHop::Gateway(r.gateway),
+            };
+            routes.insert(r.prefix, route);
+        }
+        let mut arp = ArpCache::new(
+            config.arp.capacity,
+            config.arp.max_age_ms.saturating_mul(NS_PER_MS),
+            config.arp.retry_ms.saturating_mul(NS_PER_MS),
+        );
+        for entry in &config.static_arp {
+            arp.add_static(entry.ip, entry.mac);
+        }
+        let nets = || interfaces.iter().flat_map(|f| f.addresses.iter());
+        let own_addresses = nets().map(|n| n.addr()).collect();
+        let directed_broadcasts = nets().filter_map(|n| n.broadcast()).collect();
+        Ok(Forwarder {
+            routes,
+            arp,
+            rules: RuleSet::new(config.rules.clone(), config.default_action),
+            icmp_limit: TokenBucket::new(config.icmp.rate_per_sec, config.icmp.burst),
+            answer_echo: config.icmp.answer_echo,
+            own_addresses,
+            directed_broadcasts,
+            interfaces,
+            now_ns: 0,
+            next_ident: 0,
+            scratch: Vec::with_capacity(2048),
+            counters: StageCounters::default(),
+        })
+    }
+
+    /// Sets the time used for ARP aging and rate limits (monotonic nanoseconds); the
+    /// dataplane calls it once per batch.
+    pub fn set_now(&mut self, now_ns: u64) {
+        self.now_ns = now_ns;
+    }
+
+    pub fn counters(&self) -> &StageCounters {
+        &self.counters
+    }
+
+    pub fn stats(&self) -> StageStats {
+        StageStats {
+            counters: self.counters,
+            rules: self.rules.hits().clone(),
+            table: self.arp.stats(),
+        }
+    }
+
+    /// The MAC the ARP cache holds for `ip` now.
+    pub fn arp_lookup(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.arp.lookup(ip, self.now_ns)
+    }
+
+    /// The route `dst` takes, with the matched prefix.
+    pub fn route(&self, dst: Ipv4Addr) -> Option<(Ipv4Net, Route)> {
+        self.routes.lookup(dst).map(|(net, r)| (net, *r))
+    }
+
+    fn is_own(&self, ip: Ipv4Addr) -> bool {
+        self.own_addresses.contains(&ip)
+    }
+
+    fn is_broadcast(&self, ip: Ipv4Addr) -> bool {
+        ip == Ipv4Addr::BROADCAST || self.directed_broadcasts.contains(&ip)
+    }
+
+    fn decide(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict {
+        let Some(iface) = self.interfaces.get(input) else {
+            // Not a configured device: the dataplane and the config disagree.
+            return Verdict::Drop(DropReason::LinkDown);
+        };
+        let eth = match EthernetFrame::new_checked(&*frame) {
+            Ok(eth) => eth,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let dst_mac = eth.dst_addr();
+        if !eth.src_addr().is_unicast() || (dst_mac.is_unicast() && dst_mac != iface.mac) {
+            return Verdict::Drop(DropReason::Martian);
+        }
+        let link_group = dst_mac.is_multicast();
+        match eth.ethertype() {
+            ethertype::IPV4 => self.ipv4(input, frame, link_group, emit),
+            ethertype::ARP => self.arp(input, frame, emit),
+            _ if eth.is_vlan_tagged() => Verdict::Drop(DropReason::Vlan),
+            _ => Verdict::Drop(DropReason::UnknownEthertype),
+        }
+    }
+
+    fn arp(&mut self, input: usize, frame: &[u8], emit: &mut dyn Emit) -> Verdict {
+        let arp = match ArpPacket::new_checked(&frame[ETH..]) {
+            Ok(arp) => arp,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        let (sender_mac, sender_ip, target_ip) =
+            (arp.sender_hw_addr(), arp.sender_ip(), arp.target_ip());
+        if !sender_mac.is_unicast() {
+            return Verdict::Drop(DropReason::Martian);
+        }
+        let iface = &self.interfaces[input];
+        let for_us = iface.owns(target_ip);
+        let on_link = iface.addresses.iter().any(|n| n.contains(sender_ip));
+        if on_link && !self.is_own(sender_ip) {
+            self.arp.learn(sender_ip, sender_mac, self.now_ns, for_us);
+        }
+        if arp.operation() == operation::REQUEST && for_us {
+            frames::arp(
+                &mut self.scratch,
+                operation::REPLY,
+                sender_mac,
+                (iface.mac, target_ip),
+                (sender_mac, sender_ip),
+            );
+            emit.emit(input, &self.scratch);
+            self.counters.generated.arp_replies += 1;
+        }
+        Verdict::Consumed
+    }
+
+    fn ipv4(
+        &mut self,
+        input: usize,
+        frame: &mut [u8],
+        link_group: bool,
+        emit: &mut dyn Emit,
+    ) -> Verdict {
+        let ip = match Ipv4Packet::new_checked(&frame[ETH..]) {
+            Ok(ip) => ip,
+            Err(e) => return Verdict::Drop(e.into()),
+        };
+        if let Err(e) = ip.check_checksum() {
+            return Verdict::Drop(e.into());
+        }
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        if is_martian_source(src)
+            || self.is_own(src)
+            || self.is_broadcast(src)
+            || is_martian_destination(dst)
+        {
+            return Verdict::Drop(DropReason::Martian);
+        }
+        if !self.rules.allows_everything()
+            && self.rules.evaluate(&FiveTuple::of(&ip)) == Action::Deny
+        {
+            return Verdict::Drop(DropReason::Filtered);
+        }
+        if self.is_broadcast(dst) || dst.is_multicast() {
+            return Verdict::Local;
+        }
+        if self.is_own(dst) {
+            return self.local(input, frame, emit);
+        }
+        if link_group {
+            return Verdict::Drop(DropReason::Martian);
+        }
+        if ip.has_options() {
+            return Verdict::Drop(DropReason::IpOptions);
+        }
+        if defeats_port_filtering(&ip) {
+            return Verdict::Drop(DropReason::Fragment);
+        }
+        let (ttl, total_len, dont_fragment) = (ip.ttl(), ip.total_len(), ip.dont_fragment());
+        if ttl <= 1 {
+            let header = IcmpHeader {
+                msg_type: icmp_type::TIME_EXCEEDED,
+                code: 0,
+                rest: 0,
+            };
+            self.icmp_error(input, frame, header, emit);
+            return Verdict::Drop(DropReason::TtlExceeded);
+        }
+        let Some((_, &route)) = self.routes.lookup(dst) else {
+            let header = IcmpHeader {
+                msg_type: icmp_type::DEST_UNREACHABLE,
+                code: unreachable_code::NET,
+                rest: 0,
+            };
+            self.icmp_error(input, frame, header, emit);
+            return Verdict::Drop(DropReason::NoRoute);
+        };
+        let out = &self.interfaces[route.out];
+        let out_mac = out.mac;
+        if total_len > out.mtu {
+            if dont_fragment {
+                let header = IcmpHeader {
+                    msg_type: icmp_type::DEST_UNREACHABLE,
+                    code: unreachable_code::FRAG_NEEDED,
+                    rest: u32::from(out.mtu),
+                };
+                self.icmp_error(input, frame, header, emit);
+            }
+            return Verdict::Drop(DropReason::Oversize);
+        }
+        let next_hop = route.next_hop_addr(dst);
+        let resolution = self.arp.resolve(next_hop, self.now_ns);
+        if resolution.send_request {
+            self.arp_request(route.out, next_hop, emit);
+        }
+        let Some(next_hop_mac) = resolution.mac else {
+            return Verdict::Drop(DropReason::Unresolved);
+        };
+        Ipv4Packet::new_unchecked(&mut frame[ETH..]).decrement_ttl();
+        let mut eth = EthernetFrame::new_unchecked(frame);
+        eth.set_src_addr(out_mac);
+        eth.set_dst_addr(next_hop_mac);
+        Verdict::Forward { out: route.out }
+    }
+
+    /// A packet for one of our addresses: answer it if it is a ping, else hand it up.
+    fn local(&mut self, input: usize, frame: &[u8], emit: &mut dyn Emit) -> Verdict {
+        let ip = Ipv4Packet::new_unchecked(&frame[ETH..]);
+        if !self.answer_echo
+            || ip.protocol() != protocol::ICMP
+            || ip.is_fragment()
+            || ip.has_options()
+        {
+            return Verdict::Local;
+        }
+        let request = match IcmpPacket::new_checked(ip.payload()) {
+            Ok(m) if m.msg_type() == icmp_type::ECHO_REQUEST => m,
+            _ => return Verdict::Local,
+        };
+        if !request.verify_checksum() {
+            return Verdict::Drop(DropReason::BadChecksum);
+        }
+        let link = Link {
+            src: self.interfaces[input].mac,
+            dst: EthernetFrame::new_unchecked(frame).src_addr(),
+        };
+        let header = IcmpHeader {
+            msg_type: icmp_type::ECHO_REPLY,
+            code: 0,
+            rest: request.rest_of_header(),
+        };
+        self.next_ident = self.next_ident.wrapping_add(1);
+        let addrs = (ip.dst_addr(), ip.src_addr());
+        frames::icmp(
+            &mut self.scratch,
+            link,
+            addrs,
+            self.next_ident,
+            header,
+            request.data(),
+        );
+        emit.emit(input, &self.scratch);
+        self.counters.generated.icmp_echo_replies += 1;
+        Verdict::Consumed
+    }
+
+    /// Sends an ICMP error about `frame` (already validated as IPv4) back where it came
+    /// from, unless RFC 1812 §4.3.2.7 forbids it or the rate limit is exhausted.
+    fn icmp_error(&mut self, input: usize, frame: &[u8], header: IcmpHeader, emit: &mut dyn Emit) {
+        let eth = EthernetFrame::new_unchecked(frame);
+        let ip = Ipv4Packet::new_unchecked(eth.payload());
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        // An ICMP message too short to show its type counts as an error: stay silent.
+        let about_icmp_error = ip.protocol() == protocol::ICMP
+            && match ip.payload().first() {
+                Some(&t) => icmp_type::is_error(t),
+                None => true,
+            };
+        if about_icmp_error
+            || ip.frag_offset() != 0
+            || eth.dst_addr().is_multicast()
+            || self.is_broadcast(dst)
+            || dst.is_multicast()
+            || is_martian_source(src)
+            || self.is_broadcast(src)
+        {
+            return;
+        }
+        let iface = &self.interfaces[input];
+        let Some(our_addr) = iface.source_for(src) else {
+            return;
+        };
+        if !self.icmp_limit.try_take(self.now_ns) {
+            self.counters.icmp_rate_limited += 1;
+            return;
+        }
+        let quoted_len = (ip.header_len() + QUOTED_PAYLOAD).min(ip.packet().len());
+        let link = Link {
+            src: iface.mac,
+            dst: eth.src_addr(),
+        };
+        self.next_ident = self.next_ident.wrapping_add(1);
+        frames::icmp(
+            &mut self.scratch,
+            link,
+            (our_addr, src),
+            self.next_ident,
+            header,
+            &ip.packet()[..quoted_len],
+        );
+        emit.emit(input, &self.scratch);
+        self.counters.generated.icmp_errors += 1;
+    }
+
+    fn arp_request(&mut self, out: usize, next_hop: Ipv4Addr, emit: &mut dyn Emit) {
+        let iface = &self.interfaces[out];
+        let Some(our_addr) = iface.source_for(next_hop) else {
+            return;
+        };
+        frames::arp(
+            &mut self.scratch,
+            operation::REQUEST,
+            MacAddr::BROADCAST,
+            (iface.mac, our_addr),
+            (MacAddr::ZERO, next_hop),
+        );
+        emit.emit(out, &self.scratch);
+        self.counters.generated.arp_requests += 1;
+    }
+}
+
+/// The fragment shapes RFC 1858 warns about: a first fragment too short to hold the
+/// 8-byte transport header (its ports could be supplied by a later fragment), and a TCP
+/// fragment at offset 8 (it can rewrite the TCP flags of the first).
+fn defeats_port_filtering<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> bool {
+    let tiny_first = ip.more_fragments() && ip.frag_offset() == 0 && ip.payload().len() < 8;
+    let tcp_overlap = ip.protocol() == protocol::TCP && ip.frag_offset() == 8;
+    tiny_first || tcp_overlap
+}
+
+impl PacketStage for Forwarder {
+    fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict {
+        let verdict = self.decide(input, frame, emit);
+        self.counters.record(verdict);
+        verdict
+    }
+}

@@ -1,0 +1,94 @@
+//! Zero-copy typed views over frame bytes, in the style of smoltcp.
+//!
+//! Each view wraps a buffer `T: AsRef<[u8]>` (read) or `T: AsRef<[u8]> + AsMut<[u8]>`
+//! (rewrite in place). `new_checked` validates lengths and the fields that the accessors
+//! rely on, so that every accessor of a checked view is in bounds; `new_unchecked` is for
+//! buffers the caller sized itself (building frames), where a too-short buffer panics.
+//! Validation failures are a [`WireError`], which maps one-to-one onto the
+//! [`DropReason`] the dataplane counts.
+
+pub mod arp;
+pub mod checksum;
+pub mod ethernet;
+pub mod icmp;
+pub mod ipv4;
+pub mod udp;
+
+pub use arp::ArpPacket;
+pub use ethernet::{EthernetFrame, MacAddr};
+pub use icmp::IcmpPacket;
+pub use ipv4::Ipv4Packet;
+pub use udp::UdpPacket;
+
+use polld_core::DropReason;
+use std::fmt;
+
+/// Why a buffer is not a valid instance of the header it was checked as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// Shorter than the fixed header (or the length a header field claims).
+    Truncated,
+    /// IPv4 version field other than 4.
+    BadVersion,
+    /// IPv4 IHL below 5, or a header longer than the buffer.
+    BadIhl,
+    /// A length field (IPv4 total length, UDP length) inconsistent with the buffer.
+    BadLength,
+    /// A checksum that does not verify.
+    BadChecksum,
+    /// ARP for a hardware/protocol pair other than Ethernet/IPv4.
+    UnsupportedArp,
+}
+
+impl WireError {
+    /// The drop counter this error is accounted under.
+    pub fn drop_reason(self) -> DropReason {
+        match self {
+            WireError::Truncated => DropReason::Truncated,
+            WireError::BadVersion => DropReason::BadVersion,
+            WireError::BadIhl => DropReason::BadIhl,
+            WireError::BadLength => DropReason::BadLength,
+            WireError::BadChecksum => DropReason::BadChecksum,
+            // An ARP variant polld does not speak is, like an unknown ethertype, a
+            // protocol it does not handle.
+            WireError::UnsupportedArp => DropReason::UnknownEthertype,
+        }
+    }
+}
+
+impl From<WireError> for DropReason {
+    fn from(e: WireError) -> Self {
+        e.drop_reason()
+    }
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            WireError::Truncated => "buffer shorter than the header",
+            WireError::BadVersion => "IP version is not 4",
+            WireError::BadIhl => "IPv4 IHL below 5 or beyond the buffer",
+            WireError::BadLength => "length field inconsistent with the buffer",
+            WireError::BadChecksum => "checksum does not verify",
+            WireError::UnsupportedArp => "ARP is not Ethernet/IPv4",
+        };
+        f.write_str(text)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// Reads a big-endian u16 at `at`.
+pub(crate) fn read_u16(buf: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([buf[at], buf[at + 1]])
+}
+
+/// Writes a big-endian u16 at `at`.
+pub(crate) fn write_u16(buf: &mut [u8], at: usize, value: u16) {
+    buf[at..at + 2].copy_from_slice(&value.to_be_bytes());
+}
+
+/// Reads an IPv4 address at `at`.
+pub(crate) fn read_ipv4(buf: &[u8], at: usize) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::new(buf[at], buf[at + 1], buf[at + 2], buf[at + 3])
+}
