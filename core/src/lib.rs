@@ -12,11 +12,13 @@
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
 
+pub mod dataplane;
 pub mod device;
 pub mod knobs;
 pub mod poll;
 pub mod stage;
 
+pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Work};
 pub use device::{Device, HwStats, LinkState, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};

@@ -192,6 +192,11 @@ impl Poller {
         self.poll_armed || self.pollmore_armed
     }
 
+    /// Whether a chunk is armed (the netisr runs it before the protocol queues).
+    pub fn poll_armed(&self) -> bool {
+        self.poll_armed
+    }
+
     /// Writes a knob with FreeBSD's validation and side effects; a rejected write
     /// changes nothing.
     pub fn set_knob(&mut self, name: &str, value: &str) -> Result<(), crate::knobs::KnobError> {

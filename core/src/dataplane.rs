@@ -1,0 +1,869 @@
+//! The dataplane: interfaces in their modes, the IP input queue, and the scheduler.
+//!
+//! Each interface runs in one [`Mode`], switchable at run time:
+//!
+//! - `interrupt`: the device's interrupt (a readiness notification) runs a handler to
+//!   completion. With `net.inet.ip.fastforwarding=1` frames are processed inside the
+//!   handler; with `0` they go to the bounded IP input queue
+//!   (`net.inet.ip.intr_queue_maxlen`), drained at lower priority: the configuration that
+//!   livelocks under a flood.
+//! - `polling`: registered with the [`Poller`]; interrupts masked.
+//! - `adaptive`: the em(4) 2006/2010 design: the interrupt masks the device and queues a
+//!   task that handles at most `dev.<if>.rx_process_limit` frames and requeues itself while
+//!   work remains; the interrupt is re-armed only once the ring is drained.
+//! - `busy`: the executor spins on the device and never sleeps.
+//!
+//! The dataplane does no I/O and reads no clock: an executor (the virtual CPU of
+//! `polld-sim`, or the real poller thread) decides *when* each piece runs and calls in with
+//! the time. Each call returns the [`Work`] it did so the executor can account for it.
+//!
+//! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
+//! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
+//! that interface waiting in the input queue.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use crate::device::{Device, LinkState};
+use crate::knobs::{in_range, parse_int, KnobError};
+use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller, RegError, SysctlEntry};
+use crate::stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+
+/// How an interface is serviced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Interrupt,
+    Polling,
+    Adaptive,
+    Busy,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Interrupt, Mode::Polling, Mode::Adaptive, Mode::Busy];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Interrupt => "interrupt",
+            Mode::Polling => "polling",
+            Mode::Adaptive => "adaptive",
+            Mode::Busy => "busy",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode '{s}': use interrupt, polling, adaptive or busy"))
+    }
+}
+
+/// What one call did, for the executor's cost accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Frames taken from device rings.
+    pub rx: u64,
+    /// Frames run through the packet stage.
+    pub processed: u64,
+    /// Frames put into the IP input queue.
+    pub enqueued: u64,
+    /// Handler invocations (poll calls, interrupt handlers, task runs).
+    pub calls: u64,
+}
+
+impl std::ops::AddAssign for Work {
+    fn add_assign(&mut self, o: Work) {
+        self.rx += o.rx;
+        self.processed += o.processed;
+        self.enqueued += o.enqueued;
+        self.calls += o.calls;
+    }
+}
+
+/// Per-interface counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IfCounters {
+    /// Interrupts (wakeups) taken.
+    pub interrupts: u64,
+    /// Poll handler calls (scheduler, idle and busy polls).
+    pub polls: u64,
+    /// Poll calls that found nothing.
+    pub empty_polls: u64,
+    /// Adaptive-mode task runs.
+    pub tasks: u64,
+    /// Frames received from the device.
+    pub rx_packets: u64,
+    /// Frames handed to this device for transmission.
+    pub tx_packets: u64,
+    /// Frames received here and transmitted on another interface.
+    pub forwarded: u64,
+    /// Frames received here for the box itself.
+    pub local: u64,
+    /// Frames received here and used up by polld (ARP).
+    pub consumed: u64,
+    /// Frames polld generated and sent here (ARP, ICMP).
+    pub generated: u64,
+    /// Generated frames that found the transmit ring full.
+    pub generated_dropped: u64,
+    /// Frames received here now waiting in the IP input queue.
+    pub queued: u64,
+    /// Drops of frames received here, by reason (rx_ring_full: dropped by the device).
+    pub drops: DropCounters,
+}
+
+impl IfCounters {
+    /// Frames received but not in any outcome counter: zero unless a frame was lost.
+    pub fn unaccounted(&self) -> i64 {
+        let ring = self.drops.get(DropReason::RxRingFull);
+        self.rx_packets as i64
+            - (self.forwarded + self.local + self.consumed + self.queued) as i64
+            - (self.drops.total() - ring) as i64
+    }
+}
+
+/// One interface: its device, mode and counters.
+pub struct Interface<D> {
+    pub dev: D,
+    mode: Mode,
+    pub counters: IfCounters,
+    /// Adaptive mode: the task is queued (the interrupt is masked meanwhile).
+    task_queued: bool,
+    /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
+    rx_process_limit: i64,
+    /// Device drops already folded into `counters`.
+    hw_seen: u64,
+}
+
+impl<D: Device> Interface<D> {
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn task_queued(&self) -> bool {
+        self.task_queued
+    }
+    pub fn rx_process_limit(&self) -> i64 {
+        self.rx_process_limit
+    }
+}
+
+/// A frame waiting in the IP input queue.
+struct Queued {
+    input: usize,
+    frame: Vec<u8>,
+}
+
+/// A frame staged for transmission: the output, who to charge, and where its bytes are.
+struct Staged {
+    out: usize,
+    /// The input interface of a forwarded frame, `None` for a generated one.
+    input: Option<usize>,
+    start: usize,
+    len: usize,
+}
+
+/// Frames to transmit after a receive batch, stored back to back in one buffer.
+#[derive(Default)]
+struct TxStaging {
+    bytes: Vec<u8>,
+    frames: Vec<Staged>,
+}
+
+impl TxStaging {
+    fn push(&mut self, out: usize, input: Option<usize>, frame: &[u8]) {
+        self.frames.push(Staged {
+            out,
+            input,
+            start: self.bytes.len(),
+            len: frame.len(),
+        });
+        self.bytes.extend_from_slice(frame);
+    }
+}
+
+impl Emit for TxStaging {
+    fn emit(&mut self, out: usize, frame: &[u8]) {
+        self.push(out, None, frame);
+    }
+}
+
+/// Something that happened to an interface, for the executor's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The interface went down or came back up.
+    Link { ifname: String, state: LinkState },
+    /// The interface disappeared; its polling handler was deregistered.
+    Gone { ifname: String },
+}
+
+/// Everything but the scheduler: the scheduler calls into this as its handlers.
+struct Devices<D, S> {
+    ifs: Vec<Interface<D>>,
+    links: Vec<LinkState>,
+    stage: S,
+    fastforwarding: bool,
+    queue: VecDeque<Queued>,
+    queue_maxlen: usize,
+    spare: Vec<Vec<u8>>,
+    tx: TxStaging,
+    /// Where frames for the box go; `None` leaves them to the kernel.
+    host: Option<usize>,
+    work: Work,
+    events: Vec<Event>,
+    gone: Vec<usize>,
+}
+
+impl<D: Device, S: PacketStage> Devices<D, S> {
+    /// Receives up to `budget` frames from interface `i`; processes them now (to
+    /// completion) or queues them, per `fastforwarding`.
+    fn receive(&mut self, i: usize, budget: usize) -> u64 {
+        let Devices {
+            ifs,
+            links,
+            stage,
+            fastforwarding,
+            queue,
+            queue_maxlen,
+            spare,
+            tx,
+            host,
+            ..
+        } = self;
+        let Interface { dev, counters, .. } = &mut ifs[i];
+        let mut process = |frame: &mut [u8]| {
+            counters.rx_packets += 1;
+            if *fastforwarding {
+                let verdict = stage.process(i, frame, tx);
+                apply(verdict, i, frame, counters, links, *host, tx);
+            } else if queue.len() >= *queue_maxlen {
+                counters.drops.add(DropReason::IntrQueueFull, 1);
+            } else {
+                let mut buf = spare.pop().unwrap_or_default();
+                buf.clear();
+                buf.extend_from_slice(frame);
+                queue.push_back(Queued {
+                    input: i,
+                    frame: buf,
+                });
+                counters.queued += 1;
+            }
+        };
+        let n = dev.receive(budget, &mut process) as u64;
+        self.work.rx += n;
+        if self.fastforwarding {
+            self.work.processed += n;
+        } else {
+            self.work.enqueued += n;
+        }
+        self.transmit();
+        self.fold_hw_drops(i);
+        n
+    }
+
+    /// Sends the staged frames and flushes every device that got some.
+    fn transmit(&mut self) {
+        if self.tx.frames.is_empty() {
+            return;
+        }
+        let mut touched = 0u128;
+        for s in &self.tx.frames {
+            let frame = &self.tx.bytes[s.start..s.start + s.len];
+            let sent = self.ifs[s.out].dev.send(frame).is_ok();
+            if sent {
+                self.ifs[s.out].counters.tx_packets += 1;
+            }
+            match (s.input, sent) {
+                (Some(input), true) if self.host == Some(s.out) => {
+                    self.ifs[input].counters.local += 1
+                }
+                (Some(input), true) => self.ifs[input].counters.forwarded += 1,
+                (Some(input), false) => self.ifs[input]
+                    .counters
+                    .drops
+                    .add(DropReason::TxRingFull, 1),
+                (None, true) => self.ifs[s.out].counters.generated += 1,
+                (None, false) => self.ifs[s.out].counters.generated_dropped += 1,
+            }
+            touched |= 1 << (s.out % 128);
+        }
+        for (k, iface) in self.ifs.iter_mut().enumerate() {
+            if touched & (1 << (k % 128)) != 0 {
+                iface.dev.flush();
+            }
+        }
+        self.tx.frames.clear();
+        self.tx.bytes.clear();
+    }
+
+    fn fold_hw_drops(&mut self, i: usize) {
+        let iface = &mut self.ifs[i];
+        let total = iface.dev.hw_stats().rx_ring_full;
+        if total > iface.hw_seen {
+            iface
+                .counters
+                .drops
+                .add(DropReason::RxRingFull, total - iface.hw_seen);
+            iface.hw_seen = total;
+        }
+    }
+
+    /// Processes up to `max` frames from the IP input queue (the netisr's protocol work).
+    fn drain_queue(&mut self, max: usize) -> u64 {
+        let mut n = 0;
+        while n < max {
+            let Some(mut q) = self.queue.pop_front() else {
+                break;
+            };
+            let counters = &mut self.ifs[q.input].counters;
+            counters.queued -= 1;
+            let verdict = self.stage.process(q.input, &mut q.frame, &mut self.tx);
+            apply(
+                verdict,
+                q.input,
+                &q.frame,
+                counters,
+                &self.links,
+                self.host,
+                &mut self.tx,
+            );
+            self.spare.push(q.frame);
+            n += 1;
+        }
+        self.work.processed += n as u64;
+        self.transmit();
+        n as u64
+    }
+
+    fn check_status(&mut self, i: usize) {
+        let state = self.ifs[i].dev.check_status();
+        if state == self.links[i] {
+            return;
+        }
+        self.links[i] = state;
+        let ifname = self.ifs[i].dev.name().to_string();
+        if state == LinkState::Gone {
+            self.gone.push(i);
+            self.events.push(Event::Gone { ifname });
+        } else {
+            self.events.push(Event::Link { ifname, state });
+        }
+    }
+
+    fn take_work(&mut self) -> Work {
+        std::mem::take(&mut self.work)
+    }
+}
+
+/// Counts a verdict; forwarded and local frames are staged for transmission and
+/// counted once the output device took them.
+fn apply(
+    verdict: Verdict,
+    input: usize,
+    frame: &[u8],
+    counters: &mut IfCounters,
+    links: &[LinkState],
+    host: Option<usize>,
+    tx: &mut TxStaging,
+) {
+    match verdict {
+        Verdict::Forward { out } if out >= links.len() || links[out] != LinkState::Up => {
+            counters.drops.add(DropReason::LinkDown, 1)
+        }
+        Verdict::Forward { out } => tx.push(out, Some(input), frame),
+        Verdict::Local => match host {
+            Some(h) => tx.push(h, Some(input), frame),
+            None => counters.local += 1,
+        },
+        Verdict::Consumed => counters.consumed += 1,
+        Verdict::Drop(reason) => counters.drops.add(reason, 1),
+    }
+}
+
+impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
+    fn poll(&mut self, id: HandlerId, cmd: PollCmd, count: u32) -> u32 {
+        if cmd == PollCmd::CheckStatus {
+            self.check_status(id);
+        }
+        self.ifs[id].counters.polls += 1;
+        self.work.calls += 1;
+        if self.links[id] != LinkState::Up {
+            return 0;
+        }
+        let n = self.receive(id, count as usize);
+        if n == 0 {
+            self.ifs[id].counters.empty_polls += 1;
+        }
+        n as u32
+    }
+}
+
+/// A mode change or registration that could not be made; nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModeError {
+    NoSuchInterface(String),
+    Register { ifname: String, err: RegError },
+}
+
+impl fmt::Display for ModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModeError::NoSuchInterface(name) => {
+                write!(f, "no interface '{name}': list them with `polld ifconfig`")
+            }
+            ModeError::Register { ifname, err } => write!(f, "{ifname}: polling: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for ModeError {}
+
+/// Default `net.inet.ip.intr_queue_maxlen` (FreeBSD's `IFQ_MAXLEN`).
+pub const INTR_QUEUE_MAXLEN: usize = 50;
+/// Default `dev.<if>.rx_process_limit` (em(4)'s `hw.em.rx_process_limit`).
+pub const RX_PROCESS_LIMIT: i64 = 100;
+/// Frames a busy poll or an interrupt handler takes per receive call.
+const BATCH: usize = 64;
+
+/// The dataplane: interfaces, the packet stage, the input queue and the scheduler.
+pub struct Dataplane<D, S> {
+    poller: Poller,
+    devs: Devices<D, S>,
+}
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
+    pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
+        let links = vec![LinkState::Up; devices.len()];
+        let ifs = devices
+            .into_iter()
+            .map(|mut dev| {
+                dev.set_interrupt(true);
+                Interface {
+                    dev,
+                    mode: Mode::Interrupt,
+                    counters: IfCounters::default(),
+                    task_queued: false,
+                    rx_process_limit: RX_PROCESS_LIMIT,
+                    hw_seen: 0,
+                }
+            })
+            .collect();
+        Dataplane {
+            poller,
+            devs: Devices {
+                ifs,
+                links,
+                stage,
+                fastforwarding: true,
+                queue: VecDeque::new(),
+                queue_maxlen: INTR_QUEUE_MAXLEN,
+                spare: Vec::new(),
+                tx: TxStaging::default(),
+                host: None,
+                work: Work::default(),
+                events: Vec::new(),
+                gone: Vec::new(),
+            },
+        }
+    }
+
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+    pub fn interfaces(&self) -> &[Interface<D>] {
+        &self.devs.ifs
+    }
+    pub fn interface_mut(&mut self, i: usize) -> &mut Interface<D> {
+        &mut self.devs.ifs[i]
+    }
+    pub fn stage(&self) -> &S {
+        &self.devs.stage
+    }
+    pub fn stage_mut(&mut self) -> &mut S {
+        &mut self.devs.stage
+    }
+    pub fn link(&self, i: usize) -> LinkState {
+        self.devs.links[i]
+    }
+    pub fn fastforwarding(&self) -> bool {
+        self.devs.fastforwarding
+    }
+    /// Frames waiting in the IP input queue.
+    pub fn queue_len(&self) -> usize {
+        self.devs.queue.len()
+    }
+    /// Sends frames for the box to interface `host` (a TAP) instead of leaving them to
+    /// the kernel.
+    pub fn set_host(&mut self, host: Option<usize>) {
+        self.devs.host = host;
+    }
+    /// Link changes and disappearances since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.devs.events)
+    }
+
+    pub fn index_of(&self, ifname: &str) -> Option<usize> {
+        self.devs.ifs.iter().position(|i| i.dev.name() == ifname)
+    }
+
+    /// Puts interface `i` in `mode`. Entering polling registers it (masking its
+    /// interrupt only if registration succeeded); leaving polling deregisters it and
+    /// unmasks the interrupt even if deregistration failed, as FreeBSD does. Frames the
+    /// device already accepted stay in its ring and are picked up in the new mode.
+    pub fn set_mode(&mut self, i: usize, mode: Mode) -> Result<(), ModeError> {
+        let old = self.devs.ifs[i].mode;
+        if old == mode {
+            return Ok(());
+        }
+        if mode == Mode::Polling {
+            self.poller.register(i).map_err(|err| ModeError::Register {
+                ifname: self.devs.ifs[i].dev.name().to_string(),
+                err,
+            })?;
+        } else if old == Mode::Polling {
+            // "enable interrupts even in error case"
+            let _ = self.poller.deregister(i);
+        }
+        let iface = &mut self.devs.ifs[i];
+        iface.mode = mode;
+        iface.task_queued = false;
+        iface
+            .dev
+            .set_interrupt(matches!(mode, Mode::Interrupt | Mode::Adaptive));
+        Ok(())
+    }
+
+    /// Whether interface `i`'s interrupt is armed: the executor waits on it only then.
+    pub fn interrupt_armed(&self, i: usize) -> bool {
+        let iface = &self.devs.ifs[i];
+        match iface.mode {
+            Mode::Interrupt => true,
+            Mode::Adaptive => !iface.task_queued,
+            Mode::Polling | Mode::Busy => false,
+        }
+    }
+
+    /// Interface `i` raised an interrupt.
+    pub fn interrupt(&mut self, i: usize) -> Work {
+        if !self.interrupt_armed(i) {
+            // A masked device's spurious wakeup (a shared line): ignored, as FreeBSD does.
+            return Work::default();
+        }
+        let d = &mut self.devs;
+        d.ifs[i].counters.interrupts += 1;
+        d.work.calls += 1;
+        match d.ifs[i].mode {
+            Mode::Adaptive => {
+                // Mask the device and hand the work to the task.
+                d.ifs[i].task_queued = true;
+                d.ifs[i].dev.set_interrupt(false);
+            }
+            _ => {
+                // Run to completion: the ring is drained before the handler returns.
+                while d.links[i] == LinkState::Up && d.receive(i, BATCH) > 0 {}
+            }
+        }
+        d.take_work()
+    }
+
+    /// Interfaces whose adaptive task is queued.
+    pub fn tasks_queued(&self) -> impl Iterator<Item = usize> + '_ {
+        self.devs
+            .ifs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.task_queued)
+            .map(|(i, _)| i)
+    }
+
+    /// Runs interface `i`'s adaptive task once: at most `rx_process_limit` frames, in
+    /// one receive call so the ring's consumer index is published once. Requeues itself
+    /// while frames remain; re-arms the interrupt only when the ring is drained.
+    pub fn run_task(&mut self, i: usize) -> Work {
+        let d = &mut self.devs;
+        if !d.ifs[i].task_queued {
+            return Work::default();
+        }
+        d.ifs[i].counters.tasks += 1;
+        d.work.calls += 1;
+        let limit = d.ifs[i].rx_process_limit;
+        let budget = if limit < 0 {
+            usize::MAX
+        } else {
+            limit as usize
+        };
+        if d.links[i] == LinkState::Up {
+            d.receive(i, budget);
+        }
+        let iface = &mut d.ifs[i];
+        if !iface.dev.rx_ready() || d.links[i] != LinkState::Up {
+            iface.task_queued = false;
+            iface.dev.set_interrupt(true);
+        }
+        d.take_work()
+    }
+
+    /// One busy-poll pass over interface `i` (busy mode): never sleeps.
+    pub fn busy_poll(&mut self, i: usize) -> Work {
+        self.devs.poll(i, PollCmd::PollOnly, BATCH as u32);
+        self.devs.take_work()
+    }
+
+    /// Whether the IP input queue has frames (the netisr's protocol work).
+    pub fn queue_pending(&self) -> bool {
+        !self.devs.queue.is_empty()
+    }
+
+    /// Drains up to `max` frames of the IP input queue.
+    pub fn drain_queue(&mut self, max: usize) -> Work {
+        self.devs.drain_queue(max);
+        self.devs.take_work()
+    }
+
+    /// The clock tick (see [`Poller::hardclock`]).
+    pub fn hardclock(&mut self, now: u64, expirations: u32) -> bool {
+        self.poller.hardclock(now, expirations)
+    }
+
+    /// Whether the scheduler has a chunk or pollmore armed.
+    pub fn netisr_scheduled(&self) -> bool {
+        self.poller.netisr_scheduled()
+    }
+
+    /// Whether a chunk of a poll cycle is armed.
+    pub fn poll_armed(&self) -> bool {
+        self.poller.poll_armed()
+    }
+
+    /// One chunk of a poll cycle over every registered interface.
+    pub fn netisr_poll(&mut self, now: u64) -> Work {
+        self.poller.netisr_poll(now, &mut self.devs);
+        self.deregister_gone();
+        self.devs.take_work()
+    }
+
+    /// The end of a chunk: schedules the next chunk or closes the cycle.
+    pub fn netisr_pollmore(&mut self, now: u64) -> bool {
+        self.poller.netisr_pollmore(now)
+    }
+
+    /// One idle-poll pass (unaccounted).
+    pub fn idle_poll(&mut self) -> Work {
+        self.poller.idle_poll(&mut self.devs);
+        self.deregister_gone();
+        self.devs.take_work()
+    }
+
+    /// Checks the status of interface `i` outside the poll cycle (interfaces that are
+    /// not polling get their status checked by the executor every `reg_frac` ticks).
+    pub fn check_status(&mut self, i: usize) {
+        self.devs.check_status(i);
+        self.deregister_gone();
+    }
+
+    fn deregister_gone(&mut self) {
+        for i in std::mem::take(&mut self.devs.gone) {
+            let _ = self.poller.deregister(i);
+        }
+    }
+
+    /// Re-registers an interface that came back (after [`Event::Gone`]) in its mode.
+    pub fn revive(&mut self, i: usize, dev: D) {
+        let iface = &mut self.devs.ifs[i];
+        iface.dev = dev;
+        iface.hw_seen = 0;
+        self.devs.links[i] = LinkState::Up;
+        let mode = iface.mode;
+        iface.mode = Mode::Interrupt;
+        iface.dev.set_interrupt(true);
+        // Registration cannot fail here: the interface was deregistered when it went.
+        let _ = self.set_mode(i, mode);
+    }
+
+    /// Reads a sysctl: `kern.polling.*`, `net.inet.ip.*` or `dev.<if>.*`.
+    pub fn sysctl_get(&self, name: &str) -> Option<String> {
+        self.sysctl_entries(name)
+            .into_iter()
+            .find(|e| e.name == name)
+            .map(|e| e.value)
+    }
+
+    /// Every entry under `prefix` (a whole name, a subtree like `kern.polling`, or `""`).
+    pub fn sysctl_entries(&self, prefix: &str) -> Vec<SysctlEntry> {
+        let mut all = self.poller.entries();
+        let entry = |name: &str, value: String, descr: &str, writable: bool| SysctlEntry {
+            name: name.to_string(),
+            value,
+            descr: descr.to_string(),
+            writable,
+        };
+        all.push(entry(
+            "net.inet.ip.fastforwarding",
+            (self.devs.fastforwarding as u8).to_string(),
+            "Process frames in the receive handler instead of the input queue",
+            true,
+        ));
+        all.push(entry(
+            "net.inet.ip.intr_queue_maxlen",
+            self.devs.queue_maxlen.to_string(),
+            "Maximum size of the IP input queue",
+            true,
+        ));
+        all.push(entry(
+            "net.inet.ip.intr_queue_len",
+            self.devs.queue.len().to_string(),
+            "Frames in the IP input queue",
+            false,
+        ));
+        for iface in &self.devs.ifs {
+            let c = &iface.counters;
+            let p = format!("dev.{}.", iface.dev.name());
+            let n = |s: &str| format!("{p}{s}");
+            all.push(entry(
+                &n("mode"),
+                iface.mode.name().into(),
+                "interrupt|polling|adaptive|busy",
+                true,
+            ));
+            all.push(entry(
+                &n("rx_process_limit"),
+                iface.rx_process_limit.to_string(),
+                "Adaptive mode: frames per task run, -1 unlimited",
+                true,
+            ));
+            let link = match self.devs.links[self.index_of(iface.dev.name()).unwrap_or(0)] {
+                LinkState::Up => "up",
+                LinkState::Down => "down",
+                LinkState::Gone => "gone",
+            };
+            all.push(entry(&n("link"), link.into(), "Link state", false));
+            for (k, v, d) in [
+                ("interrupts", c.interrupts, "Interrupts (wakeups) taken"),
+                ("polls", c.polls, "Poll handler calls"),
+                (
+                    "empty_polls",
+                    c.empty_polls,
+                    "Poll calls that found nothing",
+                ),
+                ("tasks", c.tasks, "Adaptive task runs"),
+                ("rx_packets", c.rx_packets, "Frames received"),
+                ("tx_packets", c.tx_packets, "Frames transmitted"),
+                (
+                    "forwarded",
+                    c.forwarded,
+                    "Frames received here and forwarded",
+                ),
+                ("local", c.local, "Frames received here for the box"),
+                ("consumed", c.consumed, "Frames used up by polld (ARP)"),
+                (
+                    "generated",
+                    c.generated,
+                    "Frames polld generated here (ARP, ICMP)",
+                ),
+                (
+                    "generated_dropped",
+                    c.generated_dropped,
+                    "Generated frames dropped, tx ring full",
+                ),
+                (
+                    "queued",
+                    c.queued,
+                    "Frames received here waiting in the input queue",
+                ),
+            ] {
+                all.push(entry(&n(k), v.to_string(), d, false));
+            }
+            for r in DropReason::ALL {
+                all.push(entry(
+                    &n(&format!("drops.{}", r.name())),
+                    c.drops.get(r).to_string(),
+                    "Frames dropped, by reason",
+                    false,
+                ));
+            }
+        }
+        let dotted = format!("{prefix}.");
+        all.retain(|e| prefix.is_empty() || e.name == prefix || e.name.starts_with(&dotted));
+        all
+    }
+
+    /// Writes a sysctl with validation; a rejected write changes nothing.
+    pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        if name.starts_with("kern.polling.") {
+            self.poller.set_knob(name, value)?;
+            self.poller.refresh();
+            return Ok(());
+        }
+        match name {
+            "net.inet.ip.fastforwarding" => {
+                self.devs.fastforwarding = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
+                return Ok(());
+            }
+            "net.inet.ip.intr_queue_maxlen" => {
+                self.devs.queue_maxlen =
+                    in_range(name, parse_int(name, value)?, 1, 65_536)? as usize;
+                return Ok(());
+            }
+            _ => {}
+        }
+        if let Some(rest) = name.strip_prefix("dev.") {
+            if let Some((ifname, leaf)) = rest.rsplit_once('.') {
+                if let Some(i) = self.index_of(ifname) {
+                    return self.set_interface_knob(i, name, leaf, value);
+                }
+            }
+        }
+        if self.sysctl_get(name).is_some() {
+            return Err(KnobError::ReadOnly {
+                name: name.to_string(),
+            });
+        }
+        Err(KnobError::Unknown {
+            name: name.to_string(),
+        })
+    }
+
+    fn set_interface_knob(
+        &mut self,
+        i: usize,
+        name: &str,
+        leaf: &str,
+        value: &str,
+    ) -> Result<(), KnobError> {
+        match leaf {
+            "mode" => {
+                let mode: Mode = value.parse().map_err(|_| KnobError::NotANumber {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    expected: "interrupt, polling, adaptive or busy".to_string(),
+                })?;
+                self.set_mode(i, mode).map_err(|e| KnobError::Invalid {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    allowed: e.to_string(),
+                })
+            }
+            "rx_process_limit" => {
+                let v = parse_int(name, value)?;
+                if v == 0 || v < -1 {
+                    return Err(KnobError::Invalid {
+                        name: name.to_string(),
+                        value: value.to_string(),
+                        allowed: "-1 (unlimited) or 1 and above".to_string(),
+                    });
+                }
+                self.devs.ifs[i].rx_process_limit = v;
+                Ok(())
+            }
+            _ if self.sysctl_get(name).is_some() => Err(KnobError::ReadOnly {
+                name: name.to_string(),
+            }),
+            _ => Err(KnobError::Unknown {
+                name: name.to_string(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! A virtual CPU that runs the dataplane on virtual time, by priority.
+//!
+//! One CPU, as in Rizzo's uniprocessor box. At every step it runs the most urgent work:
+//!
+//! 1. the clock tick (hardclock), with its own cost;
+//! 2. device interrupts, by line: a lower-numbered NIC outranks a higher one, like the
+//!    fixed priorities of an 8259 PIC. An rx interrupt runs the dataplane's handler; a
+//!    transmit-complete interrupt reclaims descriptors;
+//! 3. adaptive-mode tasks (a fast taskqueue at network priority);
+//! 4. the netisr: a poll chunk if armed, then the IP input queue one frame per step (so
+//!    interrupts preempt it between frames), then pollmore;
+//! 5. busy-polled interfaces: a thread that never sleeps;
+//! 6. the user task: CPU-bound spinning, or a generator that sends frames;
+//! 7. the idle poller (`idle_poll=1`);
+//! 8. idle.
+//!
+//! Every nanosecond is attributed to one of these, so CPU shares are measured exactly.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use polld_core::{Dataplane, Device, Emit, Mode, PacketStage, Poller, Verdict};
+
+use crate::nic::{Clock, SimNic};
+
+/// CPU costs outside the driver, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CpuCosts {
+    /// Interrupt entry and exit (save state, acknowledge, return).
+    pub intr_ns: u64,
+    /// One clock tick (hardclock and the polling hook).
+    pub tick_ns: u64,
+    /// IP forwarding of one frame (ip_input + ip_forward + ether_output).
+    pub fwd_ns: u64,
+    /// Local delivery of one frame (up to the socket).
+    pub local_ns: u64,
+    /// Putting one frame on the IP input queue (and taking it off later).
+    pub enqueue_ns: u64,
+    /// A context switch into a task or the netisr thread.
+    pub switch_ns: u64,
+    /// The user generator's cost to build and send one frame (syscall included).
+    pub gen_ns: u64,
+}
+
+impl Default for CpuCosts {
+    fn default() -> Self {
+        CpuCosts {
+            intr_ns: 2_000,
+            tick_ns: 1_000,
+            fwd_ns: 1_500,
+            local_ns: 1_000,
+            enqueue_ns: 300,
+            switch_ns: 1_000,
+            gen_ns: 3_000,
+        }
+    }
+}
+
+/// The packet stage of the simulation: each input NIC forwards to a fixed output, or
+/// delivers locally; the cost is charged on the virtual clock.
+pub struct SimStage {
+    clock: Clock,
+    routes: Vec<Option<usize>>,
+    costs: CpuCosts,
+}
+
+impl PacketStage for SimStage {
+    fn process(&mut self, input: usize, _frame: &mut [u8], _emit: &mut dyn Emit) -> Verdict {
+        match self.routes.get(input).copied().flatten() {
+            Some(out) => {
+                self.clock.set(self.clock.get() + self.costs.fwd_ns);
+                Verdict::Forward { out }
+            }
+            None => {
+                self.clock.set(self.clock.get() + self.costs.local_ns);
+                Verdict::Local
+            }
+        }
+    }
+}
+
+/// The competing user-level work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum UserTask {
+    /// None: the CPU idles (or idle-polls) when the devices leave it.
+    #[default]
+    None,
+    /// A CPU-bound process: takes every nanosecond it is given.
+    Spin,
+    /// A traffic generator sending as fast as it can on NIC `nic`.
+    Generator { nic: usize },
+}
+
+/// Where the CPU went, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CpuSplit {
+    /// Clock ticks and device interrupts.
+    pub intr_ns: u64,
+    /// Poll cycles, the input queue and adaptive tasks (the "kernel" share).
+    pub kernel_ns: u64,
+    /// Busy polling.
+    pub busy_ns: u64,
+    /// The user task.
+    pub user_ns: u64,
+    /// The idle poller (unaccounted by the scheduler).
+    pub idle_poll_ns: u64,
+    /// Nothing to do.
+    pub idle_ns: u64,
+}
+
+impl CpuSplit {
+    pub fn total(&self) -> u64 {
+        self.intr_ns
+            + self.kernel_ns
+            + self.busy_ns
+            + self.user_ns
+            + self.idle_poll_ns
+            + self.idle_ns
+    }
+    /// Share of a category in percent of the total.
+    pub fn pct(&self, ns: u64) -> f64 {
+        ns as f64 * 100.0 / self.total().max(1) as f64
+    }
+    /// Device work: interrupts, poll cycles, queue, tasks, busy and idle polling.
+    pub fn device_ns(&self) -> u64 {
+        self.intr_ns + self.kernel_ns + self.busy_ns + self.idle_poll_ns
+    }
+}
+
+/// The simulation: a dataplane of simulated NICs on one virtual CPU.
+pub struct Sim {
+    clock: Clock,
+    dp: Dataplane<SimNic, SimStage>,
+    costs: CpuCosts,
+    user: UserTask,
+    next_tick: u64,
+    pub split: CpuSplit,
+    /// Frames the user generator sent.
+    pub generated: u64,
+    /// Frames the user generator could not send (tx ring full): it blocked.
+    pub gen_blocked: u64,
+    /// Ticks delivered.
+    pub ticks: u64,
+    busy_next: usize,
+}
+
+/// The longest the user task or the idle CPU runs without looking for work, in ns.
+const QUANTUM_NS: u64 = 20_000;
+
+impl Sim {
+    /// A simulation over `nics`, where frames from NIC `i` go to `routes[i]` (or are
+    /// delivered locally when `None`).
+    pub fn new(
+        poller: Poller,
+        nics: Vec<crate::nic::NicConfig>,
+        routes: Vec<Option<usize>>,
+        costs: CpuCosts,
+        user: UserTask,
+        seed: u64,
+    ) -> Sim {
+        let clock: Clock = Rc::new(Cell::new(0));
+        let devices = nics
+            .into_iter()
+            .enumerate()
+            .map(|(i, cfg)| SimNic::new(cfg, clock.clone(), seed.wrapping_add(i as u64 * 7919)))
+            .collect();
+        let stage = SimStage {
+            clock: clock.clone(),
+            routes,
+            costs,
+        };
+        Sim {
+            dp: Dataplane::new(poller, devices, stage),
+            clock,
+            costs,
+            user,
+            next_tick: 0,
+            split: CpuSplit::default(),
+            generated: 0,
+            gen_blocked: 0,
+            ticks: 0,
+            busy_next: 0,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.get()
+    }
+    pub fn dataplane(&self) -> &Dataplane<SimNic, SimStage> {
+        &self.dp
+    }
+    pub fn dataplane_mut(&mut self) -> &mut Dataplane<SimNic, SimStage> {
+        &mut self.dp
+    }
+    pub fn nic(&self, i: usize) -> &SimNic {
+        &self.dp.interfaces()[i].dev
+    }
+
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.dp.poller().knobs().hz as u64
+    }
+
+    fn charge(&self, ns: u64) {
+        self.clock.set(self.clock.get() + ns);
+    }
+
+    /// Runs until virtual time `end` (ns).
+    pub fn run_until(&mut self, end: u64) {
+        while self.now() < end {
+            let start = self.now();
+            let bucket = self.step(end);
+            let spent = self.now() - start;
+            *match bucket {
+                Bucket::Intr => &mut self.split.intr_ns,
+                Bucket::Kernel => &mut self.split.kernel_ns,
+                Bucket::Busy => &mut self.split.busy_ns,
+                Bucket::User => &mut self.split.user_ns,
+                Bucket::IdlePoll => &mut self.split.idle_poll_ns,
+                Bucket::Idle => &mut self.split.idle_ns,
+            } += spent;
+        }
+    }
+
+    /// Runs the most urgent piece of work and says whose time it was.
+    fn step(&mut self, end: u64) -> Bucket {
+        let now = self.now();
+        for i in 0..self.dp.interfaces().len() {
+            self.dp.interface_mut(i).dev.advance();
+        }
+        if now >= self.next_tick {
+            let tick = self.tick_ns();
+            let n = (now - self.next_tick) / tick + 1;
+            self.next_tick += n * tick;
+            self.ticks += n;
+            self.charge(self.costs.tick_ns);
+            self.dp.hardclock(now, n as u32);
+            return Bucket::Intr;
+        }
+        if let Some(i) = self.asserted_interrupt() {
+            self.charge(self.costs.intr_ns);
+            let rx_pending = self.nic(i).rx_backlog() > 0;
+            if rx_pending && self.dp.interrupt_armed(i) {
+                let work = self.dp.interrupt(i);
+                self.charge(work.enqueued * self.costs.enqueue_ns);
+            }
+            if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
+                self.dp.interface_mut(i).dev.tx_interrupt();
+            }
+            return Bucket::Intr;
+        }
+        let task = self.dp.tasks_queued().next();
+        if let Some(i) = task {
+            self.charge(self.costs.switch_ns);
+            let work = self.dp.run_task(i);
+            self.charge(work.enqueued * self.costs.enqueue_ns);
+            return Bucket::Kernel;
+        }
+        if self.dp.poll_armed() {
+            let work = self.dp.netisr_poll(now);
+            self.charge(work.enqueued * self.costs.enqueue_ns);
+            return Bucket::Kernel;
+        }
+        if self.dp.queue_pending() {
+            self.dp.drain_queue(1);
+            return Bucket::Kernel;
+        }
+        if self.dp.netisr_scheduled() {
+            self.dp.netisr_pollmore(now);
+            return Bucket::Kernel;
+        }
+        if let Some(i) = self.next_busy() {
+            let work = self.dp.busy_poll(i);
+            self.charge(work.enqueued * self.costs.enqueue_ns);
+            if work.rx == 0 {
+                self.idle_until(end, 1_000);
+            }
+            return Bucket::Busy;
+        }
+        let user = self.user;
+        match user {
+            UserTask::Spin => {
+                self.idle_until(end, QUANTUM_NS);
+                return Bucket::User;
+            }
+            UserTask::Generator { nic } if self.generate(nic) => return Bucket::User,
+            // A blocked generator sleeps until its ring has room.
+            _ => {}
+        }
+        if self.dp.poller().idle_poll_active() {
+            let work = self.dp.idle_poll();
+            if work.rx == 0 {
+                self.idle_until(end, QUANTUM_NS);
+            }
+            return Bucket::IdlePoll;
+        }
+        self.idle_until(end, u64::MAX);
+        Bucket::Idle
+    }
+
+    /// The highest-priority NIC whose interrupt is asserted.
+    fn asserted_interrupt(&self) -> Option<usize> {
+        (0..self.dp.interfaces().len())
+            .find(|&i| self.dp.interrupt_armed(i) && self.nic(i).interrupt_asserted())
+    }
+
+    fn next_busy(&mut self) -> Option<usize> {
+        let n = self.dp.interfaces().len();
+        let found = (0..n)
+            .map(|k| (self.busy_next + k) % n)
+            .find(|&i| self.dp.interfaces()[i].mode() == Mode::Busy)?;
+        self.busy_next = found + 1;
+        Some(found)
+    }
+
+    /// The generator builds and sends one frame; false if it is blocked on a full ring
+    /// (counted in `gen_blocked`).
+    fn generate(&mut self, nic: usize) -> bool {
+        let frame = [0u8; 60];
+        self.charge(self.costs.gen_ns);
+        match self.dp.interface_mut(nic).dev.send(&frame) {
+            Ok(()) => {
+                self.generated += 1;
+                self.dp.interface_mut(nic).counters.tx_packets += 1;
+                true
+            }
+            Err(_) => {
+                // The frame's cost was spent in vain: take it back, the process blocks.
+                self.clock.set(self.now() - self.costs.gen_ns);
+                self.gen_blocked += 1;
+                false
+            }
+        }
+    }
+
+    /// Lets time pass until the next event (a tick, an arrival, a departure), at most
+    /// `cap` ns and not past `end`.
+    fn idle_until(&mut self, end: u64, cap: u64) {
+        let now = self.now();
+        let next_nic = (0..self.dp.interfaces().len())
+            .map(|i| self.nic(i).next_event())
+            .min()
+            .unwrap_or(u64::MAX);
+        let target = self
+            .next_tick
+            .min(next_nic)
+            .min(end)
+            .min(now.saturating_add(cap));
+        self.clock.set(target.max(now + 1));
+    }
+}
+
+enum Bucket {
+    Intr,
+    Kernel,
+    Busy,
+    User,
+    IdlePoll,
+    Idle,
+}
