@@ -1,6 +1,12 @@
 //! polld-dev: real devices for polld (AF_PACKET TPACKET_V3, AF_XDP, TAP) and the
 //! network-namespace helpers the tests and the testbed use.
 
+pub mod afpacket;
+mod afpacket_rx;
+mod afpacket_tx;
 pub mod afxdp;
+pub mod error;
+mod iface;
 pub mod netns;
+pub mod tap;
 pub mod xdp;

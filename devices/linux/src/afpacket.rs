@@ -1,0 +1,440 @@
+//! The AF_PACKET device: a TPACKET_V3 receive ring plus a `sendmmsg` transmit batch.
+//!
+//! Receive uses a block-based mmap ring ([`crate::afpacket_rx`]): the kernel fills whole
+//! blocks and hands them over; we give a block back only once every frame in it was
+//! handed to the caller, so the consumer index is published once per block, never per
+//! frame. Transmit ([`crate::afpacket_tx`]) stages frames in a batch that `flush` pushes
+//! with one `sendmmsg` on a second socket that bypasses the qdisc.
+//!
+//! The interrupt is the receive socket's readiness: it becomes readable when the kernel
+//! retires a block (full, or after the retire timeout). Masking it is the dataplane's job
+//! (it stops waiting on the fd); the kernel side needs nothing.
+//!
+//! If the interface is deleted, [`Device::check_status`] reports [`LinkState::Gone`]; if an
+//! interface of the same name appears again, the next `check_status` reopens the device
+//! on it transparently (or call [`AfPacket::reopen`] yourself).
+
+use std::fs::File;
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::ptr::NonNull;
+
+use polld_core::device::{Device, HwStats, LinkState, TxFull};
+
+use crate::afpacket_rx::RxRing;
+use crate::afpacket_tx::TxBatch;
+use crate::error::OpenError;
+use crate::iface::{self, IfName};
+
+/// Ring and batch geometry of an [`AfPacket`] device.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AfPacketConfig {
+    /// Bytes per receive block; a multiple of the page size.
+    pub block_size: usize,
+    /// Number of receive blocks.
+    pub block_count: usize,
+    /// Milliseconds after which the kernel hands over a block that is not full, so that a
+    /// trickle of frames is not held back (the block's "retire timeout").
+    pub retire_timeout_ms: u32,
+    /// Frames `send` stages before it reports [`TxFull`]; `flush` pushes them in one call.
+    pub tx_batch: usize,
+    /// The largest frame `send` accepts, in bytes (without FCS).
+    pub tx_frame_size: usize,
+    /// Joins this PACKET_FANOUT group (hash mode), so that several devices opened on the
+    /// same interface share its frames, one poller per core.
+    pub fanout_group: Option<u16>,
+}
+
+impl Default for AfPacketConfig {
+    /// The geometry measured in baseline-veth.md §4: 64 blocks of 64 KiB, 1 ms timeout.
+    fn default() -> Self {
+        AfPacketConfig {
+            block_size: 64 * 1024,
+            block_count: 64,
+            retire_timeout_ms: 1,
+            tx_batch: 64,
+            tx_frame_size: 2048,
+            fanout_group: None,
+        }
+    }
+}
+
+impl AfPacketConfig {
+    fn validate(&self, interface: &str) -> Result<(), OpenError> {
+        let invalid = |detail: String| {
+            Err(OpenError::InvalidConfig {
+                interface: interface.to_string(),
+                detail,
+            })
+        };
+        let page = page_size();
+        if self.block_size == 0 || !self.block_size.is_multiple_of(page) {
+            return invalid(format!(
+                "block_size {} must be a non-zero multiple of the page size ({page})",
+                self.block_size
+            ));
+        }
+        if u32::try_from(self.block_size).is_err() {
+            return invalid(format!("block_size {} exceeds 4 GiB", self.block_size));
+        }
+        if self.block_count == 0 || u32::try_from(self.block_count).is_err() {
+            return invalid(format!(
+                "block_count {} must be between 1 and {}",
+                self.block_count,
+                u32::MAX
+            ));
+        }
+        if self.tx_batch == 0 || self.tx_batch > 1024 {
+            return invalid(format!(
+                "tx_batch {} must be between 1 and 1024 (the sendmmsg limit)",
+                self.tx_batch
+            ));
+        }
+        if !(14..=65535).contains(&self.tx_frame_size) {
+            return invalid(format!(
+                "tx_frame_size {} must be between 14 (an Ethernet header) and 65535",
+                self.tx_frame_size
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Transmit counters. Every frame `send` accepted is in exactly one of `sent`, `dropped`
+/// or `pending`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TxStats {
+    /// Frames the kernel accepted for transmission.
+    pub sent: u64,
+    /// Frames refused: larger than `tx_frame_size`, or rejected by the kernel (ENOBUFS when
+    /// the driver queue is full, ENETDOWN, EMSGSIZE, ...).
+    pub dropped: u64,
+    /// Frames staged and not yet accepted by the kernel.
+    pub pending: u64,
+    /// Times a flush stopped early because the socket send buffer was full (EAGAIN); its
+    /// frames stayed staged for the next flush.
+    pub pushbacks: u64,
+}
+
+/// An AF_PACKET device bound to one interface.
+pub struct AfPacket {
+    name: IfName,
+    config: AfPacketConfig,
+    /// The network namespace the device was opened in, for reopening there.
+    netns: File,
+    rx: RxRing,
+    tx_socket: OwnedFd,
+    tx: TxBatch,
+    interrupt_armed: bool,
+    rx_ring_full: u64,
+    rx_discarded: u64,
+}
+
+impl AfPacket {
+    /// Opens the device on interface `name` in the calling thread's network namespace.
+    /// The device keeps working from any thread (and namespace) afterwards.
+    pub fn open(name: &str, config: AfPacketConfig) -> Result<AfPacket, OpenError> {
+        let name = IfName::new(name)?;
+        config.validate(name.as_str())?;
+        let netns = File::open(THREAD_NETNS).map_err(|e| OpenError::Os {
+            interface: name.as_str().to_string(),
+            action: "open the network namespace of the calling thread",
+            source: e,
+        })?;
+        let (rx, tx_socket) = open_sockets(&name, &config)?;
+        let tx = TxBatch::new(config.tx_batch, config.tx_frame_size);
+        Ok(AfPacket {
+            name,
+            config,
+            netns,
+            rx,
+            tx_socket,
+            tx,
+            interrupt_armed: true,
+            rx_ring_full: 0,
+            rx_discarded: 0,
+        })
+    }
+
+    /// Reopens both sockets and the receive ring on the interface that now has this
+    /// device's name (after it was deleted and recreated), in the namespace the device
+    /// was opened in. Frames still unread in the old ring are counted in
+    /// [`AfPacket::rx_discarded`]; staged transmit frames are kept.
+    pub fn reopen(&mut self) -> Result<(), OpenError> {
+        let (rx, tx_socket) = in_namespace(&self.netns, &self.name, || {
+            open_sockets(&self.name, &self.config)
+        })?;
+        self.collect_ring_drops();
+        self.rx_discarded += self.rx.unread_frames();
+        self.rx = rx;
+        self.tx_socket = tx_socket;
+        Ok(())
+    }
+
+    pub fn config(&self) -> &AfPacketConfig {
+        &self.config
+    }
+
+    /// Transmit counters; see [`TxStats`].
+    pub fn tx_stats(&self) -> TxStats {
+        self.tx.stats()
+    }
+
+    /// Received frames thrown away unread because the device was reopened.
+    pub fn rx_discarded(&self) -> u64 {
+        self.rx_discarded
+    }
+
+    /// Whether the dataplane should currently wait on [`Device::interrupt_fd`].
+    pub fn interrupt_armed(&self) -> bool {
+        self.interrupt_armed
+    }
+
+    /// Adds the kernel's ring-full drops since the last read (the counter resets on read).
+    fn collect_ring_drops(&mut self) {
+        if let Ok(drops) = self.rx.take_ring_drops() {
+            self.rx_ring_full += drops;
+        }
+    }
+}
+
+impl Device for AfPacket {
+    fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        self.rx.receive(budget, rx)
+    }
+
+    fn rx_ready(&mut self) -> bool {
+        self.rx.ready()
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        self.tx.stage(frame)
+    }
+
+    fn flush(&mut self) {
+        self.tx.push(self.tx_socket.as_raw_fd());
+    }
+
+    /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same
+    /// name is reopened here, and reported `Gone` only if that fails.
+    fn check_status(&mut self) -> LinkState {
+        // A link going down leaves ENETDOWN pending on the socket, which makes epoll
+        // report it ready (EPOLLERR) until someone reads the error.
+        self.rx.clear_socket_error();
+        match iface::index(self.rx.fd(), &self.name) {
+            None => LinkState::Gone,
+            Some(index) if index != self.rx.ifindex() => match self.reopen() {
+                Ok(()) => iface::link_state(self.rx.fd(), &self.name),
+                Err(_) => LinkState::Gone,
+            },
+            Some(_) => iface::link_state(self.rx.fd(), &self.name),
+        }
+    }
+
+    fn set_interrupt(&mut self, armed: bool) {
+        self.interrupt_armed = armed;
+    }
+
+    fn interrupt_fd(&self) -> Option<RawFd> {
+        Some(self.rx.fd())
+    }
+
+    fn hw_stats(&mut self) -> HwStats {
+        self.collect_ring_drops();
+        HwStats {
+            rx_ring_full: self.rx_ring_full,
+        }
+    }
+}
+
+/// The calling thread's network namespace.
+const THREAD_NETNS: &str = "/proc/thread-self/ns/net";
+
+/// Opens the receive ring and the transmit socket on interface `name`.
+fn open_sockets(name: &IfName, config: &AfPacketConfig) -> Result<(RxRing, OwnedFd), OpenError> {
+    let rx = RxRing::open(name, config)?;
+    let tx_socket = open_tx_socket(name, rx.ifindex())?;
+    Ok((rx, tx_socket))
+}
+
+/// Runs `open` inside network namespace `netns`: directly if the calling thread is
+/// already there, else on a short-lived thread that enters it (needs CAP_SYS_ADMIN).
+fn in_namespace<T: Send>(
+    netns: &File,
+    name: &IfName,
+    open: impl FnOnce() -> Result<T, OpenError> + Send,
+) -> Result<T, OpenError> {
+    let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
+    let here = std::fs::metadata(THREAD_NETNS).map(identity);
+    if here.is_ok() && here.ok() == netns.metadata().map(identity).ok() {
+        return open();
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                // SAFETY: setns on a namespace fd we own; affects only this new thread.
+                if unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(OpenError::from_os(
+                        name.as_str(),
+                        "enter the interface's network namespace",
+                        "CAP_SYS_ADMIN",
+                        io::Error::last_os_error(),
+                    ));
+                }
+                open()
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// The size of a memory page, which ring blocks must be a multiple of.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096)
+}
+
+/// Creates a non-blocking AF_PACKET raw socket with `protocol` (network byte order).
+pub(crate) fn packet_socket(name: &IfName, protocol: u16) -> Result<OwnedFd, OpenError> {
+    // SAFETY: plain socket creation; the fd is owned below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            i32::from(protocol),
+        )
+    };
+    if fd < 0 {
+        return Err(OpenError::from_os(
+            name.as_str(),
+            "open an AF_PACKET socket",
+            "CAP_NET_RAW",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `setsockopt(SOL_PACKET, option, value)`.
+pub(crate) fn set_packet_option<T>(fd: RawFd, option: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: value points to a live T of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            option,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Binds a packet socket to interface `ifindex` for `protocol` (network byte order; 0
+/// means "transmit only": no frame is ever queued to the socket).
+pub(crate) fn bind_packet_socket(
+    fd: RawFd,
+    name: &IfName,
+    ifindex: u32,
+    protocol: u16,
+) -> Result<(), OpenError> {
+    // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol;
+    addr.sll_ifindex = ifindex as i32;
+    // SAFETY: addr is a valid sockaddr_ll of the length given.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(OpenError::from_os(
+            name.as_str(),
+            "bind the AF_PACKET socket to the interface",
+            "CAP_NET_RAW",
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// The transmit socket: protocol 0 so the kernel never queues received frames on it,
+/// and PACKET_QDISC_BYPASS so frames go straight to the driver (veth has no qdisc work
+/// to do; baseline-veth.md §2 measured bypass at least as fast).
+fn open_tx_socket(name: &IfName, ifindex: u32) -> Result<OwnedFd, OpenError> {
+    let socket = packet_socket(name, 0)?;
+    set_packet_option(socket.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1i32).map_err(|e| {
+        OpenError::from_os(
+            name.as_str(),
+            "enable PACKET_QDISC_BYPASS",
+            "CAP_NET_RAW",
+            e,
+        )
+    })?;
+    bind_packet_socket(socket.as_raw_fd(), name, ifindex, 0)?;
+    Ok(socket)
+}
+
+/// A shared memory mapping of a packet ring, unmapped on drop.
+pub(crate) struct RingMapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned memory (like a Box<[u8]>); moving it to another thread
+// moves the only handle to it.
+unsafe impl Send for RingMapping {}
+
+impl RingMapping {
+    /// Maps `len` bytes of the ring(s) set up on `fd`.
+    pub(crate) fn map(fd: RawFd, len: usize) -> io::Result<RingMapping> {
+        // SAFETY: a fresh shared mapping of the socket's ring; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base =
+            NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned NULL"))?;
+        Ok(RingMapping { base, len })
+    }
+
+    /// The address `offset` bytes into the mapping.
+    pub(crate) fn at(&self, offset: usize) -> *mut u8 {
+        debug_assert!(offset < self.len);
+        // SAFETY: callers stay within the mapping (checked in debug builds).
+        unsafe { self.base.as_ptr().add(offset) }
+    }
+}
+
+impl Drop for RingMapping {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe a mapping we own and nobody uses after drop.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}

@@ -1,0 +1,231 @@
+//! The transmit batch of the AF_PACKET device: `send` copies frames into fixed slots,
+//! `flush` hands them all to the kernel with `sendmmsg` (one system call per batch).
+//!
+//! Nothing is lost silently. When the socket send buffer is full the kernel answers
+//! EAGAIN: the unsent frames stay staged for the next flush (a *pushback*), and once the
+//! batch is full `send` reports [`TxFull`] so the caller counts its own drop. A frame the
+//! kernel refuses outright (ENOBUFS from a full driver queue, ENETDOWN, EMSGSIZE) is
+//! counted in `dropped` and skipped. A refusal in the middle of a batch is not reported
+//! by `sendmmsg` (it returns the frames sent before it), so that frame is retried once
+//! as the head of the next call.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use polld_core::device::TxFull;
+
+use crate::afpacket::TxStats;
+
+pub(crate) struct TxBatch {
+    /// `capacity` slots of `slot_size` bytes; staged frame `i` is in slot `i`.
+    slots: Vec<u8>,
+    slot_size: usize,
+    /// Lengths of the staged frames, oldest first.
+    staged: Vec<usize>,
+    /// Scratch for `sendmmsg`, rebuilt on every flush (they point into `slots`).
+    iovecs: Vec<libc::iovec>,
+    headers: Vec<libc::mmsghdr>,
+    stats: TxStats,
+}
+
+// SAFETY: the raw pointers in `iovecs`/`headers` only ever point into our own `slots`
+// and are rewritten before each use, so moving the batch to another thread is sound.
+unsafe impl Send for TxBatch {}
+
+impl TxBatch {
+    pub(crate) fn new(capacity: usize, slot_size: usize) -> TxBatch {
+        TxBatch {
+            slots: vec![0; capacity * slot_size],
+            slot_size,
+            staged: Vec::with_capacity(capacity),
+            iovecs: Vec::with_capacity(capacity),
+            headers: Vec::with_capacity(capacity),
+            stats: TxStats::default(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.slots.len() / self.slot_size
+    }
+
+    pub(crate) fn stats(&self) -> TxStats {
+        TxStats {
+            pending: self.staged.len() as u64,
+            ..self.stats
+        }
+    }
+
+    pub(crate) fn stage(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        if frame.len() > self.slot_size {
+            // The kernel would refuse it too (EMSGSIZE); counted, not reported as full.
+            self.stats.dropped += 1;
+            return Ok(());
+        }
+        let slot = self.staged.len();
+        if slot == self.capacity() {
+            return Err(TxFull);
+        }
+        let start = slot * self.slot_size;
+        self.slots[start..start + frame.len()].copy_from_slice(frame);
+        self.staged.push(frame.len());
+        Ok(())
+    }
+
+    /// Sends every staged frame the kernel takes now; keeps the rest staged.
+    pub(crate) fn push(&mut self, fd: RawFd) {
+        let mut done = 0;
+        while done < self.staged.len() {
+            match self.send_from(fd, done) {
+                Ok(sent) => {
+                    done += sent;
+                    self.stats.sent += sent as u64;
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) => {
+                        self.stats.pushbacks += 1;
+                        break;
+                    }
+                    _ => {
+                        self.stats.dropped += 1;
+                        done += 1;
+                    }
+                },
+            }
+        }
+        self.remove_front(done);
+    }
+
+    /// One `sendmmsg` of the staged frames from index `first` on.
+    fn send_from(&mut self, fd: RawFd, first: usize) -> io::Result<usize> {
+        self.iovecs.clear();
+        for (slot, &len) in self.staged.iter().enumerate().skip(first) {
+            self.iovecs.push(libc::iovec {
+                iov_base: self.slots[slot * self.slot_size..].as_mut_ptr().cast(),
+                iov_len: len,
+            });
+        }
+        self.headers.clear();
+        for iovec in &mut self.iovecs {
+            // SAFETY: mmsghdr is plain old data; all-zero is an empty message.
+            let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            header.msg_hdr.msg_iov = iovec;
+            header.msg_hdr.msg_iovlen = 1;
+            self.headers.push(header);
+        }
+        // SAFETY: headers and the iovecs/slots they point to are live for the call.
+        let rc = unsafe {
+            libc::sendmmsg(
+                fd,
+                self.headers.as_mut_ptr(),
+                self.headers.len() as libc::c_uint,
+                // Never block the poller; never raise SIGPIPE.
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc as usize)
+        }
+    }
+
+    /// Drops the first `count` staged frames, moving the rest to the front slots.
+    fn remove_front(&mut self, count: usize) {
+        if count == 0 {
+            return;
+        }
+        let kept = self.staged.len() - count;
+        if kept > 0 {
+            let end = self.staged.len() * self.slot_size;
+            self.slots.copy_within(count * self.slot_size..end, 0);
+        }
+        self.staged.drain(..count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixDatagram;
+
+    fn read_all(socket: &UnixDatagram) -> Vec<Vec<u8>> {
+        socket.set_nonblocking(true).unwrap();
+        let mut frames = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = socket.recv(&mut buf) {
+            frames.push(buf[..n].to_vec());
+        }
+        frames
+    }
+
+    #[test]
+    fn staged_frames_are_sent_in_order_by_one_flush() {
+        let (ours, peer) = UnixDatagram::pair().unwrap();
+        let mut batch = TxBatch::new(4, 64);
+        for frame in [&b"one"[..], b"two", b"three"] {
+            batch.stage(frame).unwrap();
+        }
+        batch.push(ours.as_raw_fd());
+        assert_eq!(read_all(&peer), [&b"one"[..], b"two", b"three"]);
+        assert_eq!(
+            batch.stats(),
+            TxStats {
+                sent: 3,
+                ..TxStats::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_full_batch_is_reported_and_oversize_frames_are_counted() {
+        let mut batch = TxBatch::new(2, 8);
+        assert_eq!(batch.stage(&[0; 9]), Ok(()));
+        assert_eq!(batch.stage(&[1; 8]), Ok(()));
+        assert_eq!(batch.stage(&[2; 8]), Ok(()));
+        assert_eq!(batch.stage(&[3; 8]), Err(TxFull));
+        let stats = batch.stats();
+        assert_eq!((stats.dropped, stats.pending), (1, 2));
+    }
+
+    #[test]
+    fn frames_the_kernel_pushes_back_stay_staged_for_the_next_flush() {
+        let (ours, peer) = UnixDatagram::pair().unwrap();
+        // Fill the peer's queue so that the next send gets EAGAIN.
+        ours.set_nonblocking(true).unwrap();
+        let mut filler = 0u64;
+        while ours.send(b"filler").is_ok() {
+            filler += 1;
+        }
+        let mut batch = TxBatch::new(4, 64);
+        batch.stage(b"kept-1").unwrap();
+        batch.stage(b"kept-2").unwrap();
+        batch.push(ours.as_raw_fd());
+        assert_eq!(
+            batch.stats(),
+            TxStats {
+                pending: 2,
+                pushbacks: 1,
+                ..TxStats::default()
+            }
+        );
+        assert_eq!(read_all(&peer).len() as u64, filler);
+        batch.push(ours.as_raw_fd());
+        assert_eq!(read_all(&peer), [&b"kept-1"[..], b"kept-2"]);
+        assert_eq!(batch.stats().sent, 2);
+        assert_eq!(batch.stats().pending, 0);
+    }
+
+    #[test]
+    fn a_refused_frame_is_counted_and_skipped() {
+        let (ours, peer) = UnixDatagram::pair().unwrap();
+        drop(peer);
+        let mut batch = TxBatch::new(4, 64);
+        batch.stage(b"a").unwrap();
+        batch.stage(b"b").unwrap();
+        batch.push(ours.as_raw_fd());
+        let stats = batch.stats();
+        assert_eq!((stats.sent, stats.dropped, stats.pending), (0, 2, 0));
+    }
+}

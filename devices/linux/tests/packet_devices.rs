@@ -1,0 +1,401 @@
+//! AF_PACKET and TAP devices on real interfaces, inside namespaces this test creates.
+//!
+//! IPv6 is disabled in every namespace so that the kernel sends nothing of its own
+//! (router solicitations, MLD) and frame counts can be exact. Test frames use the
+//! local-experimental ethertype 0x88b5, which the receiving kernel ignores.
+
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use polld_core::device::{Device, LinkState, TxFull};
+use polld_dev::afpacket::{AfPacket, AfPacketConfig};
+use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use polld_dev::tap::Tap;
+
+const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x01];
+const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x02];
+const TEST_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root");
+            return;
+        }
+    };
+}
+
+fn quiet_namespace(prefix: &str) -> Netns {
+    let ns = Netns::create(prefix).unwrap();
+    ns.sysctl("net.ipv6.conf.all.disable_ipv6=1").unwrap();
+    ns.sysctl("net.ipv6.conf.default.disable_ipv6=1").unwrap();
+    ns
+}
+
+fn mac_text(mac: [u8; 6]) -> String {
+    mac.map(|b| format!("{b:02x}")).join(":")
+}
+
+/// Namespaces `a` and `b` joined by veth `pva` (MAC_A) ↔ `pvb` (MAC_B), both up.
+struct VethPair {
+    a: Netns,
+    b: Netns,
+}
+
+impl VethPair {
+    fn new() -> VethPair {
+        let pair = VethPair {
+            a: quiet_namespace("pdev-a"),
+            b: quiet_namespace("pdev-b"),
+        };
+        pair.connect();
+        pair
+    }
+
+    fn connect(&self) {
+        let (mac_a, mac_b) = (mac_text(MAC_A), mac_text(MAC_B));
+        veth_pair(
+            VethEnd {
+                ns: &self.a,
+                name: "pva",
+                mac: &mac_a,
+                addr: None,
+            },
+            VethEnd {
+                ns: &self.b,
+                name: "pvb",
+                mac: &mac_b,
+                addr: None,
+            },
+        )
+        .unwrap();
+    }
+}
+
+fn open_in(ns: &Netns, interface: &'static str, config: AfPacketConfig) -> AfPacket {
+    in_netns(ns.name(), move || AfPacket::open(interface, config))
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A frame from MAC_A to MAC_B of `len` bytes whose payload starts with `seq`.
+fn test_frame(seq: u32, len: usize) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(len);
+    frame.extend_from_slice(&MAC_B);
+    frame.extend_from_slice(&MAC_A);
+    frame.extend_from_slice(&TEST_ETHERTYPE);
+    frame.extend_from_slice(&seq.to_be_bytes());
+    while frame.len() < len {
+        frame.push((seq as usize + frame.len()) as u8);
+    }
+    frame
+}
+
+fn is_test_frame(frame: &[u8]) -> bool {
+    frame.len() >= 14 && frame[12..14] == TEST_ETHERTYPE
+}
+
+/// Sends every frame, flushing whenever the batch is full, until the kernel took all.
+fn send_all(device: &mut impl Device, frames: &[Vec<u8>]) {
+    let deadline = Instant::now() + PATIENCE;
+    for frame in frames {
+        while device.send(frame) == Err(TxFull) {
+            assert!(Instant::now() < deadline, "transmit stayed full");
+            device.flush();
+        }
+    }
+    device.flush();
+}
+
+fn flush_until_sent(device: &mut AfPacket) {
+    let deadline = Instant::now() + PATIENCE;
+    while device.tx_stats().pending > 0 {
+        assert!(Instant::now() < deadline, "frames stayed pending");
+        sleep(Duration::from_millis(1));
+        device.flush();
+    }
+}
+
+/// Receives until `want` frames arrived (or the patience ran out), `budget` per call.
+fn receive_frames(device: &mut impl Device, want: usize, budget: usize) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + PATIENCE;
+    let mut frames = Vec::new();
+    while frames.len() < want && Instant::now() < deadline {
+        let asked = budget.min(want - frames.len());
+        let handed = device.receive(asked, &mut |f| frames.push(f.to_vec()));
+        assert!(
+            handed <= asked,
+            "receive handed {handed} frames for a budget of {asked}"
+        );
+        if handed == 0 {
+            sleep(Duration::from_millis(1));
+        }
+    }
+    frames
+}
+
+/// Receives whatever arrives until nothing came for `quiet`.
+fn receive_until_quiet(device: &mut impl Device, quiet: Duration) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    let mut last_arrival = Instant::now();
+    while last_arrival.elapsed() < quiet {
+        if device.receive(64, &mut |f| frames.push(f.to_vec())) > 0 {
+            last_arrival = Instant::now();
+        } else {
+            sleep(Duration::from_millis(1));
+        }
+    }
+    frames
+}
+
+fn wait_for_state(device: &mut impl Device, want: LinkState) {
+    let deadline = Instant::now() + PATIENCE;
+    let mut state = device.check_status();
+    while state != want && Instant::now() < deadline {
+        sleep(Duration::from_millis(10));
+        state = device.check_status();
+    }
+    assert_eq!(state, want, "link state of {}", device.name());
+}
+
+#[test]
+fn frames_cross_the_veth_intact_in_order_and_exactly_once() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
+    let sizes = [60, 61, 64, 128, 333, 1000, 1514];
+    let frames: Vec<Vec<u8>> = (0..3000u32)
+        .map(|seq| test_frame(seq, sizes[seq as usize % sizes.len()]))
+        .collect();
+
+    let mut received = Vec::new();
+    for chunk in frames.chunks(200) {
+        send_all(&mut sender, chunk);
+        flush_until_sent(&mut sender);
+        received.extend(receive_frames(&mut receiver, chunk.len(), 64));
+    }
+    assert_eq!(received.len(), frames.len());
+    for (seq, (got, sent)) in received.iter().zip(&frames).enumerate() {
+        assert!(got == sent, "frame {seq} differs");
+    }
+    let extra = receive_until_quiet(&mut receiver, Duration::from_millis(100));
+    assert!(extra.is_empty(), "{} unexpected frames", extra.len());
+    let stats = sender.tx_stats();
+    assert_eq!((stats.sent, stats.dropped, stats.pending), (3000, 0, 0));
+    assert_eq!(receiver.hw_stats().rx_ring_full, 0);
+}
+
+#[test]
+fn a_partially_consumed_block_is_resumed_by_the_next_receive() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
+    let frames: Vec<Vec<u8>> = (0..100).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+
+    let deadline = Instant::now() + PATIENCE;
+    while !receiver.rx_ready() {
+        assert!(Instant::now() < deadline, "no block was handed over");
+        sleep(Duration::from_millis(1));
+    }
+    let first = receive_frames(&mut receiver, 3, 3);
+    assert_eq!(first.len(), 3);
+    assert!(
+        receiver.rx_ready(),
+        "the rest of the block is still waiting"
+    );
+    let rest = receive_frames(&mut receiver, 97, 3);
+    let received: Vec<Vec<u8>> = first.into_iter().chain(rest).collect();
+    assert!(received == frames, "frames lost, repeated or reordered");
+    assert!(!receiver.rx_ready());
+}
+
+#[test]
+fn own_transmissions_are_not_received() {
+    require_root!();
+    let pair = VethPair::new();
+    pair.a
+        .ip(&["addr", "add", "10.98.0.1/24", "dev", "pva"])
+        .unwrap();
+    pair.b
+        .ip(&["addr", "add", "10.98.0.2/24", "dev", "pvb"])
+        .unwrap();
+    let mut device = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let frames: Vec<Vec<u8>> = (0..20).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut device, &frames);
+    flush_until_sent(&mut device);
+    // The kernel's own output (ARP request, echo requests) passes the packet taps too.
+    pair.a
+        .exec("ping", &["-c", "3", "-i", "0.2", "-W", "5", "10.98.0.2"])
+        .unwrap();
+
+    let received = receive_until_quiet(&mut device, Duration::from_millis(200));
+    assert!(
+        received.len() >= 4,
+        "expected ARP and echo replies, got {}",
+        received.len()
+    );
+    for frame in &received {
+        assert_eq!(frame[6..12], MAC_B, "received a frame sent from this side");
+    }
+}
+
+#[test]
+fn receive_ring_overflow_is_counted_in_hw_stats() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let tiny = AfPacketConfig {
+        block_size: 4096,
+        block_count: 2,
+        ..AfPacketConfig::default()
+    };
+    let mut receiver = open_in(&pair.b, "pvb", tiny);
+    let frames: Vec<Vec<u8>> = (0..500).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    assert_eq!(sender.tx_stats().sent, 500);
+
+    let received = receive_until_quiet(&mut receiver, Duration::from_millis(300));
+    let ring_full = receiver.hw_stats().rx_ring_full;
+    assert!(ring_full > 0, "8 KiB of ring cannot hold 500 frames");
+    assert_eq!(received.len() as u64 + ring_full, 500);
+    // Reading the kernel counter resets it; the device keeps the total.
+    assert_eq!(receiver.hw_stats().rx_ring_full, ring_full);
+}
+
+#[test]
+fn link_state_follows_the_interface_and_a_recreated_one_is_reopened() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
+    wait_for_state(&mut receiver, LinkState::Up);
+
+    pair.b.ip(&["link", "set", "pvb", "down"]).unwrap();
+    wait_for_state(&mut receiver, LinkState::Down);
+    pair.b.ip(&["link", "set", "pvb", "up"]).unwrap();
+    wait_for_state(&mut receiver, LinkState::Up);
+
+    pair.b.ip(&["link", "del", "pvb"]).unwrap();
+    wait_for_state(&mut receiver, LinkState::Gone);
+    assert_eq!(sender.check_status(), LinkState::Gone);
+
+    pair.connect();
+    wait_for_state(&mut receiver, LinkState::Up);
+    sender.reopen().unwrap_or_else(|e| panic!("{e}"));
+    let frames: Vec<Vec<u8>> = (0..10).map(|seq| test_frame(seq, 100)).collect();
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    let received = receive_frames(&mut receiver, 10, 64);
+    assert!(received == frames, "frames after recreation");
+}
+
+#[test]
+fn a_missing_interface_is_named_with_the_fix() {
+    require_root!();
+    let ns = quiet_namespace("pdev-m");
+    let err = in_netns(ns.name(), || {
+        AfPacket::open("veth9", AfPacketConfig::default())
+            .err()
+            .map(|e| e.to_string())
+    })
+    .unwrap();
+    assert_eq!(
+        err.as_deref(),
+        Some("interface veth9 not found; list interfaces with `ip link`")
+    );
+}
+
+#[test]
+fn a_bad_ring_geometry_is_refused_before_the_kernel_sees_it() {
+    let config = AfPacketConfig {
+        block_size: 1000,
+        ..AfPacketConfig::default()
+    };
+    let err = AfPacket::open("lo", config).err().unwrap().to_string();
+    assert!(
+        err.contains("lo") && err.contains("multiple of the page size"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_fanout_group_shares_frames_without_duplicating_them() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let grouped = AfPacketConfig {
+        fanout_group: Some(7),
+        ..AfPacketConfig::default()
+    };
+    let mut first = open_in(&pair.b, "pvb", grouped.clone());
+    let mut second = open_in(&pair.b, "pvb", grouped);
+    let frames: Vec<Vec<u8>> = (0..200).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    let mut received = receive_until_quiet(&mut first, Duration::from_millis(200));
+    received.extend(receive_until_quiet(&mut second, Duration::from_millis(200)));
+    received.sort_by_key(|f| u32::from_be_bytes(f[14..18].try_into().unwrap()));
+    assert!(received == frames, "{} frames for 200 sent", received.len());
+}
+
+#[test]
+fn tap_frames_go_both_ways_between_the_fd_and_the_kernel() {
+    require_root!();
+    let ns = quiet_namespace("pdev-t");
+    let mut tap = in_netns(ns.name(), || Tap::open("ptap0"))
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    ns.ip(&["link", "set", "ptap0", "up"]).unwrap();
+    wait_for_state(&mut tap, LinkState::Up);
+    // The kernel side of the TAP, seen through an AF_PACKET socket on the interface.
+    let mut kernel_side = open_in(&ns, "ptap0", AfPacketConfig::default());
+
+    let into_kernel: Vec<Vec<u8>> = (0..20)
+        .map(|seq| test_frame(seq, 60 + seq as usize))
+        .collect();
+    send_all(&mut tap, &into_kernel);
+    let seen_by_kernel = receive_frames(&mut kernel_side, 20, 64);
+    assert!(
+        seen_by_kernel == into_kernel,
+        "frames written to the TAP fd"
+    );
+
+    let out_of_kernel: Vec<Vec<u8>> = (100..120).map(|seq| test_frame(seq, 200)).collect();
+    send_all(&mut kernel_side, &out_of_kernel);
+    flush_until_sent(&mut kernel_side);
+    let read_from_tap: Vec<Vec<u8>> = receive_until_quiet(&mut tap, Duration::from_millis(200))
+        .into_iter()
+        .filter(|f| is_test_frame(f))
+        .collect();
+    assert!(
+        read_from_tap == out_of_kernel,
+        "frames transmitted on the TAP interface"
+    );
+    assert_eq!(tap.tx_dropped(), 0);
+
+    ns.ip(&["link", "set", "ptap0", "down"]).unwrap();
+    wait_for_state(&mut tap, LinkState::Down);
+}
+
+#[test]
+fn a_tap_cannot_take_over_another_kind_of_interface() {
+    require_root!();
+    let ns = quiet_namespace("pdev-u");
+    let err = in_netns(ns.name(), || Tap::open("lo").err().map(|e| e.to_string())).unwrap();
+    let err = err.expect("lo is not a TAP");
+    assert!(
+        err.contains("lo") && err.contains("not a TAP interface"),
+        "{err}"
+    );
+}
