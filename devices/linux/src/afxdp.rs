@@ -18,6 +18,7 @@
 //! ring holds frames.
 
 use std::ffi::CString;
+use std::net::Ipv4Addr;
 use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -55,6 +56,10 @@ pub struct AfXdpConfig {
     /// Where the redirect program runs.
     pub xdp_mode: XdpMode,
     pub bind_mode: BindMode,
+    /// IPv4 packets and ARP addressed to the host's own IPv4 addresses (as configured when
+    /// the socket opens) go to the kernel instead of the socket, so the host stays
+    /// reachable on the interface. Everything else, IPv6 included, goes to the socket.
+    pub pass_local: bool,
 }
 
 impl Default for AfXdpConfig {
@@ -65,6 +70,7 @@ impl Default for AfXdpConfig {
             tx_frames: 2048,
             xdp_mode: XdpMode::Auto,
             bind_mode: BindMode::Auto,
+            pass_local: false,
         }
     }
 }
@@ -110,6 +116,8 @@ pub struct AfXdpStats {
     pub tx_too_long: u64,
     /// `sendto` kicks issued because the tx ring asked for a wakeup.
     pub tx_kicks: u64,
+    /// `poll` calls issued because the fill ring asked for a wakeup.
+    pub fill_wakeups: u64,
     /// Rx descriptors pointing outside the UMEM (a kernel bug if ever non-zero), dropped.
     pub rx_bad_descs: u64,
     /// Kernel: frames dropped because no fill-ring frame was free (or a frame too long).
@@ -248,7 +256,13 @@ impl AfXdp {
         config.validate()?;
         let ifindex = xdp::ifindex(ifname)?;
         let map_size = queues.iter().max().map_or(1, |&q| q + 1);
-        let program = RedirectProgram::load(map_size)?;
+        let program = if config.pass_local {
+            let local = local_ipv4_addresses()
+                .map_err(|e| XdpError::os("listing the host's IPv4 addresses", e))?;
+            RedirectProgram::load_passing_local(map_size, &local)?
+        } else {
+            RedirectProgram::load(map_size)?
+        };
         let link = program.attach(ifname, config.xdp_mode)?;
         let attachment = Arc::new(Attachment { program, link });
         queues
@@ -424,9 +438,14 @@ impl AfXdp {
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }
 
-    /// Gives consumed receive frames back to the kernel: one fill-ring publication.
+    /// Gives consumed receive frames back to the kernel.
     fn refill(&mut self) {
-        if !self.to_fill.is_empty() {
+        // Twice at most: the first reservation may see a stale view of the kernel's
+        // consumer index and grant fewer slots; the second refreshes it.
+        for _ in 0..2 {
+            if self.to_fill.is_empty() {
+                break;
+            }
             let mut writer = self.fill_completion.fill(self.to_fill.len() as u32);
             let filled = writer.insert(self.to_fill.iter().copied()) as usize;
             writer.commit();
@@ -434,6 +453,7 @@ impl AfXdp {
             self.to_fill.drain(..filled);
         }
         if self.fill_completion.needs_wakeup() {
+            self.stats.fill_wakeups += 1;
             self.fill_completion.wake();
         }
     }
@@ -586,6 +606,32 @@ impl Device for AfXdp {
             },
         }
     }
+}
+
+/// The IPv4 addresses of all interfaces in the calling thread's network namespace.
+fn local_ipv4_addresses() -> io::Result<Vec<Ipv4Addr>> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list we free below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut addrs = Vec::new();
+    let mut entry = list;
+    while !entry.is_null() {
+        // SAFETY: `entry` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*entry };
+        // SAFETY: an AF_INET ifa_addr points at a sockaddr_in.
+        if !ifa.ifa_addr.is_null()
+            && i32::from(unsafe { (*ifa.ifa_addr).sa_family }) == libc::AF_INET
+        {
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            addrs.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+        }
+        entry = ifa.ifa_next;
+    }
+    // SAFETY: frees the list getifaddrs allocated, once.
+    unsafe { libc::freeifaddrs(list) };
+    Ok(addrs)
 }
 
 /// Binds the socket, waiting out EBUSY for a while: the kernel releases a closed socket's

@@ -174,7 +174,7 @@ impl RawSocket {
                 )
             };
             if n >= 14
-                && from.sll_pkttype != libc::PACKET_OUTGOING as u8
+                && from.sll_pkttype != libc::PACKET_OUTGOING
                 && buf[12..14] == ETHERTYPE.to_be_bytes()
             {
                 return Some(buf[..n as usize].to_vec());
@@ -536,4 +536,41 @@ fn afxdp_status_follows_the_interface() {
     assert_eq!(dev.check_status(), LinkState::Down);
     p.a.ip(&["link", "del", "va"]).unwrap();
     assert_eq!(dev.check_status(), LinkState::Gone);
+}
+
+#[test]
+fn afxdp_passing_local_keeps_the_host_reachable() {
+    require_root!();
+    let p = pair();
+    p.a.ip(&["addr", "add", "10.77.0.1/24", "dev", "va"])
+        .unwrap();
+    p.b.ip(&["addr", "add", "10.77.0.2/24", "dev", "vb"])
+        .unwrap();
+    let ping = || p.b.exec("ping", &["-c", "1", "-W", "2", "10.77.0.1"]);
+
+    // By default the socket takes everything, ARP included: the host goes deaf.
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    assert!(ping().is_err(), "the socket steals the ping");
+    let stolen = receive_frames(&mut dev, 1);
+    assert_eq!(
+        stolen[0][12..14],
+        [0x08, 0x06],
+        "the ARP request reached the socket"
+    );
+    drop(dev);
+
+    let config = AfXdpConfig {
+        pass_local: true,
+        ..AfXdpConfig::default()
+    };
+    let mut dev = open_afxdp(&p.a, config);
+    ping().expect("ARP and ICMP for 10.77.0.1 reach the kernel");
+    let sent: Vec<Vec<u8>> = (0..10).map(|seq| frame(MAC_A, MAC_B, seq, 60)).collect();
+    let to_send = sent.clone();
+    inside(&p.b, move || {
+        let sock = RawSocket::open("vb", false);
+        to_send.iter().for_each(|f| sock.send(f));
+    });
+    let got = receive_frames(&mut dev, sent.len());
+    assert!(got == sent, "only the non-local frames reach the socket");
 }

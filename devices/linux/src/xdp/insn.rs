@@ -16,6 +16,7 @@ pub const R0: Reg = Reg(0);
 pub const R1: Reg = Reg(1);
 pub const R2: Reg = Reg(2);
 pub const R3: Reg = Reg(3);
+pub const R4: Reg = Reg(4);
 /// Callee-saved: survives helper calls.
 pub const R6: Reg = Reg(6);
 /// Callee-saved: survives helper calls.
@@ -51,6 +52,7 @@ const BPF_STX: u8 = 0x03;
 const BPF_JMP: u8 = 0x05;
 const BPF_ALU64: u8 = 0x07;
 const BPF_W: u8 = 0x00;
+const BPF_H: u8 = 0x08;
 const BPF_DW: u8 = 0x18;
 const BPF_IMM: u8 = 0x00;
 const BPF_MEM: u8 = 0x60;
@@ -58,7 +60,10 @@ const BPF_K: u8 = 0x00;
 const BPF_X: u8 = 0x08;
 const BPF_ADD: u8 = 0x00;
 const BPF_MOV: u8 = 0xb0;
+const BPF_JA: u8 = 0x00;
 const BPF_JEQ: u8 = 0x10;
+const BPF_JGT: u8 = 0x20;
+const BPF_JNE: u8 = 0x50;
 const BPF_CALL: u8 = 0x80;
 const BPF_EXIT: u8 = 0x90;
 /// `src_reg` of a 64-bit immediate load that holds a map file descriptor.
@@ -99,6 +104,11 @@ impl Insn {
         Insn::new(BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0)
     }
 
+    /// `dst = *(u16 *)(src + off)`
+    pub fn ldx_h(dst: Reg, src: Reg, off: i16) -> Insn {
+        Insn::new(BPF_LDX | BPF_MEM | BPF_H, dst, src, off, 0)
+    }
+
     /// `dst = *(u64 *)(src + off)`
     pub fn ldx_dw(dst: Reg, src: Reg, off: i16) -> Insn {
         Insn::new(BPF_LDX | BPF_MEM | BPF_DW, dst, src, off, 0)
@@ -107,6 +117,11 @@ impl Insn {
     /// `*(u64 *)(dst + off) = src`
     pub fn stx_dw(dst: Reg, off: i16, src: Reg) -> Insn {
         Insn::new(BPF_STX | BPF_MEM | BPF_DW, dst, src, off, 0)
+    }
+
+    /// `*(u32 *)(dst + off) = src`
+    pub fn stx_w(dst: Reg, off: i16, src: Reg) -> Insn {
+        Insn::new(BPF_STX | BPF_MEM | BPF_W, dst, src, off, 0)
     }
 
     /// `*(u32 *)(dst + off) = imm`
@@ -131,6 +146,21 @@ impl Insn {
     /// `if dst == imm goto pc + 1 + off`
     pub fn jeq_imm(dst: Reg, imm: i32, off: i16) -> Insn {
         Insn::new(BPF_JMP | BPF_JEQ | BPF_K, dst, R0, off, imm)
+    }
+
+    /// `if dst != imm goto pc + 1 + off`
+    pub fn jne_imm(dst: Reg, imm: i32, off: i16) -> Insn {
+        Insn::new(BPF_JMP | BPF_JNE | BPF_K, dst, R0, off, imm)
+    }
+
+    /// `if dst > src goto pc + 1 + off` (unsigned)
+    pub fn jgt_reg(dst: Reg, src: Reg, off: i16) -> Insn {
+        Insn::new(BPF_JMP | BPF_JGT | BPF_X, dst, src, off, 0)
+    }
+
+    /// `goto pc + 1 + off`
+    pub fn ja(off: i16) -> Insn {
+        Insn::new(BPF_JMP | BPF_JA, R0, R0, off, 0)
     }
 
     /// `r0 = helper(r1, r2, r3, r4, r5)`; clobbers r1–r5.
@@ -179,6 +209,25 @@ mod tests {
             bytes(Insn::stx_dw(R0, 8, R1)),
             [0x7b, 0x10, 8, 0, 0, 0, 0, 0]
         );
+        // r3 = *(u16 *)(r2 + 12); *(u32 *)(r10 - 4) = r3
+        assert_eq!(
+            bytes(Insn::ldx_h(R3, R2, 12)),
+            [0x69, 0x23, 12, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            bytes(Insn::stx_w(R10, -4, R3)),
+            [0x63, 0x3a, 0xfc, 0xff, 0, 0, 0, 0]
+        );
+        // if r4 > r3 goto +9; if r3 != 8 goto +2; goto +1
+        assert_eq!(
+            bytes(Insn::jgt_reg(R4, R3, 9)),
+            [0x2d, 0x34, 9, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(
+            bytes(Insn::jne_imm(R3, 8, 2)),
+            [0x55, 0x03, 2, 0, 8, 0, 0, 0]
+        );
+        assert_eq!(bytes(Insn::ja(1)), [0x05, 0, 1, 0, 0, 0, 0, 0]);
         // if r0 == 0 goto +3
         assert_eq!(
             bytes(Insn::jeq_imm(R0, 0, 3)),

@@ -4,6 +4,7 @@
 //! and loaded at run time. Three programs exist:
 //! - [`RedirectProgram`]: frames go to the AF_XDP socket of their receive queue (the
 //!   [`AfXdp`](crate::afxdp::AfXdp) backend), or to the kernel when no socket is bound;
+//!   a variant passes IPv4 and ARP for the host's own addresses to the kernel;
 //! - [`DropProgram`]: drops everything, the cheapest consumer a generator can face;
 //! - [`CountProgram`]: counts packets and bytes per CPU, then drops, for a sink at rates
 //!   user space cannot reach.
@@ -19,6 +20,7 @@ mod sys;
 use std::ffi::CString;
 use std::fmt;
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 /// Why an XDP or AF_XDP operation failed; the message names the object and the fix.
@@ -369,13 +371,40 @@ pub struct RedirectProgram {
 }
 
 impl RedirectProgram {
-    /// Loads the program with room for sockets on queues `0..queues`.
+    /// Loads the program with room for sockets on queues `0..queues`; every frame goes to
+    /// the socket.
     pub fn load(queues: u32) -> Result<RedirectProgram> {
-        let xsks = sys::map_create(sys::BPF_MAP_TYPE_XSKMAP, 4, queues.max(1), "polld_xsks")
-            .map_err(|e| XdpError::os("creating the XSKMAP for AF_XDP sockets", e))?;
+        let xsks = xsk_map(queues)?;
         let program = XdpProgram::load(
             "polld_redirect",
             &programs::redirect_to_xsk(xsks.as_raw_fd()),
+        )?;
+        Ok(RedirectProgram {
+            program,
+            xsks,
+            queues: queues.max(1),
+        })
+    }
+
+    /// Like [`load`](Self::load), but IPv4 packets and ARP addressed to one of `local`
+    /// go to the kernel instead, so the host keeps answering on the interface.
+    pub fn load_passing_local(queues: u32, local: &[Ipv4Addr]) -> Result<RedirectProgram> {
+        let xsks = xsk_map(queues)?;
+        let local_addrs = sys::map_create(
+            sys::BPF_MAP_TYPE_HASH,
+            1,
+            local.len().max(1) as u32,
+            "polld_local",
+        )
+        .map_err(|e| XdpError::os("creating the map of local IPv4 addresses", e))?;
+        for addr in local {
+            // Keyed by the address's bytes as they appear on the wire.
+            sys::map_update(local_addrs.as_fd(), u32::from_ne_bytes(addr.octets()), &[1])
+                .map_err(|e| XdpError::os(format!("adding local address {addr}"), e))?;
+        }
+        let program = XdpProgram::load(
+            "polld_redir_loc",
+            &programs::redirect_to_xsk_except_local(xsks.as_raw_fd(), local_addrs.as_raw_fd()),
         )?;
         Ok(RedirectProgram {
             program,
@@ -407,6 +436,11 @@ impl RedirectProgram {
             )
         })
     }
+}
+
+fn xsk_map(queues: u32) -> Result<OwnedFd> {
+    sys::map_create(sys::BPF_MAP_TYPE_XSKMAP, 4, queues.max(1), "polld_xsks")
+        .map_err(|e| XdpError::os("creating the XSKMAP for AF_XDP sockets", e))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
 const BPF_PROG_LOAD: libc::c_int = 5;
 const BPF_LINK_CREATE: libc::c_int = 28;
 
+pub const BPF_MAP_TYPE_HASH: u32 = 1;
 pub const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 pub const BPF_MAP_TYPE_XSKMAP: u32 = 17;
 const BPF_PROG_TYPE_XDP: u32 = 6;
@@ -71,7 +72,7 @@ struct MapCreateAttr {
     map_name: [u8; 16],
 }
 
-/// `BPF_MAP_CREATE`: a map with `u32` keys (all polld's maps are arrays indexed by number).
+/// `BPF_MAP_CREATE`: a map with 4-byte keys (queue numbers, CPU-array slots, IPv4 addresses).
 pub fn map_create(
     map_type: u32,
     value_size: u32,

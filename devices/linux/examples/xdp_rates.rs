@@ -1,0 +1,191 @@
+//! Measures what the XDP consumers of polld-dev take from a veth pair: the count-and-drop
+//! program, and the AF_XDP device busy-polling or sleeping in `poll()`.
+//!
+//! Placement follows baseline-veth.md: the generator (AF_PACKET `sendmmsg`, 64 frames per
+//! call, 60-byte frames) runs on CPU0 in namespace b; the AF_XDP receiver on CPU1 in
+//! namespace a. veth runs the receive side (XDP included) on the sender's CPU.
+//!
+//! Run as root: `cargo run --release -p polld-dev --example xdp_rates -- [count|busy|poll] [secs]`
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use polld_core::Device;
+use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use polld_dev::xdp::{CountProgram, XdpMode};
+
+const FRAME: [u8; 60] = {
+    let mut f = [0u8; 60];
+    // dst 02:00:00:00:0a:01, src 02:00:00:00:0a:02, ethertype 0x88b5
+    f[0] = 2;
+    f[4] = 0x0a;
+    f[5] = 1;
+    f[6] = 2;
+    f[10] = 0x0a;
+    f[11] = 2;
+    f[12] = 0x88;
+    f[13] = 0xb5;
+    f
+};
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain old data; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Sends 60-byte frames on `vb` with `sendmmsg` until `stop`, counting them in `sent`.
+fn generate(stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
+    pin_to_cpu(0);
+    // SAFETY: plain socket creation; protocol 0 means the socket receives nothing.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: fresh fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: NUL-terminated name; sockaddr_ll is plain old data.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = unsafe { libc::if_nametoindex(c"vb".as_ptr()) } as i32;
+    // SAFETY: binds our socket to a sockaddr_ll of the right size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+    const BATCH: usize = 64;
+    let mut iov = libc::iovec {
+        iov_base: FRAME.as_ptr() as *mut libc::c_void,
+        iov_len: FRAME.len(),
+    };
+    // SAFETY: mmsghdr is plain old data; every entry points at the same iovec.
+    let mut msgs: Vec<libc::mmsghdr> = (0..BATCH)
+        .map(|_| {
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = &mut iov;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: the messages reference buffers alive for the call.
+        let n = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), BATCH as u32, 0) };
+        if n > 0 {
+            sent.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "busy".into());
+    let secs: u64 = args.next().map_or(3, |s| s.parse().expect("seconds"));
+    let a = Netns::create("xr-a").unwrap();
+    let b = Netns::create("xr-b").unwrap();
+    veth_pair(
+        VethEnd {
+            ns: &a,
+            name: "va",
+            mac: "02:00:00:00:0a:01",
+            addr: None,
+        },
+        VethEnd {
+            ns: &b,
+            name: "vb",
+            mac: "02:00:00:00:0a:02",
+            addr: None,
+        },
+    )
+    .unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let b_name = b.name().to_string();
+    let offered;
+    let received = match mode.as_str() {
+        "count" => {
+            let (counter, _link) = in_netns(a.name(), || {
+                let counter = CountProgram::load().unwrap();
+                let link = counter.attach("va", XdpMode::Auto).unwrap();
+                (counter, link)
+            })
+            .unwrap();
+            let generator = {
+                let (stop, sent) = (stop.clone(), sent.clone());
+                std::thread::spawn(move || in_netns(&b_name, || generate(stop, sent)))
+            };
+            // Let the generator reach its pace before the window opens.
+            std::thread::sleep(Duration::from_millis(300));
+            let (start, sent_start) = (
+                counter.counts().unwrap().packets,
+                sent.load(Ordering::Relaxed),
+            );
+            std::thread::sleep(Duration::from_secs(secs));
+            let received = counter.counts().unwrap().packets - start;
+            offered = sent.load(Ordering::Relaxed) - sent_start;
+            stop.store(true, Ordering::Relaxed);
+            generator.join().unwrap().unwrap();
+            received
+        }
+        "busy" | "poll" => {
+            let blocking = mode == "poll";
+            let mut dev = in_netns(a.name(), || AfXdp::open("va", 0, &AfXdpConfig::default()))
+                .unwrap()
+                .unwrap();
+            pin_to_cpu(1);
+            let generator = {
+                let (stop, sent) = (stop.clone(), sent.clone());
+                std::thread::spawn(move || in_netns(&b_name, || generate(stop, sent)))
+            };
+            let sent_start = sent.load(Ordering::Relaxed);
+            let deadline = Instant::now() + Duration::from_secs(secs);
+            let mut received = 0u64;
+            let mut wakeups = 0u64;
+            while Instant::now() < deadline {
+                let n = dev.receive(64, &mut |_| {});
+                received += n as u64;
+                if n == 0 && blocking {
+                    dev.set_interrupt(true);
+                    let mut pfd = libc::pollfd {
+                        fd: dev.interrupt_fd().unwrap(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one pollfd we own.
+                    unsafe { libc::poll(&mut pfd, 1, 100) };
+                    dev.set_interrupt(false);
+                    wakeups += 1;
+                }
+            }
+            offered = sent.load(Ordering::Relaxed) - sent_start;
+            stop.store(true, Ordering::Relaxed);
+            generator.join().unwrap().unwrap();
+            let stats = dev.stats().unwrap();
+            println!(
+                "wakeups/pkt {:.3}; fill-ring wakeups {}; kernel drops: rx_dropped {} \
+                 rx_ring_full {} fill_ring_empty {}",
+                wakeups as f64 / received.max(1) as f64,
+                stats.fill_wakeups,
+                stats.rx_dropped,
+                stats.rx_ring_full,
+                stats.fill_ring_empty
+            );
+            received
+        }
+        other => panic!("unknown mode {other}: use count, busy or poll"),
+    };
+    let secs = secs as f64;
+    println!(
+        "{mode}: offered {:.0} kpps, received {:.0} kpps",
+        offered as f64 / secs / 1e3,
+        received as f64 / secs / 1e3
+    );
+}
