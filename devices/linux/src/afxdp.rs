@@ -29,6 +29,7 @@ use polld_core::{Device, HwStats, LinkState, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
+use crate::iface::{self, IfName};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
 /// Whether the socket shares frames with the driver (zero-copy) or the kernel copies them.
@@ -196,7 +197,7 @@ impl Drop for UmemArea {
 
 /// An AF_XDP socket on one queue of one interface, as a polld [`Device`].
 pub struct AfXdp {
-    ifname: String,
+    name: IfName,
     ifindex: u32,
     queue: u32,
     zero_copy: bool,
@@ -226,7 +227,7 @@ pub struct AfXdp {
 impl fmt::Debug for AfXdp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AfXdp")
-            .field("ifname", &self.ifname)
+            .field("ifname", &self.name.as_str())
             .field("queue", &self.queue)
             .field("zero_copy", &self.zero_copy)
             .field("xdp_mode", &self.attachment.link.mode())
@@ -254,6 +255,7 @@ impl AfXdp {
         config: &AfXdpConfig,
     ) -> xdp::Result<Vec<AfXdp>> {
         config.validate()?;
+        let name = IfName::new(ifname).map_err(XdpError::Open)?;
         let ifindex = xdp::ifindex(ifname)?;
         let map_size = queues.iter().max().map_or(1, |&q| q + 1);
         let program = if config.pass_local {
@@ -268,7 +270,7 @@ impl AfXdp {
         queues
             .iter()
             .map(|&queue| {
-                let socket = AfXdp::bind(ifname, ifindex, queue, config, attachment.clone())?;
+                let socket = AfXdp::bind(name.clone(), ifindex, queue, config, attachment.clone())?;
                 attachment
                     .program
                     .insert_socket(queue, socket.socket_fd())?;
@@ -278,12 +280,13 @@ impl AfXdp {
     }
 
     fn bind(
-        ifname: &str,
+        name: IfName,
         ifindex: u32,
         queue: u32,
         config: &AfXdpConfig,
         attachment: Arc<Attachment>,
     ) -> xdp::Result<AfXdp> {
+        let ifname = name.as_str();
         let on_queue = |what: &str| format!("{what} for `{ifname}` queue {queue}");
         let frames = config.rx_frames + config.tx_frames;
         let umem_area = UmemArea::new(frames as usize * config.frame_size as usize)
@@ -385,7 +388,7 @@ impl AfXdp {
         // The rings now live on in the socket; `umem` only held the setup state.
         drop(umem);
         let mut device = AfXdp {
-            ifname: ifname.to_string(),
+            name,
             ifindex,
             queue,
             zero_copy,
@@ -515,7 +518,7 @@ impl AfXdp {
 
 impl Device for AfXdp {
     fn name(&self) -> &str {
-        &self.ifname
+        self.name.as_str()
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
@@ -580,7 +583,14 @@ impl Device for AfXdp {
     }
 
     fn check_status(&mut self) -> LinkState {
-        link_state(self.ioctl_socket.as_raw_fd(), &self.ifname, self.ifindex)
+        // Both ioctls go through a socket of the device's namespace, whatever namespace
+        // the calling thread is in.
+        let fd = self.ioctl_socket.as_raw_fd();
+        match iface::index(fd, &self.name) {
+            Some(index) if index == self.ifindex => iface::link_state(fd, &self.name),
+            // Gone, or replaced by a new interface of the same name the socket is not on.
+            _ => LinkState::Gone,
+        }
     }
 
     fn set_interrupt(&mut self, armed: bool) {
@@ -648,42 +658,6 @@ fn bind_retrying_busy(umem: &Umem, socket: &User) -> io::Result<()> {
         }
     }
     umem.bind(socket).map_err(errno)
-}
-
-/// Whether the interface `ifname` with index `ifindex` still exists and is up and running.
-/// Both ioctls go through `ioctl_socket`, so they ask the namespace the device was opened
-/// in, whatever namespace the calling thread is in.
-fn link_state(ioctl_socket: RawFd, ifname: &str, ifindex: u32) -> LinkState {
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, &src) in request
-        .ifr_name
-        .iter_mut()
-        .zip(ifname.as_bytes().iter().take(15))
-    {
-        *dst = src as libc::c_char;
-    }
-    // SAFETY: SIOCGIFINDEX reads the name and writes `ifru_ifindex` of the ifreq we own.
-    if unsafe { libc::ioctl(ioctl_socket, libc::SIOCGIFINDEX, &mut request) } < 0 {
-        return LinkState::Gone;
-    }
-    // SAFETY: SIOCGIFINDEX filled the index member of the union.
-    let index = unsafe { request.ifr_ifru.ifru_ifindex };
-    if u32::try_from(index) != Ok(ifindex) {
-        // A new interface with the same name: not the one the socket is bound to.
-        return LinkState::Gone;
-    }
-    // SAFETY: SIOCGIFFLAGS reads the name and writes `ifru_flags` of the ifreq we own.
-    if unsafe { libc::ioctl(ioctl_socket, libc::SIOCGIFFLAGS, &mut request) } < 0 {
-        return LinkState::Gone;
-    }
-    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
-    let flags = i32::from(unsafe { request.ifr_ifru.ifru_flags });
-    if flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0 {
-        LinkState::Up
-    } else {
-        LinkState::Down
-    }
 }
 
 /// Whether the kernel bound the socket in zero-copy mode (XDP_OPTIONS).

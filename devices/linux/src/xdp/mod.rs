@@ -23,11 +23,15 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
+use crate::error::OpenError;
+
 /// Why an XDP or AF_XDP operation failed; the message names the object and the fix.
 #[derive(Debug)]
 pub enum XdpError {
     /// No interface of that name in this network namespace.
     NoSuchInterface(String),
+    /// A failure the device layer shares with the other backends (an invalid name).
+    Open(OpenError),
     /// The kernel refused for lack of privilege.
     PermissionDenied { action: String, source: io::Error },
     /// The verifier rejected a program; `log` is what it said.
@@ -62,6 +66,7 @@ impl fmt::Display for XdpError {
                 f,
                 "no interface `{name}` in this network namespace (list them with `ip link show`)"
             ),
+            XdpError::Open(e) => e.fmt(f),
             XdpError::PermissionDenied { action, source } => write!(
                 f,
                 "{action}: {source}: XDP programs and AF_XDP sockets need CAP_BPF and \
@@ -98,6 +103,7 @@ impl std::error::Error for XdpError {
             | XdpError::VerifierRejected { source, .. }
             | XdpError::Busy { source, .. }
             | XdpError::Os { source, .. } => Some(source),
+            XdpError::Open(e) => e.source(),
             XdpError::NoSuchInterface(_) | XdpError::ZeroCopyUnsupported { .. } => None,
         }
     }
