@@ -1,0 +1,905 @@
+//! The IPv4 forwarder, frame by frame: one test per malformed class, ARP, ICMP, rules,
+//! and fuzz properties. Every rig checks on drop that its counters add up.
+
+mod common;
+
+use common::*;
+use polld_core::{DropReason, PacketStage, Verdict};
+use polld_packet::wire::arp::operation;
+use polld_packet::wire::ethernet::ethertype;
+use polld_packet::wire::icmp::icmp_type;
+use polld_packet::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use polld_packet::{Forwarder, PacketConfig};
+use proptest::prelude::*;
+use std::net::Ipv4Addr;
+
+const BASE: &str = r#"
+    [[interfaces]]
+    name = "veth1"
+    mac = "02:00:00:00:01:01"
+    addresses = ["10.0.1.1/24"]
+
+    [[interfaces]]
+    name = "veth2"
+    mac = "02:00:00:00:02:01"
+    addresses = ["10.0.2.1/24"]
+    mtu = 1400
+
+    [[routes]]
+    prefix = "10.9.0.0/16"
+    gateway = "10.0.2.2"
+
+    [[static_arp]]
+    ip = "10.0.2.2"
+    mac = "02:00:00:00:02:02"
+"#;
+
+// Router port MACs; host A sits behind port 0, gateway G behind port 1.
+fn r1() -> MacAddr {
+    mac(1, 1)
+}
+fn host_a() -> MacAddr {
+    mac(2, 1)
+}
+fn r2() -> MacAddr {
+    mac(1, 2)
+}
+fn gw() -> MacAddr {
+    mac(2, 2)
+}
+
+struct Rig {
+    fwd: Forwarder,
+    sent: Sent,
+    calls: u64,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        Rig::with("")
+    }
+
+    /// The base config with `extra` TOML before it (top-level keys and tables of
+    /// their own).
+    fn with(extra: &str) -> Rig {
+        let config: PacketConfig = toml::from_str(&format!("{extra}\n{BASE}")).unwrap();
+        Rig {
+            fwd: Forwarder::new(&config, &["veth1", "veth2"]).unwrap(),
+            sent: Sent::default(),
+            calls: 0,
+        }
+    }
+
+    fn process(&mut self, input: usize, frame: &mut [u8]) -> Verdict {
+        self.calls += 1;
+        self.fwd.process(input, frame, &mut self.sent)
+    }
+
+    /// Sends `packet` from host A into port 0; returns the verdict and the frame as the
+    /// forwarder left it.
+    fn send_from_a(&mut self, packet: &Ip) -> (Verdict, Vec<u8>) {
+        let mut frame = packet.frame(host_a(), r1());
+        let verdict = self.process(0, &mut frame);
+        (verdict, frame)
+    }
+
+    fn verdict_from_a(&mut self, packet: &Ip) -> Verdict {
+        self.send_from_a(packet).0
+    }
+
+    fn drop_from_a(&mut self, packet: &Ip) -> DropReason {
+        match self.verdict_from_a(packet) {
+            Verdict::Drop(reason) => reason,
+            other => panic!("expected a drop, got {other:?}"),
+        }
+    }
+
+    /// An ARP reply from `who` at `mac` on port `input` (answering a request of ours).
+    fn arp_reply_from(&mut self, input: usize, who: Ipv4Addr, who_mac: MacAddr) -> Verdict {
+        let (our_mac, our_ip) = if input == 0 {
+            (r1(), ip("10.0.1.1"))
+        } else {
+            (r2(), ip("10.0.2.1"))
+        };
+        let mut frame = arp_frame(operation::REPLY, our_mac, (who_mac, who), (our_mac, our_ip));
+        self.process(input, &mut frame)
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let c = self.fwd.counters();
+        assert_eq!(c.received, self.calls, "every frame is counted once");
+        c.check_conservation().unwrap();
+        assert_eq!(
+            c.generated.total(),
+            self.sent.total,
+            "every emitted frame is counted"
+        );
+    }
+}
+
+fn udp_to_net9() -> Ip {
+    Ip::udp("10.0.1.2", "10.9.1.1", 9, 32)
+}
+
+/// An emitted ICMP frame, parsed: Ethernet, IPv4 and ICMP views.
+type IcmpFrame<'a> = (
+    EthernetFrame<&'a [u8]>,
+    Ipv4Packet<&'a [u8]>,
+    IcmpPacket<&'a [u8]>,
+);
+
+/// Parses an emitted ICMP frame, checking both checksums from scratch.
+fn parse_icmp(frame: &[u8]) -> IcmpFrame<'_> {
+    let eth = EthernetFrame::new_checked(frame).unwrap();
+    assert_eq!(eth.ethertype(), ethertype::IPV4);
+    let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+    assert!(naive_checksum_ok(ip.header()), "emitted IP header checksum");
+    assert_eq!(ip.protocol(), 1);
+    let message = &frame[14 + ip.header_len()..14 + usize::from(ip.total_len())];
+    let icmp = IcmpPacket::new_checked(message).unwrap();
+    assert!(naive_checksum_ok(icmp.as_bytes()), "emitted ICMP checksum");
+    (eth, ip, icmp)
+}
+
+// ---- forwarding ------------------------------------------------------------------------
+
+#[test]
+fn forwards_with_rewritten_macs_ttl_and_valid_checksum() {
+    let mut rig = Rig::new();
+    let packet = udp_to_net9();
+    let original = packet.frame(host_a(), r1());
+    let (verdict, frame) = rig.send_from_a(&packet);
+    assert_eq!(verdict, Verdict::Forward { out: 1 });
+    let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (r2(), gw()));
+    let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+    assert_eq!(ip.ttl(), 63);
+    assert!(
+        naive_checksum_ok(ip.header()),
+        "the forwarded header verifies from scratch"
+    );
+    // Apart from TTL and checksum, the IP packet and its padding are untouched.
+    let mut expected = original[14..].to_vec();
+    expected[8] = 63;
+    expected[10..12].copy_from_slice(&frame[24..26]);
+    assert_eq!(&frame[14..], &expected[..]);
+    assert!(rig.sent.take().is_empty());
+    assert_eq!(rig.fwd.counters().forwarded, 1);
+}
+
+#[test]
+fn connected_destination_needs_arp_then_forwards() {
+    let mut rig = Rig::new();
+    let host_b = ip("10.0.2.77");
+    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 10);
+    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1, "one ARP request");
+    let (out, request) = &sent[0];
+    assert_eq!(*out, 1);
+    let eth = EthernetFrame::new_checked(&request[..]).unwrap();
+    assert_eq!(
+        (eth.dst_addr(), eth.src_addr(), eth.ethertype()),
+        (MacAddr::BROADCAST, r2(), ethertype::ARP)
+    );
+    let arp = ArpPacket::new_checked(eth.payload()).unwrap();
+    assert_eq!(arp.operation(), operation::REQUEST);
+    assert_eq!(
+        (arp.sender_hw_addr(), arp.sender_ip()),
+        (r2(), ip("10.0.2.1"))
+    );
+    assert_eq!(arp.target_ip(), host_b);
+
+    // Rate-limited per next hop: no second request within the retry interval.
+    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert!(rig.sent.take().is_empty());
+    rig.fwd.set_now(SEC);
+    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert_eq!(rig.sent.take().len(), 1, "a new request after retry_ms");
+
+    let host_b_mac = mac(77, 2);
+    assert_eq!(rig.arp_reply_from(1, host_b, host_b_mac), Verdict::Consumed);
+    let (verdict, frame) = rig.send_from_a(&packet);
+    assert_eq!(verdict, Verdict::Forward { out: 1 });
+    assert_eq!(
+        EthernetFrame::new_checked(&frame[..]).unwrap().dst_addr(),
+        host_b_mac
+    );
+    assert_eq!(rig.fwd.counters().drops.get(DropReason::Unresolved), 3);
+}
+
+#[test]
+fn unknown_input_device_is_link_down() {
+    let mut rig = Rig::new();
+    let mut frame = udp_to_net9().frame(host_a(), r1());
+    assert_eq!(
+        rig.process(7, &mut frame),
+        Verdict::Drop(DropReason::LinkDown)
+    );
+}
+
+// ---- one test per malformed class ----------------------------------------------------
+
+#[test]
+fn truncated_ethernet() {
+    let mut rig = Rig::new();
+    let mut frame = udp_to_net9().frame(host_a(), r1());
+    assert_eq!(
+        rig.process(0, &mut frame[..13]),
+        Verdict::Drop(DropReason::Truncated)
+    );
+}
+
+#[test]
+fn truncated_ip() {
+    let mut rig = Rig::new();
+    let mut frame = udp_to_net9().frame(host_a(), r1());
+    assert_eq!(
+        rig.process(0, &mut frame[..14 + 19]),
+        Verdict::Drop(DropReason::Truncated)
+    );
+}
+
+#[test]
+fn bad_version() {
+    let mut rig = Rig::new();
+    let mut frame = udp_to_net9().frame(host_a(), r1());
+    frame[14] = 0x65;
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::BadVersion)
+    );
+}
+
+#[test]
+fn bad_ihl() {
+    let mut rig = Rig::new();
+    for ihl_byte in [0x44, 0x4F] {
+        let mut frame = Ip::udp("10.0.1.2", "10.9.1.1", 9, 0).frame(host_a(), r1());
+        frame[14] = ihl_byte; // IHL 4 is below 5; IHL 15 (60 bytes) is beyond the 46-byte payload
+        assert_eq!(
+            rig.process(0, &mut frame),
+            Verdict::Drop(DropReason::BadIhl),
+            "{ihl_byte:#x}"
+        );
+    }
+}
+
+#[test]
+fn bad_total_length() {
+    let mut rig = Rig::new();
+    let packet = udp_to_net9();
+    for total in [19u16, 200] {
+        let mut frame = packet.frame(host_a(), r1());
+        frame[16..18].copy_from_slice(&total.to_be_bytes());
+        assert_eq!(
+            rig.process(0, &mut frame),
+            Verdict::Drop(DropReason::BadLength),
+            "total {total}"
+        );
+    }
+}
+
+#[test]
+fn bad_checksum() {
+    let mut rig = Rig::new();
+    let mut frame = udp_to_net9().frame(host_a(), r1());
+    frame[14 + 10] ^= 0x01;
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::BadChecksum)
+    );
+    assert!(rig.sent.take().is_empty(), "no ICMP about a corrupt header");
+}
+
+#[test]
+fn ttl_1_is_exceeded_with_icmp() {
+    let mut rig = Rig::new();
+    let packet = Ip {
+        ttl: 1,
+        ..udp_to_net9()
+    };
+    assert_eq!(rig.drop_from_a(&packet), DropReason::TtlExceeded);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1);
+    let (_, icmp_ip, icmp) = parse_icmp(&sent[0].1);
+    assert_eq!(icmp_ip.dst_addr(), ip("10.0.1.2"));
+    assert_eq!(
+        (icmp.msg_type(), icmp.code()),
+        (icmp_type::TIME_EXCEEDED, 0)
+    );
+}
+
+#[test]
+fn ttl_0_is_exceeded() {
+    let mut rig = Rig::new();
+    let packet = Ip {
+        ttl: 0,
+        ..udp_to_net9()
+    };
+    assert_eq!(rig.drop_from_a(&packet), DropReason::TtlExceeded);
+}
+
+#[test]
+fn ip_options_are_not_forwarded() {
+    let mut rig = Rig::new();
+    // Record route (type 7), 3 bytes, then end-of-list padding to a 4-byte boundary.
+    let packet = Ip {
+        options: vec![7, 3, 4, 0],
+        ..udp_to_net9()
+    };
+    assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+}
+
+#[test]
+fn ip_options_to_us_are_delivered() {
+    let mut rig = Rig::new();
+    let packet = Ip {
+        options: vec![7, 3, 4, 0],
+        ..Ip::udp("10.0.1.2", "10.0.1.1", 9, 4)
+    };
+    assert_eq!(rig.verdict_from_a(&packet), Verdict::Local);
+}
+
+#[test]
+fn fragments_are_forwarded() {
+    let mut rig = Rig::new();
+    let first = Ip {
+        more_fragments: true,
+        ..udp_to_net9()
+    };
+    assert_eq!(rig.verdict_from_a(&first), Verdict::Forward { out: 1 });
+    let later = Ip {
+        frag_offset: 40,
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 16)
+    };
+    assert_eq!(rig.verdict_from_a(&later), Verdict::Forward { out: 1 });
+}
+
+#[test]
+fn fragments_that_defeat_port_filtering_are_dropped() {
+    let mut rig = Rig::new();
+    let tiny_first = Ip {
+        more_fragments: true,
+        ..Ip::with_payload("10.0.1.2", "10.9.1.1", 17, vec![0x9c, 0x40, 0, 22])
+    };
+    assert_eq!(rig.drop_from_a(&tiny_first), DropReason::Fragment);
+    let tcp_at_8 = Ip {
+        frag_offset: 8,
+        ..Ip::with_payload("10.0.1.2", "10.9.1.1", 6, vec![0; 16])
+    };
+    assert_eq!(rig.drop_from_a(&tcp_at_8), DropReason::Fragment);
+}
+
+#[test]
+fn vlan_tagged_frames_are_dropped() {
+    let mut rig = Rig::new();
+    let mut tagged = vec![0u8; 4];
+    tagged[1] = 5; // VLAN 5, then the inner ethertype
+    tagged[2..4].copy_from_slice(&ethertype::IPV4.to_be_bytes());
+    tagged.extend_from_slice(&udp_to_net9().bytes());
+    let mut frame = eth_frame(host_a(), r1(), ethertype::VLAN, &tagged);
+    assert_eq!(rig.process(0, &mut frame), Verdict::Drop(DropReason::Vlan));
+}
+
+#[test]
+fn oversize_with_df_gets_frag_needed() {
+    let mut rig = Rig::new();
+    let big = Ip {
+        dont_fragment: true,
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 1401 - 28)
+    };
+    assert_eq!(rig.drop_from_a(&big), DropReason::Oversize);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1);
+    let (_, _, icmp) = parse_icmp(&sent[0].1);
+    assert_eq!(
+        (icmp.msg_type(), icmp.code()),
+        (icmp_type::DEST_UNREACHABLE, 4)
+    );
+    assert_eq!(icmp.rest_of_header(), 1400, "next-hop MTU (RFC 1191)");
+
+    let no_df = Ip {
+        dont_fragment: false,
+        ..big
+    };
+    assert_eq!(rig.drop_from_a(&no_df), DropReason::Oversize);
+    assert!(rig.sent.take().is_empty());
+    let fits = Ip::udp("10.0.1.2", "10.9.1.1", 9, 1400 - 28);
+    assert_eq!(rig.verdict_from_a(&fits), Verdict::Forward { out: 1 });
+}
+
+#[test]
+fn unknown_ethertype() {
+    let mut rig = Rig::new();
+    let mut frame = eth_frame(host_a(), r1(), 0x86DD, &[0x60; 40]);
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::UnknownEthertype)
+    );
+}
+
+#[test]
+fn martian_sources() {
+    let mut rig = Rig::new();
+    let sources = [
+        "0.0.0.0",
+        "127.0.0.1",
+        "224.0.0.5",
+        "240.0.0.1",
+        "255.255.255.255",
+        "10.0.2.1",
+        "10.0.2.255",
+    ];
+    for src in sources {
+        let packet = Ip::udp(src, "10.9.1.1", 9, 8);
+        assert_eq!(
+            rig.drop_from_a(&packet),
+            DropReason::Martian,
+            "source {src}"
+        );
+    }
+    assert!(rig.sent.take().is_empty(), "no ICMP to martians");
+}
+
+#[test]
+fn martian_destinations() {
+    let mut rig = Rig::new();
+    for dst in ["0.0.0.0", "127.0.0.1", "240.0.0.1"] {
+        let packet = Ip::udp("10.0.1.2", dst, 9, 8);
+        assert_eq!(
+            rig.drop_from_a(&packet),
+            DropReason::Martian,
+            "destination {dst}"
+        );
+    }
+}
+
+#[test]
+fn martian_link_addressing() {
+    let mut rig = Rig::new();
+    let packet = udp_to_net9();
+    // Unicast IP in a link-layer broadcast (RFC 1812 5.3.4).
+    let mut frame = packet.frame(host_a(), MacAddr::BROADCAST);
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::Martian)
+    );
+    // A frame for another station, as seen in promiscuous capture.
+    let mut frame = packet.frame(host_a(), mac(9, 1));
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::Martian)
+    );
+    // A group source MAC.
+    let mut frame = packet.frame(MacAddr([1, 0, 0x5e, 0, 0, 1]), r1());
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::Drop(DropReason::Martian)
+    );
+}
+
+#[test]
+fn no_route_sends_net_unreachable() {
+    let mut rig = Rig::new();
+    assert_eq!(
+        rig.drop_from_a(&Ip::udp("10.0.1.2", "192.168.7.7", 9, 8)),
+        DropReason::NoRoute
+    );
+    let sent = rig.sent.take();
+    let (_, _, icmp) = parse_icmp(&sent[0].1);
+    assert_eq!(
+        (icmp.msg_type(), icmp.code()),
+        (icmp_type::DEST_UNREACHABLE, 0)
+    );
+}
+
+// ---- local delivery --------------------------------------------------------------------
+
+#[test]
+fn local_and_broadcast_destinations_are_delivered() {
+    let mut rig = Rig::new();
+    for dst in [
+        "10.0.1.1",
+        "10.0.2.1",
+        "10.0.1.255",
+        "255.255.255.255",
+        "224.0.0.5",
+    ] {
+        let packet = Ip::udp("10.0.1.2", dst, 9, 8);
+        let mut frame = packet.frame(
+            host_a(),
+            if dst == "10.0.1.1" {
+                r1()
+            } else {
+                MacAddr::BROADCAST
+            },
+        );
+        assert_eq!(rig.process(0, &mut frame), Verdict::Local, "{dst}");
+    }
+}
+
+#[test]
+fn echo_request_is_answered() {
+    let mut rig = Rig::new();
+    let ping = Ip::icmp(
+        "10.0.1.2",
+        "10.0.2.1",
+        icmp_type::ECHO_REQUEST,
+        0x0042_0007,
+        b"abcdefgh",
+    );
+    assert_eq!(rig.verdict_from_a(&ping), Verdict::Consumed);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, 0, "back out of the input port");
+    let (eth, ip_hdr, icmp) = parse_icmp(&sent[0].1);
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (r1(), host_a()));
+    assert_eq!(
+        (ip_hdr.src_addr(), ip_hdr.dst_addr()),
+        (ip("10.0.2.1"), ip("10.0.1.2"))
+    );
+    assert_eq!(
+        (icmp.msg_type(), icmp.rest_of_header()),
+        (icmp_type::ECHO_REPLY, 0x0042_0007)
+    );
+    assert_eq!(icmp.data(), b"abcdefgh");
+    assert_eq!(rig.fwd.counters().generated.icmp_echo_replies, 1);
+}
+
+#[test]
+fn echo_request_with_bad_icmp_checksum_is_dropped() {
+    let mut rig = Rig::new();
+    let mut ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"x");
+    ping.payload[8] ^= 0xFF;
+    assert_eq!(rig.drop_from_a(&ping), DropReason::BadChecksum);
+}
+
+#[test]
+fn echo_answering_can_be_disabled() {
+    let mut rig = Rig::with("[icmp]\nanswer_echo = false\n");
+    let ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"x");
+    assert_eq!(rig.verdict_from_a(&ping), Verdict::Local);
+    assert!(rig.sent.take().is_empty());
+}
+
+// ---- ICMP errors -----------------------------------------------------------------------
+
+#[test]
+fn icmp_error_quotes_header_and_8_bytes() {
+    let mut rig = Rig::new();
+    let packet = Ip {
+        ttl: 1,
+        ..udp_to_net9()
+    };
+    let original = packet.bytes();
+    rig.verdict_from_a(&packet);
+    let sent = rig.sent.take();
+    assert_eq!(sent[0].0, 0);
+    let (eth, ip_hdr, icmp) = parse_icmp(&sent[0].1);
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (r1(), host_a()));
+    assert_eq!(
+        ip_hdr.src_addr(),
+        ip("10.0.1.1"),
+        "from the input interface's address"
+    );
+    assert_eq!(ip_hdr.dst_addr(), ip("10.0.1.2"));
+    assert_eq!(ip_hdr.ttl(), 64);
+    assert_eq!(icmp.rest_of_header(), 0);
+    assert_eq!(
+        icmp.data(),
+        &original[..28],
+        "the original header (TTL 1) plus 8 bytes"
+    );
+}
+
+#[test]
+fn icmp_errors_are_rate_limited() {
+    let mut rig = Rig::with("[icmp]\nrate_per_sec = 1\nburst = 2\n");
+    let expired = Ip {
+        ttl: 1,
+        ..udp_to_net9()
+    };
+    for _ in 0..5 {
+        assert_eq!(rig.drop_from_a(&expired), DropReason::TtlExceeded);
+    }
+    assert_eq!(rig.sent.take().len(), 2, "the burst");
+    assert_eq!(rig.fwd.counters().icmp_rate_limited, 3);
+    rig.fwd.set_now(SEC / 2);
+    rig.drop_from_a(&expired);
+    assert!(rig.sent.take().is_empty());
+    rig.fwd.set_now(SEC);
+    rig.drop_from_a(&expired);
+    assert_eq!(rig.sent.take().len(), 1, "one token per second");
+}
+
+#[test]
+fn no_icmp_error_about_icmp_errors_or_later_fragments() {
+    let mut rig = Rig::new();
+    let error = Ip {
+        ttl: 1,
+        ..Ip::icmp(
+            "10.0.1.2",
+            "10.9.1.1",
+            icmp_type::DEST_UNREACHABLE,
+            0,
+            &[0; 28],
+        )
+    };
+    assert_eq!(rig.drop_from_a(&error), DropReason::TtlExceeded);
+    let later_fragment = Ip {
+        ttl: 1,
+        frag_offset: 64,
+        ..udp_to_net9()
+    };
+    assert_eq!(rig.drop_from_a(&later_fragment), DropReason::TtlExceeded);
+    assert!(rig.sent.take().is_empty());
+    // A query does get one.
+    let ping = Ip {
+        ttl: 1,
+        ..Ip::icmp("10.0.1.2", "10.9.1.1", icmp_type::ECHO_REQUEST, 0, b"")
+    };
+    assert_eq!(rig.drop_from_a(&ping), DropReason::TtlExceeded);
+    assert_eq!(rig.sent.take().len(), 1);
+}
+
+// ---- ARP -------------------------------------------------------------------------------
+
+#[test]
+fn arp_request_for_us_is_answered_and_learned() {
+    let mut rig = Rig::new();
+    let mut request = arp_frame(
+        operation::REQUEST,
+        MacAddr::BROADCAST,
+        (host_a(), ip("10.0.1.2")),
+        (MacAddr::ZERO, ip("10.0.1.1")),
+    );
+    assert_eq!(rig.process(0, &mut request), Verdict::Consumed);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, 0);
+    let eth = EthernetFrame::new_checked(&sent[0].1[..]).unwrap();
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (r1(), host_a()));
+    let reply = ArpPacket::new_checked(eth.payload()).unwrap();
+    assert_eq!(reply.operation(), operation::REPLY);
+    assert_eq!(
+        (reply.sender_hw_addr(), reply.sender_ip()),
+        (r1(), ip("10.0.1.1"))
+    );
+    assert_eq!(
+        (reply.target_hw_addr(), reply.target_ip()),
+        (host_a(), ip("10.0.1.2"))
+    );
+    // RFC 826: the requester is learned, so traffic to it needs no request of ours.
+    assert_eq!(rig.fwd.arp_lookup(ip("10.0.1.2")), Some(host_a()));
+    let mut to_a = Ip::udp("10.0.2.2", "10.0.1.2", 9, 8).frame(gw(), r2());
+    assert_eq!(rig.process(1, &mut to_a), Verdict::Forward { out: 0 });
+}
+
+#[test]
+fn arp_for_other_hosts_is_consumed_silently() {
+    let mut rig = Rig::new();
+    let mut request = arp_frame(
+        operation::REQUEST,
+        MacAddr::BROADCAST,
+        (host_a(), ip("10.0.1.2")),
+        (MacAddr::ZERO, ip("10.0.1.3")),
+    );
+    assert_eq!(rig.process(0, &mut request), Verdict::Consumed);
+    assert!(rig.sent.take().is_empty());
+    assert_eq!(
+        rig.fwd.arp_lookup(ip("10.0.1.2")),
+        None,
+        "not for us: no new entry"
+    );
+    // Our address on the other interface: no proxy ARP.
+    let mut request = arp_frame(
+        operation::REQUEST,
+        MacAddr::BROADCAST,
+        (host_a(), ip("10.0.1.2")),
+        (MacAddr::ZERO, ip("10.0.2.1")),
+    );
+    assert_eq!(rig.process(0, &mut request), Verdict::Consumed);
+    assert!(rig.sent.take().is_empty());
+}
+
+#[test]
+fn arp_entries_age_out() {
+    let mut rig = Rig::with("[arp]\nmax_age_ms = 10000\n");
+    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 8);
+    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    rig.arp_reply_from(1, ip("10.0.2.77"), mac(77, 2));
+    rig.sent.take();
+    rig.fwd.set_now(10 * SEC);
+    assert_eq!(rig.verdict_from_a(&packet), Verdict::Forward { out: 1 });
+    assert_eq!(
+        rig.sent.take().len(),
+        1,
+        "an old entry is refreshed while still in use"
+    );
+    rig.fwd.set_now(10 * SEC + 1);
+    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved, "aged out");
+}
+
+#[test]
+fn arp_cache_capacity_evicts_the_oldest() {
+    let mut rig = Rig::with("[arp]\ncapacity = 2\n");
+    for (t, host) in [(1, 11u8), (2, 12), (3, 13)] {
+        rig.fwd.set_now(t * SEC);
+        let addr = Ipv4Addr::new(10, 0, 1, host);
+        let mut request = arp_frame(
+            operation::REQUEST,
+            MacAddr::BROADCAST,
+            (mac(host, 1), addr),
+            (MacAddr::ZERO, ip("10.0.1.1")),
+        );
+        assert_eq!(rig.process(0, &mut request), Verdict::Consumed);
+    }
+    assert_eq!(rig.fwd.arp_lookup(ip("10.0.1.11")), None, "evicted");
+    assert_eq!(rig.fwd.arp_lookup(ip("10.0.1.12")), Some(mac(12, 1)));
+    assert_eq!(rig.fwd.arp_lookup(ip("10.0.1.13")), Some(mac(13, 1)));
+    let stats = rig.fwd.stats();
+    assert_eq!(stats.table.evictions, 1);
+    assert_eq!(
+        stats.table.entries,
+        2 + 1,
+        "two learned plus the static entry"
+    );
+}
+
+#[test]
+fn static_arp_entries_never_age_nor_change() {
+    let mut rig = Rig::with("[arp]\nmax_age_ms = 1000\n");
+    rig.fwd.set_now(3600 * SEC);
+    assert_eq!(
+        rig.arp_reply_from(1, ip("10.0.2.2"), mac(66, 2)),
+        Verdict::Consumed
+    );
+    let (verdict, frame) = rig.send_from_a(&udp_to_net9());
+    assert_eq!(verdict, Verdict::Forward { out: 1 });
+    assert_eq!(
+        EthernetFrame::new_checked(&frame[..]).unwrap().dst_addr(),
+        gw()
+    );
+    assert!(
+        rig.sent.take().is_empty(),
+        "no ARP request for a static entry"
+    );
+}
+
+// ---- rules -----------------------------------------------------------------------------
+
+#[test]
+fn rules_filter_first_match_and_count() {
+    let mut rig = Rig::with(
+        r#"
+        default_action = "allow"
+        [[rules]]
+        action = "allow"
+        proto = "udp"
+        dst_ports = "53"
+        [[rules]]
+        action = "deny"
+        proto = "udp"
+        dst = "10.9.0.0/16"
+        [[rules]]
+        action = "deny"
+        proto = "icmp"
+        dst = "10.0.1.1/32"
+        "#,
+    );
+    assert_eq!(
+        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 53, 8)),
+        Verdict::Forward { out: 1 }
+    );
+    assert_eq!(
+        rig.drop_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 80, 8)),
+        DropReason::Filtered
+    );
+    let ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"");
+    assert_eq!(
+        rig.drop_from_a(&ping),
+        DropReason::Filtered,
+        "rules apply to local traffic"
+    );
+    assert_eq!(
+        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.0.2.2", 80, 8)),
+        Verdict::Forward { out: 1 }
+    );
+    let stats = rig.fwd.stats();
+    assert_eq!(stats.rules.rules, vec![1, 1, 1]);
+    assert_eq!(stats.rules.default, 1);
+    assert!(rig.sent.take().is_empty(), "denied packets get no ICMP");
+}
+
+#[test]
+fn default_deny() {
+    let mut rig = Rig::with("default_action = \"deny\"\n");
+    assert_eq!(rig.drop_from_a(&udp_to_net9()), DropReason::Filtered);
+    let mut arp = arp_frame(
+        operation::REQUEST,
+        MacAddr::BROADCAST,
+        (host_a(), ip("10.0.1.2")),
+        (MacAddr::ZERO, ip("10.0.1.1")),
+    );
+    assert_eq!(
+        rig.process(0, &mut arp),
+        Verdict::Consumed,
+        "ARP is not subject to rules"
+    );
+    rig.sent.take();
+}
+
+#[test]
+fn stats_serialize_with_named_drops() {
+    let mut rig = Rig::new();
+    rig.drop_from_a(&Ip::udp("10.0.1.2", "192.168.7.7", 9, 8));
+    let json = serde_json::to_value(rig.fwd.stats()).unwrap();
+    assert_eq!(json["counters"]["drops"]["no_route"], 1);
+    assert_eq!(json["counters"]["generated"]["icmp_errors"], 1);
+    assert_eq!(json["counters"]["received"], 1);
+}
+
+// ---- fuzz ------------------------------------------------------------------------------
+
+fn check_emitted(sent: &[(usize, Vec<u8>)]) -> Result<(), TestCaseError> {
+    for (out, frame) in sent {
+        prop_assert!(*out < 2);
+        let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
+        prop_assert!(eth.src_addr() == r1() || eth.src_addr() == r2());
+        if eth.ethertype() == ethertype::IPV4 {
+            parse_icmp(frame);
+        } else {
+            prop_assert_eq!(eth.ethertype(), ethertype::ARP);
+            ArpPacket::new_checked(eth.payload()).unwrap();
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    /// Arbitrary bytes never panic, and every frame gets exactly one verdict.
+    #[test]
+    fn random_bytes_never_panic(frames in proptest::collection::vec(
+        (0usize..3, proptest::collection::vec(any::<u8>(), 0..120)), 1..30)
+    ) {
+        let mut rig = Rig::new();
+        for (input, mut frame) in frames {
+            rig.process(input, &mut frame);
+        }
+        check_emitted(&rig.sent.take())?;
+    }
+
+    /// Valid frames with random bytes overwritten exercise the deeper paths.
+    #[test]
+    fn mutated_frames_never_panic(
+        mutations in proptest::collection::vec(
+            (0usize..4, proptest::collection::vec((0usize..80, any::<u8>()), 0..4), 0u64..3), 1..40)
+    ) {
+        let mut rig = Rig::new();
+        let ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, &[7; 20]);
+        let arp = arp_frame(operation::REQUEST, MacAddr::BROADCAST, (host_a(), ip("10.0.1.2")), (MacAddr::ZERO, ip("10.0.1.1")));
+        let seeds = [
+            udp_to_net9().frame(host_a(), r1()),
+            Ip::udp("10.0.1.2", "10.0.2.9", 9, 30).frame(host_a(), r1()),
+            ping.frame(host_a(), r1()),
+            arp,
+        ];
+        for (seed, writes, seconds) in mutations {
+            rig.fwd.set_now(seconds * SEC);
+            let mut frame = seeds[seed].clone();
+            for (at, byte) in writes {
+                if let Some(b) = frame.get_mut(at) {
+                    *b = byte;
+                }
+            }
+            rig.process(0, &mut frame);
+        }
+        check_emitted(&rig.sent.take())?;
+    }
+}
