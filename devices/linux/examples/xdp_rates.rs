@@ -5,7 +5,10 @@
 //! call, 60-byte frames) runs on CPU0 in namespace b; the AF_XDP receiver on CPU1 in
 //! namespace a. veth runs the receive side (XDP included) on the sender's CPU.
 //!
-//! Run as root: `cargo run --release -p polld-dev --example xdp_rates -- [count|busy|poll] [secs]`
+//! `tx` reverses the roles: the AF_XDP device transmits from CPU1 and the count program on
+//! the peer counts what arrives.
+//!
+//! Run as root: `cargo run --release -p polld-dev --example xdp_rates -- [count|busy|poll|tx] [secs]`
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -180,7 +183,44 @@ fn main() {
             );
             received
         }
-        other => panic!("unknown mode {other}: use count, busy or poll"),
+        "tx" => {
+            // AF_XDP transmits from va on CPU1; the count program on vb measures arrivals.
+            let mut dev = in_netns(a.name(), || AfXdp::open("va", 0, &AfXdpConfig::default()))
+                .unwrap()
+                .unwrap();
+            let (counter, _link) = in_netns(b.name(), || {
+                let counter = CountProgram::load().unwrap();
+                let link = counter.attach("vb", XdpMode::Auto).unwrap();
+                (counter, link)
+            })
+            .unwrap();
+            pin_to_cpu(1);
+            let mut frame = FRAME;
+            frame.copy_within(0..6, 6);
+            frame[5] = 2;
+            frame[11] = 1;
+            let start = counter.counts().unwrap().packets;
+            let deadline = Instant::now() + Duration::from_secs(secs);
+            let mut accepted = 0u64;
+            while Instant::now() < deadline {
+                for _ in 0..64 {
+                    if dev.send(&frame).is_ok() {
+                        accepted += 1;
+                    }
+                }
+                dev.flush();
+            }
+            offered = accepted;
+            let stats = dev.stats().unwrap();
+            println!(
+                "tx kicks/pkt {:.3}; tx_full {}; completed {}",
+                stats.tx_kicks as f64 / accepted.max(1) as f64,
+                stats.tx_full,
+                stats.tx_completed
+            );
+            counter.counts().unwrap().packets - start
+        }
+        other => panic!("unknown mode {other}: use count, busy, poll or tx"),
     };
     let secs = secs as f64;
     println!(

@@ -45,13 +45,19 @@ fn mac_text(mac: [u8; 6]) -> String {
     mac.map(|b| format!("{b:02x}")).join(":")
 }
 
-fn pair() -> Pair {
+/// Two fresh namespaces with IPv6 off, so that nothing but the test's frames moves.
+fn quiet_namespaces() -> (Netns, Netns) {
     let a = Netns::create("xdp-a").unwrap();
     let b = Netns::create("xdp-b").unwrap();
     for ns in [&a, &b] {
         ns.sysctl("net.ipv6.conf.all.disable_ipv6=1").unwrap();
         ns.sysctl("net.ipv6.conf.default.disable_ipv6=1").unwrap();
     }
+    (a, b)
+}
+
+fn pair() -> Pair {
+    let (a, b) = quiet_namespaces();
     let (mac_a, mac_b) = (mac_text(MAC_A), mac_text(MAC_B));
     veth_pair(
         VethEnd {
@@ -573,4 +579,62 @@ fn afxdp_passing_local_keeps_the_host_reachable() {
     });
     let got = receive_frames(&mut dev, sent.len());
     assert!(got == sent, "only the non-local frames reach the socket");
+}
+
+#[test]
+fn afxdp_sockets_on_two_queues_share_one_program() {
+    require_root!();
+    let (a, b) = quiet_namespaces();
+    let queues = ["numtxqueues", "2", "numrxqueues", "2"];
+    let mut args = vec!["link", "add", "va"];
+    args.extend(queues);
+    args.extend(["netns", a.name(), "type", "veth", "peer", "name", "vb"]);
+    args.extend(queues);
+    args.extend(["netns", b.name()]);
+    polld_dev::netns::ip(&args).unwrap();
+    a.ip(&["link", "set", "va", "address", &mac_text(MAC_A), "up"])
+        .unwrap();
+    b.ip(&["link", "set", "vb", "address", &mac_text(MAC_B), "up"])
+        .unwrap();
+
+    let mut devs = inside(&a, || {
+        AfXdp::open_queues("va", &[0, 1], &AfXdpConfig::default())
+    })
+    .unwrap();
+    assert_eq!(devs.iter().map(|d| d.queue()).collect::<Vec<_>>(), [0, 1]);
+    const N: usize = 100;
+    inside(&b, || {
+        let sock = RawSocket::open("vb", false);
+        (0..N as u32).for_each(|seq| sock.send(&frame(MAC_A, MAC_B, seq, 60)));
+    });
+    let mut received = 0;
+    eventually(|| {
+        for dev in devs.iter_mut() {
+            received += dev.receive(64, &mut |_| {});
+        }
+        received >= N
+    });
+    assert_eq!(received, N, "every frame reached one of the two sockets");
+
+    let last = devs.pop().unwrap();
+    drop(devs);
+    assert!(
+        xdp_attached(&a, "va"),
+        "the remaining socket keeps the program"
+    );
+    drop(last);
+    assert!(!xdp_attached(&a, "va"));
+}
+
+#[test]
+fn afxdp_on_a_missing_queue_says_so() {
+    require_root!();
+    let p = pair();
+    let err = inside(&p.a, || AfXdp::open("va", 5, &AfXdpConfig::default())).unwrap_err();
+    assert!(err.to_string().contains("queue 5"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("does the interface have this queue"),
+        "{err}"
+    );
 }
