@@ -606,14 +606,12 @@ impl Device for AfXdp {
     }
 
     fn hw_stats(&mut self) -> HwStats {
-        match self.stats() {
-            Ok(stats) => HwStats {
-                rx_ring_full: stats.rx_dropped + stats.rx_ring_full,
-            },
-            // The socket is gone with its interface; keep the last counts we read.
-            Err(_) => HwStats {
-                rx_ring_full: self.stats.rx_dropped + self.stats.rx_ring_full,
-            },
+        // Should the kernel refuse XDP_STATISTICS, the last counts read still hold.
+        let stats = self.stats().unwrap_or(self.stats);
+        // Frames the kernel could not put on the rx ring: no free fill-ring frame (or one
+        // too small for the frame), or a full rx ring.
+        HwStats {
+            rx_ring_full: stats.rx_dropped + stats.rx_ring_full,
         }
     }
 }
