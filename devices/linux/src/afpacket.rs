@@ -25,6 +25,7 @@ use polld_core::device::{Device, HwStats, LinkState, TxFull};
 
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
+use crate::afpacket_txring::TxRing;
 use crate::error::OpenError;
 use crate::iface::{self, IfName};
 
@@ -43,6 +44,8 @@ pub struct AfPacketConfig {
     pub tx_batch: usize,
     /// The largest frame `send` accepts, in bytes (without FCS).
     pub tx_frame_size: usize,
+    /// How frames are handed to the kernel.
+    pub tx_path: TxPath,
     /// Joins this PACKET_FANOUT group (hash mode), so that several devices opened on the
     /// same interface share its frames, one poller per core.
     pub fanout_group: Option<u16>,
@@ -57,6 +60,7 @@ impl Default for AfPacketConfig {
             retire_timeout_ms: 1,
             tx_batch: 64,
             tx_frame_size: 2048,
+            tx_path: TxPath::SendMmsg,
             fanout_group: None,
         }
     }
@@ -103,6 +107,22 @@ impl AfPacketConfig {
     }
 }
 
+/// The transmit mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxPath {
+    /// Frames staged in a batch, pushed with one `sendmmsg`.
+    SendMmsg,
+    /// Frames written into a PACKET_TX_RING, pushed with one zero-length `sendto`.
+    TxRing,
+}
+
+/// The transmit state for the configured [`TxPath`].
+enum Transmitter {
+    Batch(TxBatch),
+    Ring(TxRing),
+}
+
 /// Transmit counters. Every frame `send` accepted is in exactly one of `sent`, `dropped`
 /// or `pending`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -127,7 +147,7 @@ pub struct AfPacket {
     netns: File,
     rx: RxRing,
     tx_socket: OwnedFd,
-    tx: TxBatch,
+    tx: Transmitter,
     interrupt_armed: bool,
     rx_ring_full: u64,
     rx_discarded: u64,
@@ -145,7 +165,14 @@ impl AfPacket {
             source: e,
         })?;
         let (rx, tx_socket) = open_sockets(&name, &config)?;
-        let tx = TxBatch::new(config.tx_batch, config.tx_frame_size);
+        let tx = match config.tx_path {
+            TxPath::SendMmsg => {
+                Transmitter::Batch(TxBatch::new(config.tx_batch, config.tx_frame_size))
+            }
+            TxPath::TxRing => {
+                Transmitter::Ring(TxRing::open(tx_socket.as_raw_fd(), &name, &config)?)
+            }
+        };
         Ok(AfPacket {
             name,
             config,
@@ -180,7 +207,10 @@ impl AfPacket {
 
     /// Transmit counters; see [`TxStats`].
     pub fn tx_stats(&self) -> TxStats {
-        self.tx.stats()
+        match &self.tx {
+            Transmitter::Batch(batch) => batch.stats(),
+            Transmitter::Ring(ring) => ring.stats(),
+        }
     }
 
     /// Received frames thrown away unread because the device was reopened.
@@ -215,11 +245,18 @@ impl Device for AfPacket {
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        self.tx.stage(frame)
+        match &mut self.tx {
+            Transmitter::Batch(batch) => batch.stage(frame),
+            Transmitter::Ring(ring) => ring.stage(frame),
+        }
     }
 
     fn flush(&mut self) {
-        self.tx.push(self.tx_socket.as_raw_fd());
+        let fd = self.tx_socket.as_raw_fd();
+        match &mut self.tx {
+            Transmitter::Batch(batch) => batch.push(fd),
+            Transmitter::Ring(ring) => ring.push(fd),
+        }
     }
 
     /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same

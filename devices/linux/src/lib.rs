@@ -4,6 +4,7 @@
 pub mod afpacket;
 mod afpacket_rx;
 mod afpacket_tx;
+mod afpacket_txring;
 pub mod afxdp;
 pub mod error;
 mod iface;
