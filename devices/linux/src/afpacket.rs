@@ -1,10 +1,21 @@
 //! The AF_PACKET device: a TPACKET_V3 receive ring plus a `sendmmsg` transmit batch.
 //!
-//! Receive uses a block-based mmap ring ([`crate::afpacket_rx`]): the kernel fills whole
+//! Receive uses a block-based mmap ring (module `afpacket_rx`): the kernel fills whole
 //! blocks and hands them over; we give a block back only once every frame in it was
 //! handed to the caller, so the consumer index is published once per block, never per
-//! frame. Transmit ([`crate::afpacket_tx`]) stages frames in a batch that `flush` pushes
+//! frame. Transmit (module `afpacket_tx`) stages frames in a batch that `flush` pushes
 //! with one `sendmmsg` on a second socket that bypasses the qdisc.
+//!
+//! Why `sendmmsg` and not PACKET_TX_RING: both were implemented (commit bf50ff9) and
+//! measured with its `afpacket_tx` example (`cargo run --release -p polld-dev
+//! --example afpacket_tx -- --batch 256`, then `--batch 64`; 60-byte frames into a veth
+//! pair, sender pinned to CPU0, median (min–max) of 3 runs of 3 s, other jobs sharing
+//! the machine so the sender got about half a core). With 256-frame batches `sendmmsg` accepted 638
+//! (476–665) kpps, 1002 (892–1047) per second of sender CPU; the TX ring 648 (485–655)
+//! kpps, 1003 (829–1019) per CPU-second. With 64-frame batches: 486 (475–566) against
+//! 477 (467–483) kpps. With no speed to gain, the ring's extra mapping, its coarse
+//! per-frame error reporting and the loss of in-flight frames on reopen were not worth
+//! keeping.
 //!
 //! The interrupt is the receive socket's readiness: it becomes readable when the kernel
 //! retires a block (full, or after the retire timeout). Masking it is the dataplane's job
@@ -25,7 +36,6 @@ use polld_core::device::{Device, HwStats, LinkState, TxFull};
 
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
-use crate::afpacket_txring::TxRing;
 use crate::error::OpenError;
 use crate::iface::{self, IfName};
 
@@ -44,8 +54,6 @@ pub struct AfPacketConfig {
     pub tx_batch: usize,
     /// The largest frame `send` accepts, in bytes (without FCS).
     pub tx_frame_size: usize,
-    /// How frames are handed to the kernel.
-    pub tx_path: TxPath,
     /// Joins this PACKET_FANOUT group (hash mode), so that several devices opened on the
     /// same interface share its frames, one poller per core.
     pub fanout_group: Option<u16>,
@@ -60,7 +68,6 @@ impl Default for AfPacketConfig {
             retire_timeout_ms: 1,
             tx_batch: 64,
             tx_frame_size: 2048,
-            tx_path: TxPath::SendMmsg,
             fanout_group: None,
         }
     }
@@ -107,22 +114,6 @@ impl AfPacketConfig {
     }
 }
 
-/// The transmit mechanism.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TxPath {
-    /// Frames staged in a batch, pushed with one `sendmmsg`.
-    SendMmsg,
-    /// Frames written into a PACKET_TX_RING, pushed with one zero-length `sendto`.
-    TxRing,
-}
-
-/// The transmit state for the configured [`TxPath`].
-enum Transmitter {
-    Batch(TxBatch),
-    Ring(TxRing),
-}
-
 /// Transmit counters. Every frame `send` accepted is in exactly one of `sent`, `dropped`
 /// or `pending`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -147,7 +138,7 @@ pub struct AfPacket {
     netns: File,
     rx: RxRing,
     tx_socket: OwnedFd,
-    tx: Transmitter,
+    tx: TxBatch,
     interrupt_armed: bool,
     rx_ring_full: u64,
     rx_discarded: u64,
@@ -165,14 +156,7 @@ impl AfPacket {
             source: e,
         })?;
         let (rx, tx_socket) = open_sockets(&name, &config)?;
-        let tx = match config.tx_path {
-            TxPath::SendMmsg => {
-                Transmitter::Batch(TxBatch::new(config.tx_batch, config.tx_frame_size))
-            }
-            TxPath::TxRing => {
-                Transmitter::Ring(TxRing::open(tx_socket.as_raw_fd(), &name, &config)?)
-            }
-        };
+        let tx = TxBatch::new(config.tx_batch, config.tx_frame_size);
         Ok(AfPacket {
             name,
             config,
@@ -207,10 +191,7 @@ impl AfPacket {
 
     /// Transmit counters; see [`TxStats`].
     pub fn tx_stats(&self) -> TxStats {
-        match &self.tx {
-            Transmitter::Batch(batch) => batch.stats(),
-            Transmitter::Ring(ring) => ring.stats(),
-        }
+        self.tx.stats()
     }
 
     /// Received frames thrown away unread because the device was reopened.
@@ -245,18 +226,11 @@ impl Device for AfPacket {
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        match &mut self.tx {
-            Transmitter::Batch(batch) => batch.stage(frame),
-            Transmitter::Ring(ring) => ring.stage(frame),
-        }
+        self.tx.stage(frame)
     }
 
     fn flush(&mut self) {
-        let fd = self.tx_socket.as_raw_fd();
-        match &mut self.tx {
-            Transmitter::Batch(batch) => batch.push(fd),
-            Transmitter::Ring(ring) => ring.push(fd),
-        }
+        self.tx.push(self.tx_socket.as_raw_fd());
     }
 
     /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same

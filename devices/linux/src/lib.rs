@@ -4,7 +4,6 @@
 pub mod afpacket;
 mod afpacket_rx;
 mod afpacket_tx;
-mod afpacket_txring;
 pub mod afxdp;
 pub mod error;
 mod iface;
