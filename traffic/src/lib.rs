@@ -20,8 +20,8 @@ pub mod sink;
 
 use std::fmt;
 
-pub use gen::{GenArgs, GenSummary, Generator};
-pub use sink::{Sink, SinkArgs, SinkSummary};
+pub use gen::{run_gen, GenArgs, GenSummary, Generator};
+pub use sink::{run_sink, Sink, SinkArgs, SinkSummary};
 
 /// A refused argument or a failed setup step, with a message that names the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]

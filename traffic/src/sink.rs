@@ -3,8 +3,8 @@
 //! Every received frame is classified ([`crate::frame::parse`]): ours (counted per flow
 //! by [`SeqTracker`] and timed into an HDR histogram), ours with a broken IPv4 checksum,
 //! or foreign. So `frames = ours + bad_checksum + foreign` holds for every report.
-//! Latency is one-way: the generator's send time against the sink's CLOCK_MONOTONIC,
-//! read once per `receive` call (both run on one machine and share the clock).
+//! Latency is one-way: the generator's send time against the sink's CLOCK_MONOTONIC
+//! when user space sees the frame (both run on one machine and share the clock).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,7 +13,7 @@ use hdrhistogram::Histogram;
 use polld_core::Device;
 use serde::Serialize;
 
-use crate::backend::RxBackend;
+use crate::backend::{RxBackend, XdpCounter};
 use crate::clock::monotonic_ns;
 use crate::frame::{latency_ns, parse, Parsed};
 use crate::report::{format_pps, mbit_per_s, per_second, Reporter};
@@ -24,6 +24,10 @@ use crate::{parse_duration, parse_seconds, seconds_to_ns, Error};
 const BUDGET: usize = 256;
 /// Longest single wait for frames, so that a stop request is seen promptly.
 const MAX_WAIT_NS: u64 = 100_000_000;
+/// How often `xdp-count` reads its counters to check `--count`.
+const COUNTER_POLL_NS: u64 = 10_000_000;
+/// The pause between polls of a device without an interrupt fd.
+const NO_INTERRUPT_NAP_NS: u64 = 50_000;
 
 /// Arguments of `polld sink`.
 #[derive(Args, Clone, Debug)]
@@ -90,32 +94,53 @@ impl LatencySummary {
     }
 }
 
-/// Frame counts by class; `frames = sequence.received + bad_checksum + foreign`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RxCounts {
-    /// Every frame received.
-    pub frames: u64,
-    /// Bytes of every frame received (without FCS).
-    pub bytes: u64,
-    /// Frames with our magic whose IPv4 header checksum is wrong.
-    pub bad_checksum: u64,
-    /// Frames that are not ours (no magic, not IPv4/UDP, too short).
-    pub foreign: u64,
+/// Frame counts by class; `frames = ours + bad_checksum + foreign`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RxCounts {
+    frames: u64,
+    bytes: u64,
+    bad_checksum: u64,
+    foreign: u64,
 }
 
-/// One interval report. Loss can be negative when frames counted lost earlier arrive late.
+/// What the sink learned from the frames of one interval (absent with `xdp-count`).
 #[derive(Clone, Debug, Serialize)]
-pub struct SinkInterval {
-    pub start: f64,
-    pub end: f64,
-    pub frames: u64,
-    pub pps: f64,
-    pub mbit_per_s: f64,
+pub struct IntervalAnalysis {
+    /// Can be negative when frames counted lost earlier arrive late.
     pub lost: i64,
     pub reordered: u64,
     pub duplicates: u64,
     pub foreign: u64,
     pub bad_checksum: u64,
+    pub latency: Option<LatencySummary>,
+}
+
+/// One interval report.
+#[derive(Clone, Debug, Serialize)]
+pub struct SinkInterval {
+    /// Seconds since the start.
+    pub start: f64,
+    pub end: f64,
+    /// Every frame received, ours or not.
+    pub frames: u64,
+    pub pps: f64,
+    pub mbit_per_s: f64,
+    pub analysis: Option<IntervalAnalysis>,
+}
+
+/// What the sink learned from the frames of a whole run (absent with `xdp-count`).
+/// `frames = sequence.received + bad_checksum + foreign`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    /// Our frames, by sequence number, summed over flows.
+    pub sequence: SeqCounts,
+    /// Frames with our magic whose IPv4 header checksum is wrong (a broken forwarder).
+    pub bad_checksum: u64,
+    /// Frames that are not ours (no magic, not IPv4/UDP, too short).
+    pub foreign: u64,
+    /// lost / (lost + frames received once), in percent.
+    pub loss_percent: f64,
+    pub flows: usize,
     pub latency: Option<LatencySummary>,
 }
 
@@ -125,16 +150,12 @@ pub struct SinkSummary {
     pub interface: String,
     pub backend: String,
     pub seconds: f64,
-    #[serde(flatten)]
-    pub counts: RxCounts,
+    /// Every frame received, ours or not, and their bytes (without FCS).
+    pub frames: u64,
+    pub bytes: u64,
     pub pps: f64,
     pub mbit_per_s: f64,
-    /// Our frames, by sequence number, summed over flows.
-    pub sequence: SeqCounts,
-    /// lost / (lost + frames received once), in percent.
-    pub loss_percent: f64,
-    pub flows: usize,
-    pub latency: Option<LatencySummary>,
+    pub analysis: Option<Analysis>,
 }
 
 /// Everything the sink has counted so far.
@@ -179,7 +200,7 @@ impl Tally {
         }
     }
 
-    /// Ends an interval: its latency summary, and the totals now.
+    /// Ends an interval: its latency summary; the samples move into the total.
     fn close_interval(&mut self) -> Option<LatencySummary> {
         let summary = LatencySummary::of(&self.latency_interval);
         self.latency_total
@@ -188,6 +209,32 @@ impl Tally {
         self.latency_interval.reset();
         summary
     }
+
+    fn analysis(&self) -> Analysis {
+        let sequence = self.seq.total();
+        let received_once = sequence.received - sequence.duplicates - sequence.stale;
+        let expected = sequence.lost + received_once;
+        Analysis {
+            sequence,
+            bad_checksum: self.counts.bad_checksum,
+            foreign: self.counts.foreign,
+            loss_percent: if expected > 0 {
+                100.0 * sequence.lost as f64 / expected as f64
+            } else {
+                0.0
+            },
+            flows: self.seq.flows_seen(),
+            latency: LatencySummary::of(&self.latency_total),
+        }
+    }
+}
+
+/// The state at the previous report.
+#[derive(Clone, Copy)]
+struct Mark {
+    at_ns: u64,
+    counts: RxCounts,
+    seq: SeqCounts,
 }
 
 /// A validated sink configuration, ready to run on a device.
@@ -218,13 +265,107 @@ impl Sink {
         })
     }
 
-    /// Receives until the duration or count is reached or `stop` is set, reporting to `out`.
+    /// Receives from `dev` until the duration or count is reached or `stop` is set,
+    /// reporting to `out`.
     pub fn run(
         &self,
         dev: &mut dyn Device,
         stop: &AtomicBool,
         out: &mut dyn std::io::Write,
     ) -> SinkSummary {
+        let mut report = self.start_report(out);
+        let mut tally = Tally::new();
+        let start = monotonic_ns();
+        let deadline = self.duration_ns.map(|d| start + d);
+        let mut next_report = self.interval_ns.map(|i| start + i);
+        let mut mark = Mark {
+            at_ns: start,
+            counts: tally.counts,
+            seq: tally.seq.total(),
+        };
+        let mut now = start;
+        loop {
+            let received = tally.counts.frames;
+            if self.finished(stop, deadline, now, received) {
+                break;
+            }
+            if next_report.is_some_and(|due| now >= due) {
+                mark = self.report_interval(&mut report, start, mark, now, &mut tally);
+                next_report = self.after(next_report, now);
+            }
+            let budget = self
+                .count
+                .map_or(BUDGET, |c| BUDGET.min((c - received) as usize));
+            // The clock is read per frame: a receive call can run into frames that
+            // arrived during it, and one time for the batch would predate them.
+            let got = dev.receive(budget, &mut |frame| tally.account(frame, monotonic_ns()));
+            now = monotonic_ns();
+            if got == 0 {
+                let wake = [next_report, deadline, Some(now + MAX_WAIT_NS)]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(now);
+                self.wait_for_frames(dev, now, wake);
+                now = monotonic_ns();
+            }
+        }
+        if self.interval_ns.is_some() && tally.counts != mark.counts {
+            self.report_interval(&mut report, start, mark, now, &mut tally);
+        } else {
+            tally.close_interval();
+        }
+        let summary = self.summary(
+            (now - start) as f64 / 1e9,
+            tally.counts.frames,
+            tally.counts.bytes,
+            Some(tally.analysis()),
+        );
+        report.emit("summary", &summary, || summary_text(&summary));
+        summary
+    }
+
+    /// The `xdp-count` sink: reads the counters of the XDP program `counter` (frames and
+    /// bytes since it was loaded) until the duration or count is reached or `stop` is set.
+    pub fn run_counter(
+        &self,
+        counter: &mut dyn FnMut() -> Result<(u64, u64), Error>,
+        stop: &AtomicBool,
+        out: &mut dyn std::io::Write,
+    ) -> Result<SinkSummary, Error> {
+        let mut report = self.start_report(out);
+        let (frames_before, bytes_before) = counter()?;
+        let start = monotonic_ns();
+        let deadline = self.duration_ns.map(|d| start + d);
+        let mut next_report = self.interval_ns.map(|i| start + i);
+        let mut marked = (start, 0, 0);
+        let mut now = start;
+        let (mut frames, mut bytes) = (0, 0);
+        while !self.finished(stop, deadline, now, frames) {
+            if next_report.is_some_and(|due| now >= due) {
+                self.emit_interval(&mut report, start, marked, (now, frames, bytes), None);
+                marked = (now, frames, bytes);
+                next_report = self.after(next_report, now);
+            }
+            let wake = [next_report, deadline, Some(now + COUNTER_POLL_NS)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now);
+            crate::clock::sleep_until(wake);
+            let (f, b) = counter()?;
+            (frames, bytes) = (f - frames_before, b - bytes_before);
+            now = monotonic_ns();
+        }
+        if self.interval_ns.is_some() && frames != marked.1 {
+            self.emit_interval(&mut report, start, marked, (now, frames, bytes), None);
+        }
+        let summary = self.summary((now - start) as f64 / 1e9, frames, bytes, None);
+        report.emit("summary", &summary, || summary_text(&summary));
+        Ok(summary)
+    }
+
+    fn start_report<'a>(&self, out: &'a mut dyn std::io::Write) -> Reporter<'a> {
         let mut report = Reporter::new(out, self.json);
         report.note(|| format!("[sink] {} ({})", self.interface, self.backend.name()));
         report.note(|| {
@@ -242,69 +383,37 @@ impl Sink {
                 "p99 µs"
             )
         });
-        let mut tally = Tally::new();
-        let start = monotonic_ns();
-        let deadline = self.duration_ns.map(|d| start + d);
-        let mut next_report = self.interval_ns.map(|i| start + i);
-        let mut reported = (start, tally.counts, tally.seq.total());
-        let mut now = start;
-        loop {
-            let received = tally.counts.frames;
-            if stop.load(Ordering::Relaxed)
-                || deadline.is_some_and(|d| now >= d)
-                || self.count.is_some_and(|c| received >= c)
-            {
-                break;
-            }
-            if let (Some(due), Some(interval)) = (next_report, self.interval_ns) {
-                if now >= due {
-                    reported = self.report_interval(&mut report, start, reported, now, &mut tally);
-                    next_report = Some((due + interval).max(now + 1));
-                }
-            }
-            let budget = self
-                .count
-                .map_or(BUDGET, |c| BUDGET.min((c - received) as usize));
-            let batch_time = monotonic_ns();
-            let got = dev.receive(budget, &mut |frame| tally.account(frame, batch_time));
-            now = monotonic_ns();
-            if got == 0 {
-                let wake = [next_report, deadline, Some(now + MAX_WAIT_NS)]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .unwrap_or(now);
-                self.wait_for_frames(dev, now, wake);
-                now = monotonic_ns();
-            }
-        }
-        if self.interval_ns.is_some() && tally.counts != reported.1 {
-            self.report_interval(&mut report, start, reported, now, &mut tally);
-        } else {
-            tally.close_interval();
-        }
+        report
+    }
 
-        let seconds = (now - start) as f64 / 1e9;
-        let sequence = tally.seq.total();
-        let received_once = sequence.received - sequence.duplicates - sequence.stale;
-        let summary = SinkSummary {
+    fn finished(&self, stop: &AtomicBool, deadline: Option<u64>, now: u64, frames: u64) -> bool {
+        stop.load(Ordering::Relaxed)
+            || deadline.is_some_and(|d| now >= d)
+            || self.count.is_some_and(|c| frames >= c)
+    }
+
+    /// The report time after `due`, never in the past.
+    fn after(&self, due: Option<u64>, now: u64) -> Option<u64> {
+        Some((due? + self.interval_ns?).max(now + 1))
+    }
+
+    fn summary(
+        &self,
+        seconds: f64,
+        frames: u64,
+        bytes: u64,
+        analysis: Option<Analysis>,
+    ) -> SinkSummary {
+        SinkSummary {
             interface: self.interface.clone(),
             backend: self.backend.name().into(),
             seconds,
-            counts: tally.counts,
-            pps: per_second(tally.counts.frames, seconds),
-            mbit_per_s: mbit_per_s(tally.counts.bytes, seconds),
-            sequence,
-            loss_percent: if sequence.lost + received_once > 0 {
-                100.0 * sequence.lost as f64 / (sequence.lost + received_once) as f64
-            } else {
-                0.0
-            },
-            flows: tally.seq.flows_seen(),
-            latency: LatencySummary::of(&tally.latency_total),
-        };
-        report.emit("summary", &summary, || summary_text(&summary));
-        summary
+            frames,
+            bytes,
+            pps: per_second(frames, seconds),
+            mbit_per_s: mbit_per_s(bytes, seconds),
+            analysis,
+        }
     }
 
     /// Waits until frames are waiting or `until_ns`, on the device's interrupt if it has one.
@@ -314,7 +423,7 @@ impl Sink {
             return;
         }
         let Some(fd) = dev.interrupt_fd() else {
-            crate::clock::sleep_until(now_ns + 50_000);
+            crate::clock::sleep_until(now_ns + NO_INTERRUPT_NAP_NS);
             return;
         };
         let timeout_ms = until_ns.saturating_sub(now_ns).div_ceil(1_000_000).max(1);
@@ -335,74 +444,108 @@ impl Sink {
         &self,
         report: &mut Reporter<'_>,
         start: u64,
-        (from_ns, from, from_seq): (u64, RxCounts, SeqCounts),
+        from: Mark,
         now: u64,
         tally: &mut Tally,
-    ) -> (u64, RxCounts, SeqCounts) {
-        let seconds = (now - from_ns) as f64 / 1e9;
-        let counts = tally.counts;
-        let seq = tally.seq.total();
-        let frames = counts.frames - from.frames;
-        let interval = SinkInterval {
-            start: (from_ns - start) as f64 / 1e9,
-            end: (now - start) as f64 / 1e9,
-            frames,
-            pps: per_second(frames, seconds),
-            mbit_per_s: mbit_per_s(counts.bytes - from.bytes, seconds),
-            lost: seq.lost as i64 - from_seq.lost as i64,
-            reordered: seq.reordered - from_seq.reordered,
-            duplicates: seq.duplicates - from_seq.duplicates,
-            foreign: counts.foreign - from.foreign,
-            bad_checksum: counts.bad_checksum - from.bad_checksum,
+    ) -> Mark {
+        let to = Mark {
+            at_ns: now,
+            counts: tally.counts,
+            seq: tally.seq.total(),
+        };
+        let analysis = IntervalAnalysis {
+            lost: to.seq.lost as i64 - from.seq.lost as i64,
+            reordered: to.seq.reordered - from.seq.reordered,
+            duplicates: to.seq.duplicates - from.seq.duplicates,
+            foreign: to.counts.foreign - from.counts.foreign,
+            bad_checksum: to.counts.bad_checksum - from.counts.bad_checksum,
             latency: tally.close_interval(),
         };
-        let micros = |pick: fn(&LatencySummary) -> u64| {
-            interval
-                .latency
-                .as_ref()
-                .map_or("-".into(), |l| format!("{:.1}", pick(l) as f64 / 1e3))
+        self.emit_interval(
+            report,
+            start,
+            (from.at_ns, from.counts.frames, from.counts.bytes),
+            (now, to.counts.frames, to.counts.bytes),
+            Some(analysis),
+        );
+        to
+    }
+
+    /// Reports an interval from `(time, frames, bytes)` marks, with or without analysis.
+    fn emit_interval(
+        &self,
+        report: &mut Reporter<'_>,
+        start: u64,
+        (from_ns, from_frames, from_bytes): (u64, u64, u64),
+        (to_ns, to_frames, to_bytes): (u64, u64, u64),
+        analysis: Option<IntervalAnalysis>,
+    ) {
+        let seconds = (to_ns - from_ns) as f64 / 1e9;
+        let frames = to_frames - from_frames;
+        let interval = SinkInterval {
+            start: (from_ns - start) as f64 / 1e9,
+            end: (to_ns - start) as f64 / 1e9,
+            frames,
+            pps: per_second(frames, seconds),
+            mbit_per_s: mbit_per_s(to_bytes - from_bytes, seconds),
+            analysis,
         };
         report.emit("interval", &interval, || {
-            format!(
-                "[sink] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
+            let mut text = format!(
+                "[sink] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s",
                 interval.start,
                 interval.end,
                 interval.frames,
                 format_pps(interval.pps),
                 interval.mbit_per_s,
-                interval.lost,
-                interval.reordered,
-                interval.duplicates,
-                interval.foreign,
-                micros(|l| l.p50_ns),
-                micros(|l| l.p99_ns)
-            )
+            );
+            if let Some(a) = &interval.analysis {
+                let micros = |pick: fn(&LatencySummary) -> u64| {
+                    a.latency
+                        .as_ref()
+                        .map_or("-".into(), |l| format!("{:.1}", pick(l) as f64 / 1e3))
+                };
+                text += &format!(
+                    " {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
+                    a.lost,
+                    a.reordered,
+                    a.duplicates,
+                    a.foreign,
+                    micros(|l| l.p50_ns),
+                    micros(|l| l.p99_ns)
+                );
+            }
+            text
         });
-        (now, counts, seq)
     }
 }
 
 fn summary_text(s: &SinkSummary) -> String {
-    let q = &s.sequence;
     let mut text = format!(
-        "[sink] 0.00-{:.2} s: {} frames, {}, {:.2} Mbit/s\n\
-         [sink] ours {} in {} flow(s): lost {} ({:.3} %), reordered {}, duplicates {}, stale {}\n\
-         [sink] not counted as ours: foreign {}, bad IPv4 checksum {}",
+        "[sink] 0.00-{:.2} s: {} frames, {}, {:.2} Mbit/s",
         s.seconds,
-        s.counts.frames,
+        s.frames,
         format_pps(s.pps),
-        s.mbit_per_s,
+        s.mbit_per_s
+    );
+    let Some(a) = &s.analysis else {
+        return text;
+    };
+    let q = &a.sequence;
+    text += &format!(
+        "\n[sink] ours {} in {} flow(s): lost {} ({:.3} %), reordered {}, duplicates {}, stale {}\n\
+         [sink] not ours: foreign {}, bad IPv4 checksum {}",
         q.received,
-        s.flows,
+        a.flows,
         q.lost,
-        s.loss_percent,
+        a.loss_percent,
         q.reordered,
         q.duplicates,
         q.stale,
-        s.counts.foreign,
-        s.counts.bad_checksum
+        a.foreign,
+        a.bad_checksum
     );
-    if let Some(l) = &s.latency {
+    if let Some(l) = &a.latency {
         let us = |ns: u64| ns as f64 / 1e3;
         text += &format!(
             "\n[sink] latency µs: min {:.1} p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1} (mean {:.1}, {} samples)",
@@ -417,4 +560,24 @@ fn summary_text(s: &SinkSummary) -> String {
         );
     }
     text
+}
+
+/// `polld sink`: checks the arguments, enters `--netns`, opens the backend and receives
+/// until the duration or count is reached or SIGINT/SIGTERM arrives. Reports go to `out`.
+pub fn run_sink(args: &SinkArgs, out: &mut dyn std::io::Write) -> Result<SinkSummary, Error> {
+    let sink = Sink::new(args)?;
+    if let Some(netns) = &args.netns {
+        polld_dev::netns::enter(netns)?;
+    }
+    match args.backend.open(&args.interface)? {
+        Some(mut dev) => {
+            let stop = crate::clock::stop_on_signals();
+            Ok(sink.run(dev.as_mut(), stop, out))
+        }
+        None => {
+            let counter = XdpCounter::attach(&args.interface)?;
+            let stop = crate::clock::stop_on_signals();
+            sink.run_counter(&mut || counter.counts(), stop, out)
+        }
+    }
 }

@@ -7,7 +7,9 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 use polld_core::{Device, LinkState, TxFull};
+use polld_traffic::backend::TxDevice;
 use polld_traffic::frame::{parse, Parsed};
+use polld_traffic::sink::Analysis;
 use polld_traffic::{GenArgs, GenSummary, Generator, Sink, SinkArgs, SinkSummary};
 
 /// A wire in memory: what one device flushes, the other receives.
@@ -77,6 +79,20 @@ impl Device for MemoryDevice {
     fn set_interrupt(&mut self, _armed: bool) {}
 }
 
+impl TxDevice for MemoryDevice {
+    fn tx_dropped(&mut self) -> u64 {
+        0
+    }
+
+    fn tx_pushbacks(&mut self) -> u64 {
+        0
+    }
+
+    fn tx_pending(&mut self) -> u64 {
+        self.pending.len() as u64
+    }
+}
+
 #[derive(Parser)]
 struct GenCli {
     #[command(flatten)]
@@ -121,12 +137,15 @@ fn receive(dev: &mut MemoryDevice, extra: &[&str]) -> (SinkSummary, String) {
     (summary, String::from_utf8(out).unwrap())
 }
 
-fn assert_conserved(s: &SinkSummary) {
+/// The sink's analysis, after checking that every frame is ours, foreign or bad.
+fn conserved(s: &SinkSummary) -> &Analysis {
+    let a = s.analysis.as_ref().expect("a device sink analyses frames");
     assert_eq!(
-        s.counts.frames,
-        s.sequence.received + s.counts.foreign + s.counts.bad_checksum,
+        s.frames,
+        a.sequence.received + a.foreign + a.bad_checksum,
         "every frame is ours, foreign or bad: {s:?}"
     );
+    a
 }
 
 #[test]
@@ -149,13 +168,12 @@ fn an_injected_gap_and_reordering_are_counted_exactly_in_every_flow() {
     assert_eq!(gen.frames, 4000);
     let mut rx = MemoryDevice::new(&wire, 64);
     let (sink, text) = receive(&mut rx, &["--count", "4000"]);
-    assert_eq!(sink.flows, 4);
-    assert_eq!(sink.sequence.received, 4000);
-    assert_eq!(sink.sequence.lost, 4 * 10);
-    assert_eq!(sink.sequence.reordered, 4);
-    assert_eq!(sink.sequence.duplicates, 0);
-    assert_eq!(sink.latency.unwrap().samples, 4000);
-    assert_conserved(&sink);
+    assert_eq!(conserved(&sink).flows, 4);
+    assert_eq!(conserved(&sink).sequence.received, 4000);
+    assert_eq!(conserved(&sink).sequence.lost, 4 * 10);
+    assert_eq!(conserved(&sink).sequence.reordered, 4);
+    assert_eq!(conserved(&sink).sequence.duplicates, 0);
+    assert_eq!(conserved(&sink).latency.unwrap().samples, 4000);
     assert!(text.contains("lost 40 ("), "{text}");
 }
 
@@ -169,9 +187,11 @@ fn pushed_back_frames_are_retried_not_lost() {
     assert!(gen.pushed_back >= 1000 / 5, "{gen:?}");
     let mut rx = MemoryDevice::new(&wire, 8);
     let (sink, _) = receive(&mut rx, &["--count", "1000"]);
-    assert_eq!(sink.sequence.received, 1000);
+    assert_eq!(conserved(&sink).sequence.received, 1000);
     assert_eq!(
-        sink.sequence.lost + sink.sequence.reordered + sink.sequence.duplicates,
+        conserved(&sink).sequence.lost
+            + conserved(&sink).sequence.reordered
+            + conserved(&sink).sequence.duplicates,
         0
     );
 }
@@ -191,12 +211,11 @@ fn foreign_and_corrupted_frames_are_counted_apart_from_ours() {
     }
     let mut rx = MemoryDevice::new(&wire, 64);
     let (sink, _) = receive(&mut rx, &["--count", "13"]);
-    assert_eq!(sink.counts.frames, 13);
-    assert_eq!(sink.counts.bad_checksum, 1);
-    assert_eq!(sink.counts.foreign, 2);
-    assert_eq!(sink.sequence.received, 10);
-    assert_eq!(sink.counts.bytes, 11 * 128 + 60 + 14);
-    assert_conserved(&sink);
+    assert_eq!(sink.frames, 13);
+    assert_eq!(conserved(&sink).bad_checksum, 1);
+    assert_eq!(conserved(&sink).foreign, 2);
+    assert_eq!(conserved(&sink).sequence.received, 10);
+    assert_eq!(sink.bytes, 11 * 128 + 60 + 14);
 }
 
 #[test]
@@ -239,9 +258,11 @@ fn a_paced_run_sends_the_scheduled_frames() {
     let wire = Wire::default();
     let mut tx = MemoryDevice::new(&wire, 64);
     let (gen, _) = generate(&mut tx, &["--rate", "20k", "--duration", "0.3"]);
-    let scheduled = gen.seconds * 20_000.0;
-    let accounted = (gen.frames + gen.skipped) as f64;
-    assert!((accounted - scheduled).abs() <= 2.0, "{gen:?}");
+    assert_eq!(
+        gen.frames + gen.skipped,
+        6000,
+        "frames due in [0, 0.3 s): {gen:?}"
+    );
     assert_eq!(wire.borrow().len() as u64, gen.frames);
 }
 
@@ -279,7 +300,7 @@ fn json_mode_prints_intervals_then_one_summary() {
     assert_eq!(summary["type"], "summary");
     assert_eq!(summary["frames"], 5);
     assert!(
-        summary["latency"]["p999_ns"].as_u64().is_some(),
+        summary["analysis"]["latency"]["p999_ns"].as_u64().is_some(),
         "{summary}"
     );
 }
@@ -294,8 +315,8 @@ fn a_stop_request_ends_both_loops_with_a_summary() {
     assert_eq!(summary.frames, 0);
     let sink = Sink::new(&sink_args(&[])).unwrap();
     let summary = sink.run(&mut dev, &stop, &mut Vec::new());
-    assert_eq!(summary.counts.frames, 0);
-    assert!(summary.latency.is_none());
+    assert_eq!(summary.frames, 0);
+    assert!(summary.analysis.unwrap().latency.is_none());
 }
 
 #[test]
@@ -318,4 +339,48 @@ fn bad_arguments_are_refused_with_a_clear_reason() {
     }
     let err = GenCli::try_parse_from(["gen"]).err().unwrap().to_string();
     assert!(err.contains("<INTERFACE>"), "{err}");
+}
+
+#[test]
+fn the_counter_sink_reports_counts_since_its_start_and_passes_errors_on() {
+    let sink = Sink::new(&sink_args(&[
+        "--backend",
+        "xdp-count",
+        "--count",
+        "500",
+        "--json",
+    ]))
+    .unwrap();
+    let mut reads = 0;
+    let mut counter = || {
+        reads += 1;
+        Ok((1000 + 100 * reads, 64_000 + 6_000 * reads))
+    };
+    let mut out = Vec::new();
+    let summary = sink
+        .run_counter(&mut counter, &AtomicBool::new(false), &mut out)
+        .unwrap();
+    assert_eq!((summary.frames, summary.bytes), (500, 30_000));
+    assert!(summary.analysis.is_none());
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(json["analysis"], serde_json::Value::Null);
+
+    let mut broken = || Err(polld_traffic::Error("the map is gone".into()));
+    let err = sink
+        .run_counter(&mut broken, &AtomicBool::new(false), &mut Vec::new())
+        .unwrap_err();
+    assert_eq!(err.0, "the map is gone");
+}
+
+#[test]
+fn a_missing_namespace_or_interface_is_named_in_the_error() {
+    let args = gen_args(&["--netns", "polld-no-such-ns", "--count", "1"]).unwrap();
+    let err = polld_traffic::run_gen(&args, &mut Vec::new()).unwrap_err();
+    assert!(err.0.contains("polld-no-such-ns"), "{err}");
+    for backend in ["af_packet", "af_xdp", "xdp-count"] {
+        let argv = ["sink", "polld-nosuch0", "--backend", backend];
+        let args = SinkCli::try_parse_from(argv).unwrap().args;
+        let err = polld_traffic::run_sink(&args, &mut Vec::new()).unwrap_err();
+        assert!(err.0.contains("polld-nosuch0"), "{backend}: {err}");
+    }
 }
