@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use polld_core::device::LinkState;
 
@@ -90,6 +90,115 @@ pub(crate) fn link_state(fd: RawFd, name: &IfName) -> LinkState {
     }
 }
 
+/// Reads an interface's kernel counters over rtnetlink (RTM_GETLINK), through a socket
+/// opened once in the interface's network namespace.
+pub(crate) struct LinkCounters {
+    socket: OwnedFd,
+    ifindex: u32,
+    reply: Vec<u8>,
+    sequence: u32,
+}
+
+/// `rtnl_link_stats64.tx_dropped`: the eighth u64 of the IFLA_STATS64 attribute.
+const TX_DROPPED_OFFSET: usize = 7 * 8;
+
+impl LinkCounters {
+    pub(crate) fn open(ifindex: u32) -> io::Result<LinkCounters> {
+        // SAFETY: plain socket creation; the fd is owned below.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(LinkCounters {
+            // SAFETY: a fresh descriptor nobody else owns.
+            socket: unsafe { OwnedFd::from_raw_fd(fd) },
+            ifindex,
+            // Room for a full RTM_NEWLINK reply with all its attributes.
+            reply: vec![0; 32 * 1024],
+            sequence: 0,
+        })
+    }
+
+    /// Frames the interface dropped on transmit (for a TAP: the queue towards the
+    /// reader was full).
+    pub(crate) fn tx_dropped(&mut self) -> io::Result<u64> {
+        self.sequence = self.sequence.wrapping_add(1);
+        // nlmsghdr (16 bytes) + ifinfomsg (16 bytes) selecting the interface by index.
+        let mut request = [0u8; 32];
+        request[0..4].copy_from_slice(&32u32.to_ne_bytes());
+        request[4..6].copy_from_slice(&libc::RTM_GETLINK.to_ne_bytes());
+        request[6..8].copy_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
+        request[8..12].copy_from_slice(&self.sequence.to_ne_bytes());
+        request[20..24].copy_from_slice(&(self.ifindex as i32).to_ne_bytes());
+        let fd = self.socket.as_raw_fd();
+        // SAFETY: sends our request buffer.
+        if unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The kernel answers synchronously, before `send` returns; never wait for it.
+        // SAFETY: receives into our reply buffer, at most its length.
+        let len = unsafe {
+            libc::recv(
+                fd,
+                self.reply.as_mut_ptr().cast(),
+                self.reply.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if len < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        parse_tx_dropped(&self.reply[..len as usize])
+    }
+}
+
+/// Finds `tx_dropped` in an RTM_NEWLINK reply, or the error an NLMSG_ERROR reply carries.
+fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
+    let malformed = || io::Error::new(io::ErrorKind::InvalidData, "malformed RTM_NEWLINK reply");
+    let u16_at = |at: usize| {
+        reply
+            .get(at..at + 2)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+    };
+    let message_type = u16_at(4).ok_or_else(malformed)?;
+    if message_type == libc::NLMSG_ERROR as u16 {
+        let errno = reply
+            .get(16..20)
+            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(malformed)?;
+        return Err(io::Error::from_raw_os_error(-errno));
+    }
+    if message_type != libc::RTM_NEWLINK {
+        return Err(malformed());
+    }
+    // Attributes follow the 16-byte nlmsghdr and the 16-byte ifinfomsg, 4-byte aligned.
+    let mut at = 32;
+    while let (Some(attr_len), Some(attr_type)) = (u16_at(at), u16_at(at + 2)) {
+        let attr_len = usize::from(attr_len);
+        if attr_len < 4 {
+            break;
+        }
+        if attr_type & libc::NLA_TYPE_MASK as u16 == libc::IFLA_STATS64 {
+            let field = at + 4 + TX_DROPPED_OFFSET;
+            let bytes = reply.get(field..field + 8).ok_or_else(malformed)?;
+            return Ok(u64::from_ne_bytes(
+                bytes.try_into().map_err(|_| malformed())?,
+            ));
+        }
+        at += attr_len.div_ceil(4) * 4;
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        "no IFLA_STATS64 in the RTM_NEWLINK reply",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +222,12 @@ mod tests {
         assert_eq!(link_state(fd, &missing), LinkState::Gone);
         assert_eq!(index(fd, &missing), None);
         assert_eq!(index(fd, &IfName::new("lo").unwrap()), Some(1));
+        assert!(LinkCounters::open(1).unwrap().tx_dropped().is_ok());
+        let missing_index = LinkCounters::open(u32::MAX >> 1).unwrap().tx_dropped();
+        assert_eq!(
+            missing_index.unwrap_err().raw_os_error(),
+            Some(libc::ENODEV)
+        );
         // SAFETY: fd is ours and not used after this.
         unsafe { libc::close(fd) };
     }

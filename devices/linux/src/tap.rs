@@ -10,10 +10,10 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use polld_core::device::{Device, LinkState, TxFull};
+use polld_core::device::{Device, HwStats, LinkState, TxFull};
 
 use crate::error::OpenError;
-use crate::iface::{self, IfName};
+use crate::iface::{self, IfName, LinkCounters};
 
 const TUN_PATH: &str = "/dev/net/tun";
 
@@ -30,6 +30,11 @@ pub struct Tap {
     buffer: Vec<u8>,
     interrupt_armed: bool,
     tx_dropped: u64,
+    /// The interface's transmit drops: frames the kernel could not queue to us.
+    counters: LinkCounters,
+    /// Those drops when we attached, and the latest reading.
+    drops_at_open: u64,
+    drops_now: u64,
 }
 
 impl Tap {
@@ -80,14 +85,30 @@ impl Tap {
                 io::Error::last_os_error(),
             ));
         }
+        // SAFETY: a fresh descriptor nobody else owns.
+        let control = unsafe { OwnedFd::from_raw_fd(control) };
+        let ifindex = iface::index(control.as_raw_fd(), &requested).ok_or_else(|| {
+            OpenError::InterfaceNotFound {
+                interface: name.to_string(),
+            }
+        })?;
+        let counter_error = |source| OpenError::Os {
+            interface: name.to_string(),
+            action: "read the interface counters over rtnetlink",
+            source,
+        };
+        let mut counters = LinkCounters::open(ifindex).map_err(counter_error)?;
+        let drops_at_open = counters.tx_dropped().map_err(counter_error)?;
         Ok(Tap {
             name: requested,
             tun,
-            // SAFETY: a fresh descriptor nobody else owns.
-            control: unsafe { OwnedFd::from_raw_fd(control) },
+            control,
             buffer: vec![0; READ_BUFFER_SIZE],
             interrupt_armed: true,
             tx_dropped: 0,
+            counters,
+            drops_at_open,
+            drops_now: drops_at_open,
         })
     }
 
@@ -177,5 +198,16 @@ impl Device for Tap {
 
     fn interrupt_fd(&self) -> Option<RawFd> {
         Some(self.tun.as_raw_fd())
+    }
+
+    /// The kernel's transmit drops on the interface since we attached: frames that
+    /// found the TAP's queue towards us full (its length is the interface's txqueuelen).
+    fn hw_stats(&mut self) -> HwStats {
+        if let Ok(drops) = self.counters.tx_dropped() {
+            self.drops_now = drops;
+        }
+        HwStats {
+            rx_ring_full: self.drops_now.saturating_sub(self.drops_at_open),
+        }
     }
 }

@@ -399,3 +399,35 @@ fn a_tap_cannot_take_over_another_kind_of_interface() {
         "{err}"
     );
 }
+
+#[test]
+fn tap_queue_overflow_is_counted_in_hw_stats() {
+    require_root!();
+    let ns = quiet_namespace("pdev-q");
+    let mut tap = in_netns(ns.name(), || Tap::open("ptap1"))
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    ns.ip(&["link", "set", "ptap1", "txqueuelen", "100", "up"])
+        .unwrap();
+    wait_for_state(&mut tap, LinkState::Up);
+    // One frame per sendmmsg: a refusal in the middle of a batch is not reported, so the
+    // device retries that frame, and the TAP would count the second refusal as well.
+    let one_by_one = AfPacketConfig {
+        tx_batch: 1,
+        ..AfPacketConfig::default()
+    };
+    let mut kernel_side = open_in(&ns, "ptap1", one_by_one);
+    // Five times the queue the TAP holds for its reader, which reads nothing meanwhile.
+    let frames: Vec<Vec<u8>> = (0..500).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut kernel_side, &frames);
+    flush_until_sent(&mut kernel_side);
+    // The TAP refuses what it cannot queue, and the sending socket hears ENOBUFS.
+    let sender = kernel_side.tx_stats();
+    assert_eq!(sender.sent + sender.dropped, 500);
+
+    let read = receive_until_quiet(&mut tap, Duration::from_millis(200));
+    let queue_full = tap.hw_stats().rx_ring_full;
+    assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
+    assert_eq!(read.len() as u64 + queue_full, 500);
+    assert_eq!(sender.dropped, queue_full);
+}
