@@ -7,9 +7,9 @@
 //! creates an *incomplete* entry that remembers when the last request went out: while the
 //! next hop stays unresolved, at most one request per `retry` interval is sent for it.
 
+use crate::fasthash::FastMap;
 use crate::table::{AgingMap, TableStats};
 use crate::wire::MacAddr;
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +35,7 @@ pub struct Resolution {
 #[derive(Clone, Debug)]
 pub struct ArpCache {
     learned: AgingMap<Ipv4Addr, ArpEntry>,
-    statics: HashMap<Ipv4Addr, MacAddr>,
+    statics: FastMap<Ipv4Addr, MacAddr>,
     retry_ns: u64,
 }
 
@@ -44,7 +44,7 @@ impl ArpCache {
     pub fn new(capacity: usize, max_age_ns: u64, retry_ns: u64) -> Self {
         ArpCache {
             learned: AgingMap::new(capacity, max_age_ns),
-            statics: HashMap::new(),
+            statics: FastMap::default(),
             retry_ns,
         }
     }

@@ -15,6 +15,7 @@ pub mod arp_cache;
 pub mod bridge;
 pub mod config;
 pub mod counters;
+mod fasthash;
 pub mod forwarder;
 mod frames;
 pub mod net;

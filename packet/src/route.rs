@@ -4,8 +4,8 @@
 //! shortest: a lookup costs one probe per distinct prefix length in the table (two or three
 //! in a typical router config), independent of the number of routes.
 
+use crate::fasthash::FastMap;
 use crate::net::Ipv4Net;
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 /// Where a route sends packets.
@@ -37,7 +37,7 @@ impl Route {
 #[derive(Clone, Debug, Default)]
 pub struct RouteTable {
     /// Index = prefix length; key = the network address as a u32.
-    by_len: Vec<HashMap<u32, Route>>,
+    by_len: Vec<FastMap<u32, Route>>,
     /// Prefix lengths that hold routes, longest first.
     lengths: Vec<u8>,
 }
@@ -45,7 +45,7 @@ pub struct RouteTable {
 impl RouteTable {
     pub fn new() -> Self {
         RouteTable {
-            by_len: vec![HashMap::new(); 33],
+            by_len: vec![FastMap::default(); 33],
             lengths: Vec::new(),
         }
     }
@@ -76,7 +76,7 @@ impl RouteTable {
     }
 
     pub fn len(&self) -> usize {
-        self.by_len.iter().map(HashMap::len).sum()
+        self.by_len.iter().map(FastMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
