@@ -3,6 +3,53 @@
 //!
 //! Validation reports the first problem as a [`ConfigError`] naming the field (relative
 //! to the packet table, e.g. `routes[1].gateway`) and saying how to fix it.
+//!
+//! A router, with every optional table at its default value:
+//!
+//! ```toml
+//! mode = "router"            # or "bridge": then only interface names (and rules) matter
+//! default_action = "allow"   # for packets no rule matches
+//!
+//! [[interfaces]]
+//! name = "veth1"             # a dataplane device
+//! mac = "02:00:00:00:01:01"
+//! addresses = ["10.0.1.1/24"]
+//! mtu = 1500
+//!
+//! [[interfaces]]
+//! name = "veth2"
+//! mac = "02:00:00:00:02:01"
+//! addresses = ["10.0.2.1/24"]
+//!
+//! [[routes]]
+//! prefix = "10.9.0.0/16"
+//! gateway = "10.0.2.2"       # picks veth2, whose network holds it
+//!
+//! [[static_arp]]
+//! ip = "10.0.2.2"
+//! mac = "02:00:00:00:02:02"
+//!
+//! [arp]
+//! capacity = 1024
+//! max_age_ms = 60000
+//! retry_ms = 1000
+//!
+//! [icmp]
+//! rate_per_sec = 100
+//! burst = 10
+//! answer_echo = true
+//!
+//! [bridge]
+//! capacity = 4096
+//! max_age_ms = 300000
+//!
+//! [[rules]]
+//! action = "deny"
+//! proto = "tcp"              # any (default), tcp, udp, icmp
+//! src = "any"                # prefixes; default any
+//! dst = "10.9.0.0/16"
+//! dst_ports = 22             # or "1024-65535"; tcp/udp only
+//! ```
 
 use crate::net::{is_martian_source, Ipv4Net};
 use crate::rules::{Action, Rule};
@@ -583,6 +630,24 @@ mod tests {
         // Serialize and parse back: the text forms round-trip.
         let text = toml::to_string(&c).unwrap();
         assert_eq!(toml::from_str::<PacketConfig>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn module_doc_example_is_valid() {
+        let source = include_str!("config.rs");
+        let example: String = source
+            .lines()
+            .skip_while(|l| *l != "//! ```toml")
+            .skip(1)
+            .take_while(|l| *l != "//! ```")
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        let c: PacketConfig = toml::from_str(&example).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.arp, ArpConfig::default());
+        assert_eq!(c.icmp, IcmpConfig::default());
+        assert_eq!(c.bridge, BridgeConfig::default());
+        assert_eq!(c.rules.len(), 1);
     }
 
     #[test]
