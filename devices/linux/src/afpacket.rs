@@ -253,6 +253,9 @@ impl Device for AfPacket {
         self.interrupt_armed = armed;
     }
 
+    /// The receive socket: readable when the kernel retires a block. After the link went
+    /// down it also reports EPOLLERR (a pending ENETDOWN) until `check_status` reads the
+    /// error, so a dataplane that sees EPOLLERR should run `check_status`.
     fn interrupt_fd(&self) -> Option<RawFd> {
         Some(self.rx.fd())
     }

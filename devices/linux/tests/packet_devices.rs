@@ -273,6 +273,18 @@ fn receive_ring_overflow_is_counted_in_hw_stats() {
     assert_eq!(receiver.hw_stats().rx_ring_full, ring_full);
 }
 
+/// Whether the device's interrupt fd reports an error (EPOLLERR) right now.
+fn poll_error(device: &impl Device) -> bool {
+    let mut pollfd = libc::pollfd {
+        fd: device.interrupt_fd().unwrap(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let rc = unsafe { libc::poll(&mut pollfd, 1, 0) };
+    rc > 0 && pollfd.revents & libc::POLLERR != 0
+}
+
 #[test]
 fn link_state_follows_the_interface_and_a_recreated_one_is_reopened() {
     require_root!();
@@ -282,7 +294,12 @@ fn link_state_follows_the_interface_and_a_recreated_one_is_reopened() {
     wait_for_state(&mut receiver, LinkState::Up);
 
     pair.b.ip(&["link", "set", "pvb", "down"]).unwrap();
+    assert!(
+        poll_error(&receiver),
+        "a downed link leaves ENETDOWN pending on the socket"
+    );
     wait_for_state(&mut receiver, LinkState::Down);
+    assert!(!poll_error(&receiver), "check_status consumed the error");
     pair.b.ip(&["link", "set", "pvb", "up"]).unwrap();
     wait_for_state(&mut receiver, LinkState::Up);
 
@@ -430,4 +447,74 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
     assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
     assert_eq!(read.len() as u64 + queue_full, 500);
     assert_eq!(sender.dropped, queue_full);
+}
+
+/// Runs `f` on a thread whose effective capability set lacks `capability` (capabilities
+/// are per thread, so the rest of the process keeps them).
+fn without_capability<T: Send>(capability: u32, f: impl FnOnce() -> T + Send) -> T {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let mut header = Header {
+                    version: VERSION_3,
+                    pid: 0,
+                };
+                let mut data = [Data::default(); 2];
+                // SAFETY: capget/capset with a v3 header and two data words, this thread.
+                unsafe {
+                    assert_eq!(libc::syscall(libc::SYS_capget, &mut header, &mut data), 0);
+                    data[(capability / 32) as usize].effective &= !(1 << (capability % 32));
+                    assert_eq!(libc::syscall(libc::SYS_capset, &mut header, &data), 0);
+                }
+                f()
+            })
+            .join()
+            .unwrap()
+    })
+}
+
+#[test]
+fn missing_capabilities_are_named() {
+    require_root!();
+    const CAP_NET_ADMIN: u32 = 12;
+    const CAP_NET_RAW: u32 = 13;
+    let ns = quiet_namespace("pdev-c");
+    let afpacket = in_netns(ns.name(), || {
+        without_capability(CAP_NET_RAW, || {
+            AfPacket::open("lo", AfPacketConfig::default())
+                .err()
+                .map(|e| e.to_string())
+        })
+    })
+    .unwrap()
+    .expect("AF_PACKET without CAP_NET_RAW");
+    assert!(
+        afpacket.contains("lo") && afpacket.contains("needs CAP_NET_RAW"),
+        "{afpacket}"
+    );
+
+    let tap = in_netns(ns.name(), || {
+        without_capability(CAP_NET_ADMIN, || {
+            Tap::open("ptap2").err().map(|e| e.to_string())
+        })
+    })
+    .unwrap()
+    .expect("TAP creation without CAP_NET_ADMIN");
+    assert!(
+        tap.contains("ptap2") && tap.contains("needs CAP_NET_ADMIN"),
+        "{tap}"
+    );
 }
