@@ -133,6 +133,8 @@ struct TxCounts {
     /// The device's own counters (see [`TxDevice`]), read at each report.
     device_pushbacks: u64,
     dropped: u64,
+    /// The interface's `tx_dropped` since the start (see [`crate::link`]).
+    link_dropped: u64,
     skipped: u64,
 }
 
@@ -142,9 +144,10 @@ impl TxCounts {
     }
 
     /// Reads the counters only the device and the pacer know.
-    fn refresh(&mut self, dev: &mut dyn TxDevice, pacer: Option<&Pacer>) {
+    fn refresh(&mut self, dev: &mut dyn TxDevice, pacer: Option<&Pacer>, link: &LinkDrops) {
         self.device_pushbacks = dev.tx_pushbacks();
         self.dropped = dev.tx_dropped();
+        self.link_dropped = link.since_start();
         self.skipped = pacer.map_or(0, Pacer::skipped);
     }
 }
@@ -162,6 +165,8 @@ pub struct GenInterval {
     pub pushed_back: u64,
     /// Frames the device accepted and then dropped (ENOBUFS from a full driver queue).
     pub dropped: u64,
+    /// The interface's own transmit drops (veth ring full); may include `dropped`.
+    pub link_dropped: u64,
     /// Frames the schedule skipped because the generator fell too far behind.
     pub skipped: u64,
 }
@@ -182,6 +187,9 @@ pub struct GenSummary {
     pub mbit_per_s: f64,
     pub pushed_back: u64,
     pub dropped: u64,
+    /// The interface's own transmit drops during the run (veth ring full), which some
+    /// backends never see; `None` if the interface has no such counter.
+    pub link_dropped: Option<u64>,
     pub skipped: u64,
     /// Frames still staged in the device when the run ended (not sent).
     pub unsent: u64,
@@ -266,11 +274,19 @@ impl Generator {
         });
         report.note(|| {
             format!(
-                "[gen] {:>13} {:>12} {:>13} {:>15} {:>12} {:>9} {:>9}",
-                "interval", "frames", "rate", "bitrate", "pushed back", "dropped", "skipped"
+                "[gen] {:>13} {:>12} {:>13} {:>15} {:>12} {:>9} {:>10} {:>9}",
+                "interval",
+                "frames",
+                "rate",
+                "bitrate",
+                "pushed back",
+                "dropped",
+                "link drops",
+                "skipped"
             )
         });
 
+        let link = LinkDrops::start(&self.interface);
         let start = monotonic_ns();
         let deadline = self.duration_ns.map(|d| start + d);
         let mut pacer = match self.rate {
@@ -292,7 +308,7 @@ impl Generator {
             }
             if let (Some(due), Some(interval)) = (next_report, self.interval_ns) {
                 if now >= due {
-                    total.refresh(dev, pacer.as_ref());
+                    total.refresh(dev, pacer.as_ref(), &link);
                     self.report_interval(&mut report, start, reported, (now, total));
                     reported = (now, total);
                     next_report = Some((due + interval).max(now + 1));
@@ -347,7 +363,7 @@ impl Generator {
             dev.flush();
             wait_towards(monotonic_ns() + 50_000);
         }
-        total.refresh(dev, pacer.as_ref());
+        total.refresh(dev, pacer.as_ref(), &link);
         if self.interval_ns.is_some() && now > reported.0 && total != reported.1 {
             self.report_interval(&mut report, start, reported, (now, total));
         }
@@ -367,12 +383,13 @@ impl Generator {
             mbit_per_s: mbit_per_s(total.frames * self.frame_size as u64, seconds),
             pushed_back: total.pushed_back(),
             dropped: total.dropped,
+            link_dropped: link.base.map(|_| total.link_dropped),
             skipped: total.skipped,
             unsent: dev.tx_pending(),
         };
         report.emit("summary", &summary, || {
             let mut text = format!(
-                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>9}  summary",
+                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>10} {:>9}  summary",
                 0.0,
                 seconds,
                 summary.frames,
@@ -380,6 +397,7 @@ impl Generator {
                 summary.mbit_per_s,
                 summary.pushed_back,
                 summary.dropped,
+                summary.link_dropped.map_or("-".into(), |d| d.to_string()),
                 summary.skipped
             );
             if summary.unsent > 0 {
@@ -410,11 +428,12 @@ impl Generator {
             mbit_per_s: mbit_per_s(frames * self.frame_size as u64, seconds),
             pushed_back: to.pushed_back() - from.pushed_back(),
             dropped: to.dropped - from.dropped,
+            link_dropped: to.link_dropped - from.link_dropped,
             skipped: to.skipped - from.skipped,
         };
         report.emit("interval", &interval, || {
             format!(
-                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>9}",
+                "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>10} {:>9}",
                 interval.start,
                 interval.end,
                 interval.frames,
@@ -422,9 +441,32 @@ impl Generator {
                 interval.mbit_per_s,
                 interval.pushed_back,
                 interval.dropped,
+                interval.link_dropped,
                 interval.skipped
             )
         });
+    }
+}
+
+/// The interface's transmit-drop counter at the start of a run.
+struct LinkDrops {
+    interface: String,
+    base: Option<u64>,
+}
+
+impl LinkDrops {
+    fn start(interface: &str) -> LinkDrops {
+        LinkDrops {
+            interface: interface.to_string(),
+            base: crate::link::tx_dropped(interface),
+        }
+    }
+
+    fn since_start(&self) -> u64 {
+        match (self.base, crate::link::tx_dropped(&self.interface)) {
+            (Some(base), Some(now)) => now.saturating_sub(base),
+            _ => 0,
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod faults;
 pub mod frame;
 pub mod gen;
+pub mod link;
 pub mod pace;
 pub mod rate;
 pub mod report;
