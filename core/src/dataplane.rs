@@ -132,6 +132,8 @@ pub struct Interface<D> {
     pub counters: IfCounters,
     /// Adaptive mode: the task is queued (the interrupt is masked meanwhile).
     task_queued: bool,
+    /// Interrupt mode: the handler is running (it returns once the ring is empty).
+    in_handler: bool,
     /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
     rx_process_limit: i64,
     /// Device drops already folded into `counters`.
@@ -298,6 +300,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         self.tx.bytes.clear();
     }
 
+    /// Folds the drops devices counted on their own into the interface counters.
     fn fold_hw_drops(&mut self, i: usize) {
         let iface = &mut self.ifs[i];
         let total = iface.dev.hw_stats().rx_ring_full;
@@ -446,6 +449,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     mode: Mode::Interrupt,
                     counters: IfCounters::default(),
                     task_queued: false,
+                    in_handler: false,
                     rx_process_limit: RX_PROCESS_LIMIT,
                     hw_seen: 0,
                 }
@@ -530,6 +534,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let iface = &mut self.devs.ifs[i];
         iface.mode = mode;
         iface.task_queued = false;
+        iface.in_handler = false;
         iface
             .dev
             .set_interrupt(matches!(mode, Mode::Interrupt | Mode::Adaptive));
@@ -562,9 +567,30 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 d.ifs[i].dev.set_interrupt(false);
             }
             _ => {
-                // Run to completion: the ring is drained before the handler returns.
-                while d.links[i] == LinkState::Up && d.receive(i, BATCH) > 0 {}
+                d.ifs[i].in_handler = true;
+                return self.continue_handler(i);
             }
+        }
+        d.take_work()
+    }
+
+    /// The interface whose interrupt handler is still running, if any. A handler runs to
+    /// completion: the executor calls [`Dataplane::continue_handler`] at interrupt
+    /// priority until it returns, one batch at a time so that virtual and real time both
+    /// advance (and a clock tick can still preempt it).
+    pub fn handler_running(&self) -> Option<usize> {
+        self.devs.ifs.iter().position(|f| f.in_handler)
+    }
+
+    /// One more batch of a running interrupt handler; it returns when the ring is empty.
+    pub fn continue_handler(&mut self, i: usize) -> Work {
+        let d = &mut self.devs;
+        if d.ifs[i].in_handler && d.links[i] == LinkState::Up {
+            d.receive(i, BATCH);
+        }
+        let iface = &mut d.ifs[i];
+        if d.links[i] != LinkState::Up || !iface.dev.rx_ready() {
+            iface.in_handler = false;
         }
         d.take_work()
     }
@@ -631,6 +657,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Whether the scheduler has a chunk or pollmore armed.
     pub fn netisr_scheduled(&self) -> bool {
         self.poller.netisr_scheduled()
+    }
+
+    /// Brings every interface's device-counted drops (rx ring full) into its counters;
+    /// receive paths do this as they go, this catches interfaces that were not serviced.
+    pub fn sync_hw_drops(&mut self) {
+        for i in 0..self.devs.ifs.len() {
+            self.devs.fold_hw_drops(i);
+        }
     }
 
     /// Whether a chunk of a poll cycle is armed.

@@ -221,6 +221,7 @@ impl Sim {
                 Bucket::Idle => &mut self.split.idle_ns,
             } += spent;
         }
+        self.dp.sync_hw_drops();
     }
 
     /// Runs the most urgent piece of work and says whose time it was.
@@ -236,6 +237,11 @@ impl Sim {
             self.ticks += n;
             self.charge(self.costs.tick_ns);
             self.dp.hardclock(now, n as u32);
+            return Bucket::Intr;
+        }
+        if let Some(i) = self.dp.handler_running() {
+            let work = self.dp.continue_handler(i);
+            self.charge(work.enqueued * self.costs.enqueue_ns);
             return Bucket::Intr;
         }
         if let Some(i) = self.asserted_interrupt() {

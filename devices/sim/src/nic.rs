@@ -315,6 +315,19 @@ impl SimNic {
         }
     }
 
+    /// Puts `n` frames on the wire now, as a burst (scripted scenarios and tests).
+    pub fn inject(&mut self, n: usize) {
+        let now = self.clock.get();
+        for _ in 0..n {
+            self.stats.arrived += 1;
+            if (self.rx.len() + 1) * self.cfg.descriptors_per_frame > self.cfg.rx_ring {
+                self.stats.rx_ring_full += 1;
+            } else {
+                self.rx.push_back(now);
+            }
+        }
+    }
+
     /// The next time something happens on this NIC (an arrival or a departure).
     pub fn next_event(&self) -> u64 {
         let tx = self.tx.front().map_or(u64::MAX, |&(t, _)| t);

@@ -34,7 +34,7 @@ pub const CPU: CpuCosts = CpuCosts {
     tick_ns: 1_000,
     fwd_ns: 800,
     local_ns: 300,
-    enqueue_ns: 1_700,
+    enqueue_ns: 1_800,
     switch_ns: 1_000,
     gen_ns: 4_500,
 };

@@ -102,7 +102,7 @@ impl Scenario {
         let s: Scenario = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
-                .map(|sp| text[..sp.start].lines().count().max(1))
+                .map(|sp| text[..sp.start].matches('\n').count() + 1)
                 .map_or(String::new(), |l| format!(", line {l}"));
             format!("{path}{line}: {}", e.message())
         })?;

@@ -1,0 +1,288 @@
+//! What the core issue says polld must show, on virtual time: livelock and its cure,
+//! user_frac holding, conservation across mode switches, em-style bounded batches
+//! (spec §10.14), and clear errors for bad scenarios.
+
+use polld_core::{DropReason, Mode, Poller};
+use polld_sim::scenario::{check_conservation, report};
+use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
+
+const MS: u64 = 1_000_000;
+
+/// One stream forwarded from in0 to out0 at `pps`, both NICs in `mode`.
+fn one_stream(pps: f64, mode: Mode, ff: bool, user: UserTask, knobs: &[(&str, &str)]) -> Scenario {
+    let mut input = NicConfig::new("in0", Arrivals::Constant { pps });
+    input.costs = rizzo::DRIVER;
+    input.route = Some("out0".into());
+    input.mode = mode;
+    let mut output = NicConfig::new("out0", Arrivals::None);
+    output.costs = rizzo::DRIVER;
+    output.line_pps = 10_000_000.0;
+    output.mode = mode;
+    let mut s = Scenario {
+        name: "one stream".into(),
+        duration_ms: 300.0,
+        seed: 7,
+        user,
+        knobs: Default::default(),
+        costs: rizzo::CPU,
+        nics: vec![input, output],
+    };
+    let ff = if ff { "1" } else { "0" };
+    s.knobs.insert(
+        "net.inet.ip.fastforwarding".into(),
+        toml::Value::String(ff.into()),
+    );
+    for (k, v) in knobs {
+        s.knobs
+            .insert(k.to_string(), toml::Value::String(v.to_string()));
+    }
+    s
+}
+
+fn delivered(s: &Scenario) -> f64 {
+    let mut sim = s.build().unwrap();
+    sim.run_until((s.duration_ms * 1e6) as u64);
+    check_conservation(&sim).unwrap();
+    report(&s.name, &sim).delivered_pps
+}
+
+#[test]
+fn interrupts_without_fastforwarding_livelock_and_polling_cures_it() {
+    let rates: Vec<f64> = (1..=12).map(|k| k as f64 * 20_000.0).collect();
+    let curve: Vec<f64> = rates
+        .iter()
+        .map(|&r| delivered(&one_stream(r, Mode::Interrupt, false, UserTask::None, &[])))
+        .collect();
+    let (peak_i, &peak) = curve
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .unwrap();
+    assert!(
+        peak_i > 0 && peak_i < rates.len() - 1,
+        "rises then falls: {curve:?}"
+    );
+    let flood = 4.0 * rates[peak_i];
+    let at_flood = delivered(&one_stream(
+        flood,
+        Mode::Interrupt,
+        false,
+        UserTask::None,
+        &[],
+    ));
+    assert!(
+        at_flood < 0.10 * peak,
+        "interrupt mode at 4x the peak input ({flood}) delivers {at_flood}, peak {peak}"
+    );
+    // Polling at the same inputs holds at least 95 % of its own peak.
+    let idle = [("kern.polling.idle_poll", "1")];
+    let polled: Vec<f64> = rates
+        .iter()
+        .chain([flood].iter())
+        .map(|&r| delivered(&one_stream(r, Mode::Polling, false, UserTask::None, &idle)))
+        .collect();
+    let poll_peak = polled.iter().cloned().fold(0.0, f64::max);
+    let poll_flood = *polled.last().unwrap();
+    assert!(
+        poll_flood >= 0.95 * poll_peak,
+        "polling at the flood {poll_flood}, peak {poll_peak}"
+    );
+}
+
+#[test]
+fn user_frac_holds_under_a_flood_with_a_cpu_bound_user_task() {
+    for uf in ["10", "50", "90"] {
+        let knobs = [
+            ("kern.polling.user_frac", uf),
+            ("kern.polling.burst_max", "1000"),
+        ];
+        let s = one_stream(2_000_000.0, Mode::Polling, true, UserTask::Spin, &knobs);
+        let mut sim = s.build().unwrap();
+        sim.run_until(200 * MS); // converge
+        let before = sim.split;
+        sim.run_until(1_200 * MS);
+        let user = (sim.split.user_ns - before.user_ns) as f64 * 100.0
+            / (sim.split.total() - before.total()) as f64;
+        let want: f64 = uf.parse().unwrap();
+        assert!(
+            (user - want).abs() <= 5.0,
+            "user_frac={uf}: user got {user:.1}%"
+        );
+        check_conservation(&sim).unwrap();
+    }
+}
+
+#[test]
+fn with_idle_poll_and_no_user_task_the_devices_get_the_whole_cpu() {
+    let knobs = [("kern.polling.idle_poll", "1")];
+    let s = one_stream(2_000_000.0, Mode::Polling, true, UserTask::None, &knobs);
+    let mut sim = s.build().unwrap();
+    sim.run_until(500 * MS);
+    let c = sim.split;
+    assert!(
+        c.pct(c.device_ns()) > 99.0,
+        "devices got {:.2}%",
+        c.pct(c.device_ns())
+    );
+    assert_eq!(c.idle_ns, 0);
+    // And they take more than hz * burst_max, thanks to the idle poller.
+    let rx = sim.nic(0).stats.received as f64 / 0.5;
+    assert!(rx > 150_000.0, "rx {rx}");
+}
+
+#[test]
+fn switching_modes_under_load_loses_no_frame() {
+    let mut s = one_stream(300_000.0, Mode::Interrupt, true, UserTask::Spin, &[]);
+    s.nics[0].arrivals = Arrivals::Poisson { pps: 300_000.0 };
+    let mut sim = s.build().unwrap();
+    let plan = [
+        (Mode::Polling, "1"),
+        (Mode::Adaptive, "1"),
+        (Mode::Busy, "0"),
+        (Mode::Interrupt, "0"),
+        (Mode::Polling, "0"),
+        (Mode::Adaptive, "0"),
+        (Mode::Interrupt, "1"),
+        (Mode::Busy, "1"),
+        (Mode::Polling, "1"),
+    ];
+    let mut t = 0;
+    for (mode, ff) in plan {
+        t += 37 * MS;
+        sim.run_until(t);
+        check_conservation(&sim).unwrap();
+        let dp = sim.dataplane_mut();
+        dp.sysctl_set("net.inet.ip.fastforwarding", ff).unwrap();
+        for i in 0..2 {
+            dp.set_mode(i, mode).unwrap();
+        }
+        assert_eq!(dp.interfaces()[0].mode(), mode);
+        assert_eq!(dp.poller().is_registered(0), mode == Mode::Polling);
+    }
+    sim.run_until(t + 50 * MS);
+    check_conservation(&sim).unwrap();
+    let c = sim.dataplane().interfaces()[0].counters;
+    assert!(c.forwarded > 20_000, "traffic flowed: {c:?}");
+    assert!(c.interrupts > 0 && c.polls > 0 && c.tasks > 0);
+}
+
+/// Spec §10.14: backlog N, limit L: the task runs ceil(N/L) times, no interrupt while work
+/// remains, the ring is released once per run, the limit counts frames not descriptors,
+/// and L = -1 drains everything in one run.
+#[test]
+fn adaptive_mode_handles_bounded_batches_like_em() {
+    for (n, limit) in [(250usize, "100"), (250, "-1"), (99, "100"), (300, "7")] {
+        let mut nic = NicConfig::new("em0", Arrivals::None);
+        nic.descriptors_per_frame = 3; // jumbo frames on 2 KiB buffers
+        nic.rx_ring = 3 * 300;
+        let costs = CpuCosts::default();
+        let mut sim = Sim::new(
+            Poller::default(),
+            vec![nic],
+            vec![None],
+            costs,
+            UserTask::None,
+            1,
+        );
+        let dp = sim.dataplane_mut();
+        dp.set_mode(0, Mode::Adaptive).unwrap();
+        dp.sysctl_set("dev.em0.rx_process_limit", limit).unwrap();
+        dp.interface_mut(0).dev.inject(n);
+        sim.run_until(50 * MS);
+        let iface = &sim.dataplane().interfaces()[0];
+        let l: i64 = limit.parse().unwrap();
+        let runs = if l < 0 {
+            1
+        } else {
+            n.div_ceil(l as usize) as u64
+        };
+        assert_eq!(iface.counters.rx_packets, n as u64);
+        assert_eq!(iface.counters.tasks, runs, "N={n} L={limit}");
+        assert_eq!(
+            iface.counters.interrupts, 1,
+            "no interrupt while work remains"
+        );
+        assert_eq!(
+            iface.dev.stats.rx_publishes, runs,
+            "one ring release per batch"
+        );
+        assert!(!iface.task_queued());
+        assert!(sim.dataplane().interrupt_armed(0), "re-armed once drained");
+    }
+}
+
+#[test]
+fn interrupt_mode_input_queue_overflow_is_a_named_drop() {
+    let s = one_stream(400_000.0, Mode::Interrupt, false, UserTask::None, &[]);
+    let mut sim = s.build().unwrap();
+    sim.run_until(100 * MS);
+    check_conservation(&sim).unwrap();
+    let c = sim.dataplane().interfaces()[0].counters;
+    assert!(c.drops.get(DropReason::IntrQueueFull) > 0, "{c:?}");
+}
+
+#[test]
+fn the_rizzo_table_has_the_seed_shape() {
+    let t = rizzo::table(300.0).unwrap();
+    let row = |name: &str| t.rows.iter().find(|r| r.test == name).unwrap().clone();
+    let tx = row("Transmit");
+    assert!(
+        tx.polling > tx.interrupt && tx.polling > 140_000.0,
+        "{tx:?}"
+    );
+    let cpu = row("Rx CPU load");
+    assert!(cpu.interrupt > 1.5 * cpu.polling, "{cpu:?}");
+    let one = row("Forwarding 1 stream");
+    assert!(
+        one.interrupt > 130_000.0 && one.polling > 140_000.0,
+        "{one:?}"
+    );
+    let noff = row("Forwarding 1 stream, no fast forwarding");
+    assert!(noff.interrupt < 0.01 * noff.polling, "livelock: {noff:?}");
+    for name in ["Forwarding 2 streams", "Forwarding 4 streams"] {
+        let r = row(name);
+        assert!(
+            r.interrupt < 0.05 * r.polling && r.polling > 148_000.0,
+            "{r:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_scenarios_get_errors_naming_the_problem() {
+    let nic_a = "[[nic]]\nname = \"a\"\n";
+    let cases = [
+        (
+            format!("duration_ms = 10\n{nic_a}route = \"b\"\n"),
+            "route 'b'",
+        ),
+        (format!("duration_ms = 10\n{nic_a}{nic_a}"), "defined twice"),
+        (
+            format!("duration_ms = 10\n[knobs]\n\"kern.polling.user_frac\" = 100\n{nic_a}"),
+            "0..99",
+        ),
+        (
+            format!("duration_ms = 10\n[knobs]\n\"kern.polling.nope\" = 1\n{nic_a}"),
+            "unknown oid",
+        ),
+        (format!("duration_ms = 10\n{nic_a}speed = 3\n"), "line 4"),
+        (
+            format!("duration_ms = 10\n{nic_a}mode = \"turbo\"\n"),
+            "turbo",
+        ),
+        (format!("duration_ms = 0\n{nic_a}"), "duration_ms"),
+        ("duration_ms = 10\n".to_string(), "nic"),
+        (format!("duration_ms = 10\n{nic_a}rx_ring = 0\n"), "rx_ring"),
+        (
+            format!("duration_ms = 10\nuser = {{ kind = \"generator\", nic = 3 }}\n{nic_a}"),
+            "generator",
+        ),
+    ];
+    for (text, needle) in cases {
+        let err = Scenario::from_toml("bad.toml", &text).unwrap_err();
+        assert!(
+            err.contains("bad.toml") && err.contains(needle),
+            "{needle}: {err}"
+        );
+    }
+}
