@@ -397,8 +397,8 @@ impl Poller {
     /// `burst` reports the packets per interface the cycle polled.
     fn time_account(&mut self, now: u64) {
         let handlers = self.table.len().max(1) as u64;
-        if self.cycle_packets > 0 {
-            let sample = now.saturating_sub(self.cycle_start) / self.cycle_packets;
+        let elapsed = now.saturating_sub(self.cycle_start);
+        if let Some(sample) = elapsed.checked_div(self.cycle_packets) {
             self.state.ns_per_packet = if self.state.ns_per_packet == 0 {
                 sample
             } else {

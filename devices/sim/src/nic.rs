@@ -147,20 +147,20 @@ impl NicConfig {
                 self.rx_ring
             ));
         }
-        if !(self.line_pps > 0.0) {
+        if self.line_pps.is_nan() || self.line_pps <= 0.0 {
             return Err(format!("nic '{n}': line_pps must be positive"));
         }
         if !(14..=9018).contains(&self.frame_len) {
             return Err(format!("nic '{n}': frame_len must be 14..=9018 bytes"));
         }
         let pps = self.arrivals.pps();
-        if !(pps >= 0.0 && pps.is_finite()) {
+        if !pps.is_finite() || pps < 0.0 {
             return Err(format!(
                 "nic '{n}': arrivals.pps must be a finite rate >= 0"
             ));
         }
         if let Arrivals::OnOff { on_ms, off_ms, .. } = self.arrivals {
-            if !(on_ms > 0.0 && off_ms >= 0.0) {
+            if on_ms.is_nan() || off_ms.is_nan() || on_ms <= 0.0 || off_ms < 0.0 {
                 return Err(format!(
                     "nic '{n}': on/off arrivals need on_ms > 0 and off_ms >= 0"
                 ));

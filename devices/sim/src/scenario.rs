@@ -112,7 +112,7 @@ impl Scenario {
 
     /// Checks the scenario as a whole: names, routes, knobs, the user task.
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.duration_ms > 0.0 && self.duration_ms <= 3_600_000.0) {
+        if self.duration_ms.is_nan() || self.duration_ms <= 0.0 || self.duration_ms > 3_600_000.0 {
             return Err("duration_ms must be > 0 and at most one hour".into());
         }
         if self.nics.is_empty() {
