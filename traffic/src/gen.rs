@@ -84,8 +84,10 @@ pub struct GenArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 
+    /// Source MAC of every frame.
     #[arg(long, default_value = "02:00:00:00:01:01")]
     pub src_mac: Mac,
+    /// Destination MAC of every frame: the peer's, or the next hop's when forwarding.
     #[arg(long, default_value = "02:00:00:00:01:02")]
     pub dst_mac: Mac,
     /// Source address of flow 0.
@@ -94,8 +96,10 @@ pub struct GenArgs {
     /// Destination address of flow 0.
     #[arg(long, default_value = "10.0.2.100")]
     pub dst_ip: Ipv4Addr,
+    /// UDP source port of flow 0.
     #[arg(long, default_value_t = 9)]
     pub src_port: u16,
+    /// UDP destination port of flow 0.
     #[arg(long, default_value_t = 9)]
     pub dst_port: u16,
 

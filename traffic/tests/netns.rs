@@ -6,6 +6,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use clap::Parser;
 use polld_dev::netns::{self, Netns, VethEnd};
@@ -245,4 +246,47 @@ fn the_xdp_counter_sees_every_frame() {
         "{text}"
     );
     assert!(summary.analysis.is_none());
+}
+
+/// Discards output, and reports the first write (the header: the sink is running).
+struct FirstWrite(Option<mpsc::Sender<()>>);
+
+impl std::io::Write for FirstWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(started) = self.0.take() {
+            let _ = started.send(());
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn sigint_stops_the_sink_which_still_returns_its_summary() {
+    let Some(p) = pair() else { return };
+    let argv = ["sink", "ts", "--netns", p.sink.name(), "-i", "0"];
+    let args = SinkCli::try_parse_from(argv).unwrap().args;
+    let (started_tx, started) = mpsc::channel();
+    let sink = thread::spawn(move || {
+        raise_priority();
+        polld_traffic::run_sink(&args, &mut FirstWrite(Some(started_tx)))
+    });
+    started
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the sink started and printed its header");
+    generate(&p, &["--rate", "10k", "--count", "1000"]);
+    thread::sleep(Duration::from_millis(300)); // the last ring block retires after 1 ms
+                                               // SAFETY: signals our own process; run_sink installed a handler that only sets a flag.
+    unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+    let summary = sink.join().unwrap().unwrap();
+    // SAFETY: restores the default dispositions for the rest of the test process.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+    assert_eq!(summary.frames, 1000, "{summary:?}");
+    assert_eq!(conserved(&summary).sequence.lost, 0);
 }
