@@ -17,7 +17,7 @@ use crate::backend::{TxBackend, TxDevice};
 use crate::clock::{monotonic_ns, tighten_timer_slack, wait_towards};
 use crate::faults::{Gap, SeqSchedule};
 use crate::frame::{check_frame_size, parse_frame_size, FlowAddrs, FlowTemplate, Mac};
-use crate::pace::Pacer;
+use crate::pace::{Pacer, CATCH_UP_WINDOW_NS};
 use crate::rate::{bitrate_to_pps, parse_bitrate, parse_rate, Rate};
 use crate::report::{format_pps, mbit_per_s, per_second, Reporter};
 use crate::{parse_duration, parse_seconds, seconds_to_ns, Error};
@@ -325,9 +325,15 @@ impl Generator {
             if let Some(count) = self.count {
                 want = want.min(count - total.frames);
             }
-            // At the deadline a paced run still sends the frames that fell due before it.
-            if deadline.is_some_and(|d| now >= d) && (pacer.is_none() || want == 0) {
-                break;
+            // At the deadline a paced run still sends the frames that fell due before it,
+            // for at most the catch-up window (the device may refuse them for good).
+            if let Some(d) = deadline.filter(|&d| now >= d) {
+                if want == 0 || now >= d + CATCH_UP_WINDOW_NS {
+                    if let Some(p) = pacer.as_mut() {
+                        p.skip_due(now);
+                    }
+                    break;
+                }
             }
             if want == 0 {
                 let next_frame = pacer.as_ref().map_or(now, Pacer::next_due_ns);

@@ -86,6 +86,13 @@ impl Pacer {
         self.done += frames;
     }
 
+    /// Gives up on every frame due now: they count as skipped.
+    pub fn skip_due(&mut self, now_ns: u64) {
+        let owed = self.due(now_ns);
+        self.skipped += owed;
+        self.done += owed;
+    }
+
     /// When the next unsent frame is due (less the batch window).
     pub fn next_due_ns(&self) -> u64 {
         (self.start_ns + (self.done as f64 * self.ns_per_frame).ceil() as u64)
@@ -150,6 +157,8 @@ mod tests {
         assert_eq!(p.skipped(), 30_000);
         p.sent(due);
         assert_eq!(p.due(START + 50_000_000), 0);
+        p.skip_due(START + 50_010_000);
+        assert_eq!((p.skipped(), p.due(START + 50_010_000)), (30_010, 0));
     }
 
     #[test]

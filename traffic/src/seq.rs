@@ -6,8 +6,11 @@
 //! one loss is taken back) or a *duplicate* (seen before). A number more than [`WINDOW`]
 //! below the highest can no longer be told apart and counts as *stale*.
 //!
-//! A flow starts at the first number the sink sees, so a sink started after the
-//! generator does not count the frames sent before it as lost. Frames lost at the end of
+//! A flow starts at the lowest number the sink sees, so a sink started after the
+//! generator does not count the frames sent before it as lost; a frame that arrives
+//! late with a number below the flow's start moves the start down (it is reordered,
+//! and the numbers between it and the old start become lost until they arrive).
+//! One generator run per sink run: a restarted generator's numbers count as stale. Frames lost at the end of
 //! a run (after the last one received) are invisible to any sequence-based count.
 
 use serde::Serialize;
@@ -44,6 +47,8 @@ impl SeqCounts {
 /// The state of one flow.
 #[derive(Clone, Debug)]
 struct FlowSeq {
+    /// The lowest number seen: where the flow starts.
+    lowest: u64,
     highest: u64,
     seen: [u64; WORDS],
     counts: SeqCounts,
@@ -52,6 +57,7 @@ struct FlowSeq {
 impl FlowSeq {
     fn new(first: u64) -> FlowSeq {
         let mut flow = FlowSeq {
+            lowest: first,
             highest: first,
             seen: [0; WORDS],
             counts: SeqCounts {
@@ -97,7 +103,13 @@ impl FlowSeq {
             } else {
                 self.seen[word] |= mask;
                 self.counts.reordered += 1;
-                self.counts.lost -= 1;
+                if seq < self.lowest {
+                    // Before the start: the numbers up to the old start were never expected.
+                    self.counts.lost += self.lowest - seq - 1;
+                    self.lowest = seq;
+                } else {
+                    self.counts.lost -= 1;
+                }
             }
         }
     }
@@ -189,6 +201,13 @@ mod tests {
     #[test]
     fn a_late_frame_after_a_gap_takes_back_one_loss() {
         assert_eq!(feed([0, 5, 2, 6]), counts(4, 3, 1, 0, 0));
+    }
+
+    #[test]
+    fn a_late_frame_from_before_the_first_one_seen_extends_the_flow_backwards() {
+        assert_eq!(feed([5, 4, 6]), counts(3, 0, 1, 0, 0));
+        assert_eq!(feed([5, 2, 6]), counts(3, 2, 1, 0, 0));
+        assert_eq!(feed([5, 2, 3, 4]), counts(4, 0, 3, 0, 0));
     }
 
     #[test]

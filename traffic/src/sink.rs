@@ -354,7 +354,11 @@ impl Sink {
                 .unwrap_or(now);
             crate::clock::sleep_until(wake);
             let (f, b) = counter()?;
-            (frames, bytes) = (f - frames_before, b - bytes_before);
+            // Saturating: a counter reset (the program reloaded) must not panic.
+            (frames, bytes) = (
+                f.saturating_sub(frames_before),
+                b.saturating_sub(bytes_before),
+            );
             now = monotonic_ns();
         }
         if self.interval_ns.is_some() && frames != marked.1 {

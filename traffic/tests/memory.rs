@@ -384,3 +384,17 @@ fn a_missing_namespace_or_interface_is_named_in_the_error() {
         assert!(err.0.contains("polld-nosuch0"), "{backend}: {err}");
     }
 }
+
+#[test]
+fn a_device_that_refuses_everything_does_not_hold_a_timed_run_past_its_end() {
+    let wire = Wire::default();
+    let mut full = MemoryDevice::new(&wire, 0);
+    let (gen, _) = generate(&mut full, &["--rate", "1k", "--duration", "0.2"]);
+    assert_eq!(gen.frames, 0);
+    assert!(gen.pushed_back > 0);
+    assert_eq!(gen.skipped, 200, "frames due in [0, 0.2 s): {gen:?}");
+    assert!(
+        gen.seconds < 5.0,
+        "ends soon after the deadline, not never: {gen:?}"
+    );
+}
