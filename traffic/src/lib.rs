@@ -5,7 +5,9 @@
 //! every frame carries its flow, a per-flow sequence number and its send time. The sink
 //! ([`sink`]) receives through a `Device`, counts loss, reordering and duplicates per
 //! flow ([`seq`]) and one-way latency percentiles. Both print iperf-style interval
-//! reports and a summary, or JSON lines ([`report`]).
+//! reports and a summary, or JSON lines ([`report`]). [`backend`] opens the devices
+//! (AF_PACKET, AF_XDP, or an XDP counter for the sink); [`faults`] injects gaps and
+//! reordering for testing sinks. Usage and the meaning of every counter: README.md.
 
 pub mod backend;
 pub mod clock;
