@@ -507,3 +507,26 @@ fn idle_polling_adds_capacity_without_touching_the_accounting() {
     r.p.register(0).unwrap();
     assert!(!r.p.state().idlepoll_sleeping);
 }
+
+// The time controller (kern.polling.controller=time, spec §7's fork) reaches the target share
+// within a few ticks, where the classic +-1 rule needs about B* - 5 ticks.
+#[test]
+fn time_controller_converges_in_a_few_ticks() {
+    let share_after_five = |controller: &str| {
+        let mut r = Rig::new(1, 2 * US);
+        r.set("burst_max", "1000");
+        r.set("controller", controller);
+        r.run_ticks(5);
+        share_over(&mut r, 50)
+    };
+    let time = share_after_five("time");
+    assert!(
+        (time - 50.0).abs() <= 5.0,
+        "time controller after 5 ticks: {time:.1}%"
+    );
+    let classic = share_after_five("classic");
+    assert!(
+        classic < 10.0,
+        "classic is still ramping (burst ~10 of 250): {classic:.1}%"
+    );
+}
