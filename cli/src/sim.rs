@@ -46,21 +46,16 @@ pub fn run(a: SimArgs) -> Result<(), String> {
                 "unknown scenario '{name}': the built-in one is `rizzo`"
             ));
         }
-        let table = rizzo::table(a.duration_ms)?;
-        if a.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&table).map_err(|e| e.to_string())?
-            );
-        } else {
-            print!("{}", table.render());
-            eprintln!(
-                "({} runs simulated in {:.2} s of real time)",
-                table.runs.len(),
-                started.elapsed().as_secs_f64()
+        if !a.set.is_empty() {
+            return Err(
+                "--set does not apply to --scenario rizzo: its settings are the seed's; \
+                        run your own with --file or the scenario flags"
+                    .into(),
             );
         }
-        return Ok(());
+        let table = rizzo::table(a.duration_ms)?;
+        let note = format!("{} runs simulated", table.runs.len());
+        return print(a.json, &table, &table.render(), &note, started);
     }
     let mut scenario = match &a.file {
         Some(path) => {
@@ -80,15 +75,26 @@ pub fn run(a: SimArgs) -> Result<(), String> {
     }
     scenario.validate()?;
     let report = scenario.run()?;
-    if a.json {
+    print(a.json, &report, &report.table(), "simulated", started)
+}
+
+/// Prints JSON for scripts or the text for people, with the real time it took on stderr.
+fn print(
+    json: bool,
+    value: &impl serde::Serialize,
+    text: &str,
+    what: &str,
+    started: std::time::Instant,
+) -> Result<(), String> {
+    if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+            serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", report.table());
+        print!("{text}");
         eprintln!(
-            "(simulated in {:.2} s of real time)",
+            "({what} in {:.2} s of real time)",
             started.elapsed().as_secs_f64()
         );
     }

@@ -67,21 +67,8 @@ impl std::str::FromStr for Mode {
 pub struct Work {
     /// Frames taken from device rings.
     pub rx: u64,
-    /// Frames run through the packet stage.
-    pub processed: u64,
     /// Frames put into the IP input queue.
     pub enqueued: u64,
-    /// Handler invocations (poll calls, interrupt handlers, task runs).
-    pub calls: u64,
-}
-
-impl std::ops::AddAssign for Work {
-    fn add_assign(&mut self, o: Work) {
-        self.rx += o.rx;
-        self.processed += o.processed;
-        self.enqueued += o.enqueued;
-        self.calls += o.calls;
-    }
 }
 
 /// Per-interface counters.
@@ -211,6 +198,8 @@ struct Devices<D, S> {
     queue_maxlen: usize,
     spare: Vec<Vec<u8>>,
     tx: TxStaging,
+    /// Per interface: got frames in the current transmit batch (needs a flush).
+    touched: Vec<bool>,
     /// Where frames for the box go; `None` leaves them to the kernel.
     host: Option<usize>,
     work: Work,
@@ -255,9 +244,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         };
         let n = dev.receive(budget, &mut process) as u64;
         self.work.rx += n;
-        if self.fastforwarding {
-            self.work.processed += n;
-        } else {
+        if !self.fastforwarding {
             self.work.enqueued += n;
         }
         self.transmit();
@@ -270,7 +257,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         if self.tx.frames.is_empty() {
             return;
         }
-        let mut touched = 0u128;
         for s in &self.tx.frames {
             let frame = &self.tx.bytes[s.start..s.start + s.len];
             let sent = self.ifs[s.out].dev.send(frame).is_ok();
@@ -289,10 +275,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 (None, true) => self.ifs[s.out].counters.generated += 1,
                 (None, false) => self.ifs[s.out].counters.generated_dropped += 1,
             }
-            touched |= 1 << (s.out % 128);
+            self.touched[s.out] = true;
         }
-        for (k, iface) in self.ifs.iter_mut().enumerate() {
-            if touched & (1 << (k % 128)) != 0 {
+        for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
+            if std::mem::take(touched) {
                 iface.dev.flush();
             }
         }
@@ -335,7 +321,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             self.spare.push(q.frame);
             n += 1;
         }
-        self.work.processed += n as u64;
         self.transmit();
         n as u64
     }
@@ -391,7 +376,6 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
             self.check_status(id);
         }
         self.ifs[id].counters.polls += 1;
-        self.work.calls += 1;
         if self.links[id] != LinkState::Up {
             return 0;
         }
@@ -440,6 +424,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
+        let touched = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
             .map(|mut dev| {
@@ -466,6 +451,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 queue_maxlen: INTR_QUEUE_MAXLEN,
                 spare: Vec::new(),
                 tx: TxStaging::default(),
+                touched,
                 host: None,
                 work: Work::default(),
                 events: Vec::new(),
@@ -559,7 +545,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
         let d = &mut self.devs;
         d.ifs[i].counters.interrupts += 1;
-        d.work.calls += 1;
         match d.ifs[i].mode {
             Mode::Adaptive => {
                 // Mask the device and hand the work to the task.
@@ -614,7 +599,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             return Work::default();
         }
         d.ifs[i].counters.tasks += 1;
-        d.work.calls += 1;
         let limit = d.ifs[i].rx_process_limit;
         let budget = if limit < 0 {
             usize::MAX
@@ -704,19 +688,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
-    /// Re-registers an interface that came back (after [`Event::Gone`]) in its mode.
-    pub fn revive(&mut self, i: usize, dev: D) {
-        let iface = &mut self.devs.ifs[i];
-        iface.dev = dev;
-        iface.hw_seen = 0;
-        self.devs.links[i] = LinkState::Up;
-        let mode = iface.mode;
-        iface.mode = Mode::Interrupt;
-        iface.dev.set_interrupt(true);
-        // Registration cannot fail here: the interface was deregistered when it went.
-        let _ = self.set_mode(i, mode);
-    }
-
     /// Reads a sysctl: `kern.polling.*`, `net.inet.ip.*` or `dev.<if>.*`.
     pub fn sysctl_get(&self, name: &str) -> Option<String> {
         self.sysctl_entries(name)
@@ -752,7 +723,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             "Frames in the IP input queue",
             false,
         ));
-        for iface in &self.devs.ifs {
+        for (iface, link) in self.devs.ifs.iter().zip(&self.devs.links) {
             let c = &iface.counters;
             let p = format!("dev.{}.", iface.dev.name());
             let n = |s: &str| format!("{p}{s}");
@@ -768,7 +739,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 "Adaptive mode: frames per task run, -1 unlimited",
                 true,
             ));
-            let link = match self.devs.links[self.index_of(iface.dev.name()).unwrap_or(0)] {
+            let link = match link {
                 LinkState::Up => "up",
                 LinkState::Down => "down",
                 LinkState::Gone => "gone",
@@ -827,9 +798,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Writes a sysctl with validation; a rejected write changes nothing.
     pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
         if name.starts_with("kern.polling.") {
-            self.poller.set_knob(name, value)?;
-            self.poller.refresh();
-            return Ok(());
+            return self.poller.set_knob(name, value);
         }
         match name {
             "net.inet.ip.fastforwarding" => {

@@ -167,8 +167,7 @@ impl Poller {
         &self.knobs
     }
 
-    /// The knobs, for validated writes (see [`Knobs::set`]); writes that touch the
-    /// scheduler's state (burst_max, reg_frac) go through [`Poller::set_knob`].
+    /// The scheduler's state and counters (the read-only `kern.polling.*` values).
     pub fn state(&self) -> &PollState {
         &self.state
     }
@@ -209,6 +208,8 @@ impl Poller {
         if self.knobs.reg_frac != before.reg_frac && self.reg_frac_count >= self.knobs.reg_frac {
             self.reg_frac_count = 0;
         }
+        // Writing idle_poll wakes (or puts to sleep) the idle poller.
+        self.update_idle_sleep();
         Ok(())
     }
 
@@ -432,11 +433,6 @@ impl Poller {
 
     fn update_idle_sleep(&mut self) {
         self.state.idlepoll_sleeping = !self.idle_poll_active();
-    }
-
-    /// Re-evaluates the idle poller after a knob write.
-    pub fn refresh(&mut self) {
-        self.update_idle_sleep();
     }
 }
 

@@ -187,7 +187,9 @@ pub struct NicStats {
     pub tx_wire: u64,
     /// Transmit-complete interrupts taken.
     pub tx_interrupts: u64,
-    /// Sum of (wire time - arrival time) over forwarded frames that carried a timestamp, ns.
+    /// Frames that left on the wire carrying an arrival stamp (forwarded ones).
+    pub stamped: u64,
+    /// Sum of (wire time - arrival time) over those frames, ns.
     pub latency_sum_ns: u64,
     /// Largest such latency, ns.
     pub latency_max_ns: u64,
@@ -309,6 +311,7 @@ impl SimNic {
             self.stats.tx_wire += 1;
             if stamp > 0 {
                 let lat = done.saturating_sub(stamp);
+                self.stats.stamped += 1;
                 self.stats.latency_sum_ns += lat;
                 self.stats.latency_max_ns = self.stats.latency_max_ns.max(lat);
             }

@@ -200,7 +200,6 @@ pub fn report(name: &str, sim: &Sim) -> Report {
         .iter()
         .map(|f| {
             let s = f.dev.stats;
-            let forwarded_on_wire = s.tx_wire.max(1);
             NicReport {
                 name: f.dev.config().name.clone(),
                 mode: f.mode(),
@@ -208,7 +207,7 @@ pub fn report(name: &str, sim: &Sim) -> Report {
                 counters: f.counters,
                 rx_pps: per_s(s.received),
                 tx_pps: per_s(s.tx_wire),
-                latency_avg_us: s.latency_sum_ns as f64 / forwarded_on_wire as f64 / 1e3,
+                latency_avg_us: s.latency_sum_ns as f64 / s.stamped.max(1) as f64 / 1e3,
                 latency_max_us: s.latency_max_ns as f64 / 1e3,
             }
         })
