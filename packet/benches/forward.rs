@@ -12,25 +12,7 @@ use polld_packet::{Forwarder, PacketConfig};
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 
-const CONFIG: &str = r#"
-    [[interfaces]]
-    name = "in"
-    mac = "02:00:00:00:01:01"
-    addresses = ["10.0.1.1/24"]
-
-    [[interfaces]]
-    name = "out"
-    mac = "02:00:00:00:02:01"
-    addresses = ["10.0.2.1/24"]
-
-    [[routes]]
-    prefix = "10.9.0.0/16"
-    gateway = "10.0.2.2"
-
-    [[static_arp]]
-    ip = "10.0.2.2"
-    mac = "02:00:00:00:02:02"
-"#;
+const CONFIG: &str = include_str!("../testdata/router.toml");
 
 struct Discard;
 
@@ -58,7 +40,7 @@ fn udp_frame() -> [u8; 60] {
 
 fn forward(c: &mut Criterion) {
     let config: PacketConfig = toml::from_str(CONFIG).unwrap();
-    let mut fwd = Forwarder::new(&config, &["in", "out"]).unwrap();
+    let mut fwd = Forwarder::new(&config, &["veth1", "veth2"]).unwrap();
     let template = udp_frame();
     let mut frame = template;
     assert_eq!(

@@ -572,29 +572,11 @@ fn validate_rule(i: usize, rule: &Rule) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
 
-    const ROUTER: &str = r#"
-        mode = "router"
-        default_action = "allow"
-
-        [[interfaces]]
-        name = "veth1"
-        mac = "02:00:00:00:01:01"
-        addresses = ["10.0.1.1/24"]
-
-        [[interfaces]]
-        name = "veth2"
-        mac = "02:00:00:00:02:01"
-        addresses = ["10.0.2.1/24"]
-        mtu = 1400
-
-        [[routes]]
-        prefix = "10.9.0.0/16"
-        gateway = "10.0.2.2"
-
-        [[static_arp]]
-        ip = "10.0.2.2"
-        mac = "02:00:00:00:02:02"
-
+    /// The shared test router, with the top-level keys before it and more tables after.
+    const ROUTER: &str = concat!(
+        "mode = \"router\"\ndefault_action = \"allow\"\n",
+        include_str!("../testdata/router.toml"),
+        r#"
         [arp]
         capacity = 256
 
@@ -608,7 +590,8 @@ mod tests {
         action = "allow"
         proto = "udp"
         src_ports = "1024-65535"
-    "#;
+    "#
+    );
 
     fn router() -> PacketConfig {
         toml::from_str(ROUTER).unwrap()

@@ -13,26 +13,7 @@ use polld_packet::{Forwarder, PacketConfig};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
-const BASE: &str = r#"
-    [[interfaces]]
-    name = "veth1"
-    mac = "02:00:00:00:01:01"
-    addresses = ["10.0.1.1/24"]
-
-    [[interfaces]]
-    name = "veth2"
-    mac = "02:00:00:00:02:01"
-    addresses = ["10.0.2.1/24"]
-    mtu = 1400
-
-    [[routes]]
-    prefix = "10.9.0.0/16"
-    gateway = "10.0.2.2"
-
-    [[static_arp]]
-    ip = "10.0.2.2"
-    mac = "02:00:00:00:02:02"
-"#;
+const BASE: &str = include_str!("../testdata/router.toml");
 
 // Router port MACs; host A sits behind port 0, gateway G behind port 1.
 fn r1() -> MacAddr {
