@@ -20,11 +20,6 @@ const SINK_MAC: &str = "02:00:00:00:01:02";
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Runs this thread at the highest nice priority (as `nice -n -20 polld gen` would), so
 /// that other work on this 2-vCPU machine cannot stall pacing or receiving for long.
 fn raise_priority() {
@@ -40,7 +35,7 @@ struct Pair {
 }
 
 fn pair() -> Option<Pair> {
-    if !is_root() {
+    if !netns::is_root() {
         eprintln!("skipped: needs root for namespaces");
         return None;
     }

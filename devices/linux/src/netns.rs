@@ -156,6 +156,13 @@ pub fn veth_pair(a: VethEnd<'_>, b: VethEnd<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Whether this process runs as root: namespaces, raw sockets and BPF need it, so the
+/// integration tests that use them skip (saying so) without it.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Moves the calling thread into the namespace `name` (as `ip netns exec` would).
 pub fn enter(name: &str) -> Result<()> {
     let path = format!("/var/run/netns/{name}");
@@ -192,11 +199,6 @@ pub fn in_netns<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn is_root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
-    }
 
     #[test]
     fn namespaces_are_created_connected_and_removed() {

@@ -4,6 +4,9 @@
 //! (router solicitations, MLD) and frame counts can be exact. Test frames use the
 //! local-experimental ethertype 0x88b5, which the receiving kernel ignores.
 
+#[macro_use]
+mod common;
+
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -16,20 +19,6 @@ const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x02];
 const TEST_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
 const PATIENCE: Duration = Duration::from_secs(10);
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-macro_rules! require_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root");
-            return;
-        }
-    };
-}
 
 fn quiet_namespace(prefix: &str) -> Netns {
     let ns = Netns::create(prefix).unwrap();

@@ -5,6 +5,9 @@
 //! IPv6 is off in both namespaces so that no router solicitation disturbs exact counts.
 //! Needs root; skipped otherwise.
 
+#[macro_use]
+mod common;
+
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -21,20 +24,6 @@ const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
 const ETHERTYPE: u16 = 0x88b5;
 /// Generous: the VM is small and shared.
 const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-macro_rules! require_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root");
-            return;
-        }
-    };
-}
 
 struct Pair {
     a: Netns,

@@ -461,10 +461,7 @@ mod tests {
         assert_eq!(parse_cpu_list("x"), None);
     }
 
-    fn is_root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
-    }
+    use crate::netns::is_root;
 
     #[test]
     fn a_rejected_program_carries_the_verifier_log() {
