@@ -299,11 +299,17 @@ fn a_killed_holder_leaves_no_program_attached() {
     let link_fd = link.as_fd().as_raw_fd();
     let mut command = Command::new("sleep");
     command.arg("600").stdin(Stdio::null());
-    // SAFETY: the hook only calls dup2, which is async-signal-safe. Fd 3 in the child is
-    // the link, without close-on-exec.
+    // SAFETY: the hook only calls dup2 and fcntl, which are async-signal-safe. Fd 3 in the
+    // child is the link, without close-on-exec. When the link already is fd 3, dup2 does
+    // nothing (close-on-exec stays set), so the flag is cleared directly.
     unsafe {
         command.pre_exec(move || {
-            if libc::dup2(link_fd, 3) < 0 {
+            let rc = if link_fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(link_fd, 3)
+            };
+            if rc < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
