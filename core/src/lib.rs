@@ -8,12 +8,14 @@
 //! the real poller thread.
 //!
 //! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
+//! - [`ifpoll`]: DragonFly's per-CPU pollers (RX, TX every `tx_frac` ticks, status on CPU 0);
 //! - [`knobs`]: `kern.polling.*` names, defaults and validation;
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
 
 pub mod dataplane;
 pub mod device;
+pub mod ifpoll;
 pub mod knobs;
 pub mod poll;
 pub mod stage;

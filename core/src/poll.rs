@@ -118,8 +118,8 @@ pub struct PollState {
 /// The polling scheduler: knobs, state machine and registration table.
 #[derive(Clone, Debug)]
 pub struct Poller {
-    knobs: Knobs,
-    state: PollState,
+    pub(crate) knobs: Knobs,
+    pub(crate) state: PollState,
     /// Cycles since the last status check (FreeBSD's `reg_frac_count`).
     reg_frac_count: u32,
     poll_armed: bool,
