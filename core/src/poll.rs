@@ -437,7 +437,7 @@ impl Poller {
 }
 
 /// One sysctl-like entry: full name, current value, description, writability.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SysctlEntry {
     pub name: String,
     pub value: String,

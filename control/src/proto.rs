@@ -1,0 +1,62 @@
+//! The control protocol: a client sends one [`Request`] as a single line of JSON and reads
+//! one [`Response`] line back. The daemon's poll thread answers; the socket server only
+//! carries the messages, so nothing here touches the packet path.
+
+use polld_core::SysctlEntry;
+use serde::{Deserialize, Serialize};
+
+/// Requests are refused above this many bytes (one line, newline included).
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
+/// What a client asks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Every entry whose name is `prefix` or lies under it (`""` lists everything).
+    List { prefix: String },
+    /// Writes `name=value` pairs in order, like `sysctl a=1 b=2`: each is validated on
+    /// its own, and a refused one changes nothing and does not stop the others.
+    Set { assignments: Vec<(String, String)> },
+    /// Every interface with its mode, link, addresses and counters (`polld ifconfig`).
+    Interfaces,
+}
+
+/// The outcome of one assignment of a [`Request::Set`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetResult {
+    pub name: String,
+    /// The value before the write (absent when the name is unknown).
+    pub old: Option<String>,
+    /// The value after the write (equal to `old` when refused).
+    pub new: Option<String>,
+    /// Why the write was refused, naming the knob and the fix.
+    pub error: Option<String>,
+}
+
+/// One interface as `polld ifconfig` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfStatus {
+    pub name: String,
+    /// `af_packet`, `af_xdp` or `tap`.
+    pub backend: String,
+    /// `interrupt`, `polling`, `adaptive` or `busy`.
+    pub mode: String,
+    /// `up`, `down` or `gone`.
+    pub link: String,
+    pub mac: Option<String>,
+    /// Addresses with prefix length, `10.0.1.1/24`.
+    pub addresses: Vec<String>,
+    /// Counter name and value, in display order (rx_packets, forwarded, drops.*, ...).
+    pub counters: Vec<(String, u64)>,
+}
+
+/// The daemon's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Response {
+    Entries { entries: Vec<SysctlEntry> },
+    Set { results: Vec<SetResult> },
+    Interfaces { interfaces: Vec<IfStatus> },
+    /// The request was refused as a whole (malformed, too large, not permitted).
+    Error { message: String },
+}

@@ -1,0 +1,1 @@
+//! polld-runtime: `polld run`, the dataplane on real devices in real time.

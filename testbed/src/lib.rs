@@ -1,0 +1,1 @@
+//! polld-testbed: the gen, fwd and sink namespaces.
