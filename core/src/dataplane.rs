@@ -678,8 +678,28 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Checks the status of interface `i` outside the poll cycle (interfaces that are
     /// not polling get their status checked by the executor every `reg_frac` ticks).
     pub fn check_status(&mut self, i: usize) {
+        let was_gone = self.devs.links[i] == LinkState::Gone;
         self.devs.check_status(i);
         self.deregister_gone();
+        if was_gone && self.devs.links[i] != LinkState::Gone {
+            self.revive(i);
+        }
+    }
+
+    /// An interface that was gone is back (the device reopened it, or the executor
+    /// replaced it): a polling interface registers again, the others re-arm.
+    fn revive(&mut self, i: usize) {
+        let mode = self.devs.ifs[i].mode;
+        if mode == Mode::Polling && self.poller.register(i).is_err() {
+            // The table is full now: fall back to interrupts rather than go deaf.
+            self.devs.ifs[i].mode = Mode::Interrupt;
+        }
+        let iface = &mut self.devs.ifs[i];
+        iface.task_queued = false;
+        iface.in_handler = false;
+        iface
+            .dev
+            .set_interrupt(matches!(iface.mode, Mode::Interrupt | Mode::Adaptive));
     }
 
     fn deregister_gone(&mut self) {

@@ -72,3 +72,34 @@ pub trait Device {
         HwStats::default()
     }
 }
+
+/// A boxed device is a device, so one dataplane can mix backends (`Box<dyn Device>`).
+impl<T: Device + ?Sized> Device for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        (**self).receive(budget, rx)
+    }
+    fn rx_ready(&mut self) -> bool {
+        (**self).rx_ready()
+    }
+    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        (**self).send(frame)
+    }
+    fn flush(&mut self) {
+        (**self).flush()
+    }
+    fn check_status(&mut self) -> LinkState {
+        (**self).check_status()
+    }
+    fn set_interrupt(&mut self, armed: bool) {
+        (**self).set_interrupt(armed)
+    }
+    fn interrupt_fd(&self) -> Option<RawFd> {
+        (**self).interrupt_fd()
+    }
+    fn hw_stats(&mut self) -> HwStats {
+        (**self).hw_stats()
+    }
+}

@@ -166,6 +166,45 @@ fn switching_modes_under_load_loses_no_frame() {
     assert!(c.interrupts > 0 && c.polls > 0 && c.tasks > 0);
 }
 
+#[test]
+fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_returns() {
+    let s = one_stream(100_000.0, Mode::Polling, true, UserTask::None, &[]);
+    let mut sim = s.build().unwrap();
+    sim.run_until(20 * MS);
+    let before = sim.dataplane().interfaces()[0].counters.forwarded;
+    assert!(before > 0);
+    sim.dataplane_mut()
+        .interface_mut(0)
+        .dev
+        .set_link(polld_core::LinkState::Gone);
+    sim.dataplane_mut().check_status(0);
+    let events = sim.dataplane_mut().take_events();
+    assert_eq!(
+        events,
+        vec![polld_core::Event::Gone {
+            ifname: "in0".into()
+        }]
+    );
+    assert!(!sim.dataplane().poller().is_registered(0));
+    assert!(sim.dataplane().poller().is_registered(1), "the other stays");
+    sim.run_until(40 * MS);
+    let gone = sim.dataplane().interfaces()[0].counters.forwarded;
+    sim.dataplane_mut()
+        .interface_mut(0)
+        .dev
+        .set_link(polld_core::LinkState::Up);
+    sim.dataplane_mut().check_status(0);
+    assert!(
+        sim.dataplane().poller().is_registered(0),
+        "registered again"
+    );
+    assert_eq!(sim.dataplane().interfaces()[0].mode(), Mode::Polling);
+    sim.run_until(60 * MS);
+    check_conservation(&sim).unwrap();
+    let after = sim.dataplane().interfaces()[0].counters.forwarded;
+    assert!(after > gone + 1000, "forwarding resumed: {gone} -> {after}");
+}
+
 /// Spec §10.14: backlog N, limit L: the task runs ceil(N/L) times, no interrupt while work
 /// remains, the ring is released once per run, the limit counts frames not descriptors,
 /// and L = -1 drains everything in one run.
