@@ -23,6 +23,12 @@ enum Command {
     Gen(polld_traffic::gen::GenArgs),
     /// Receive frames and report rate, loss, reordering and one-way latency.
     Sink(polld_traffic::sink::SinkArgs),
+    /// Run the dataplane on real interfaces from a config file, until SIGINT/SIGTERM.
+    Run(polld_runtime::RunArgs),
+    /// Read or write a running polld's knobs and counters, like sysctl(8).
+    Ctl(polld_control::ctl::CtlArgs),
+    /// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
+    Ifconfig(polld_control::ifconfig::IfconfigArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,26 @@ fn main() -> ExitCode {
         Command::Sink(args) => polld_traffic::sink::run_sink(&args, &mut std::io::stdout())
             .map(drop)
             .map_err(|e| e.to_string()),
+        Command::Run(args) => {
+            polld_runtime::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
+        }
+        Command::Ctl(args) => {
+            return match polld_control::ctl::run_ctl(
+                &args,
+                &mut std::io::stdout(),
+                &mut std::io::stderr(),
+            ) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(e) => {
+                    eprintln!("polld ctl: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        Command::Ifconfig(args) => {
+            polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
+                .map_err(|e| e.to_string())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,1 +1,15 @@
 //! polld-runtime: `polld run`, the dataplane on real devices in real time.
+//!
+//! - [`config`]: the TOML file, validated, with errors at file:line;
+//! - [`daemon`]: set-up in privilege order, then the executor, then the final counters;
+//! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
+//! - [`caps`]: capability checks and the drop after set-up;
+//! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
+
+pub mod caps;
+pub mod config;
+pub mod daemon;
+pub mod executor;
+pub mod sys;
+
+pub use daemon::{run, RunArgs, RunError};

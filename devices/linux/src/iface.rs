@@ -199,6 +199,36 @@ fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
     ))
 }
 
+/// The MAC address of interface `name` in the calling thread's network namespace
+/// (SIOCGIFHWADDR; unlike /sys/class/net it follows `setns`).
+pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
+    let ifname = IfName::new(name)?;
+    let os = |source| OpenError::Os {
+        interface: name.to_string(),
+        action: "read the interface's MAC address",
+        source,
+    };
+    // SAFETY: plain syscall; the result is checked and owned.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(os(io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh fd we own.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = ifname.ifreq();
+    // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into `req`.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } != 0 {
+        return Err(os(io::Error::last_os_error()));
+    }
+    // SAFETY: on success the kernel filled the hwaddr member of the union.
+    let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
+    let mut mac = [0u8; 6];
+    for (dst, src) in mac.iter_mut().zip(data) {
+        *dst = src as u8;
+    }
+    Ok(mac)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ mod afpacket_rx;
 mod afpacket_tx;
 pub mod afxdp;
 pub mod error;
-mod iface;
+pub mod iface;
 pub mod netns;
 pub mod tap;
 pub mod xdp;

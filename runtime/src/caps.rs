@@ -1,0 +1,188 @@
+//! Privileges: check the capabilities polld needs before touching anything, and drop the
+//! rest once set-up is done.
+//!
+//! AF_PACKET needs CAP_NET_RAW; AF_XDP needs CAP_NET_RAW (the socket), CAP_BPF (the
+//! redirect program and its map) and CAP_NET_ADMIN (attaching it); TAP needs
+//! CAP_NET_ADMIN; SCHED_FIFO needs CAP_SYS_NICE. After set-up polld keeps only what it
+//! needs to reopen an interface that disappears and returns, and empties its bounding set
+//! of everything else, so a bug in the packet path cannot be turned into more.
+
+use std::fmt;
+use std::io;
+
+/// A Linux capability polld uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cap {
+    NetAdmin,
+    NetRaw,
+    SysNice,
+    Bpf,
+}
+
+impl Cap {
+    fn bit(self) -> u32 {
+        match self {
+            Cap::NetAdmin => 12,
+            Cap::NetRaw => 13,
+            Cap::SysNice => 23,
+            Cap::Bpf => 39,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cap::NetAdmin => "CAP_NET_ADMIN",
+            Cap::NetRaw => "CAP_NET_RAW",
+            Cap::SysNice => "CAP_SYS_NICE",
+            Cap::Bpf => "CAP_BPF",
+        }
+    }
+}
+
+/// A capability set as the kernel stores it (64 bits in two halves).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CapSet(u64);
+
+impl CapSet {
+    pub fn of(caps: &[Cap]) -> CapSet {
+        CapSet(caps.iter().fold(0, |acc, c| acc | 1 << c.bit()))
+    }
+    pub fn contains(self, cap: Cap) -> bool {
+        self.0 & (1 << cap.bit()) != 0
+    }
+    pub fn bits(self) -> u64 {
+        self.0
+    }
+}
+
+#[repr(C)]
+struct Header {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Data {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const VERSION_3: u32 = 0x2008_0522;
+
+fn capget() -> io::Result<[Data; 2]> {
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: header and two data structs, as capget(2) version 3 expects.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(data)
+}
+
+/// The calling thread's effective capabilities.
+pub fn effective() -> io::Result<CapSet> {
+    let d = capget()?;
+    Ok(CapSet(
+        d[0].effective as u64 | (d[1].effective as u64) << 32,
+    ))
+}
+
+/// Capabilities that are needed and missing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingCaps {
+    /// Each missing capability with what needs it.
+    pub missing: Vec<(Cap, String)>,
+}
+
+impl fmt::Display for MissingCaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.missing.iter().map(|(c, _)| c.name()).collect();
+        write!(f, "missing capability {}", names.join(", "))?;
+        for (cap, why) in &self.missing {
+            write!(f, "\n  {} is needed {why}", cap.name())?;
+        }
+        let lower: Vec<String> = self
+            .missing
+            .iter()
+            .map(|(c, _)| c.name().to_lowercase())
+            .collect();
+        write!(
+            f,
+            "\nrun polld as root, or grant them: setcap {}+ep $(command -v polld)",
+            lower.join(",")
+        )
+    }
+}
+
+impl std::error::Error for MissingCaps {}
+
+/// Checks that every `(capability, reason)` in `needed` is effective.
+pub fn require(needed: &[(Cap, String)]) -> Result<(), MissingCaps> {
+    let have = effective().unwrap_or_default();
+    let mut missing: Vec<(Cap, String)> = Vec::new();
+    for (cap, why) in needed {
+        if !have.contains(*cap) && !missing.iter().any(|(c, _)| c == cap) {
+            missing.push((*cap, why.clone()));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(MissingCaps { missing })
+    }
+}
+
+/// Keeps only `keep` in the effective and permitted sets, and removes every other
+/// capability from the bounding set so it cannot come back (not even through exec).
+pub fn drop_all_but(keep: CapSet) -> io::Result<()> {
+    let last_cap = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(40);
+    for bit in 0..=last_cap {
+        if keep.0 & (1 << bit) == 0 {
+            // SAFETY: prctl with integer arguments.
+            let r = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, bit as libc::c_ulong, 0, 0, 0) };
+            // EINVAL: a capability this kernel does not know; nothing to drop.
+            if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "dropping capability {bit} from the bounding set: {}",
+                        io::Error::last_os_error()
+                    ),
+                ));
+            }
+        }
+    }
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let low = keep.0 as u32;
+    let high = (keep.0 >> 32) as u32;
+    let data = [
+        Data {
+            effective: low,
+            permitted: low,
+            inheritable: 0,
+        },
+        Data {
+            effective: high,
+            permitted: high,
+            inheritable: 0,
+        },
+    ];
+    // SAFETY: header and two data structs, as capset(2) version 3 expects.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,339 @@
+//! The `polld run` configuration file, and errors that point at its lines.
+//!
+//! The file is the packet stage's configuration ([`polld_packet::PacketConfig`]: mode,
+//! interfaces, routes, static ARP, rules, ...) plus what the daemon needs to run it:
+//!
+//! ```toml
+//! [daemon]                       # all optional
+//! socket = "/run/polld/polld.sock"
+//! cpu = 1                        # pin the poll thread to this CPU
+//! realtime = true                # SCHED_FIFO for the poll thread
+//!
+//! [knobs]                        # any writable sysctl, applied in order at start
+//! "kern.polling.user_frac" = 50
+//! "kern.polling.idle_poll" = 0
+//! "net.inet.ip.fastforwarding" = 1
+//!
+//! [[interfaces]]
+//! name = "veth1"
+//! backend = "af_xdp"             # af_packet (default), af_xdp or tap
+//! mode = "polling"               # interrupt (default), polling, adaptive or busy
+//! queue = 0                      # af_xdp: the receive queue
+//! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
+//! addresses = ["10.0.1.2/24"]
+//!
+//! [[routes]]
+//! prefix = "0.0.0.0/0"
+//! gateway = "10.0.2.2"
+//! ```
+//!
+//! Every error names the file and the line, says what is wrong and how to fix it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use polld_core::Mode;
+use polld_packet::{ConfigError, PacketConfig};
+use serde::Deserialize;
+
+/// How polld reaches an interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// AF_PACKET with a TPACKET_V3 receive ring; sendmmsg with qdisc bypass.
+    #[default]
+    AfPacket,
+    /// AF_XDP behind polld's own XDP redirect program.
+    AfXdp,
+    /// A TAP device polld creates (frames for the host's stack, or a test peer).
+    Tap,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::AfPacket => "af_packet",
+            Backend::AfXdp => "af_xdp",
+            Backend::Tap => "tap",
+        }
+    }
+}
+
+/// The `[daemon]` table.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// The control socket; default [`polld_control::client::DEFAULT_SOCKET`].
+    pub socket: Option<PathBuf>,
+    /// Pin the poll thread to this CPU.
+    pub cpu: Option<usize>,
+    /// Run the poll thread SCHED_FIFO, so clock ticks are not delayed by other work.
+    #[serde(default)]
+    pub realtime: bool,
+}
+
+/// One device: how to open it and its mode. Its addresses live in the packet config.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceConfig {
+    pub name: String,
+    pub backend: Backend,
+    pub mode: Mode,
+    pub queue: u32,
+}
+
+/// A knob write from `[knobs]`, with the line it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnobSetting {
+    pub name: String,
+    pub value: String,
+    pub line: usize,
+}
+
+/// A whole, validated `polld run` configuration.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub path: PathBuf,
+    pub daemon: DaemonConfig,
+    pub knobs: Vec<KnobSetting>,
+    pub devices: Vec<DeviceConfig>,
+    pub packet: PacketConfig,
+    /// The file's text, to point later errors (a knob the dataplane refuses) at a line.
+    source: String,
+}
+
+/// A configuration problem, with its place in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunConfigError {
+    pub path: PathBuf,
+    /// 1-based; `None` when the problem is not on one line (a missing table).
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for RunConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for RunConfigError {}
+
+/// The file as serde sees it: the daemon's tables, and the rest for the packet stage.
+#[derive(Deserialize)]
+struct RunFile {
+    #[serde(default)]
+    daemon: DaemonConfig,
+    #[serde(default)]
+    knobs: toml::Table,
+    #[serde(default)]
+    interfaces: Vec<toml::Table>,
+    #[serde(flatten)]
+    packet: toml::Table,
+}
+
+/// The keys of an `[[interfaces]]` entry that belong to the device, not the stage.
+#[derive(Deserialize)]
+struct DeviceKeys {
+    #[serde(default)]
+    backend: Backend,
+    #[serde(default)]
+    mode: ModeName,
+    #[serde(default)]
+    queue: u32,
+}
+
+struct ModeName(Mode);
+
+impl Default for ModeName {
+    /// FreeBSD's default: polling is off until asked for.
+    fn default() -> Self {
+        ModeName(Mode::Interrupt)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModeName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map(ModeName).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "unknown mode {s:?}; use interrupt, polling, adaptive or busy"
+            ))
+        })
+    }
+}
+
+const DEVICE_KEYS: [&str; 3] = ["backend", "mode", "queue"];
+
+impl RunConfig {
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<RunConfig, RunConfigError> {
+        let source = std::fs::read_to_string(path).map_err(|e| RunConfigError {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("cannot read the config file: {e}; check the path given to -c"),
+        })?;
+        RunConfig::parse(path, &source)
+    }
+
+    /// Parses and validates `source`, reporting errors against `path`.
+    pub fn parse(path: &Path, source: &str) -> Result<RunConfig, RunConfigError> {
+        let fail = |line: Option<usize>, message: String| RunConfigError {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let doc = source
+            .parse::<toml_edit::ImDocument<String>>()
+            .map_err(|e| {
+                let line = e.span().map(|s| line_of_offset(source, s.start));
+                fail(line, e.message().to_string())
+            })?;
+        let file: RunFile = toml::from_str(source).map_err(|e| {
+            let line = e.span().map(|s| line_of_offset(source, s.start));
+            fail(line, e.message().to_string())
+        })?;
+        let locate = |field: &str| field_line(&doc, source, field);
+
+        let mut devices = Vec::new();
+        let mut stage_interfaces = Vec::new();
+        for (i, entry) in file.interfaces.iter().enumerate() {
+            let (device_part, stage_part): (toml::Table, toml::Table) = entry
+                .clone()
+                .into_iter()
+                .partition(|(k, _)| DEVICE_KEYS.contains(&k.as_str()));
+            let keys: DeviceKeys = device_part.try_into().map_err(|e: toml::de::Error| {
+                fail(
+                    locate(&format!("interfaces[{i}]")),
+                    format!("interfaces[{i}]: {}", e.message()),
+                )
+            })?;
+            let name = entry
+                .get("name")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string();
+            devices.push(DeviceConfig {
+                name,
+                backend: keys.backend,
+                mode: keys.mode.0,
+                queue: keys.queue,
+            });
+            stage_interfaces.push(toml::Value::Table(stage_part));
+        }
+        let mut packet = file.packet;
+        packet.insert("interfaces".into(), toml::Value::Array(stage_interfaces));
+        let mut packet: PacketConfig =
+            toml::Value::Table(packet)
+                .try_into()
+                .map_err(|e: toml::de::Error| {
+                    let message = e.message().to_string();
+                    // serde names the offending key in backquotes.
+                    let line = message
+                        .split('`')
+                        .nth(1)
+                        .and_then(|key| key_line(source, key));
+                    fail(line, message)
+                })?;
+        for (i, dev) in devices.iter().enumerate() {
+            if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
+                packet.interfaces[i].mac = kernel_mac(&dev.name);
+            }
+        }
+        let config_error =
+            |e: ConfigError| fail(locate(&e.field), format!("{}: {}", e.field, e.message));
+        packet.validate().map_err(config_error)?;
+
+        let knobs = file
+            .knobs
+            .iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(n) => n.to_string(),
+                    toml::Value::Boolean(b) => (*b as u8).to_string(),
+                    other => {
+                        return Err(fail(
+                            key_line(source, name),
+                            format!("knobs.\"{name}\": {other} is not a number or a word; write e.g. \"{name}\" = 50"),
+                        ))
+                    }
+                };
+                Ok(KnobSetting {
+                    line: key_line(source, name).unwrap_or(0),
+                    name: name.clone(),
+                    value,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut knobs = knobs;
+        // Apply in file order, as a user reading the file expects.
+        knobs.sort_by_key(|k| k.line);
+        Ok(RunConfig {
+            path: path.to_path_buf(),
+            daemon: file.daemon,
+            knobs,
+            devices,
+            packet,
+            source: source.to_string(),
+        })
+    }
+
+    /// An error about the key `key` of this file, at its line.
+    pub fn error_at_key(&self, key: &str, message: String) -> RunConfigError {
+        RunConfigError {
+            path: self.path.clone(),
+            line: key_line(&self.source, key),
+            message,
+        }
+    }
+}
+
+/// The MAC the kernel gives `ifname`, if it exists in this namespace.
+fn kernel_mac(ifname: &str) -> Option<polld_packet::wire::MacAddr> {
+    polld_dev::iface::hardware_address(ifname)
+        .ok()
+        .map(polld_packet::wire::MacAddr)
+}
+
+fn line_of_offset(source: &str, offset: usize) -> usize {
+    source[..offset.min(source.len())].matches('\n').count() + 1
+}
+
+/// The first line where `key` is written as a key (`key =` or `"key" =`).
+fn key_line(source: &str, key: &str) -> Option<usize> {
+    source
+        .lines()
+        .position(|l| {
+            let l = l.trim_start();
+            let rest = l
+                .strip_prefix(key)
+                .or_else(|| l.strip_prefix(&format!("\"{key}\"")));
+            rest.is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+/// The line of a field path such as `routes[1].gateway` or `interfaces[0].addresses[2]`:
+/// the deepest part of the path found in the document.
+fn field_line(doc: &toml_edit::ImDocument<String>, source: &str, field: &str) -> Option<usize> {
+    let mut item: &toml_edit::Item = doc.as_item();
+    let mut span = None;
+    for segment in field.split('.') {
+        let (key, index) = match segment.split_once('[') {
+            Some((k, rest)) => (k, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (segment, None),
+        };
+        let Some(next) = item.get(key) else { break };
+        item = next;
+        span = item.span().or(span);
+        if let Some(i) = index {
+            let Some(next) = item.get(i) else { break };
+            item = next;
+            span = item.span().or(span);
+        }
+    }
+    span.map(|s| line_of_offset(source, s.start))
+}

@@ -1,0 +1,264 @@
+//! `polld run -c FILE`: set-up in the order privileges demand, then the executor.
+//!
+//! 1. enter the network namespace; read and validate the config (errors at file:line);
+//! 2. check capabilities, block SIGINT/SIGTERM;
+//! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
+//! 4. pin and raise the poll thread, drop every capability not needed to reopen an
+//!    interface, start the control socket;
+//! 5. run until SIGINT/SIGTERM; drain, print the counters, exit 0.
+
+use std::fmt;
+use std::io::Write;
+use std::path::PathBuf;
+
+use polld_core::{Dataplane, Device, Poller};
+use polld_dev::afpacket::{AfPacket, AfPacketConfig};
+use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::tap::Tap;
+use polld_packet::Stage;
+
+use crate::caps::{self, Cap, CapSet};
+use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
+use crate::executor::{self, Executor, IfInfo, RealDataplane};
+use crate::sys;
+
+/// `polld run` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// The configuration file (TOML): interfaces, backends, modes, addresses, routes, knobs.
+    #[arg(short = 'c', long = "config")]
+    pub config: PathBuf,
+    /// Run inside this network namespace (as `ip netns exec NAME polld run ...`).
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// The control socket (overrides `[daemon] socket`).
+    #[arg(long, env = "POLLD_SOCKET")]
+    pub socket: Option<PathBuf>,
+    /// Check the configuration and exit.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the final counters as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Why `polld run` could not start or stopped with an error.
+#[derive(Debug)]
+pub enum RunError {
+    Config(RunConfigError),
+    Privileges(caps::MissingCaps),
+    /// Anything else during set-up, with what was being done.
+    Setup(String),
+    Io(std::io::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Config(e) => write!(f, "{e}"),
+            RunError::Privileges(e) => write!(f, "{e}"),
+            RunError::Setup(s) => f.write_str(s),
+            RunError::Io(e) => write!(f, "poll loop: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The capabilities set-up needs, with why.
+fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
+    let mut needed = Vec::new();
+    for d in &config.devices {
+        let why = |what: &str| format!("to {what} {} ({})", d.name, d.backend.name());
+        match d.backend {
+            Backend::AfPacket => needed.push((Cap::NetRaw, why("open"))),
+            Backend::AfXdp => {
+                needed.push((Cap::NetRaw, why("open an XDP socket on")));
+                needed.push((Cap::Bpf, why("load the XDP redirect program for")));
+                needed.push((Cap::NetAdmin, why("attach the XDP program to")));
+            }
+            Backend::Tap => needed.push((Cap::NetAdmin, why("create"))),
+        }
+    }
+    if config.daemon.realtime {
+        needed.push((
+            Cap::SysNice,
+            "for `realtime = true` (SCHED_FIFO); or set it to false".to_string(),
+        ));
+    }
+    needed
+}
+
+/// What must stay after set-up: reopening interfaces that disappear and return.
+fn kept_caps(config: &RunConfig) -> CapSet {
+    let mut keep = Vec::new();
+    for d in &config.devices {
+        match d.backend {
+            Backend::AfPacket => keep.push(Cap::NetRaw),
+            Backend::AfXdp => keep.extend([Cap::NetRaw, Cap::Bpf, Cap::NetAdmin]),
+            Backend::Tap => {}
+        }
+    }
+    CapSet::of(&keep)
+}
+
+fn open_device(d: &DeviceConfig) -> Result<Box<dyn Device>, String> {
+    Ok(match d.backend {
+        Backend::AfPacket => {
+            Box::new(AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?)
+        }
+        Backend::AfXdp => Box::new(
+            AfXdp::open(&d.name, d.queue, &AfXdpConfig::default()).map_err(|e| e.to_string())?,
+        ),
+        Backend::Tap => Box::new(Tap::open(&d.name).map_err(|e| e.to_string())?),
+    })
+}
+
+/// Runs `polld run`; returns once stopped by a signal.
+pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
+    // First, so that the config's default MACs are the namespace's interfaces'.
+    if let Some(ns) = &args.netns {
+        polld_dev::netns::enter(ns).map_err(|e| {
+            RunError::Setup(format!(
+                "cannot enter network namespace {ns:?}: {e}; list them with `ip netns list`"
+            ))
+        })?;
+    }
+    let config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    if args.check {
+        writeln!(out, "{}: configuration OK", args.config.display()).map_err(RunError::Io)?;
+        return Ok(());
+    }
+    caps::require(&needed_caps(&config)).map_err(RunError::Privileges)?;
+    // Before any thread exists, so every thread inherits the mask.
+    let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
+
+    let mut devices: Vec<Box<dyn Device>> = Vec::new();
+    for (i, d) in config.devices.iter().enumerate() {
+        let dev = open_device(d).map_err(|e| {
+            RunError::Config(config.error_at_key(
+                "name",
+                format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
+            ))
+        })?;
+        devices.push(dev);
+    }
+    let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
+    let stage = Stage::new(&config.packet, &names)
+        .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
+    let mut dp: RealDataplane = Dataplane::new(Poller::default(), devices, stage);
+    for (i, d) in config.devices.iter().enumerate() {
+        dp.set_mode(i, d.mode)
+            .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
+    }
+    for knob in &config.knobs {
+        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
+            RunError::Config(RunConfigError {
+                path: config.path.clone(),
+                line: Some(knob.line),
+                message: e.to_string(),
+            })
+        })?;
+    }
+    let info: Vec<IfInfo> = config
+        .devices
+        .iter()
+        .zip(&config.packet.interfaces)
+        .map(|(d, ifc)| IfInfo {
+            backend: d.backend.name().to_string(),
+            mac: ifc.mac.map(|m| m.to_string()),
+            addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
+        })
+        .collect();
+
+    if let Some(cpu) = config.daemon.cpu {
+        sys::pin_to_cpu(cpu).map_err(|e| {
+            RunError::Setup(format!(
+                "[daemon] cpu = {cpu}: {e}; pick a CPU this machine has"
+            ))
+        })?;
+    }
+    let policy = if config.daemon.realtime {
+        sys::make_realtime()
+            .map_err(|e| RunError::Setup(format!("[daemon] realtime = true: {e}")))?;
+        "SCHED_FIFO"
+    } else {
+        "SCHED_OTHER"
+    };
+    caps::drop_all_but(kept_caps(&config))
+        .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
+
+    let socket = args
+        .socket
+        .clone()
+        .or(config.daemon.socket.clone())
+        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
+    let (server, inbox) = polld_control::server::ControlServer::start(&socket)
+        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+
+    let reopen_devices = config.devices.clone();
+    let reopen: executor::Reopen = Box::new(move |i| {
+        let d = &reopen_devices[i];
+        // AF_PACKET reopens itself in its status check; a TAP that is gone was deleted.
+        (d.backend == Backend::AfXdp)
+            .then(|| open_device(d).ok())
+            .flatten()
+    });
+    eprintln!(
+        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}",
+        config.devices.len(),
+        config.path.display(),
+        config
+            .daemon
+            .cpu
+            .map(|c| format!(" on CPU {c}"))
+            .unwrap_or_default(),
+        socket.display()
+    );
+    let mut exec =
+        Executor::new(dp, info.clone(), signals, Some(inbox), reopen).map_err(RunError::Io)?;
+    let signal = exec.run().map_err(RunError::Io)?;
+    drop(server);
+    report(exec.dataplane(), &info, signal, args.json, out).map_err(RunError::Io)
+}
+
+/// The final counters, and the conservation check per interface.
+fn report(
+    dp: &RealDataplane,
+    info: &[IfInfo],
+    signal: i32,
+    json: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let interfaces = executor::interfaces(dp, info);
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &interfaces)?;
+        return writeln!(out);
+    }
+    let name = if signal == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
+    writeln!(out, "polld: stopped by {name}; queues drained")?;
+    for (iface, status) in dp.interfaces().iter().zip(&interfaces) {
+        let c = &iface.counters;
+        writeln!(
+            out,
+            "{}: mode {} link {}  rx {}  forwarded {}  local {}  consumed {}  tx {}  interrupts {}  polls {}",
+            status.name, status.mode, status.link, c.rx_packets, c.forwarded, c.local, c.consumed,
+            c.tx_packets, c.interrupts, c.polls
+        )?;
+        for (reason, n) in c.drops.nonzero() {
+            writeln!(out, "    dropped {n} {}", reason.name())?;
+        }
+        let unaccounted = c.unaccounted();
+        if unaccounted != 0 {
+            writeln!(
+                out,
+                "    CONSERVATION VIOLATED: {unaccounted} frames unaccounted"
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! The real-time executor: one poll thread that drives the dataplane the way FreeBSD's
+//! kernel drives `kern_poll` and the drivers.
+//!
+//! The thread sleeps in `epoll_wait` on:
+//! - the **tick** timerfd at `kern.polling.hz`, armed only while some interface polls; a
+//!   read that reports `n` expirations is `n` ticks (owed ticks, as the spec says);
+//! - each interface's **interrupt**: its ring or socket fd, in the set only while the
+//!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
+//! - a slow **status** timer: link checks of the interfaces the poller does not check,
+//!   and reopening interfaces that disappeared;
+//! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd.
+//!
+//! After each wakeup it runs the work that is due by the priorities of the simulated CPU:
+//! a running interrupt handler to completion, adaptive tasks, the armed poll chunk, the
+//! IP input queue, the pollmore; then busy interfaces; idle polling last. When nothing is
+//! due it sleeps again, which is what leaves the rest of the core to user work.
+//!
+//! Idle polling and busy polling spin; while spinning only for idle polling the thread
+//! runs `SCHED_IDLE`, so that it takes nothing from other work on the core, and returns to
+//! its own policy for accounted work.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use polld_control::answer as control;
+use polld_control::proto::{IfStatus, Request, Response};
+use polld_control::server::Inbox;
+use polld_core::{Dataplane, Device, Event, LinkState, Mode};
+use polld_packet::Stage;
+
+use crate::sys::{now_ns, Epoll, Signals, Timer};
+
+/// The dataplane on real devices.
+pub type RealDataplane = Dataplane<Box<dyn Device>, Stage>;
+
+/// Reopens a device that disappeared; `None` while it is still missing.
+pub type Reopen = Box<dyn FnMut(usize) -> Option<Box<dyn Device>>>;
+
+/// Status checks of interfaces outside the poll cycle, and reopen attempts.
+const STATUS_PERIOD_NS: u64 = 200_000_000;
+
+const TOKEN_TICK: u64 = 0;
+const TOKEN_STATUS: u64 = 1;
+const TOKEN_SIGNAL: u64 = 2;
+const TOKEN_CONTROL: u64 = 3;
+const TOKEN_IF: u64 = 16;
+
+/// What `polld ifconfig` shows besides the counters: per interface, set at start.
+#[derive(Clone, Debug, Default)]
+pub struct IfInfo {
+    pub backend: String,
+    pub mac: Option<String>,
+    pub addresses: Vec<String>,
+}
+
+/// The poll thread's scheduling policy while it does accounted work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    Own,
+    Idle,
+}
+
+pub struct Executor {
+    dp: RealDataplane,
+    info: Vec<IfInfo>,
+    epoll: Epoll,
+    tick: Timer,
+    tick_hz: u32,
+    status: Timer,
+    signals: Signals,
+    inbox: Option<Inbox>,
+    reopen: Reopen,
+    /// The fd each interface has in the epoll set, if any.
+    watched: Vec<Option<RawFd>>,
+    /// The thread's policy outside idle polling (SCHED_FIFO or SCHED_OTHER).
+    own_policy: (libc::c_int, libc::sched_param),
+    policy: Policy,
+}
+
+impl Executor {
+    pub fn new(
+        dp: RealDataplane,
+        info: Vec<IfInfo>,
+        signals: Signals,
+        inbox: Option<Inbox>,
+        reopen: Reopen,
+    ) -> io::Result<Executor> {
+        let epoll = Epoll::new()?;
+        let tick = Timer::new()?;
+        let status = Timer::new()?;
+        epoll.add(tick.fd(), TOKEN_TICK)?;
+        epoll.add(status.fd(), TOKEN_STATUS)?;
+        epoll.add(signals.fd(), TOKEN_SIGNAL)?;
+        if let Some(inbox) = &inbox {
+            epoll.add(inbox.wake_fd(), TOKEN_CONTROL)?;
+        }
+        status.set_period(STATUS_PERIOD_NS)?;
+        let n = dp.interfaces().len();
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: reads the calling thread's policy into `param`.
+        let policy = unsafe {
+            libc::sched_getparam(0, &mut param);
+            libc::sched_getscheduler(0)
+        };
+        Ok(Executor {
+            dp,
+            info,
+            epoll,
+            tick,
+            tick_hz: 0,
+            status,
+            signals,
+            inbox,
+            reopen,
+            watched: vec![None; n],
+            own_policy: (policy, param),
+            policy: Policy::Own,
+        })
+    }
+
+    pub fn dataplane(&self) -> &RealDataplane {
+        &self.dp
+    }
+
+    /// Runs until SIGINT or SIGTERM, then drains the queues; returns the signal.
+    pub fn run(&mut self) -> io::Result<i32> {
+        let mut ready = Vec::new();
+        loop {
+            self.sync_tick()?;
+            self.sync_interrupts();
+            let spin = self.spinning();
+            let timeout = if self.work_due() || spin { 0 } else { -1 };
+            self.epoll.wait(timeout, &mut ready)?;
+            let now = now_ns();
+            self.dp.stage_mut().set_now(now);
+            for &token in &ready {
+                match token {
+                    TOKEN_TICK => {
+                        let n = self.tick.expirations();
+                        if n > 0 {
+                            self.set_policy(Policy::Own);
+                            self.dp.hardclock(now, n.min(u32::MAX as u64) as u32);
+                        }
+                    }
+                    TOKEN_STATUS => {
+                        self.status.expirations();
+                        self.status_round();
+                    }
+                    TOKEN_SIGNAL => {
+                        if let Some(sig) = self.signals.take() {
+                            self.set_policy(Policy::Own);
+                            self.drain();
+                            return Ok(sig);
+                        }
+                    }
+                    TOKEN_CONTROL => self.answer_control(),
+                    t => {
+                        self.set_policy(Policy::Own);
+                        self.dp.interrupt((t - TOKEN_IF) as usize);
+                    }
+                }
+            }
+            if self.work_due() {
+                self.set_policy(Policy::Own);
+                self.run_due_work();
+            } else if spin {
+                self.spin_once();
+            }
+            self.log_events();
+        }
+    }
+
+    /// Accounted work that is due now (everything but busy and idle polling).
+    fn work_due(&self) -> bool {
+        self.dp.handler_running().is_some()
+            || self.dp.tasks_queued().next().is_some()
+            || self.dp.netisr_scheduled()
+            || self.dp.queue_pending()
+    }
+
+    fn busy_interfaces(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.dp.interfaces().len()).filter(|&i| {
+            self.dp.interfaces()[i].mode() == Mode::Busy && self.dp.link(i) == LinkState::Up
+        })
+    }
+
+    fn spinning(&self) -> bool {
+        self.busy_interfaces().next().is_some() || self.dp.poller().idle_poll_active()
+    }
+
+    /// One round of due work, by the simulated CPU's priorities.
+    fn run_due_work(&mut self) {
+        while let Some(i) = self.dp.handler_running() {
+            self.dp.continue_handler(i);
+        }
+        let tasks: Vec<usize> = self.dp.tasks_queued().collect();
+        for i in tasks {
+            self.dp.run_task(i);
+        }
+        if self.dp.poll_armed() {
+            self.dp.netisr_poll(now_ns());
+        }
+        if self.dp.queue_pending() {
+            self.dp.drain_queue(usize::MAX);
+        }
+        if self.dp.netisr_scheduled() && !self.dp.poll_armed() {
+            self.dp.netisr_pollmore(now_ns());
+        }
+    }
+
+    /// One pass of busy polling, else one of idle polling (at idle priority).
+    fn spin_once(&mut self) {
+        let busy: Vec<usize> = self.busy_interfaces().collect();
+        if !busy.is_empty() {
+            self.set_policy(Policy::Own);
+            for i in busy {
+                self.dp.busy_poll(i);
+            }
+        } else if self.dp.poller().idle_poll_active() {
+            self.set_policy(Policy::Idle);
+            self.dp.idle_poll();
+        }
+    }
+
+    fn set_policy(&mut self, policy: Policy) {
+        if self.policy == policy {
+            return;
+        }
+        self.policy = policy;
+        let (kind, param) = match policy {
+            Policy::Own => self.own_policy,
+            Policy::Idle => (libc::SCHED_IDLE, libc::sched_param { sched_priority: 0 }),
+        };
+        // SAFETY: valid policy and parameters for the calling thread. Failure only leaves
+        // the thread at its current policy.
+        unsafe { libc::sched_setscheduler(0, kind, &param) };
+    }
+
+    /// Arms the tick timer at `kern.polling.hz` while some interface is registered.
+    fn sync_tick(&mut self) -> io::Result<()> {
+        let want = if self.dp.poller().handlers() > 0 {
+            self.dp.poller().knobs().hz
+        } else {
+            0
+        };
+        if want != self.tick_hz {
+            let period = if want == 0 {
+                0
+            } else {
+                1_000_000_000 / want as u64
+            };
+            self.tick.set_period(period)?;
+            self.tick_hz = want;
+        }
+        Ok(())
+    }
+
+    /// Waits on exactly the interrupts the dataplane has armed.
+    fn sync_interrupts(&mut self) {
+        for i in 0..self.watched.len() {
+            let want = if self.dp.interrupt_armed(i) && self.dp.link(i) == LinkState::Up {
+                self.dp.interfaces()[i].dev.interrupt_fd()
+            } else {
+                None
+            };
+            if want == self.watched[i] {
+                continue;
+            }
+            if let Some(fd) = self.watched[i].take() {
+                self.epoll.remove(fd);
+            }
+            if let Some(fd) = want {
+                match self.epoll.add(fd, TOKEN_IF + i as u64) {
+                    Ok(()) => self.watched[i] = Some(fd),
+                    Err(e) => eprintln!(
+                        "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
+                        self.dp.interfaces()[i].dev.name()
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Link checks for interfaces the poller does not check, and reopening gone ones.
+    fn status_round(&mut self) {
+        for i in 0..self.dp.interfaces().len() {
+            if self.dp.link(i) == LinkState::Gone {
+                if let Some(dev) = (self.reopen)(i) {
+                    if let Some(fd) = self.watched[i].take() {
+                        self.epoll.remove(fd);
+                    }
+                    self.dp.interface_mut(i).dev = dev;
+                }
+            }
+            if !self.dp.poller().is_registered(i) {
+                self.dp.check_status(i);
+            }
+        }
+        self.dp.sync_hw_drops();
+    }
+
+    fn log_events(&mut self) {
+        for event in self.dp.take_events() {
+            match event {
+                Event::Link { ifname, state } => {
+                    eprintln!("polld: {ifname}: link {}", link_name(state))
+                }
+                Event::Gone { ifname } => eprintln!(
+                    "polld: {ifname}: interface gone; handler deregistered, waiting for it to return"
+                ),
+            }
+        }
+    }
+
+    fn answer_control(&mut self) {
+        let Some(inbox) = self.inbox.take() else {
+            return;
+        };
+        inbox.answer_pending(&mut |req| answer(&mut self.dp, &self.info, req));
+        self.inbox = Some(inbox);
+    }
+
+    /// Finishes the work in hand: running handlers, tasks and the input queue.
+    fn drain(&mut self) {
+        for _ in 0..1000 {
+            if !self.work_due() {
+                break;
+            }
+            self.run_due_work();
+        }
+        self.dp.sync_hw_drops();
+    }
+}
+
+fn link_name(state: LinkState) -> &'static str {
+    match state {
+        LinkState::Up => "up",
+        LinkState::Down => "down",
+        LinkState::Gone => "gone",
+    }
+}
+
+/// Answers one control request against the dataplane.
+fn answer(dp: &mut RealDataplane, info: &[IfInfo], req: Request) -> Response {
+    match req {
+        Request::List { prefix } => control::list(dp, &prefix),
+        Request::Set { assignments } => control::set(dp, &assignments),
+        Request::Interfaces => Response::Interfaces {
+            interfaces: interfaces(dp, info),
+        },
+    }
+}
+
+/// Every interface as `polld ifconfig` shows it.
+pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
+    (0..dp.interfaces().len())
+        .map(|i| {
+            let info = info.get(i).cloned().unwrap_or_default();
+            control::interface_status(dp, i, &info.backend, info.mac, info.addresses)
+        })
+        .collect()
+}

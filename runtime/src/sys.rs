@@ -1,0 +1,238 @@
+//! Thin, safe wrappers over the Linux calls the executor waits with: epoll, timerfd,
+//! signalfd, and the monotonic clock. Each owns its fd.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Monotonic time in nanoseconds (the clock the scheduler and the timers share).
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// An epoll instance; each registered fd carries a `u64` token.
+pub struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall; the result is checked and owned.
+        let fd = check(
+            unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) },
+            "epoll_create1",
+        )?;
+        Ok(Epoll {
+            // SAFETY: a fresh fd we own.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
+        })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: `ev` is valid for the call; the kernel validates `fd`.
+        check(
+            unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) },
+            "epoll_ctl",
+        )
+        .map(drop)
+    }
+
+    /// Waits for `fd` to become readable (level-triggered).
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
+    }
+
+    /// Stops waiting for `fd`. An fd already closed has left the set by itself.
+    pub fn remove(&self, fd: RawFd) {
+        let _ = self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);
+    }
+
+    /// Waits up to `timeout_ms` (-1: forever, 0: just look) and returns the tokens of
+    /// the ready fds. EINTR counts as nothing ready.
+    pub fn wait(&mut self, timeout_ms: i32, ready: &mut Vec<u64>) -> io::Result<()> {
+        ready.clear();
+        // SAFETY: the buffer holds `len` events and outlives the call.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+        ready.extend(self.events[..n as usize].iter().map(|e| e.u64));
+        Ok(())
+    }
+}
+
+/// A periodic timer; reading it returns the expirations since the last read.
+pub struct Timer {
+    fd: OwnedFd,
+}
+
+impl Timer {
+    pub fn new() -> io::Result<Timer> {
+        // SAFETY: plain syscall; the result is checked and owned.
+        let fd = check(
+            unsafe {
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
+            },
+            "timerfd_create",
+        )?;
+        Ok(Timer {
+            // SAFETY: a fresh fd we own.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// Fires every `period_ns` from now on; 0 stops it.
+    pub fn set_period(&self, period_ns: u64) -> io::Result<()> {
+        let ts = libc::timespec {
+            tv_sec: (period_ns / 1_000_000_000) as i64,
+            tv_nsec: (period_ns % 1_000_000_000) as i64,
+        };
+        let spec = libc::itimerspec {
+            it_interval: ts,
+            it_value: ts,
+        };
+        // SAFETY: `spec` is valid; the old value is not wanted.
+        check(
+            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) },
+            "timerfd_settime",
+        )
+        .map(drop)
+    }
+
+    /// Expirations since the last read (0 if none).
+    pub fn expirations(&self) -> u64 {
+        let mut n: u64 = 0;
+        // SAFETY: reads 8 bytes into `n`.
+        let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+        if r == 8 {
+            n
+        } else {
+            0
+        }
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// SIGINT and SIGTERM, blocked and delivered through an fd so the loop handles them
+/// between two steps. Block them before starting other threads so they inherit the mask.
+pub struct Signals {
+    fd: OwnedFd,
+}
+
+impl Signals {
+    pub fn block_stop_signals() -> io::Result<Signals> {
+        // SAFETY: the set is initialised by sigemptyset before use.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            check(
+                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()),
+                "pthread_sigmask",
+            )?;
+            let fd = check(
+                libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC),
+                "signalfd",
+            )?;
+            Ok(Signals {
+                fd: OwnedFd::from_raw_fd(fd),
+            })
+        }
+    }
+
+    /// The signal that arrived, if any.
+    pub fn take(&self) -> Option<i32> {
+        // SAFETY: signalfd_siginfo is plain data; the read fills it.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: reads at most `size` bytes into `info`.
+        let r = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
+        (r as usize == size).then_some(info.ssi_signo as i32)
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: the set is zeroed then filled; the call reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+            "sched_setaffinity",
+        )
+        .map(drop)
+    }
+}
+
+/// Makes the calling thread SCHED_FIFO at a middle priority, and tightens its timer slack
+/// so that ticks are not rounded late.
+pub fn make_realtime() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 50 };
+    // SAFETY: valid parameters for the calling thread.
+    unsafe {
+        check(
+            libc::sched_setscheduler(0, libc::SCHED_FIFO, &param),
+            "sched_setscheduler(SCHED_FIFO)",
+        )?;
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1);
+    }
+    Ok(())
+}
+
+/// CPU time this thread has used, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
