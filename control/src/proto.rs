@@ -54,9 +54,17 @@ pub struct IfStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Response {
-    Entries { entries: Vec<SysctlEntry> },
-    Set { results: Vec<SetResult> },
-    Interfaces { interfaces: Vec<IfStatus> },
+    Entries {
+        entries: Vec<SysctlEntry>,
+    },
+    Set {
+        results: Vec<SetResult>,
+    },
+    Interfaces {
+        interfaces: Vec<IfStatus>,
+    },
     /// The request was refused as a whole (malformed, too large, not permitted).
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }

@@ -1,0 +1,180 @@
+//! `polld ctl`: reads and writes a running polld's knobs and counters like FreeBSD's
+//! sysctl(8).
+//!
+//! ```text
+//! polld ctl -a                                   every entry, `name: value`
+//! polld ctl kern.polling                         a subtree
+//! polld ctl kern.polling.burst                   one entry
+//! polld ctl kern.polling.user_frac=30 kern.polling.idle_poll=1
+//!                                                writes, `name: old -> new` each
+//! ```
+//!
+//! Names and assignments may be mixed; they are handled in order. An unknown name or a
+//! refused write is reported and makes the exit status non-zero, and the other
+//! arguments still take effect, as with sysctl.
+
+use std::io::{self, Write};
+
+use clap::Parser;
+use polld_core::SysctlEntry;
+use serde::{Deserialize, Serialize};
+
+use crate::client::{exchange, unexpected, CtlError, SocketArg};
+use crate::proto::{Request, Response, SetResult};
+
+/// Read or write a running polld's knobs and counters, like sysctl(8).
+#[derive(Parser, Clone, Debug, PartialEq, Eq)]
+#[command(name = "polld ctl")]
+pub struct CtlArgs {
+    /// Names to read (one entry or a subtree like `kern.polling`) and `name=value` to write.
+    #[arg(
+        value_name = "NAME[=VALUE]",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub names: Vec<String>,
+    /// List every entry.
+    #[arg(short = 'a', long)]
+    pub all: bool,
+    /// Print values only, without names.
+    #[arg(short = 'n')]
+    pub values_only: bool,
+    /// Print descriptions instead of values.
+    #[arg(short = 'd')]
+    pub descriptions: bool,
+    /// Print machine-readable JSON (a [`CtlJson`] object).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// `polld ctl --json` output.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CtlJson {
+    /// The entries read, in argument order.
+    pub entries: Vec<SysctlEntry>,
+    /// The writes, in argument order; refused ones carry their `error`.
+    pub set: Vec<SetResult>,
+    /// Every problem, as also printed on stderr.
+    pub errors: Vec<String>,
+}
+
+/// One round trip: a name to read, or a run of consecutive assignments.
+enum Step<'a> {
+    Read(&'a str),
+    Write(Vec<(String, String)>),
+}
+
+fn plan(args: &CtlArgs) -> Result<Vec<Step<'_>>, CtlError> {
+    if args.all {
+        return Ok(vec![Step::Read("")]);
+    }
+    let mut steps = Vec::new();
+    for arg in &args.names {
+        match arg.split_once('=') {
+            Some(("", _)) => {
+                return Err(CtlError::Usage(format!(
+                    "'{arg}' has no name before '=': write name=value"
+                )))
+            }
+            Some((name, value)) => {
+                let pair = (name.to_string(), value.to_string());
+                match steps.last_mut() {
+                    Some(Step::Write(run)) => run.push(pair),
+                    _ => steps.push(Step::Write(vec![pair])),
+                }
+            }
+            None if arg.is_empty() => {
+                return Err(CtlError::Usage(
+                    "an empty name: give a name like kern.polling, or -a for everything"
+                        .to_string(),
+                ))
+            }
+            None => steps.push(Step::Read(arg)),
+        }
+    }
+    Ok(steps)
+}
+
+/// Runs `polld ctl`: results on `out`, problems with single arguments on `err`, both in
+/// argument order. Returns the exit status: 0, or 1 when some name was unknown or some
+/// write was refused.
+pub fn run_ctl(args: &CtlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32, CtlError> {
+    let socket = &args.socket.socket;
+    let mut report = CtlJson::default();
+    for step in plan(args)? {
+        let errors_before = report.errors.len();
+        match step {
+            Step::Read(prefix) => {
+                let request = Request::List {
+                    prefix: prefix.to_string(),
+                };
+                let entries = match exchange(socket, &request)? {
+                    Response::Entries { entries } => entries,
+                    other => return Err(unexpected(&other)),
+                };
+                if entries.is_empty() {
+                    report.errors.push(format!(
+                        "unknown oid '{prefix}': list the knobs with `polld ctl -a`"
+                    ));
+                }
+                if !args.json {
+                    print_entries(args, &entries, out)?;
+                }
+                report.entries.extend(entries);
+            }
+            Step::Write(assignments) => {
+                let results = match exchange(socket, &Request::Set { assignments })? {
+                    Response::Set { results } => results,
+                    other => return Err(unexpected(&other)),
+                };
+                report
+                    .errors
+                    .extend(results.iter().filter_map(|r| r.error.clone()));
+                if !args.json {
+                    print_writes(args, &results, out)?;
+                }
+                report.set.extend(results);
+            }
+        }
+        for message in &report.errors[errors_before..] {
+            writeln!(err, "polld ctl: {message}")?;
+        }
+    }
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report).map_err(|e| CtlError::Output(e.into()))?;
+        writeln!(out)?;
+    }
+    Ok(if report.errors.is_empty() { 0 } else { 1 })
+}
+
+fn print_entries(args: &CtlArgs, entries: &[SysctlEntry], out: &mut dyn Write) -> io::Result<()> {
+    for entry in entries {
+        let shown = if args.descriptions {
+            &entry.descr
+        } else {
+            &entry.value
+        };
+        if args.values_only {
+            writeln!(out, "{shown}")?;
+        } else {
+            writeln!(out, "{}: {shown}", entry.name)?;
+        }
+    }
+    Ok(())
+}
+
+/// `name: old -> new` for each write that took effect (refusals go to stderr).
+fn print_writes(args: &CtlArgs, results: &[SetResult], out: &mut dyn Write) -> io::Result<()> {
+    for result in results.iter().filter(|r| r.error.is_none()) {
+        let old = result.old.as_deref().unwrap_or_default();
+        let new = result.new.as_deref().unwrap_or_default();
+        if args.values_only {
+            writeln!(out, "{old} -> {new}")?;
+        } else {
+            writeln!(out, "{}: {old} -> {new}", result.name)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! `polld ifconfig`: a running polld's interfaces, like FreeBSD's ifconfig(8).
+//!
+//! ```text
+//! polld ifconfig                      every interface: link, mode, backend, addresses, counters
+//! polld ifconfig veth1                one interface
+//! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
+//! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
+//! polld ifconfig veth1 mode adaptive  any mode: interrupt, polling, adaptive, busy
+//! ```
+
+use std::io::{self, Write};
+
+use clap::Parser;
+use polld_core::Mode;
+
+use crate::client::{exchange, unexpected, CtlError, SocketArg};
+use crate::proto::{IfStatus, Request, Response};
+
+/// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
+#[derive(Parser, Clone, Debug, PartialEq, Eq)]
+#[command(name = "polld ifconfig")]
+pub struct IfconfigArgs {
+    /// The interface to show or change; every interface when absent.
+    pub interface: Option<String>,
+    /// `polling`, `-polling`, or `mode interrupt|polling|adaptive|busy`.
+    #[arg(
+        value_name = "ACTION",
+        allow_hyphen_values = true,
+        requires = "interface"
+    )]
+    pub actions: Vec<String>,
+    /// Print machine-readable JSON: the interfaces (an array, or one object when an
+    /// interface is named), or the results of a mode change.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+/// Counters shown together on one line, in this order; drops get their own line after
+/// the first, and counters not named here a last one.
+const COUNTER_LINES: [&[&str]; 3] = [
+    &["rx_packets", "forwarded", "local", "consumed", "queued"],
+    &["tx_packets", "generated", "generated_dropped"],
+    &["interrupts", "polls", "empty_polls", "tasks"],
+];
+
+/// Runs `polld ifconfig`; mode changes print nothing unless `--json` is given.
+pub fn run_ifconfig(args: &IfconfigArgs, out: &mut dyn Write) -> Result<(), CtlError> {
+    let socket = &args.socket.socket;
+    let interfaces = match exchange(socket, &Request::Interfaces)? {
+        Response::Interfaces { interfaces } => interfaces,
+        other => return Err(unexpected(&other)),
+    };
+    let Some(name) = &args.interface else {
+        if args.json {
+            return print_json(&interfaces, out);
+        }
+        for iface in &interfaces {
+            print_interface(iface, out)?;
+        }
+        return Ok(());
+    };
+    let Some(iface) = interfaces.iter().find(|i| &i.name == name) else {
+        let known: Vec<&str> = interfaces.iter().map(|i| i.name.as_str()).collect();
+        return Err(CtlError::Usage(format!(
+            "no interface '{name}' in polld; it has: {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    if args.actions.is_empty() {
+        return if args.json {
+            print_json(iface, out)
+        } else {
+            print_interface(iface, out).map_err(CtlError::Output)
+        };
+    }
+    let assignments = parse_actions(&args.actions)?
+        .into_iter()
+        .map(|mode| (format!("dev.{name}.mode"), mode.name().to_string()))
+        .collect();
+    let results = match exchange(socket, &Request::Set { assignments })? {
+        Response::Set { results } => results,
+        other => return Err(unexpected(&other)),
+    };
+    if args.json {
+        print_json(&results, out)?;
+    }
+    match results.into_iter().find_map(|r| r.error) {
+        Some(reason) => Err(CtlError::Daemon(reason)),
+        None => Ok(()),
+    }
+}
+
+/// The modes the actions ask for, in order.
+fn parse_actions(words: &[String]) -> Result<Vec<Mode>, CtlError> {
+    let usage = |what: String| {
+        CtlError::Usage(format!(
+            "{what}: use polling, -polling, or mode interrupt|polling|adaptive|busy"
+        ))
+    };
+    let mut modes = Vec::new();
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        modes.push(match word.as_str() {
+            "polling" => Mode::Polling,
+            "-polling" => Mode::Interrupt,
+            "mode" => {
+                let Some(mode) = words.next() else {
+                    return Err(usage("`mode` needs a mode".to_string()));
+                };
+                mode.parse()
+                    .map_err(|_| usage(format!("unknown mode '{mode}'")))?
+            }
+            other => return Err(usage(format!("unknown action '{other}'"))),
+        });
+    }
+    Ok(modes)
+}
+
+fn print_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    out: &mut dyn Write,
+) -> Result<(), CtlError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| CtlError::Output(e.into()))?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}: link {} mode {} backend {}",
+        iface.name, iface.link, iface.mode, iface.backend
+    )?;
+    if let Some(mac) = &iface.mac {
+        writeln!(out, "\tether {mac}")?;
+    }
+    for address in &iface.addresses {
+        let family = if address.contains(':') {
+            "inet6"
+        } else {
+            "inet"
+        };
+        writeln!(out, "\t{family} {address}")?;
+    }
+    let count = |name: &str| iface.counters.iter().find(|(n, _)| n == name).map(|c| c.1);
+    for (line_no, names) in COUNTER_LINES.iter().enumerate() {
+        let shown: Vec<String> = names
+            .iter()
+            .filter_map(|&n| count(n).map(|v| format!("{n} {v}")))
+            .collect();
+        if !shown.is_empty() {
+            writeln!(out, "\t{}", shown.join(" "))?;
+        }
+        if line_no == 0 {
+            print_drops(iface, out)?;
+        }
+    }
+    let others: Vec<String> = iface
+        .counters
+        .iter()
+        .filter(|(n, _)| {
+            !n.starts_with("drops.") && !COUNTER_LINES.iter().any(|l| l.contains(&n.as_str()))
+        })
+        .map(|(n, v)| format!("{n} {v}"))
+        .collect();
+    if !others.is_empty() {
+        writeln!(out, "\t{}", others.join(" "))?;
+    }
+    Ok(())
+}
+
+/// `drops N: reason n, ...` with the non-zero reasons by name.
+fn print_drops(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
+    let drops: Vec<(&str, u64)> = iface
+        .counters
+        .iter()
+        .filter_map(|(n, v)| n.strip_prefix("drops.").map(|reason| (reason, *v)))
+        .collect();
+    let total: u64 = drops.iter().map(|d| d.1).sum();
+    let reasons: Vec<String> = drops
+        .iter()
+        .filter(|d| d.1 > 0)
+        .map(|(reason, v)| format!("{reason} {v}"))
+        .collect();
+    if reasons.is_empty() {
+        writeln!(out, "\tdrops {total}")
+    } else {
+        writeln!(out, "\tdrops {total}: {}", reasons.join(", "))
+    }
+}

@@ -1,0 +1,655 @@
+//! The control socket server of `polld run`.
+//!
+//! [`ControlServer::start`] binds the Unix stream socket and runs a thread that does all
+//! the socket work: it accepts clients, checks their credentials, reads one request line
+//! each and writes the answer back. The daemon's poll thread never touches a client: it
+//! gets an [`Inbox`] whose eventfd ([`Inbox::wake_fd`]) it adds to its epoll set, and
+//! [`Inbox::answer_pending`] answers the waiting requests without blocking.
+//!
+//! The server thread is one `poll(2)` loop over non-blocking sockets with a deadline per
+//! connection, so a client that is slow, silent or malicious costs one of
+//! [`MAX_CONNECTIONS`] slots for at most a few seconds and never delays the others.
+
+use std::fmt;
+use std::fs;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::proto::{Request, Response, MAX_REQUEST_BYTES};
+
+/// What a client whose uid is neither 0 nor the daemon's is told (and what the client
+/// says when the socket's mode already refused it).
+pub const PERMISSION_DENIED: &str =
+    "permission denied: polld's control socket needs root (uid 0); run polld ctl with sudo";
+
+/// How long a client has, from connecting, to send its request line.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the daemon has to answer a request handed to the [`Inbox`].
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a client has to take its answer.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Clients served at once; more wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 16;
+/// How long to stop accepting after `accept` failed (out of file descriptors).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// Why the control socket could not be set up.
+#[derive(Debug)]
+pub enum ControlError {
+    /// Another polld answers on this path.
+    InUse { path: PathBuf, pid: Option<i32> },
+    /// Something that is not a socket is in the way.
+    NotASocket { path: PathBuf },
+    /// A system call failed; `action` says what was being done.
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::InUse { path, pid } => {
+                write!(f, "another polld is serving {}", path.display())?;
+                if let Some(pid) = pid {
+                    write!(f, " (pid {pid})")?;
+                }
+                write!(f, ": stop it first, or give this one another --socket path")
+            }
+            ControlError::NotASocket { path } => write!(
+                f,
+                "{} exists and is not a socket: remove it or choose another --socket path",
+                path.display()
+            ),
+            ControlError::Io {
+                action,
+                path,
+                source,
+            } => write!(f, "cannot {action} {}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ControlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ControlError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A non-blocking eventfd used as a doorbell between threads.
+struct EventFd(OwnedFd);
+
+impl EventFd {
+    fn new() -> io::Result<EventFd> {
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a freshly created descriptor owned by nobody else.
+        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    /// Makes the fd readable. The write can only fail when the counter is about to
+    /// overflow, and then the fd is readable already.
+    fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to an fd we own.
+        unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Resets the fd to not readable. EAGAIN (nothing signalled) is the expected failure.
+    fn clear(&self) {
+        let mut count: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 from an fd we own.
+        unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
+    }
+}
+
+/// The credentials of the process at the other end of a Unix socket.
+pub(crate) fn peer_cred(stream: &UnixStream) -> io::Result<libc::ucred> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live and `len` is the size of `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred)
+}
+
+/// A request on its way to the poll thread; `id` names the connection to answer.
+struct Envelope {
+    id: u64,
+    request: Request,
+}
+
+/// The poll thread's side of the control socket.
+pub struct Inbox {
+    requests: Receiver<Envelope>,
+    requests_wake: Arc<EventFd>,
+    replies: Sender<(u64, Response)>,
+    replies_wake: Arc<EventFd>,
+}
+
+impl Inbox {
+    /// An eventfd that is readable while requests wait: add it to the poll thread's
+    /// epoll set and call [`Inbox::answer_pending`] when it fires.
+    pub fn wake_fd(&self) -> RawFd {
+        self.requests_wake.fd()
+    }
+
+    /// Answers every waiting request with `answer` and hands the answers back to the
+    /// server thread. Never blocks: it only reads an eventfd and moves messages.
+    pub fn answer_pending(&self, answer: &mut dyn FnMut(Request) -> Response) {
+        // Cleared before draining: a request queued after this point signals again.
+        self.requests_wake.clear();
+        let mut answered = false;
+        while let Ok(envelope) = self.requests.try_recv() {
+            let response = answer(envelope.request);
+            // The server may have stopped meanwhile; its client is gone then too.
+            let _ = self.replies.send((envelope.id, response));
+            answered = true;
+        }
+        if answered {
+            self.replies_wake.signal();
+        }
+    }
+}
+
+/// The running control socket; dropping it stops the server thread and removes the
+/// socket file.
+pub struct ControlServer {
+    path: PathBuf,
+    /// Device and inode of the socket we bound, so that drop never removes a successor's.
+    identity: (u64, u64),
+    stop: Arc<EventFd>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Binds the control socket at `path` (mode 0600; missing parent directories are
+    /// created with mode 0700) and starts the server thread. A socket file left by a
+    /// dead polld is replaced; a live one is refused.
+    pub fn start(path: &Path) -> Result<(ControlServer, Inbox), ControlError> {
+        let io_err = |action, source| ControlError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        };
+        prepare_path(path)?;
+        let listener =
+            UnixListener::bind(path).map_err(|e| io_err("bind the control socket", e))?;
+        // Between bind and chmod the socket has the umask's mode; a client that connects
+        // in that window is still refused by the credential check on every connection.
+        let setup = || -> Result<_, ControlError> {
+            fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+                .map_err(|e| io_err("set mode 0600 on", e))?;
+            let meta = fs::symlink_metadata(path).map_err(|e| io_err("inspect", e))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| io_err("make non-blocking", e))?;
+            let eventfd = || {
+                EventFd::new()
+                    .map(Arc::new)
+                    .map_err(|e| io_err("create an eventfd for", e))
+            };
+            Ok((meta, eventfd()?, eventfd()?, eventfd()?))
+        };
+        let (meta, stop, requests_wake, replies_wake) = match setup() {
+            Ok(parts) => parts,
+            Err(e) => {
+                let _ = fs::remove_file(path);
+                return Err(e);
+            }
+        };
+        let (requests_tx, requests_rx) = mpsc::channel();
+        let (replies_tx, replies_rx) = mpsc::channel();
+        let server = Server {
+            listener,
+            stop: stop.clone(),
+            requests: requests_tx,
+            requests_wake: requests_wake.clone(),
+            replies: replies_rx,
+            replies_wake: replies_wake.clone(),
+            // SAFETY: geteuid cannot fail.
+            euid: unsafe { libc::geteuid() },
+            conns: Vec::new(),
+            next_id: 0,
+            accept_paused_until: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("polld-control".into())
+            .spawn(move || server.run());
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = fs::remove_file(path);
+                return Err(io_err("start the server thread for", e));
+            }
+        };
+        let control = ControlServer {
+            path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
+            stop,
+            thread: Some(thread),
+        };
+        let inbox = Inbox {
+            requests: requests_rx,
+            requests_wake,
+            replies: replies_tx,
+            replies_wake,
+        };
+        Ok((control, inbox))
+    }
+
+    /// Where the socket is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.stop.signal();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        if let Ok(meta) = fs::symlink_metadata(&self.path) {
+            if (meta.dev(), meta.ino()) == self.identity {
+                let _ = fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// Creates the parent directory if missing; clears a stale socket; refuses a live one.
+fn prepare_path(path: &Path) -> Result<(), ControlError> {
+    let io_err = |action, source| ControlError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.exists() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| io_err("create the directory of", e))?;
+        }
+    }
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("inspect", e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(ControlError::NotASocket {
+            path: path.to_path_buf(),
+        });
+    }
+    match UnixStream::connect(path) {
+        Ok(stream) => Err(ControlError::InUse {
+            path: path.to_path_buf(),
+            pid: peer_cred(&stream).ok().map(|c| c.pid),
+        }),
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+            fs::remove_file(path).map_err(|e| io_err("remove the stale socket", e))
+        }
+        Err(e) => Err(io_err("probe the existing socket", e)),
+    }
+}
+
+/// Where a connection is in its one exchange.
+enum Phase {
+    /// Collecting the request line.
+    Reading(Vec<u8>),
+    /// The request is with the poll thread.
+    Waiting,
+    /// Sending the answer line.
+    Writing { out: Vec<u8>, sent: usize },
+    /// Answer sent and write side shut down: discarding what the client still sends
+    /// until it closes. Closing with unread input would make the client's read fail
+    /// with ECONNRESET, possibly before it read the answer.
+    Draining,
+    /// Finished; closed at the end of the loop iteration.
+    Done,
+}
+
+struct Conn {
+    id: u64,
+    stream: UnixStream,
+    phase: Phase,
+    /// When the current phase gives up.
+    deadline: Instant,
+}
+
+impl Conn {
+    fn reply(&mut self, response: &Response) {
+        let mut out = serde_json::to_vec(response).unwrap_or_else(|e| {
+            format!(r#"{{"result":"error","message":"cannot encode the answer: {e}"}}"#)
+                .into_bytes()
+        });
+        out.push(b'\n');
+        self.phase = Phase::Writing { out, sent: 0 };
+        self.deadline = Instant::now() + WRITE_TIMEOUT;
+    }
+
+    fn refuse(&mut self, message: String) {
+        self.reply(&Response::Error { message });
+    }
+
+    /// Reads what the client sent so far; returns the request once its line is complete.
+    /// Refusals (too large, malformed) switch the connection to writing the error.
+    fn read_request(&mut self) -> Option<Request> {
+        let Phase::Reading(buf) = &mut self.phase else {
+            return None;
+        };
+        let mut chunk = [0u8; 4096];
+        let line_end = loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) if buf.is_empty() => {
+                    self.phase = Phase::Done;
+                    return None;
+                }
+                // The client shut down its side without a newline: take what it sent.
+                Ok(0) => break buf.len(),
+                Ok(n) => {
+                    let start = buf.len();
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(pos) = buf[start..].iter().position(|&b| b == b'\n') {
+                        break start + pos;
+                    }
+                    if buf.len() >= MAX_REQUEST_BYTES {
+                        break buf.len();
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.phase = Phase::Done;
+                    return None;
+                }
+            }
+        };
+        // The limit counts the newline.
+        if line_end + 1 > MAX_REQUEST_BYTES {
+            self.refuse(format!(
+                "request too large (limit {MAX_REQUEST_BYTES} bytes)"
+            ));
+            return None;
+        }
+        match serde_json::from_slice::<Request>(&buf[..line_end]) {
+            Ok(request) => Some(request),
+            Err(e) => {
+                self.refuse(format!(
+                    "invalid request: {e}; send one JSON object on one line, \
+                     e.g. {{\"op\":\"list\",\"prefix\":\"kern.polling\"}}"
+                ));
+                None
+            }
+        }
+    }
+
+    /// Sends as much of the answer as the socket takes; once all of it went out, shuts
+    /// down the write side so the client sees the end, and drains.
+    fn write_answer(&mut self) {
+        let Phase::Writing { out, sent } = &mut self.phase else {
+            return;
+        };
+        while *sent < out.len() {
+            let rest = &out[*sent..];
+            // SAFETY: sends from a live slice of `rest.len()` bytes. MSG_NOSIGNAL: a
+            // client that hung up must not kill the daemon with SIGPIPE.
+            let n = unsafe {
+                libc::send(
+                    self.stream.as_raw_fd(),
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+                )
+            };
+            if n < 0 {
+                match io::Error::last_os_error().kind() {
+                    io::ErrorKind::WouldBlock => return,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        self.phase = Phase::Done;
+                        return;
+                    }
+                }
+            }
+            *sent += n as usize;
+        }
+        self.phase = match self.stream.shutdown(std::net::Shutdown::Write) {
+            Ok(()) => Phase::Draining,
+            Err(_) => Phase::Done,
+        };
+        self.deadline = Instant::now() + WRITE_TIMEOUT;
+    }
+
+    /// Reads and drops input until the client closes its side.
+    fn drain(&mut self) {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.phase = Phase::Done;
+    }
+}
+
+/// The server thread's state.
+struct Server {
+    listener: UnixListener,
+    stop: Arc<EventFd>,
+    requests: Sender<Envelope>,
+    requests_wake: Arc<EventFd>,
+    replies: Receiver<(u64, Response)>,
+    replies_wake: Arc<EventFd>,
+    euid: libc::uid_t,
+    conns: Vec<Conn>,
+    next_id: u64,
+    /// After a failed accept (EMFILE), when to try again: the listener stays readable,
+    /// and polling it meanwhile would spin.
+    accept_paused_until: Option<Instant>,
+}
+
+impl Server {
+    fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            if self.accept_paused_until.is_some_and(|t| t <= now) {
+                self.accept_paused_until = None;
+            }
+            let accepting =
+                self.conns.len() < MAX_CONNECTIONS && self.accept_paused_until.is_none();
+            let mut fds = vec![
+                pollfd(self.stop.fd(), libc::POLLIN),
+                pollfd(self.replies_wake.fd(), libc::POLLIN),
+                pollfd(
+                    self.listener.as_raw_fd(),
+                    if accepting { libc::POLLIN } else { 0 },
+                ),
+            ];
+            // Which connection each further pollfd belongs to.
+            let mut watched = Vec::new();
+            for (i, conn) in self.conns.iter().enumerate() {
+                let events = match conn.phase {
+                    Phase::Reading(_) | Phase::Draining => libc::POLLIN,
+                    Phase::Writing { .. } => libc::POLLOUT,
+                    Phase::Waiting | Phase::Done => continue,
+                };
+                fds.push(pollfd(conn.stream.as_raw_fd(), events));
+                watched.push(i);
+            }
+            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
+            let n = unsafe {
+                libc::poll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    self.poll_timeout_ms(),
+                )
+            };
+            if n < 0 {
+                // EINTR; poll cannot fail otherwise with valid arguments.
+                continue;
+            }
+            if fds[0].revents != 0 {
+                return;
+            }
+            if fds[1].revents != 0 {
+                self.take_replies();
+            }
+            for (pfd, &i) in fds[3..].iter().zip(&watched) {
+                if pfd.revents != 0 {
+                    self.progress(i);
+                }
+            }
+            if fds[2].revents != 0 {
+                self.accept();
+            }
+            self.expire(Instant::now());
+            self.conns.retain(|c| !matches!(c.phase, Phase::Done));
+        }
+    }
+
+    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
+    fn poll_timeout_ms(&self) -> i32 {
+        let now = Instant::now();
+        self.conns
+            .iter()
+            .filter(|c| !matches!(c.phase, Phase::Done))
+            .map(|c| c.deadline)
+            .chain(self.accept_paused_until)
+            .map(|deadline| deadline.saturating_duration_since(now))
+            .min()
+            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
+    }
+
+    fn accept(&mut self) {
+        while self.conns.len() < MAX_CONNECTIONS {
+            let stream = match self.listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
+                    return;
+                }
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let mut conn = Conn {
+                id: self.next_id,
+                stream,
+                phase: Phase::Reading(Vec::new()),
+                deadline: Instant::now() + READ_TIMEOUT,
+            };
+            self.next_id += 1;
+            match peer_cred(&conn.stream) {
+                Ok(cred) if cred.uid == 0 || cred.uid == self.euid => {}
+                Ok(_) => conn.refuse(PERMISSION_DENIED.to_string()),
+                Err(e) => conn.refuse(format!("cannot read the client's credentials: {e}")),
+            }
+            self.conns.push(conn);
+        }
+    }
+
+    fn progress(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        match conn.phase {
+            Phase::Reading(_) => {
+                if let Some(request) = conn.read_request() {
+                    let envelope = Envelope {
+                        id: conn.id,
+                        request,
+                    };
+                    if self.requests.send(envelope).is_ok() {
+                        conn.phase = Phase::Waiting;
+                        conn.deadline = Instant::now() + ANSWER_TIMEOUT;
+                        self.requests_wake.signal();
+                    } else {
+                        conn.refuse("polld is shutting down".to_string());
+                    }
+                }
+            }
+            Phase::Writing { .. } => conn.write_answer(),
+            Phase::Draining => conn.drain(),
+            Phase::Waiting | Phase::Done => {}
+        }
+    }
+
+    fn take_replies(&mut self) {
+        self.replies_wake.clear();
+        while let Ok((id, response)) = self.replies.try_recv() {
+            // A connection that timed out meanwhile was already told so.
+            let waiting = self
+                .conns
+                .iter_mut()
+                .find(|c| c.id == id && matches!(c.phase, Phase::Waiting));
+            if let Some(conn) = waiting {
+                conn.reply(&response);
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        for conn in self.conns.iter_mut().filter(|c| c.deadline <= now) {
+            match conn.phase {
+                Phase::Reading(_) => conn.refuse(format!(
+                    "no request line within {} s",
+                    READ_TIMEOUT.as_secs()
+                )),
+                Phase::Waiting => conn.refuse(format!(
+                    "polld did not answer in time ({} s): its poll thread may be stuck",
+                    ANSWER_TIMEOUT.as_secs()
+                )),
+                Phase::Writing { .. } | Phase::Draining | Phase::Done => conn.phase = Phase::Done,
+            }
+        }
+    }
+}
+
+fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}

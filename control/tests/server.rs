@@ -1,0 +1,312 @@
+//! The control socket itself: permissions, refusals, robustness against bad clients,
+//! and the life cycle of the socket file.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+
+use common::{Daemon, TestDir};
+use polld_control::client::{request, ClientError};
+use polld_control::proto::{Request, Response, MAX_REQUEST_BYTES};
+use polld_control::server::{ControlError, ControlServer, PERMISSION_DENIED};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Sends raw bytes as one client and returns everything the server wrote back.
+fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    // The server may answer and close before reading it all: that is the point.
+    let _ = stream.write_all(bytes);
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+fn error_message(answer: &str) -> String {
+    assert!(answer.ends_with('\n'), "not one line: {answer:?}");
+    match serde_json::from_str(answer).unwrap() {
+        Response::Error { message } => message,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn list(socket: &Path, prefix: &str) -> Response {
+    request(
+        socket,
+        &Request::List {
+            prefix: prefix.to_string(),
+        },
+    )
+    .unwrap()
+}
+
+fn assert_serves(socket: &Path) {
+    match list(socket, "kern.polling.hz") {
+        Response::Entries { entries } => assert_eq!(entries[0].value, "1000"),
+        other => panic!("expected entries, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_socket_is_0600_in_a_0700_directory_it_creates_and_goes_away_on_drop() {
+    let dir = TestDir::new();
+    let socket = dir.path().join("run/polld/polld.sock");
+    let (server, _inbox) = ControlServer::start(&socket).unwrap();
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+    for created in ["run", "run/polld"] {
+        let mode = std::fs::metadata(dir.path().join(created))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{created}");
+    }
+    drop(server);
+    assert!(!socket.exists());
+    let err = request(&socket, &Request::Interfaces).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "no polld is running at {}: start one with `polld run -c FILE` (or pass --socket)",
+            socket.display()
+        )
+    );
+}
+
+/// Runs `request` in a forked child that dropped to uid/gid 65534 (nobody) and returns
+/// what it got: `client: <error>` or `daemon: <response>`.
+fn request_as_nobody(socket: &Path) -> String {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a live array of two ints.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read_end, write_end) = (fds[0], fds[1]);
+    // SAFETY: the child only drops privileges, makes one request and writes the result
+    // to the pipe before _exit; glibc keeps malloc usable in a forked child.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let text = unsafe {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                "child: cannot drop to uid 65534".to_string()
+            } else {
+                match request(socket, &Request::Interfaces) {
+                    Ok(response) => format!("daemon: {response:?}"),
+                    Err(e) => format!("client: {e}"),
+                }
+            }
+        };
+        unsafe {
+            libc::write(write_end, text.as_ptr().cast(), text.len());
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closes our copy of the write end; reads into a live buffer; reaps the child.
+    unsafe { libc::close(write_end) };
+    let mut text = String::new();
+    let mut pipe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_end) };
+    pipe.read_to_string(&mut text).unwrap();
+    let mut status = 0;
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    text
+}
+
+#[test]
+fn a_non_root_client_is_refused_with_the_clear_message() {
+    if !is_root() {
+        eprintln!("skipped: needs root to fork a child that drops to uid 65534");
+        return;
+    }
+    let daemon = Daemon::start();
+    // The socket's mode stops nobody at connect; the client says why.
+    assert_eq!(
+        request_as_nobody(&daemon.socket),
+        format!("client: {PERMISSION_DENIED}")
+    );
+    // With the mode opened up, the server's credential check refuses it.
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let got = request_as_nobody(&daemon.socket);
+    assert_eq!(
+        got,
+        format!(
+            "daemon: {:?}",
+            Response::Error {
+                message: PERMISSION_DENIED.to_string()
+            }
+        )
+    );
+    assert_serves(&daemon.socket);
+}
+
+#[test]
+fn an_oversize_request_is_refused_and_the_next_client_is_served() {
+    let daemon = Daemon::start();
+    // A valid request padded with blanks to exactly the limit, newline included, passes.
+    let request = br#"{"op":"list","prefix":"kern.polling.hz"}"#;
+    let mut at_limit = request.to_vec();
+    at_limit.resize(MAX_REQUEST_BYTES - 1, b' ');
+    at_limit.push(b'\n');
+    let answer = raw_exchange(&daemon.socket, &at_limit);
+    assert!(answer.starts_with(r#"{"result":"entries""#), "{answer}");
+    // One byte more does not, with or without a newline.
+    at_limit.insert(0, b' ');
+    let refused = "request too large (limit 65536 bytes)";
+    assert_eq!(
+        error_message(&raw_exchange(&daemon.socket, &at_limit)),
+        refused
+    );
+    assert_eq!(
+        error_message(&raw_exchange(&daemon.socket, &vec![b'x'; 70 * 1024])),
+        refused
+    );
+    assert_serves(&daemon.socket);
+}
+
+#[test]
+fn malformed_requests_get_an_error_naming_the_problem() {
+    let daemon = Daemon::start();
+    let message = error_message(&raw_exchange(&daemon.socket, b"hello\n"));
+    assert!(
+        message.starts_with("invalid request: expected value"),
+        "{message}"
+    );
+    let message = error_message(&raw_exchange(&daemon.socket, b"{\"op\":\"frobnicate\"}\n"));
+    assert!(
+        message
+            .contains("unknown variant `frobnicate`, expected one of `list`, `set`, `interfaces`"),
+        "{message}"
+    );
+    let message = error_message(&raw_exchange(&daemon.socket, b"{\"op\":\"list\"}\n"));
+    assert!(message.contains("missing field `prefix`"), "{message}");
+    // A request without its newline, from a client that shut down its side, counts.
+    let mut stream = UnixStream::connect(&daemon.socket).unwrap();
+    stream.write_all(br#"{"op":"interfaces"}"#).unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with(r#"{"result":"interfaces""#), "{answer}");
+    assert_serves(&daemon.socket);
+}
+
+#[test]
+fn a_silent_client_does_not_hold_up_the_others_and_is_timed_out() {
+    let daemon = Daemon::start();
+    let mut silent = UnixStream::connect(&daemon.socket).unwrap();
+    let mut half = UnixStream::connect(&daemon.socket).unwrap();
+    half.write_all(br#"{"op":"li"#).unwrap();
+    assert_serves(&daemon.socket);
+    // Served while the silent ones still wait for their timeout (2 s).
+    silent.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let pending = silent.read(&mut byte).unwrap_err();
+    assert_eq!(pending.kind(), std::io::ErrorKind::WouldBlock);
+    silent.set_nonblocking(false).unwrap();
+    for stream in [&mut silent, &mut half] {
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert_eq!(error_message(&answer), "no request line within 2 s");
+    }
+}
+
+#[test]
+fn a_daemon_that_does_not_answer_is_reported() {
+    let dir = TestDir::new();
+    // The inbox is kept but nobody answers it.
+    let (_server, _inbox) = ControlServer::start(&dir.socket()).unwrap();
+    match request(&dir.socket(), &Request::Interfaces).unwrap() {
+        Response::Error { message } => {
+            assert!(
+                message.starts_with("polld did not answer in time"),
+                "{message}"
+            )
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_stale_socket_file_is_replaced() {
+    let daemon_dir = TestDir::new();
+    let socket = daemon_dir.socket();
+    // A dead polld's socket: the file stays, nobody listens.
+    drop(UnixListener::bind(&socket).unwrap());
+    let err = request(&socket, &Request::Interfaces).unwrap_err();
+    assert!(
+        matches!(err, ClientError::NotRunning { stale: true, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("only a stale socket file is left there"),
+        "{err}"
+    );
+    let (server, inbox) = ControlServer::start(&socket).unwrap();
+    let asker = std::thread::spawn({
+        let socket = socket.clone();
+        move || request(&socket, &Request::Interfaces).unwrap()
+    });
+    // Answered by hand here: the inbox delivers what the client sent.
+    let mut seen = Vec::new();
+    while seen.is_empty() {
+        let mut pfd = libc::pollfd {
+            fd: inbox.wake_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd.
+        unsafe { libc::poll(&mut pfd, 1, 1000) };
+        inbox.answer_pending(&mut |req| {
+            seen.push(req);
+            Response::Interfaces {
+                interfaces: Vec::new(),
+            }
+        });
+    }
+    assert_eq!(seen, [Request::Interfaces]);
+    assert_eq!(
+        asker.join().unwrap(),
+        Response::Interfaces {
+            interfaces: Vec::new()
+        }
+    );
+    drop(server);
+}
+
+#[test]
+fn a_second_server_on_a_live_socket_is_refused() {
+    let daemon = Daemon::start();
+    let err = ControlServer::start(&daemon.socket).err().unwrap();
+    assert!(matches!(err, ControlError::InUse { .. }));
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "another polld is serving {} (pid {}): stop it first, or give this one another --socket path",
+            daemon.socket.display(),
+            std::process::id()
+        )
+    );
+    assert_serves(&daemon.socket);
+}
+
+#[test]
+fn something_else_in_the_way_is_left_alone() {
+    let dir = TestDir::new();
+    std::fs::write(dir.socket(), "precious").unwrap();
+    let err = ControlServer::start(&dir.socket()).err().unwrap();
+    assert!(
+        err.to_string()
+            .ends_with("exists and is not a socket: remove it or choose another --socket path"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(dir.socket()).unwrap(), "precious");
+}
