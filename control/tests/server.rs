@@ -10,8 +10,10 @@ use std::path::Path;
 
 use common::{Daemon, TestDir};
 use polld_control::client::{request, ClientError};
-use polld_control::proto::{Request, Response, MAX_REQUEST_BYTES};
-use polld_control::server::{ControlError, ControlServer, PERMISSION_DENIED};
+use polld_control::proto::{IfStatus, Request, Response, MAX_REQUEST_BYTES};
+use polld_control::server::{
+    ControlError, ControlServer, Inbox, MAX_CONNECTIONS, PERMISSION_DENIED,
+};
 
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
@@ -236,8 +238,8 @@ fn a_daemon_that_does_not_answer_is_reported() {
 
 #[test]
 fn a_stale_socket_file_is_replaced() {
-    let daemon_dir = TestDir::new();
-    let socket = daemon_dir.socket();
+    let dir = TestDir::new();
+    let socket = dir.socket();
     // A dead polld's socket: the file stays, nobody listens.
     drop(UnixListener::bind(&socket).unwrap());
     let err = request(&socket, &Request::Interfaces).unwrap_err();
@@ -250,12 +252,23 @@ fn a_stale_socket_file_is_replaced() {
             .contains("only a stale socket file is left there"),
         "{err}"
     );
-    let (server, inbox) = ControlServer::start(&socket).unwrap();
+    let (_server, inbox) = ControlServer::start(&socket).unwrap();
+    let empty = Response::Interfaces {
+        interfaces: Vec::new(),
+    };
+    let (seen, got) = answer_one_by_hand(&inbox, &socket, empty.clone());
+    assert_eq!(seen, Request::Interfaces);
+    assert_eq!(got, empty);
+}
+
+/// Has a client thread send `Interfaces` and answers it by hand from this thread, as
+/// the runtime's poll loop would: returns what the inbox delivered and what the client
+/// got back.
+fn answer_one_by_hand(inbox: &Inbox, socket: &Path, response: Response) -> (Request, Response) {
     let asker = std::thread::spawn({
-        let socket = socket.clone();
+        let socket = socket.to_path_buf();
         move || request(&socket, &Request::Interfaces).unwrap()
     });
-    // Answered by hand here: the inbox delivers what the client sent.
     let mut seen = Vec::new();
     while seen.is_empty() {
         let mut pfd = libc::pollfd {
@@ -267,19 +280,69 @@ fn a_stale_socket_file_is_replaced() {
         unsafe { libc::poll(&mut pfd, 1, 1000) };
         inbox.answer_pending(&mut |req| {
             seen.push(req);
-            Response::Interfaces {
-                interfaces: Vec::new(),
-            }
+            response.clone()
         });
     }
-    assert_eq!(seen, [Request::Interfaces]);
-    assert_eq!(
-        asker.join().unwrap(),
-        Response::Interfaces {
-            interfaces: Vec::new()
-        }
-    );
+    assert_eq!(seen.len(), 1);
+    (seen.remove(0), asker.join().unwrap())
+}
+
+#[test]
+fn answer_pending_returns_at_once_when_nothing_waits() {
+    let dir = TestDir::new();
+    let (_server, inbox) = ControlServer::start(&dir.socket()).unwrap();
+    inbox.answer_pending(&mut |req| panic!("nothing was asked, got {req:?}"));
+}
+
+#[test]
+fn an_answer_larger_than_the_socket_buffer_arrives_whole() {
+    let dir = TestDir::new();
+    let (_server, inbox) = ControlServer::start(&dir.socket()).unwrap();
+    let interface = IfStatus {
+        name: "veth0".to_string(),
+        backend: "af_packet".to_string(),
+        mode: "polling".to_string(),
+        link: "up".to_string(),
+        mac: None,
+        addresses: Vec::new(),
+        counters: (0..64).map(|i| (format!("counter_{i}"), i)).collect(),
+    };
+    // About 4 MB, far above the default Unix socket buffer.
+    let big = Response::Interfaces {
+        interfaces: vec![interface; 2000],
+    };
+    let (_, got) = answer_one_by_hand(&inbox, &dir.socket(), big.clone());
+    assert_eq!(got, big);
+}
+
+#[test]
+fn clients_beyond_the_connection_limit_wait_their_turn() {
+    let daemon = Daemon::start();
+    let silent: Vec<UnixStream> = (0..MAX_CONNECTIONS)
+        .map(|_| UnixStream::connect(&daemon.socket).unwrap())
+        .collect();
+    // Served once the silent ones time out and free their slots.
+    assert_serves(&daemon.socket);
+    drop(silent);
+}
+
+#[test]
+fn dropping_the_server_closes_its_clients_and_removes_the_socket() {
+    let dir = TestDir::new();
+    let (server, _inbox) = ControlServer::start(&dir.socket()).unwrap();
+    let mut waiting = UnixStream::connect(dir.socket()).unwrap();
+    waiting.write_all(b"{\"op\":\"interfaces\"}\n").unwrap();
     drop(server);
+    assert!(!dir.socket().exists());
+    // Closed without an answer: EOF, or a reset when its request was still unread.
+    waiting
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = String::new();
+    match waiting.read_to_string(&mut answer) {
+        Ok(_) => assert_eq!(answer, ""),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset),
+    }
 }
 
 #[test]
