@@ -1,1 +1,69 @@
-//! polld-testbed: the gen, fwd and sink namespaces.
+//! polld-testbed: the `gen`, `fwd` and `sink` network namespaces every polld demo and
+//! benchmark runs on, as a library ([`Testbed`], [`down()`], [`status()`]) and as
+//! `polld testbed up|down|status` ([`TestbedArgs`], [`run`]).
+//!
+//! ```text
+//!   gen                       fwd                         sink
+//!   veth0 10.0.1.1/24  <->  veth1 10.0.1.2/24
+//!   02:00:00:00:01:01       02:00:00:00:01:02
+//!                           veth2 10.0.2.1/24  <->  veth3 10.0.2.2/24
+//!                           02:00:00:00:02:01       02:00:00:00:02:02
+//! ```
+//!
+//! - gen routes 10.0.2.0/24 via 10.0.1.2; sink routes 10.0.1.0/24 via 10.0.2.1.
+//! - Every veth end holds a permanent neighbour entry for its peer, and fwd one for
+//!   10.0.2.100 (an address sink does not own, so sink drops frames to it silently):
+//!   a generator can send to a fixed MAC without ARP.
+//! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
+//!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
+//!   (no stray solicitations in the packet counts); loopback is up in each.
+//! - Each veth's receive work is placed on the receiving namespace's CPU (generator CPU0,
+//!   forwarder and sink CPU1 by default), see [`placement`] for the modes and why
+//!   `napi-threaded` is the default.
+//!
+//! [`Layout::new`] is the single source of truth for names, MACs and addresses.
+//!
+//! # Usage
+//!
+//! ```text
+//! sudo polld testbed up                        # namespaces gen, fwd, sink; napi-threaded placement
+//! sudo polld testbed up --kernel-forwarding    # the kernel in fwd forwards (baseline)
+//! sudo polld testbed up --placement rps --force
+//! sudo polld testbed status                    # interfaces, counters, placement, ip_forward
+//! sudo polld testbed status --json
+//! sudo ip netns exec gen ping 10.0.2.2         # works once something forwards in fwd
+//! sudo polld testbed down                      # also cleans up after a crashed run
+//! ```
+//!
+//! `--prefix P` names the namespaces `Pgen`, `Pfwd`, `Psink`, so tests can run side by
+//! side. `up` refuses to touch existing namespaces unless `--force`.
+//!
+//! From Rust (tests, demos, benchmarks), the testbed goes away when dropped:
+//!
+//! ```no_run
+//! use polld_testbed::{Layout, Role, Testbed, UpOptions};
+//!
+//! let testbed = Testbed::up(&Layout::new("demo"), &UpOptions::default())?;
+//! let mut server = testbed.spawn_in(Role::Sink, Some(1), "iperf3", &["-s", "-1"])?;
+//! let before = testbed.counters("veth3")?;
+//! # let _ = (before, server.kill());
+//! # Ok::<(), polld_testbed::TestbedError>(())
+//! ```
+
+mod cli;
+mod error;
+pub mod layout;
+pub mod napi;
+pub mod placement;
+pub mod status;
+mod sys;
+mod testbed;
+
+pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
+pub use error::TestbedError;
+pub use layout::{Iface, Layout, Role};
+pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
+pub use status::{status, Status};
+pub use testbed::{
+    command_in, counters, down, DownReport, IfCounters, Testbed, UpOptions, UpReport,
+};

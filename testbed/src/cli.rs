@@ -1,0 +1,268 @@
+//! `polld testbed up|down|status`: arguments and output.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use crate::layout::{check_prefix, Layout};
+use crate::placement::{CpuPlan, Placement};
+use crate::status::status;
+use crate::testbed::{down, DownReport, Testbed, UpOptions, UpReport};
+use crate::TestbedError;
+
+/// Create, remove or inspect the gen/fwd/sink network namespaces.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct TestbedArgs {
+    #[command(subcommand)]
+    pub command: TestbedCommand,
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum TestbedCommand {
+    /// Create the namespaces gen, fwd and sink, their veths, addresses, routes, static
+    /// neighbours and CPU placement.
+    Up(UpArgs),
+    /// Delete the namespaces (and so their veths); fine if some are already gone.
+    Down(CommonArgs),
+    /// Show each namespace: interfaces, MACs, addresses, counters, placement, ip_forward.
+    Status(CommonArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct CommonArgs {
+    /// Prefix of the namespace names: `--prefix t1` gives t1gen, t1fwd, t1sink.
+    #[arg(long, default_value = "", value_parser = parse_prefix)]
+    pub prefix: String,
+    /// Print JSON (for scripts) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Let the kernel in fwd forward (ip_forward=1), for the kernel baseline. Without it
+    /// fwd's kernel does not forward, and polld must.
+    #[arg(long)]
+    pub kernel_forwarding: bool,
+    /// Where each veth's receive work runs.
+    #[arg(long, value_enum, default_value_t = Placement::default())]
+    pub placement: Placement,
+    /// The generator's CPU (gen/veth0 receive work goes there).
+    #[arg(long, default_value_t = CpuPlan::default().gen)]
+    pub gen_cpu: usize,
+    /// The forwarder's CPU (fwd/veth1 and fwd/veth2 receive work goes there).
+    #[arg(long, default_value_t = CpuPlan::default().fwd)]
+    pub fwd_cpu: usize,
+    /// The sink's CPU (sink/veth3 receive work goes there).
+    #[arg(long, default_value_t = CpuPlan::default().sink)]
+    pub sink_cpu: usize,
+    /// Delete namespaces of the same names first instead of failing.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    check_prefix(prefix).map(|()| prefix.to_string())
+}
+
+/// Runs a `polld testbed` subcommand, writing its report to `out`.
+pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let written = match &args.command {
+        TestbedCommand::Up(up) => {
+            let layout = Layout::new(&up.common.prefix);
+            let options = UpOptions {
+                kernel_forwarding: up.kernel_forwarding,
+                placement: up.placement,
+                cpus: CpuPlan {
+                    gen: up.gen_cpu,
+                    fwd: up.fwd_cpu,
+                    sink: up.sink_cpu,
+                },
+                force: up.force,
+            };
+            let report = Testbed::up(&layout, &options)?.keep();
+            if up.common.json {
+                write_json(out, &report)
+            } else {
+                write_up(out, &report)
+            }
+        }
+        TestbedCommand::Down(common) => {
+            let report = down(&Layout::new(&common.prefix))?;
+            if common.json {
+                write_json(out, &report)
+            } else {
+                write_down(out, &report)
+            }
+        }
+        TestbedCommand::Status(common) => {
+            let status = status(&Layout::new(&common.prefix));
+            if common.json {
+                write_json(out, &status)
+            } else {
+                status.write_text(out)
+            }
+        }
+    };
+    written.map_err(|e| TestbedError::Failed(format!("cannot write the report: {e}")))
+}
+
+fn write_json(out: &mut dyn Write, value: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)
+}
+
+fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
+    let layout = &report.layout;
+    for ns in &report.replaced {
+        writeln!(out, "removed existing namespace {ns} (--force)")?;
+    }
+    writeln!(out, "namespaces {} are up", layout.namespaces().join(", "))?;
+    for iface in layout.ifaces() {
+        writeln!(
+            out,
+            "  {}/{}  {}  {}",
+            iface.ns,
+            iface.name,
+            iface.mac,
+            iface.cidr()
+        )?;
+    }
+    writeln!(
+        out,
+        "  {} reaches {} via {}; {} reaches {} via {}",
+        layout.gen_ns,
+        layout.veth3.network(),
+        layout.veth0.gateway.map_or("?".into(), |g| g.to_string()),
+        layout.sink_ns,
+        layout.veth0.network(),
+        layout.veth3.gateway.map_or("?".into(), |g| g.to_string()),
+    )?;
+    writeln!(
+        out,
+        "  ip_forward in {}: {}",
+        layout.fwd_ns,
+        if report.kernel_forwarding {
+            "1 (the kernel forwards)"
+        } else {
+            "0 (run a forwarder in fwd)"
+        }
+    )?;
+    let placement = &report.placement;
+    writeln!(out, "placement {} requested:", placement.requested.name())?;
+    for iface in &placement.interfaces {
+        writeln!(
+            out,
+            "  {}/{}: {} ({})",
+            iface.ns,
+            iface.iface,
+            iface.applied.name(),
+            iface.detail
+        )?;
+    }
+    for warning in placement.warnings.iter().chain(&report.warnings) {
+        writeln!(out, "warning: {warning}")?;
+    }
+    Ok(())
+}
+
+fn write_down(out: &mut dyn Write, report: &DownReport) -> std::io::Result<()> {
+    if report.removed.is_empty() {
+        writeln!(
+            out,
+            "nothing to remove: {} do not exist",
+            report.absent.join(", ")
+        )?;
+        return Ok(());
+    }
+    writeln!(out, "removed {}", report.removed.join(", "))?;
+    if !report.absent.is_empty() {
+        writeln!(out, "already gone: {}", report.absent.join(", "))?;
+    }
+    for (ns, pids) in &report.still_used_by {
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        writeln!(
+            out,
+            "warning: processes {} still run in {ns}: its veths remain until they exit",
+            pids.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Top,
+    }
+
+    #[derive(Subcommand)]
+    enum Top {
+        Testbed(TestbedArgs),
+    }
+
+    fn parse(args: &[&str]) -> Result<TestbedArgs, clap::Error> {
+        let full = ["polld", "testbed"].iter().chain(args).copied();
+        Cli::try_parse_from(full).map(|cli| match cli.command {
+            Top::Testbed(args) => args,
+        })
+    }
+
+    #[test]
+    fn up_defaults_to_napi_threaded_without_kernel_forwarding() {
+        let TestbedCommand::Up(up) = parse(&["up"]).unwrap().command else {
+            panic!("not up");
+        };
+        assert_eq!(up.placement, Placement::NapiThreaded);
+        assert!(!up.kernel_forwarding && !up.force && !up.common.json);
+        assert_eq!(up.common.prefix, "");
+        assert_eq!((up.gen_cpu, up.fwd_cpu, up.sink_cpu), (0, 1, 1));
+    }
+
+    #[test]
+    fn every_option_parses() {
+        let TestbedCommand::Up(up) = parse(&[
+            "up",
+            "--prefix",
+            "t1",
+            "--kernel-forwarding",
+            "--placement",
+            "rps",
+            "--fwd-cpu",
+            "0",
+            "--force",
+            "--json",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not up");
+        };
+        assert_eq!(up.placement, Placement::Rps);
+        assert!(up.kernel_forwarding && up.force && up.common.json);
+        assert_eq!(up.fwd_cpu, 0);
+        assert!(matches!(
+            parse(&["status", "--json"]).unwrap().command,
+            TestbedCommand::Status(CommonArgs { json: true, .. })
+        ));
+        assert!(matches!(
+            parse(&["down", "--prefix", "x"]).unwrap().command,
+            TestbedCommand::Down(CommonArgs { ref prefix, .. }) if prefix == "x"
+        ));
+    }
+
+    #[test]
+    fn a_bad_prefix_or_placement_is_refused_by_the_parser() {
+        let err = parse(&["up", "--prefix", "a/b"]).unwrap_err().to_string();
+        assert!(err.contains("use only letters"), "{err}");
+        assert!(parse(&["up", "--placement", "fast"]).is_err());
+    }
+}

@@ -1,0 +1,258 @@
+//! Where each veth's receive work runs (baseline-veth.md, "Important veth facts" and §3).
+//!
+//! By default veth delivers into the backlog of the *sending* CPU, so the forwarder's
+//! receive work (fwd/veth1) would run on the generator's CPU and cap everything at about
+//! 0.3–0.4 Mpps. Placement moves each veth's receive work to the CPU of the namespace that
+//! receives: veth0 to gen's CPU, veth1 and veth2 to fwd's, veth3 to sink's.
+//!
+//! - [`Placement::NapiThreaded`] (the default): the receive work runs in a NAPI kthread
+//!   pinned to the receiver's CPU. It moves the work for AF_PACKET receivers *and* for
+//!   XDP/AF_XDP ones (XDP runs inside NAPI, before RPS could act). Steps per receiving
+//!   veth: `ethtool -K <rx> gro on` (veth only has NAPI with GRO or XDP), `tso off` on the
+//!   sending peer (else veth skips NAPI, baseline fact 2), `gro_max_size 0` (no GRO
+//!   merging: frames stay wire-sized, so a user-space forwarder never receives a 64 KB
+//!   TCP super-frame), `threaded = 1` (baseline fact 3), then the kthread is pinned.
+//! - [`Placement::Rps`]: `rps_cpus` of each veth names the receiver's CPU. Moves the
+//!   backlog work (kernel forwarding, AF_PACKET) but not XDP: once a forwarder attaches
+//!   XDP to veth1, veth1 switches to NAPI on the sending CPU.
+//! - [`Placement::None`]: the kernel default, everything on the sending CPU.
+//!
+//! What could not be applied is reported, never skipped silently: napi-threaded falls
+//! back to RPS on an interface where a step fails, and with fewer than two CPUs nothing
+//! is moved (there is nowhere to move it).
+
+use serde::Serialize;
+
+use crate::layout::{Iface, Layout, Role};
+use crate::napi::napi_of;
+use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask};
+use crate::TestbedError;
+
+/// How receive work is placed on CPUs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Threaded NAPI, kthread pinned to the receiver's CPU (AF_PACKET and AF_XDP).
+    #[default]
+    NapiThreaded,
+    /// RPS to the receiver's CPU (kernel forwarding and AF_PACKET; not XDP).
+    Rps,
+    /// Kernel default: receive work runs on the sending CPU.
+    None,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::NapiThreaded => "napi-threaded",
+            Placement::Rps => "rps",
+            Placement::None => "none",
+        }
+    }
+}
+
+/// Which CPU each namespace's work belongs on. The default follows the baseline: the
+/// generator on CPU0, the forwarder and the sink on CPU1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuPlan {
+    pub gen: usize,
+    pub fwd: usize,
+    pub sink: usize,
+}
+
+impl Default for CpuPlan {
+    fn default() -> CpuPlan {
+        CpuPlan {
+            gen: 0,
+            fwd: 1,
+            sink: 1,
+        }
+    }
+}
+
+impl CpuPlan {
+    pub fn cpu(&self, role: Role) -> usize {
+        match role {
+            Role::Gen => self.gen,
+            Role::Fwd => self.fwd,
+            Role::Sink => self.sink,
+        }
+    }
+
+    /// Fails naming the option when a CPU is not one this process may use.
+    pub fn check(&self) -> Result<(), TestbedError> {
+        for role in Role::ALL {
+            check_cpu(self.cpu(role), &format!("--{}-cpu", role.base_name()))?;
+        }
+        Ok(())
+    }
+}
+
+/// What was applied on one receiving veth.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IfacePlacement {
+    pub ns: String,
+    pub iface: String,
+    /// The CPU its receive work was moved to; `None` when it was not moved.
+    pub cpu: Option<usize>,
+    pub applied: Placement,
+    /// What was done, or why the requested placement could not be.
+    pub detail: String,
+}
+
+/// What `up` applied, per interface, and every warning.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlacementReport {
+    pub requested: Placement,
+    pub cpus: CpuPlan,
+    pub interfaces: Vec<IfacePlacement>,
+    /// Everything that differs from the request, in words.
+    pub warnings: Vec<String>,
+}
+
+/// Applies `requested` to every veth of `layout` (already up).
+pub(crate) fn apply(
+    layout: &Layout,
+    requested: Placement,
+    cpus: CpuPlan,
+) -> Result<PlacementReport, TestbedError> {
+    let mut report = PlacementReport {
+        requested,
+        cpus,
+        interfaces: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let allowed = allowed_cpus();
+    let effective = if requested != Placement::None && allowed.len() < 2 {
+        report.warnings.push(format!(
+            "only one CPU ({}) is available: receive work cannot move to another CPU, \
+             placement none is in force",
+            cpu_list(&allowed)
+        ));
+        Placement::None
+    } else {
+        requested
+    };
+    if effective != Placement::None {
+        cpus.check()?;
+    }
+    for iface in layout.ifaces() {
+        let cpu = cpus.cpu(iface.role);
+        let placed = match effective {
+            Placement::None => IfacePlacement {
+                ns: iface.ns.clone(),
+                iface: iface.name.clone(),
+                cpu: None,
+                applied: Placement::None,
+                detail: "receive work runs on the sending CPU (veth backlog)".to_string(),
+            },
+            Placement::Rps => place_rps(iface, cpu).unwrap_or_else(|e| {
+                report
+                    .warnings
+                    .push(format!("{}/{}: RPS not applied: {e}", iface.ns, iface.name));
+                unplaced(iface, format!("RPS failed: {e}"))
+            }),
+            Placement::NapiThreaded => {
+                match place_napi_threaded(layout, iface, cpu) {
+                    Ok(placed) => placed,
+                    Err(napi_error) => {
+                        let fallback = place_rps(iface, cpu);
+                        let (placed, outcome) = match fallback {
+                        Ok(mut placed) => {
+                            placed.detail =
+                                format!("napi-threaded failed ({napi_error}); {}", placed.detail);
+                            (placed, "RPS applied instead".to_string())
+                        }
+                        Err(rps_error) => (
+                            unplaced(
+                                iface,
+                                format!("napi-threaded failed ({napi_error}); RPS failed ({rps_error})"),
+                            ),
+                            format!("RPS failed too ({rps_error}): not moved"),
+                        ),
+                    };
+                        report.warnings.push(format!(
+                            "{}/{}: napi-threaded not applied: {napi_error}; {outcome}",
+                            iface.ns, iface.name
+                        ));
+                        placed
+                    }
+                }
+            }
+        };
+        report.interfaces.push(placed);
+    }
+    Ok(report)
+}
+
+fn unplaced(iface: &Iface, detail: String) -> IfacePlacement {
+    IfacePlacement {
+        ns: iface.ns.clone(),
+        iface: iface.name.clone(),
+        cpu: None,
+        applied: Placement::None,
+        detail,
+    }
+}
+
+pub(crate) fn rps_cpus_path(iface: &str) -> String {
+    format!("/sys/class/net/{iface}/queues/rx-0/rps_cpus")
+}
+
+pub(crate) fn threaded_path(iface: &str) -> String {
+    format!("/sys/class/net/{iface}/threaded")
+}
+
+/// Sets the RPS mask of the veth's receive queue (a veth created by `ip link add` has one).
+fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> {
+    let mask = cpu_mask(cpu);
+    sys::write_file_in(&iface.ns, &rps_cpus_path(&iface.name), &mask)?;
+    Ok(IfacePlacement {
+        ns: iface.ns.clone(),
+        iface: iface.name.clone(),
+        cpu: Some(cpu),
+        applied: Placement::Rps,
+        detail: format!("rps_cpus = {mask}"),
+    })
+}
+
+fn place_napi_threaded(
+    layout: &Layout,
+    iface: &Iface,
+    cpu: usize,
+) -> Result<IfacePlacement, TestbedError> {
+    let peer = layout.peer_of(iface);
+    sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "gro", "on"])?;
+    sys::ip_in(
+        &iface.ns,
+        &["link", "set", &iface.name, "gro_max_size", "0"],
+    )?;
+    sys::exec_in(&peer.ns, "ethtool", &["-K", &peer.name, "tso", "off"])?;
+    sys::write_file_in(&iface.ns, &threaded_path(&iface.name), "1")?;
+    let napis = napi_of(&iface.ns, &iface.name)?;
+    let mut threads = Vec::new();
+    for napi in &napis {
+        let pid = napi.pid.ok_or_else(|| {
+            TestbedError::Failed(format!(
+                "NAPI {} has no kthread although threaded is 1",
+                napi.id
+            ))
+        })?;
+        sys::pin(pid as libc::pid_t, cpu).map_err(|e| {
+            TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
+        })?;
+        threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
+    }
+    if threads.is_empty() {
+        return Err(TestbedError::Failed(
+            "no NAPI instance after enabling GRO".to_string(),
+        ));
+    }
+    Ok(IfacePlacement {
+        ns: iface.ns.clone(),
+        iface: iface.name.clone(),
+        cpu: Some(cpu),
+        applied: Placement::NapiThreaded,
+        detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
+    })
+}

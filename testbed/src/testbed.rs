@@ -1,0 +1,355 @@
+//! Bringing the testbed up and down, running programs inside it, reading its counters.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+use polld_dev::netns::{veth_pair, Netns, VethEnd};
+use serde::Serialize;
+
+use crate::layout::{check_prefix, Iface, Layout, Role};
+use crate::placement::{self, CpuPlan, Placement, PlacementReport};
+use crate::sys::{self, check_cpu, netns_exists, require_root_and_ip};
+use crate::TestbedError;
+
+/// How `up` builds the testbed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpOptions {
+    /// `ip_forward=1` in fwd, for the kernel-forwarding baseline. Off by default: polld
+    /// forwards in fwd, and the kernel there must not forward as well.
+    pub kernel_forwarding: bool,
+    pub placement: Placement,
+    pub cpus: CpuPlan,
+    /// Delete namespaces of this layout that already exist instead of failing.
+    pub force: bool,
+}
+
+/// What `up` did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UpReport {
+    pub layout: Layout,
+    pub kernel_forwarding: bool,
+    /// Namespaces that existed and were deleted first (`--force`).
+    pub replaced: Vec<String>,
+    pub placement: PlacementReport,
+    /// Settings that could not be applied and did not stop `up`.
+    pub warnings: Vec<String>,
+}
+
+/// What `down` did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DownReport {
+    pub removed: Vec<String>,
+    /// Namespaces that were already gone.
+    pub absent: Vec<String>,
+    /// Removed namespaces that processes still run in, with their pids: such a namespace
+    /// (and its veths) lives on until they exit.
+    pub still_used_by: Vec<(String, Vec<u32>)>,
+}
+
+/// Interface counters, as the kernel reports them (`ip -s link`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IfCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub rx_dropped: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// For a veth: frames the peer's ring had no room for (threaded NAPI), or that the
+    /// peer was down for.
+    pub tx_dropped: u64,
+}
+
+/// A testbed that is up; dropping it tears it down (for tests and demos). Stop the
+/// processes you started inside first: a namespace lives on while a process runs in it.
+#[derive(Debug)]
+pub struct Testbed {
+    report: UpReport,
+}
+
+impl Testbed {
+    /// Creates the namespaces, veths, addresses, routes, static neighbours, sysctls and
+    /// placement of `layout`. Fails naming the namespaces if any already exists, unless
+    /// `options.force`. On failure nothing is left behind.
+    pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
+        check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
+        require_root_and_ip()?;
+        if options.placement != Placement::None {
+            options.cpus.check()?;
+        }
+        let existing: Vec<String> = layout
+            .namespaces()
+            .into_iter()
+            .filter(|ns| netns_exists(ns))
+            .map(str::to_string)
+            .collect();
+        if !existing.is_empty() {
+            if !options.force {
+                return Err(TestbedError::AlreadyExists {
+                    namespaces: existing,
+                    prefix: layout.prefix.clone(),
+                });
+            }
+            down(layout)?;
+        }
+        let mut warnings = Vec::new();
+        let namespaces = build(layout, options.kernel_forwarding, &mut warnings)?;
+        let placement = placement::apply(layout, options.placement, options.cpus)?;
+        // Everything is in place: from here on the namespaces belong to this Testbed.
+        for ns in namespaces {
+            ns.into_name();
+        }
+        Ok(Testbed {
+            report: UpReport {
+                layout: layout.clone(),
+                kernel_forwarding: options.kernel_forwarding,
+                replaced: existing,
+                placement,
+                warnings,
+            },
+        })
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.report.layout
+    }
+
+    pub fn report(&self) -> &UpReport {
+        &self.report
+    }
+
+    /// Leaves the testbed up after this value is gone (what `polld testbed up` does);
+    /// `down` removes it later.
+    pub fn keep(self) -> UpReport {
+        let report = self.report.clone();
+        std::mem::forget(self);
+        report
+    }
+
+    /// A command running `program` in namespace `role`, pinned to `cpu` if given; add
+    /// arguments and stdio, then spawn it. The child's pid is the program's
+    /// (`ip netns exec` execs it).
+    pub fn command_in(
+        &self,
+        role: Role,
+        cpu: Option<usize>,
+        program: &str,
+    ) -> Result<Command, TestbedError> {
+        command_in(self.layout().ns(role), cpu, program)
+    }
+
+    /// Starts `program ARGS` in namespace `role`, pinned to `cpu` if given.
+    pub fn spawn_in(
+        &self,
+        role: Role,
+        cpu: Option<usize>,
+        program: &str,
+        args: &[&str],
+    ) -> Result<Child, TestbedError> {
+        self.command_in(role, cpu, program)?
+            .args(args)
+            .spawn()
+            .map_err(|e| {
+                TestbedError::Failed(format!(
+                    "cannot start `{program}` in namespace {}: {e}",
+                    self.layout().ns(role)
+                ))
+            })
+    }
+
+    /// The counters of one of the layout's interfaces (`veth0` … `veth3`).
+    pub fn counters(&self, iface: &str) -> Result<IfCounters, TestbedError> {
+        let iface = self.layout().iface(iface).ok_or_else(|| {
+            TestbedError::Failed(format!(
+                "the testbed has no interface {iface}: it has veth0, veth1, veth2 and veth3"
+            ))
+        })?;
+        counters(&iface.ns, &iface.name)
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.report.layout) {
+            eprintln!("polld-testbed: tearing down the testbed failed: {e}");
+        }
+    }
+}
+
+/// Creates the namespaces and everything in them except placement; the returned
+/// namespaces are deleted if dropped, so an error on the way leaves nothing behind.
+fn build(
+    layout: &Layout,
+    kernel_forwarding: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Netns>, TestbedError> {
+    let mut namespaces = Vec::new();
+    for role in Role::ALL {
+        let ns = Netns::create_named(layout.ns(role))?;
+        let forward = u8::from(role == Role::Fwd && kernel_forwarding);
+        // rp_filter off: a strict reverse-path check would drop the asymmetric traffic of
+        // tests that spoof sources; ip_forward set explicitly whatever the default is.
+        sys::exec_in(
+            ns.name(),
+            "sysctl",
+            &[
+                "-qw",
+                &format!("net.ipv4.ip_forward={forward}"),
+                "net.ipv4.conf.all.rp_filter=0",
+                "net.ipv4.conf.default.rp_filter=0",
+            ],
+        )?;
+        // No IPv6: router and neighbour solicitations would add frames that no test sent
+        // and break packet accounting. Set before the veths exist, so they inherit it.
+        if let Err(e) = sys::exec_in(
+            ns.name(),
+            "sysctl",
+            &[
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ],
+        ) {
+            warnings.push(format!("IPv6 left on in namespace {}: {e}", ns.name()));
+        }
+        namespaces.push(ns);
+    }
+    let [gen, fwd, sink] = [&namespaces[0], &namespaces[1], &namespaces[2]];
+    for (a_ns, a, b_ns, b) in [
+        (gen, &layout.veth0, fwd, &layout.veth1),
+        (fwd, &layout.veth2, sink, &layout.veth3),
+    ] {
+        let (a_cidr, b_cidr) = (a.cidr(), b.cidr());
+        veth_pair(
+            VethEnd {
+                ns: a_ns,
+                name: &a.name,
+                mac: &a.mac,
+                addr: Some(&a_cidr),
+            },
+            VethEnd {
+                ns: b_ns,
+                name: &b.name,
+                mac: &b.mac,
+                addr: Some(&b_cidr),
+            },
+        )?;
+    }
+    // Static neighbours: every end knows its peer's MAC, so a generator can send to a
+    // fixed MAC and nothing waits for ARP; fwd also resolves the unowned destination.
+    for iface in layout.ifaces() {
+        let peer = layout.peer_of(iface);
+        add_neighbour(iface, &peer.addr.to_string(), &peer.mac)?;
+    }
+    add_neighbour(
+        &layout.veth2,
+        &layout.unowned_dst.to_string(),
+        &layout.veth3.mac,
+    )?;
+    // gen and sink reach each other's network through fwd.
+    for (near, far) in [
+        (&layout.veth0, &layout.veth3),
+        (&layout.veth3, &layout.veth0),
+    ] {
+        if let Some(gateway) = near.gateway {
+            sys::ip_in(
+                &near.ns,
+                &[
+                    "route",
+                    "add",
+                    &far.network(),
+                    "via",
+                    &gateway.to_string(),
+                    "dev",
+                    &near.name,
+                ],
+            )?;
+        }
+    }
+    Ok(namespaces)
+}
+
+fn add_neighbour(iface: &Iface, addr: &str, mac: &str) -> Result<(), TestbedError> {
+    sys::ip_in(
+        &iface.ns,
+        &[
+            "neigh",
+            "replace",
+            addr,
+            "lladdr",
+            mac,
+            "dev",
+            &iface.name,
+            "nud",
+            "permanent",
+        ],
+    )
+    .map(drop)
+}
+
+/// Deletes the namespaces of `layout` (which deletes their veths). Succeeds when some or
+/// all are already gone, e.g. after a crash, and says which were removed.
+pub fn down(layout: &Layout) -> Result<DownReport, TestbedError> {
+    check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
+    require_root_and_ip()?;
+    let mut report = DownReport::default();
+    for ns in layout.namespaces() {
+        if !netns_exists(ns) {
+            report.absent.push(ns.to_string());
+            continue;
+        }
+        let pids: Vec<u32> = sys::run("ip", &["netns", "pids", ns])
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .collect();
+        sys::run("ip", &["netns", "del", ns])?;
+        if !pids.is_empty() {
+            report.still_used_by.push((ns.to_string(), pids));
+        }
+        report.removed.push(ns.to_string());
+    }
+    Ok(report)
+}
+
+/// A command running `program` in namespace `ns` (`ip netns exec`), restricted to `cpu`
+/// if given: the affinity is set before `ip` execs, and the program inherits it.
+pub fn command_in(ns: &str, cpu: Option<usize>, program: &str) -> Result<Command, TestbedError> {
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", ns, program]);
+    if let Some(cpu) = cpu {
+        check_cpu(cpu, &format!("the CPU for `{program}`"))?;
+        // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe.
+        unsafe {
+            command.pre_exec(move || sys::pin(0, cpu));
+        }
+    }
+    Ok(command)
+}
+
+/// The counters of interface `iface` in namespace `ns`.
+pub fn counters(ns: &str, iface: &str) -> Result<IfCounters, TestbedError> {
+    let json = sys::ip_in(ns, &["-s", "-j", "link", "show", "dev", iface])?;
+    let links: serde_json::Value = serde_json::from_str(&json).map_err(|e| {
+        TestbedError::Failed(format!(
+            "cannot parse `ip -n {ns} -s -j link show dev {iface}`: {e}"
+        ))
+    })?;
+    counters_of(&links[0]["stats64"]).ok_or_else(|| {
+        TestbedError::Failed(format!(
+            "`ip -n {ns} -s -j link show dev {iface}` has no stats64: is iproute2 older than 5.x?"
+        ))
+    })
+}
+
+/// The counters in the `stats64` object of `ip -s -j` output.
+pub(crate) fn counters_of(stats64: &serde_json::Value) -> Option<IfCounters> {
+    let field = |dir: &str, name: &str| stats64.get(dir)?.get(name)?.as_u64();
+    Some(IfCounters {
+        rx_packets: field("rx", "packets")?,
+        rx_bytes: field("rx", "bytes")?,
+        rx_dropped: field("rx", "dropped")?,
+        tx_packets: field("tx", "packets")?,
+        tx_bytes: field("tx", "bytes")?,
+        tx_dropped: field("tx", "dropped")?,
+    })
+}
