@@ -204,11 +204,18 @@ impl RunConfig {
                 .clone()
                 .into_iter()
                 .partition(|(k, _)| DEVICE_KEYS.contains(&k.as_str()));
+            // One key at a time, so that an error points at its line.
+            for (key, value) in &device_part {
+                let single: toml::Table = [(key.clone(), value.clone())].into_iter().collect();
+                single.try_into::<DeviceKeys>().map_err(|e| {
+                    fail(
+                        locate(&format!("interfaces[{i}].{key}")),
+                        format!("interfaces[{i}].{key}: {}", e.message()),
+                    )
+                })?;
+            }
             let keys: DeviceKeys = device_part.try_into().map_err(|e: toml::de::Error| {
-                fail(
-                    locate(&format!("interfaces[{i}]")),
-                    format!("interfaces[{i}]: {}", e.message()),
-                )
+                fail(locate(&format!("interfaces[{i}]")), e.to_string())
             })?;
             let name = entry
                 .get("name")
@@ -230,12 +237,7 @@ impl RunConfig {
                 .try_into()
                 .map_err(|e: toml::de::Error| {
                     let message = e.message().to_string();
-                    // serde names the offending key in backquotes.
-                    let line = message
-                        .split('`')
-                        .nth(1)
-                        .and_then(|key| key_line(source, key));
-                    fail(line, message)
+                    fail(quoted_line(source, &message), message)
                 })?;
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
@@ -302,17 +304,38 @@ fn line_of_offset(source: &str, offset: usize) -> usize {
     source[..offset.min(source.len())].matches('\n').count() + 1
 }
 
-/// The first line where `key` is written as a key (`key =` or `"key" =`).
+/// The first line where `key` is written as a key (`key =`, `"key" =`) or a table header
+/// (`[key]`, `[[key]]`).
 fn key_line(source: &str, key: &str) -> Option<usize> {
+    let quoted = format!("\"{key}\"");
     source
         .lines()
         .position(|l| {
             let l = l.trim_start();
-            let rest = l
+            let assigned = l
                 .strip_prefix(key)
-                .or_else(|| l.strip_prefix(&format!("\"{key}\"")));
-            rest.is_some_and(|r| r.trim_start().starts_with('='))
+                .or_else(|| l.strip_prefix(&quoted))
+                .is_some_and(|r| r.trim_start().starts_with('='));
+            let header = l.starts_with('[')
+                && l.trim_start_matches('[')
+                    .strip_prefix(key)
+                    .is_some_and(|r| r.starts_with(']'));
+            assigned || header
         })
+        .map(|i| i + 1)
+}
+
+/// The line of what a serde message quotes: an unknown key in backquotes, or a bad
+/// value in double quotes.
+fn quoted_line(source: &str, message: &str) -> Option<usize> {
+    if let Some(key) = message.split('`').nth(1) {
+        return key_line(source, key);
+    }
+    let value = message.split('"').nth(1)?;
+    let literal = format!("\"{value}\"");
+    source
+        .lines()
+        .position(|l| l.contains(&literal))
         .map(|i| i + 1)
 }
 

@@ -1,0 +1,107 @@
+//! `polld run` configuration files: what a valid file yields, and that every mistake is
+//! reported at its file and line with the fix.
+
+use std::path::Path;
+
+use polld_core::Mode;
+use polld_runtime::config::{Backend, RunConfig};
+
+const GOOD: &str = r#"
+[daemon]
+socket = "/tmp/polld-test.sock"
+cpu = 1
+
+[knobs]
+"kern.polling.user_frac" = 30
+"net.inet.ip.fastforwarding" = 1
+"kern.polling.controller" = "time"
+
+[[interfaces]]
+name = "veth1"
+backend = "af_xdp"
+mode = "polling"
+queue = 0
+mac = "02:00:00:00:01:02"
+addresses = ["10.0.1.2/24"]
+
+[[interfaces]]
+name = "veth2"
+mac = "02:00:00:00:02:01"
+addresses = ["10.0.2.1/24"]
+
+[[routes]]
+prefix = "10.9.0.0/16"
+gateway = "10.0.2.2"
+"#;
+
+fn parse(text: &str) -> Result<RunConfig, String> {
+    RunConfig::parse(Path::new("fwd.toml"), text).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_valid_file_yields_devices_knobs_in_file_order_and_the_packet_config() {
+    let c = parse(GOOD).unwrap();
+    assert_eq!(c.daemon.cpu, Some(1));
+    assert_eq!(c.devices.len(), 2);
+    assert_eq!(c.devices[0].backend, Backend::AfXdp);
+    assert_eq!(c.devices[0].mode, Mode::Polling);
+    // Defaults: AF_PACKET, interrupt mode (polling is off until asked for, as in FreeBSD).
+    assert_eq!(c.devices[1].backend, Backend::AfPacket);
+    assert_eq!(c.devices[1].mode, Mode::Interrupt);
+    let knobs: Vec<(&str, &str, usize)> = c
+        .knobs
+        .iter()
+        .map(|k| (k.name.as_str(), k.value.as_str(), k.line))
+        .collect();
+    assert_eq!(
+        knobs,
+        vec![
+            ("kern.polling.user_frac", "30", 7),
+            ("net.inet.ip.fastforwarding", "1", 8),
+            ("kern.polling.controller", "time", 9),
+        ]
+    );
+    assert_eq!(c.packet.interfaces.len(), 2);
+    assert_eq!(c.packet.routes.len(), 1);
+}
+
+#[test]
+fn mistakes_are_reported_at_file_and_line_with_the_fix() {
+    let cases: &[(&str, &str, &str)] = &[
+        // (replace this, with that, expect this in the error)
+        ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
+        ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive or busy"),
+        ("cpu = 1", "cpus = 1", "fwd.toml:4: unknown field `cpus`"),
+        ("gateway = \"10.0.2.2\"", "gateway = \"10.0.9.9\"", "fwd.toml:26: routes[0].gateway: 10.0.9.9 is not on a connected network"),
+        ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown field `rotues`"),
+        ("addresses = [\"10.0.1.2/24\"]", "addresses = [\"10.0.1.2/33\"]", "fwd.toml:17:"),
+        ("mac = \"02:00:00:00:02:01\"", "mac = \"02:00:00:00:01:02\"", "fwd.toml:21: interfaces[1].mac"),
+        ("socket = \"/tmp/polld-test.sock\"", "socket = ", "fwd.toml:3:"),
+        ("\"kern.polling.user_frac\" = 30", "\"kern.polling.user_frac\" = [30]", "fwd.toml:7: knobs"),
+    ];
+    for (from, to, expected) in cases {
+        assert!(GOOD.contains(from), "bad case {from}");
+        let err = parse(&GOOD.replacen(from, to, 1)).unwrap_err();
+        assert!(
+            err.contains(expected),
+            "{from} -> {to}: got {err:?}, expected {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_file_names_the_path() {
+    let err = RunConfig::load(Path::new("/nonexistent/polld.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("/nonexistent/polld.toml: cannot read"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_without_interfaces_says_what_to_add() {
+    let err = parse("[daemon]\ncpu = 0\n").unwrap_err();
+    assert!(err.contains("add one [[interfaces]] entry"), "{err}");
+}
