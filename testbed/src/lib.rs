@@ -17,6 +17,9 @@
 //! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
 //!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
 //!   (no stray solicitations in the packet counts); loopback is up in each.
+//! - TSO and UDP segmentation offload are off on every veth, so every frame is
+//!   wire-sized (at most 1514 bytes) as from a real NIC: a user-space forwarder never
+//!   receives a 64 KB TCP super-frame. Needs `ethtool`.
 //! - Each veth's receive work is placed on the receiving namespace's CPU (generator CPU0,
 //!   forwarder and sink CPU1 by default), see [`placement`] for the modes and why
 //!   `napi-threaded` is the default.

@@ -8,13 +8,14 @@
 //! - [`Placement::NapiThreaded`] (the default): the receive work runs in a NAPI kthread
 //!   pinned to the receiver's CPU. It moves the work for AF_PACKET receivers *and* for
 //!   XDP/AF_XDP ones (XDP runs inside NAPI, before RPS could act). Steps per receiving
-//!   veth: `ethtool -K <rx> gro on` (veth only has NAPI with GRO or XDP), `tso off` on the
-//!   sending peer (else veth skips NAPI, baseline fact 2), `gro_max_size 0` (no GRO
-//!   merging: frames stay wire-sized, so a user-space forwarder never receives a 64 KB
-//!   TCP super-frame), `threaded = 1` (baseline fact 3), then the kthread is pinned.
+//!   veth: `ethtool -K <rx> gro on` (veth only has NAPI with GRO or XDP; TSO is already
+//!   off on every veth, which veth's NAPI path also needs, baseline fact 2),
+//!   `gro_max_size 0` (no GRO merging: frames stay wire-sized, so a user-space forwarder
+//!   never receives a 64 KB TCP super-frame), `threaded = 1` (baseline fact 3), then the
+//!   kthread is pinned.
 //! - [`Placement::Rps`]: `rps_cpus` of each veth names the receiver's CPU. Moves the
-//!   backlog work (kernel forwarding, AF_PACKET) but not XDP: once a forwarder attaches
-//!   XDP to veth1, veth1 switches to NAPI on the sending CPU.
+//!   backlog work (kernel forwarding, AF_PACKET) but not XDP: an XDP program runs in
+//!   veth's NAPI poll, which RPS does not move (it runs on the sending CPU, fact 3).
 //! - [`Placement::None`]: the kernel default, everything on the sending CPU.
 //!
 //! What could not be applied is reported, never skipped silently: napi-threaded falls
@@ -110,32 +111,53 @@ pub struct PlacementReport {
     pub warnings: Vec<String>,
 }
 
-/// Applies `requested` to every veth of `layout` (already up).
-pub(crate) fn apply(
-    layout: &Layout,
+/// The placement `up` will apply, decided before anything is created.
+#[derive(Clone, Debug)]
+pub(crate) struct Decision {
     requested: Placement,
+    effective: Placement,
     cpus: CpuPlan,
-) -> Result<PlacementReport, TestbedError> {
-    let mut report = PlacementReport {
+    warnings: Vec<String>,
+}
+
+/// Decides what can be applied: with fewer than two CPUs nothing can move (a warning
+/// says so); otherwise the CPU plan must name CPUs this process may use.
+pub(crate) fn decide(requested: Placement, cpus: CpuPlan) -> Result<Decision, TestbedError> {
+    let allowed = allowed_cpus();
+    let mut decision = Decision {
         requested,
+        effective: requested,
         cpus,
-        interfaces: Vec::new(),
         warnings: Vec::new(),
     };
-    let allowed = allowed_cpus();
-    let effective = if requested != Placement::None && allowed.len() < 2 {
-        report.warnings.push(format!(
+    if requested != Placement::None && allowed.len() < 2 {
+        decision.warnings.push(format!(
             "only one CPU ({}) is available: receive work cannot move to another CPU, \
              placement none is in force",
             cpu_list(&allowed)
         ));
-        Placement::None
-    } else {
-        requested
-    };
-    if effective != Placement::None {
+        decision.effective = Placement::None;
+    }
+    if decision.effective != Placement::None {
         cpus.check()?;
     }
+    Ok(decision)
+}
+
+/// Applies a decision to every veth of `layout` (already up); what fails is reported.
+pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
+    let Decision {
+        requested,
+        effective,
+        cpus,
+        warnings,
+    } = decision;
+    let mut report = PlacementReport {
+        requested,
+        cpus,
+        interfaces: Vec::new(),
+        warnings,
+    };
     for iface in layout.ifaces() {
         let cpu = cpus.cpu(iface.role);
         let placed = match effective {
@@ -153,7 +175,7 @@ pub(crate) fn apply(
                 unplaced(iface, format!("RPS failed: {e}"))
             }),
             Placement::NapiThreaded => {
-                match place_napi_threaded(layout, iface, cpu) {
+                match place_napi_threaded(iface, cpu) {
                     Ok(placed) => placed,
                     Err(napi_error) => {
                         let fallback = place_rps(iface, cpu);
@@ -182,7 +204,7 @@ pub(crate) fn apply(
         };
         report.interfaces.push(placed);
     }
-    Ok(report)
+    report
 }
 
 fn unplaced(iface: &Iface, detail: String) -> IfacePlacement {
@@ -216,18 +238,12 @@ fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> 
     })
 }
 
-fn place_napi_threaded(
-    layout: &Layout,
-    iface: &Iface,
-    cpu: usize,
-) -> Result<IfacePlacement, TestbedError> {
-    let peer = layout.peer_of(iface);
+fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> {
     sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "gro", "on"])?;
     sys::ip_in(
         &iface.ns,
         &["link", "set", &iface.name, "gro_max_size", "0"],
     )?;
-    sys::exec_in(&peer.ns, "ethtool", &["-K", &peer.name, "tso", "off"])?;
     sys::write_file_in(&iface.ns, &threaded_path(&iface.name), "1")?;
     let napis = napi_of(&iface.ns, &iface.name)?;
     let mut threads = Vec::new();

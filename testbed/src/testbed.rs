@@ -73,9 +73,7 @@ impl Testbed {
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
         check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
         require_root_and_ip()?;
-        if options.placement != Placement::None {
-            options.cpus.check()?;
-        }
+        let placement = placement::decide(options.placement, options.cpus)?;
         let existing: Vec<String> = layout
             .namespaces()
             .into_iter()
@@ -93,7 +91,7 @@ impl Testbed {
         }
         let mut warnings = Vec::new();
         let namespaces = build(layout, options.kernel_forwarding, &mut warnings)?;
-        let placement = placement::apply(layout, options.placement, options.cpus)?;
+        let placement = placement::apply(layout, placement);
         // Everything is in place: from here on the namespaces belong to this Testbed.
         for ns in namespaces {
             ns.into_name();
@@ -232,6 +230,23 @@ fn build(
                 mac: &b.mac,
                 addr: Some(&b_cidr),
             },
+        )?;
+    }
+    // No segmentation offload: a TCP (or UDP_SEGMENT) sender would otherwise pass 64 KB
+    // super-frames through the veth, which a user-space forwarder cannot forward. With it
+    // off, every frame is wire-sized, as from a real NIC.
+    for iface in layout.ifaces() {
+        sys::exec_in(
+            &iface.ns,
+            "ethtool",
+            &[
+                "-K",
+                &iface.name,
+                "tso",
+                "off",
+                "tx-udp-segmentation",
+                "off",
+            ],
         )?;
     }
     // Static neighbours: every end knows its peer's MAC, so a generator can send to a
