@@ -64,13 +64,12 @@ pub(crate) fn ip_in(ns: &str, args: &[&str]) -> Result<String, TestbedError> {
 pub(crate) fn exec_in(ns: &str, program: &str, args: &[&str]) -> Result<String, TestbedError> {
     let mut full = vec!["netns", "exec", ns, program];
     full.extend_from_slice(args);
+    let missing = format!("exec of \"{program}\" failed: No such file or directory");
     run("ip", &full).map_err(|e| match e {
-        TestbedError::Failed(message) if message.contains("No such file or directory") => {
-            TestbedError::MissingTool {
-                program: program.to_string(),
-                package: package_of(program),
-            }
-        }
+        TestbedError::Failed(message) if message.contains(&missing) => TestbedError::MissingTool {
+            program: program.to_string(),
+            package: package_of(program),
+        },
         other => other,
     })
 }
@@ -220,5 +219,26 @@ mod tests {
     fn a_missing_program_names_its_package() {
         let err = run("polld-no-such-program", &[]).unwrap_err();
         assert!(matches!(err, TestbedError::MissingTool { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_program_missing_inside_a_namespace_is_told_apart_from_its_failure() {
+        if !polld_dev::netns::is_root() {
+            eprintln!("skipped: needs root for a namespace");
+            return;
+        }
+        let ns = polld_dev::netns::Netns::create("tb-exec").unwrap();
+        let missing = exec_in(ns.name(), "polld-no-such-program", &[]).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "`polld-no-such-program` is not installed: install the polld-no-such-program \
+             package (e.g. `apt-get install polld-no-such-program`)"
+        );
+        let failed = write_file_in(ns.name(), "/sys/class/net/nope/threaded", "1").unwrap_err();
+        assert!(matches!(failed, TestbedError::Failed(_)), "{failed}");
+        assert!(
+            failed.to_string().contains("/sys/class/net/nope/threaded"),
+            "{failed}"
+        );
     }
 }
