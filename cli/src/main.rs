@@ -29,6 +29,10 @@ enum Command {
     Ctl(polld_control::ctl::CtlArgs),
     /// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
     Ifconfig(polld_control::ifconfig::IfconfigArgs),
+    /// Create, remove or inspect the gen/fwd/sink network namespaces.
+    Testbed(polld_testbed::TestbedArgs),
+    /// Forward traffic through polld on the testbed, in interrupt then polling mode.
+    Demo(polld_testbed::demo::DemoArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,15 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             };
+        }
+        Command::Demo(args) => polld_testbed::demo::run_demo(
+            &args,
+            &polld_testbed::demo::current_polld(),
+            &mut std::io::stdout(),
+        )
+        .map_err(|e| e.to_string()),
+        Command::Testbed(args) => {
+            polld_testbed::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }
         Command::Ifconfig(args) => {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())

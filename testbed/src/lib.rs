@@ -17,9 +17,10 @@
 //! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
 //!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
 //!   (no stray solicitations in the packet counts); loopback is up in each.
-//! - TSO and UDP segmentation offload are off on every veth, so every frame is
+//! - Transmit offloads are off on every veth (`ethtool -K vethN tx off`: checksums, and
+//!   with them TSO and UDP segmentation), so every frame carries its own checksums and is
 //!   wire-sized (at most 1514 bytes) as from a real NIC: a user-space forwarder never
-//!   receives a 64 KB TCP super-frame. Needs `ethtool`.
+//!   receives a 64 KB TCP super-frame or a checksum left for the hardware.
 //! - Each veth's receive work is placed on the receiving namespace's CPU (generator CPU0,
 //!   forwarder and sink CPU1 by default), see [`placement`] for the modes and why
 //!   `napi-threaded` is the default.
@@ -54,10 +55,12 @@
 //! ```
 
 mod cli;
+pub mod demo;
 mod error;
 pub mod layout;
 pub mod napi;
 pub mod placement;
+pub mod polld;
 pub mod status;
 mod sys;
 mod testbed;
@@ -66,6 +69,7 @@ pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
 pub use layout::{Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
+pub use polld::{polld_config, PolldSetup};
 pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, Testbed, UpOptions, UpReport,

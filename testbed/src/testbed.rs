@@ -232,22 +232,13 @@ fn build(
             },
         )?;
     }
-    // No segmentation offload: a TCP (or UDP_SEGMENT) sender would otherwise pass 64 KB
-    // super-frames through the veth, which a user-space forwarder cannot forward. With it
-    // off, every frame is wire-sized, as from a real NIC.
+    // No transmit offloads. Checksum offload would leave TCP and UDP checksums for the
+    // "hardware" to fill in, and a user-space forwarder (AF_XDP, AF_PACKET) passes them
+    // on unfilled, so the receiver drops them; segmentation offload would pass 64 KB
+    // super-frames through the veth. `tx off` disables checksumming and, with it, TSO
+    // and UDP segmentation: every frame is complete and wire-sized, as from a real NIC.
     for iface in layout.ifaces() {
-        sys::exec_in(
-            &iface.ns,
-            "ethtool",
-            &[
-                "-K",
-                &iface.name,
-                "tso",
-                "off",
-                "tx-udp-segmentation",
-                "off",
-            ],
-        )?;
+        sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "tx", "off"])?;
     }
     // Static neighbours: every end knows its peer's MAC, so a generator can send to a
     // fixed MAC and nothing waits for ARP; fwd also resolves the unowned destination.

@@ -1,0 +1,702 @@
+//! `polld run` forwarding real traffic on the namespace testbed (root only; CI runs as
+//! root): ping and iperf3 TCP and UDP through every mode on AF_PACKET and AF_XDP, run-time
+//! changes during a TCP transfer, interfaces that go and come back, malformed frames,
+//! privileges, and the control socket under abuse. Every run ends with SIGINT, exit 0 and
+//! the conservation of every interface's counters.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use serde_json::Value;
+
+const POLLD: &str = env!("CARGO_BIN_EXE_polld");
+const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root to create network namespaces");
+            return;
+        }
+    };
+}
+
+/// A testbed with a unique prefix, torn down on drop even when the test fails.
+fn testbed(tag: &str) -> Testbed {
+    let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
+    Testbed::up(&Layout::new(&prefix), &UpOptions::default()).expect("testbed up")
+}
+
+/// A running `polld run` in the testbed's fwd namespace; killed on drop if still running.
+struct Polld {
+    child: Option<Child>,
+    socket: PathBuf,
+    dir: PathBuf,
+}
+
+impl Polld {
+    fn start(tb: &Testbed, backend: &str, mode: &str) -> Polld {
+        let dir = std::env::temp_dir().join(format!(
+            "polld-test-{}-{}",
+            tb.layout().prefix,
+            Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id())
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("polld.sock");
+        let config = dir.join("fwd.toml");
+        std::fs::write(
+            &config,
+            polld_testbed::polld_config(
+                tb.layout(),
+                &PolldSetup {
+                    backend,
+                    mode,
+                    socket: &socket,
+                    cpu: None,
+                },
+            ),
+        )
+        .unwrap();
+        let child = Command::new(POLLD)
+            .args(["run", "--json", "-c"])
+            .arg(&config)
+            .args(["--netns", &tb.layout().fwd_ns])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start polld");
+        let polld = Polld {
+            child: Some(child),
+            socket,
+            dir,
+        };
+        polld.wait_for_socket();
+        polld
+    }
+
+    fn wait_for_socket(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.socket.exists() {
+            assert!(Instant::now() < deadline, "polld did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn ctl(&self, args: &[&str]) -> Output {
+        Command::new(POLLD)
+            .args(args)
+            .arg("--socket")
+            .arg(&self.socket)
+            .output()
+            .unwrap()
+    }
+
+    /// `polld ctl --json NAMES`: name → value.
+    fn values(&self, names: &[&str]) -> Vec<(String, String)> {
+        let mut args = vec!["ctl", "--json"];
+        args.extend_from_slice(names);
+        let out = self.ctl(&args);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap().to_string(),
+                    e["value"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn counter(&self, name: &str) -> u64 {
+        self.values(&[name])[0].1.parse().unwrap()
+    }
+
+    /// SIGINT; waits for exit 0 and returns the final interfaces (JSON).
+    fn stop(mut self) -> Vec<Value> {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signals a child we started, by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "polld did not stop on SIGINT");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(status.success(), "polld exit {status}: {stderr}");
+        let interfaces: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+        for iface in &interfaces {
+            assert_conserved(iface);
+        }
+        interfaces
+    }
+}
+
+impl Drop for Polld {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn count(iface: &Value, name: &str) -> u64 {
+    iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c[0] == name)
+        .map_or(0, |c| c[1].as_u64().unwrap())
+}
+
+/// rx = forwarded + local + consumed + queued + every named drop.
+fn assert_conserved(iface: &Value) {
+    let drops: u64 = iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c[0].as_str().unwrap().starts_with("drops."))
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    let out = ["forwarded", "local", "consumed", "queued"]
+        .iter()
+        .map(|n| count(iface, n))
+        .sum::<u64>();
+    assert_eq!(
+        count(iface, "rx_packets"),
+        out + drops,
+        "conservation: {iface}"
+    );
+}
+
+/// Pings sink from gen; returns the replies received.
+fn ping(tb: &Testbed, n: u32) -> u32 {
+    let out = tb
+        .command_in(Role::Gen, None, "ping")
+        .unwrap()
+        .args(["-c", &n.to_string(), "-i", "0.2", "-W", "1", "-q"])
+        .arg(tb.layout().veth3.addr.to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(',')
+        .find_map(|part| part.trim().strip_suffix(" received"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Pings until the first reply (ARP resolved on both sides), for at most `secs`.
+fn warm_up(tb: &Testbed) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ping(tb, 1) == 0 {
+        assert!(Instant::now() < deadline, "no ping reply through polld");
+    }
+}
+
+/// An iperf3 client in gen against a one-off server in sink; returns its JSON report.
+fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
+    let mut server = tb
+        .spawn_in(
+            Role::Sink,
+            None,
+            "iperf3",
+            &["-s", "-1", "-p", &port.to_string()],
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut args = vec![
+        "-c".to_string(),
+        tb.layout().veth3.addr.to_string(),
+        "-p".into(),
+        port.to_string(),
+        "-t".into(),
+        secs.to_string(),
+        "-J".into(),
+    ];
+    if udp {
+        args.extend(["-u".into(), "-b".into(), "50M".into()]);
+    }
+    let out = tb
+        .command_in(Role::Gen, None, "iperf3")
+        .unwrap()
+        .args(&args)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && report["error"].is_null(),
+        "iperf3 {}: {}",
+        if udp { "UDP" } else { "TCP" },
+        String::from_utf8_lossy(&out.stdout)
+    );
+    report
+}
+
+fn tcp_bytes(report: &Value) -> u64 {
+    report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
+    require_root!();
+    let tb = testbed("m");
+    let mut port = 15201;
+    for backend in ["af_packet", "af_xdp"] {
+        for mode in MODES {
+            let polld = Polld::start(&tb, backend, mode);
+            warm_up(&tb);
+            assert_eq!(ping(&tb, 5), 5, "{backend} {mode}: ping");
+            port += 1;
+            let tcp = iperf3(&tb, port, 2, false);
+            assert!(tcp_bytes(&tcp) > 1_000_000, "{backend} {mode}: TCP {tcp}");
+            port += 1;
+            let udp = iperf3(&tb, port, 2, true);
+            let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
+            assert!(lost < 5.0, "{backend} {mode}: UDP lost {lost} %");
+            let interfaces = polld.stop();
+            let veth1 = &interfaces[0];
+            assert_eq!(veth1["mode"], mode);
+            assert!(
+                count(veth1, "forwarded") > 1000,
+                "{backend} {mode}: {veth1}"
+            );
+            // The mode really is in force: interrupts only where they are armed.
+            let interrupts = count(veth1, "interrupts");
+            match mode {
+                "polling" | "busy" => assert_eq!(interrupts, 0, "{backend} {mode}"),
+                _ => assert!(interrupts > 0, "{backend} {mode}"),
+            }
+            if mode == "adaptive" {
+                assert!(count(veth1, "tasks") > 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn mode_and_knob_changes_during_an_iperf3_tcp_run_keep_the_connection() {
+    require_root!();
+    let tb = testbed("c");
+    for backend in ["af_packet", "af_xdp"] {
+        let polld = Polld::start(&tb, backend, "interrupt");
+        warm_up(&tb);
+        let changes: Vec<Vec<&str>> = vec![
+            vec!["ifconfig", "veth1", "polling"],
+            vec![
+                "ctl",
+                "kern.polling.user_frac=30",
+                "kern.polling.idle_poll=1",
+            ],
+            vec!["ifconfig", "veth2", "mode", "adaptive"],
+            vec![
+                "ctl",
+                "kern.polling.hz=2000",
+                "kern.polling.controller=time",
+            ],
+            vec!["ifconfig", "veth1", "mode", "busy"],
+            vec!["ctl", "net.inet.ip.fastforwarding=0"],
+            vec!["ifconfig", "veth2", "polling"],
+            vec!["ifconfig", "veth1", "-polling"],
+            vec![
+                "ctl",
+                "net.inet.ip.fastforwarding=1",
+                "kern.polling.idle_poll=0",
+            ],
+            vec!["ifconfig", "veth2", "-polling"],
+        ];
+        let socket = polld.socket.clone();
+        let changer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(800));
+            for args in changes {
+                let out = Command::new(POLLD)
+                    .args(&args)
+                    .arg("--socket")
+                    .arg(&socket)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{args:?}: {out:?}");
+                std::thread::sleep(Duration::from_millis(400));
+            }
+        });
+        let tcp = iperf3(&tb, 15301, 6, false);
+        changer.join().unwrap();
+        assert!(tcp_bytes(&tcp) > 1_000_000, "{backend}: {tcp}");
+        let interfaces = polld.stop();
+        assert_eq!(interfaces[0]["mode"], "interrupt");
+        assert_eq!(interfaces[1]["mode"], "interrupt");
+    }
+}
+
+/// Deletes the fwd–sink veth pair, checks polld goes on serving, then recreates it.
+#[test]
+fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns() {
+    require_root!();
+    let tb = testbed("g");
+    let l = tb.layout().clone();
+    for backend in ["af_packet", "af_xdp"] {
+        let polld = Polld::start(&tb, backend, "polling");
+        warm_up(&tb);
+        let ip = |ns: &str, args: &[&str]| {
+            let out = Command::new("ip")
+                .arg("-n")
+                .arg(ns)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "ip -n {ns} {args:?}: {out:?}");
+        };
+        ip(&l.fwd_ns, &["link", "del", "veth2"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while polld.values(&["dev.veth2.link"])[0].1 != "gone" {
+            assert!(Instant::now() < deadline, "{backend}: veth2 not seen gone");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(polld.counter("kern.polling.handlers"), 1, "deregistered");
+        // polld still serves the other interface: it answers pings to its own address.
+        let own = tb
+            .command_in(Role::Gen, None, "ping")
+            .unwrap()
+            .args(["-c", "3", "-i", "0.2", "-W", "1"])
+            .arg(l.veth1.addr.to_string())
+            .output()
+            .unwrap();
+        assert!(own.status.success(), "{backend}: {own:?}");
+        // The pair returns, as the testbed made it.
+        ip(
+            &l.fwd_ns,
+            &[
+                "link",
+                "add",
+                "veth2",
+                "address",
+                &l.veth2.mac,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "veth3",
+                "address",
+                &l.veth3.mac,
+                "netns",
+                &l.sink_ns,
+            ],
+        );
+        ip(&l.fwd_ns, &["addr", "add", &l.veth2.cidr(), "dev", "veth2"]);
+        ip(&l.fwd_ns, &["link", "set", "veth2", "up"]);
+        ip(
+            &l.sink_ns,
+            &["addr", "add", &l.veth3.cidr(), "dev", "veth3"],
+        );
+        ip(&l.sink_ns, &["link", "set", "veth3", "up"]);
+        ip(
+            &l.sink_ns,
+            &[
+                "route",
+                "add",
+                &l.veth0.network(),
+                "via",
+                &l.veth2.addr.to_string(),
+            ],
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while polld.counter("kern.polling.handlers") != 2 {
+            assert!(
+                Instant::now() < deadline,
+                "{backend}: veth2 not picked up again"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        warm_up(&tb);
+        assert_eq!(ping(&tb, 3), 3, "{backend}: forwarding resumed");
+        polld.stop();
+    }
+}
+
+fn checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+fn mac(text: &str) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for (b, part) in m.iter_mut().zip(text.split(':')) {
+        *b = u8::from_str_radix(part, 16).unwrap();
+    }
+    m
+}
+
+/// An Ethernet/IPv4/UDP frame from gen to the unowned destination behind fwd, with the
+/// IPv4 header built by `ip` from a valid one.
+fn frame(l: &Layout, payload: usize, edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(mac(&l.veth1.mac));
+    f.extend(mac(&l.veth0.mac));
+    f.extend([0x08, 0x00]);
+    let total = (20 + 8 + payload) as u16;
+    let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0, 0, 64, 17, 0, 0];
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip.extend(l.veth0.addr.octets());
+    ip.extend(l.unowned_dst.octets());
+    f.extend(ip);
+    f.extend([0x30, 0x39, 0x00, 0x09]);
+    f.extend(((8 + payload) as u16).to_be_bytes());
+    f.extend([0, 0]);
+    f.extend(std::iter::repeat_n(0xab, payload));
+    edit(&mut f);
+    f
+}
+
+fn fix_ip_checksum(f: &mut [u8]) {
+    let ihl = usize::from(f[14] & 0x0f) * 4;
+    f[24..26].copy_from_slice(&[0, 0]);
+    let c = checksum(&f[14..14 + ihl.min(f.len() - 14)]);
+    f[24..26].copy_from_slice(&c.to_be_bytes());
+}
+
+#[test]
+fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
+    require_root!();
+    let tb = testbed("b");
+    let l = tb.layout().clone();
+    // Let a 1600-byte frame reach polld, whose configured IP MTU stays 1500.
+    for (ns, dev) in [(&l.gen_ns, "veth0"), (&l.fwd_ns, "veth1")] {
+        let out = Command::new("ip")
+            .args(["-n", ns, "link", "set", dev, "mtu", "2000"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let polld = Polld::start(&tb, "af_packet", "polling");
+    warm_up(&tb);
+    let good = |f: &mut Vec<u8>| fix_ip_checksum(f);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated", frame(&l, 18, good)[..30].to_vec()),
+        (
+            "bad_ihl",
+            frame(&l, 18, |f| {
+                f[14] = 0x44;
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "bad_checksum",
+            frame(&l, 18, |f| {
+                fix_ip_checksum(f);
+                f[25] ^= 0xff
+            }),
+        ),
+        (
+            "bad_version",
+            frame(&l, 18, |f| {
+                f[14] = 0x65;
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "bad_length",
+            frame(&l, 18, |f| {
+                f[16..18].copy_from_slice(&400u16.to_be_bytes());
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "ttl_exceeded",
+            frame(&l, 18, |f| {
+                f[22] = 1;
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "ip_options",
+            frame(&l, 18, |f| {
+                // IHL 6: one 4-byte option (NOPs) before the UDP header.
+                f.splice(34..34, [1, 1, 1, 0]);
+                f[14] = 0x46;
+                let total = (f.len() - 14) as u16;
+                f[16..18].copy_from_slice(&total.to_be_bytes());
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "fragment",
+            // RFC 1858: a first fragment too short to hold the UDP header.
+            frame(&l, 0, |f| {
+                f.truncate(14 + 20 + 4);
+                f[16..18].copy_from_slice(&24u16.to_be_bytes());
+                f[20] = 0x20; // MF
+                fix_ip_checksum(f)
+            }),
+        ),
+        (
+            "vlan",
+            frame(&l, 18, |f| {
+                fix_ip_checksum(f);
+                f.splice(12..12, [0x81, 0x00, 0x00, 0x07]);
+            }),
+        ),
+        ("oversize", frame(&l, 1600 - 42, good)),
+        (
+            "unknown_ethertype",
+            frame(&l, 18, |f| {
+                f[12] = 0x86;
+                f[13] = 0xdd
+            }),
+        ),
+    ];
+    let before: Vec<u64> = cases
+        .iter()
+        .map(|(reason, _)| polld.counter(&format!("dev.veth1.drops.{reason}")))
+        .collect();
+    let frames: Vec<Vec<u8>> = cases.iter().map(|(_, f)| f.clone()).collect();
+    polld_dev::netns::in_netns(&l.gen_ns, move || {
+        let mut dev = polld_dev::afpacket::AfPacket::open("veth0", Default::default()).unwrap();
+        use polld_core::Device;
+        for f in &frames {
+            for _ in 0..3 {
+                dev.send(f).unwrap();
+            }
+            dev.flush();
+        }
+    })
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    for ((reason, _), before) in cases.iter().zip(before) {
+        let after = polld.counter(&format!("dev.veth1.drops.{reason}"));
+        assert_eq!(after - before, 3, "three frames dropped as {reason}");
+    }
+    // A valid fragment is forwarded, as a router does (RFC 1812).
+    assert_eq!(ping(&tb, 3), 3, "polld survived and forwards");
+    polld.stop();
+}
+
+#[test]
+fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_after_setup() {
+    require_root!();
+    let tb = testbed("p");
+    let dir = std::env::temp_dir().join(format!("polld-priv-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("fwd.toml");
+    std::fs::write(
+        &config,
+        polld_testbed::polld_config(
+            tb.layout(),
+            &PolldSetup {
+                backend: "af_xdp",
+                mode: "polling",
+                socket: &dir.join("s.sock"),
+                cpu: None,
+            },
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(POLLD);
+    cmd.args(["run", "-c"]).arg(&config);
+    // SAFETY: setgid/setuid in the child before exec; no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for cap in ["CAP_NET_RAW", "CAP_BPF", "CAP_NET_ADMIN", "setcap"] {
+        assert!(err.contains(cap), "{cap} not named: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // As root it starts, and keeps only what reopening an AF_XDP interface needs.
+    let polld = Polld::start(&tb, "af_xdp", "polling");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", polld.pid())).unwrap();
+    let kept = (1u64 << 12) | (1 << 13) | (1 << 39);
+    for field in ["CapEff:", "CapPrm:", "CapBnd:"] {
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        let bits = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+        assert_eq!(bits, kept, "{line}");
+    }
+    polld.stop();
+}
+
+#[test]
+fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
+    require_root!();
+    let tb = testbed("s");
+    let polld = Polld::start(&tb, "af_packet", "polling");
+    warm_up(&tb);
+    let exchange = |bytes: &[u8]| -> String {
+        let mut s = std::os::unix::net::UnixStream::connect(&polld.socket).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(bytes);
+        let mut reply = String::new();
+        let _ = s.read_to_string(&mut reply);
+        reply
+    };
+    assert!(exchange(b"{\"op\":\"format_disk\"}\n").contains("error"));
+    assert!(exchange(b"not json at all\n").contains("error"));
+    let big = vec![b'x'; 200_000];
+    assert!(exchange(&big).contains("too large"));
+    // A well-formed request still works, and so does forwarding.
+    let listed = polld.values(&["kern.polling.handlers"]);
+    assert_eq!(listed[0].1, "2");
+    assert_eq!(ping(&tb, 3), 3);
+    // A non-root caller is refused with a clear message.
+    let mut cmd = Command::new(POLLD);
+    cmd.args(["ctl", "-a", "--socket"]).arg(&polld.socket);
+    // SAFETY: setuid in the child before exec; no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
+    polld.stop();
+}
