@@ -229,12 +229,11 @@ fn warm_up(tb: &Testbed) {
 /// An iperf3 client in gen against a one-off server in sink; returns its JSON report.
 fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
     let mut server = tb
-        .spawn_in(
-            Role::Sink,
-            None,
-            "iperf3",
-            &["-s", "-1", "-p", &port.to_string()],
-        )
+        .command_in(Role::Sink, None, "iperf3")
+        .unwrap()
+        .args(["-s", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let mut args = vec![
@@ -345,8 +344,7 @@ fn mode_and_knob_changes_during_an_iperf3_tcp_run_keep_the_connection() {
             for args in changes {
                 let out = Command::new(POLLD)
                     .args(&args)
-                    .arg("--socket")
-                    .arg(&socket)
+                    .env("POLLD_SOCKET", &socket)
                     .output()
                     .unwrap();
                 assert!(out.status.success(), "{args:?}: {out:?}");

@@ -36,6 +36,8 @@ pub(crate) struct RxRing {
     block_count: usize,
     current_block: usize,
     cursor: Option<BlockCursor>,
+    /// A VLAN-tagged frame with its tag put back (the kernel strips it into metadata).
+    tagged: Vec<u8>,
 }
 
 impl RxRing {
@@ -96,6 +98,7 @@ impl RxRing {
             block_count: config.block_count,
             current_block: 0,
             cursor: None,
+            tagged: Vec::new(),
         })
     }
 
@@ -157,7 +160,24 @@ impl RxRing {
                 let data = unsafe {
                     std::slice::from_raw_parts_mut(self.ring.at(block_start + data_offset), len)
                 };
-                rx(data);
+                if header.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+                    // The tag was stripped into metadata (rx VLAN offload): put it back,
+                    // so that the stage sees the frame as it was on the wire.
+                    let tpid = if header.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        header.hv1.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    self.tagged.clear();
+                    self.tagged.extend_from_slice(&data[..12]);
+                    self.tagged.extend_from_slice(&tpid.to_be_bytes());
+                    self.tagged
+                        .extend_from_slice(&(header.hv1.tp_vlan_tci as u16).to_be_bytes());
+                    self.tagged.extend_from_slice(&data[12..]);
+                    rx(&mut self.tagged);
+                } else {
+                    rx(data);
+                }
                 handed += 1;
                 cursor.remaining -= 1;
                 cursor.offset += header.tp_next_offset as usize;
