@@ -38,14 +38,38 @@ pub struct DemoArgs {
 /// What one mode did.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DemoRow {
+    /// The mode, or what forwarded (`kernel`, `polld af_xdp polling`).
     pub mode: String,
     pub offered_pps: f64,
     pub delivered_pps: f64,
-    /// polld's CPU time over the run, percent of one CPU.
+    /// polld's CPU time over the run, percent of one CPU (0 for the kernel).
     pub polld_cpu_percent: f64,
+    /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
+    pub fwd_cpu_busy_percent: f64,
     pub interrupts_per_sec: f64,
     /// `dev.veth1.*` drops during the run, by reason.
     pub drops: Vec<(String, u64)>,
+    /// polld's resident memory at the end of the run, KiB.
+    pub polld_rss_kib: u64,
+}
+
+/// Who forwards in fwd during a trial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forwarder<'a> {
+    /// `polld run` with this backend and mode on both interfaces.
+    Polld { backend: &'a str, mode: &'a str },
+    /// The kernel's own IPv4 forwarding (`ip_forward=1`), no polld.
+    Kernel,
+}
+
+/// One measured run: a forwarder, and `polld gen` at `rate` for `duration` seconds.
+#[derive(Clone, Debug)]
+pub struct Trial<'a> {
+    pub label: String,
+    pub forwarder: Forwarder<'a>,
+    /// `polld gen --rate`: `200k`, `unlimited`, ...
+    pub rate: &'a str,
+    pub duration: f64,
 }
 
 /// The poller knobs of the demo: FreeBSD's default `burst_max` of 150 caps polling at
@@ -81,7 +105,16 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
             args.rate, args.duration
         )
         .ok();
-        rows.push(run_mode(&tb, args, polld, &dir, mode, &options)?);
+        let trial = Trial {
+            label: mode.to_string(),
+            forwarder: Forwarder::Polld {
+                backend: &args.backend,
+                mode,
+            },
+            rate: &args.rate,
+            duration: args.duration,
+        };
+        rows.push(measure(&tb, &options, polld, &dir, &trial)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
     if args.json {
@@ -92,47 +125,60 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
         )
         .ok();
     } else {
-        print_rows(&rows, args, &options, out);
+        write_table(&rows, &format!("polld on {}", args.backend), &options, out);
+        let _ = writeln!(
+            out,
+            "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its CPU stays within 100 - kern.polling.user_frac percent of the core under any load."
+        );
     }
     drop(tb);
     writeln!(out, "polld demo: testbed removed").ok();
     Ok(())
 }
 
-fn run_mode(
+/// Runs one trial on `tb` and measures it. `dir` holds the trial's config and socket.
+pub fn measure(
     tb: &Testbed,
-    args: &DemoArgs,
+    options: &UpOptions,
     polld: &Path,
     dir: &Path,
-    mode: &str,
-    options: &UpOptions,
+    trial: &Trial,
 ) -> Result<DemoRow, TestbedError> {
-    let socket = dir.join(format!("{mode}.sock"));
-    let mut config = polld_config(
-        tb.layout(),
-        &PolldSetup {
-            backend: &args.backend,
-            mode,
-            socket: &socket,
-            cpu: Some(options.cpus.fwd),
-        },
-    );
-    config.push_str("\n[knobs]\n");
-    for (k, v) in KNOBS {
-        config.push_str(&format!("{k:?} = {v}\n"));
-    }
-    let config_path = dir.join(format!("{mode}.toml"));
-    std::fs::write(&config_path, config).map_err(|e| failed(format!("writing the config: {e}")))?;
     let polld_str = polld.to_string_lossy().to_string();
-    let mut daemon = Process::spawn(
-        tb.command_in(Role::Fwd, None, &polld_str)?
-            .args(["run", "-c"])
-            .arg(&config_path),
-        "polld run",
-    )?;
-    wait_for(&socket, &mut daemon)?;
-    let duration = args.duration.to_string();
-    let sink_duration = (args.duration + 2.0).to_string();
+    let kernel_forwarding = trial.forwarder == Forwarder::Kernel;
+    set_ip_forward(tb, kernel_forwarding)?;
+    let socket = dir.join("polld.sock");
+    let mut daemon = match trial.forwarder {
+        Forwarder::Polld { backend, mode } => {
+            let mut config = polld_config(
+                tb.layout(),
+                &PolldSetup {
+                    backend,
+                    mode,
+                    socket: &socket,
+                    cpu: Some(options.cpus.fwd),
+                },
+            );
+            config.push_str("\n[knobs]\n");
+            for (k, v) in KNOBS {
+                config.push_str(&format!("{k:?} = {v}\n"));
+            }
+            let config_path = dir.join("polld.toml");
+            std::fs::write(&config_path, config)
+                .map_err(|e| failed(format!("writing the config: {e}")))?;
+            let mut daemon = Process::spawn(
+                tb.command_in(Role::Fwd, None, &polld_str)?
+                    .args(["run", "-c"])
+                    .arg(&config_path),
+                "polld run",
+            )?;
+            wait_for(&socket, &mut daemon)?;
+            Some(daemon)
+        }
+        Forwarder::Kernel => None,
+    };
+    let duration = trial.duration.to_string();
+    let sink_duration = (trial.duration + 2.0).to_string();
     let mut sink = Process::spawn(
         tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
             .args([
@@ -147,7 +193,11 @@ fn run_mode(
         "polld sink",
     )?;
     std::thread::sleep(Duration::from_millis(500));
-    let before = Snapshot::take(&socket, daemon.pid())?;
+    let snapshot = |daemon: &Option<Process>| match daemon {
+        Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
+        None => Ok(Snapshot::cpu_only(options.cpus.fwd)),
+    };
+    let before = snapshot(&daemon)?;
     let gen = tb
         .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
         .args([
@@ -157,13 +207,13 @@ fn run_mode(
             "-i",
             "0",
             "--rate",
-            &args.rate,
+            trial.rate,
             "--duration",
             &duration,
         ])
         .output()
         .map_err(|e| failed(format!("polld gen: {e}")))?;
-    let after = Snapshot::take(&socket, daemon.pid())?;
+    let after = snapshot(&daemon)?;
     let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
         failed(format!(
             "polld gen failed: {}",
@@ -173,8 +223,13 @@ fn run_mode(
     let sink_out = sink.finish()?;
     let sink_summary = last_json(&sink_out)
         .ok_or_else(|| failed(format!("polld sink printed no summary: {sink_out}")))?;
-    daemon.finish()?;
-    let seconds = gen_summary["seconds"].as_f64().unwrap_or(args.duration);
+    if let Some(d) = daemon.as_mut() {
+        d.finish()?;
+    }
+    if kernel_forwarding {
+        set_ip_forward(tb, false)?;
+    }
+    let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
     let wall = after.at.duration_since(before.at).as_secs_f64();
     let delta = |name: &str| after.get(name).saturating_sub(before.get(name));
     let drops = after
@@ -189,42 +244,75 @@ fn run_mode(
         })
         .filter(|(_, v)| *v > 0)
         .collect();
+    let cpu_busy = after.cpu_busy.since(&before.cpu_busy);
     Ok(DemoRow {
-        mode: mode.to_string(),
+        mode: trial.label.clone(),
         offered_pps: gen_summary["pps"].as_f64().unwrap_or(0.0),
         delivered_pps: sink_summary["frames"].as_f64().unwrap_or(0.0) / seconds,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
+        fwd_cpu_busy_percent: cpu_busy,
         interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,
         drops,
+        polld_rss_kib: after.rss_kib,
     })
 }
 
-fn print_rows(rows: &[DemoRow], args: &DemoArgs, options: &UpOptions, out: &mut dyn Write) {
+/// Turns the kernel's forwarding in fwd on or off.
+fn set_ip_forward(tb: &Testbed, on: bool) -> Result<(), TestbedError> {
+    let value = format!("net.ipv4.ip_forward={}", on as u8);
+    let out = tb
+        .command_in(Role::Fwd, None, "sysctl")?
+        .args(["-qw", &value])
+        .output()
+        .map_err(|e| failed(format!("sysctl {value} in fwd: {e}")))?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "sysctl {value} in fwd: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// The rows as a table, under a line saying what ran, the placement and the machine.
+pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut dyn Write) {
+    let fwd = options.cpus.fwd;
     let _ = writeln!(
         out,
-        "\npolld on {} ({} placement), 64-byte frames; gen on CPU{}, polld and its receive work on CPU{}; {}",
-        args.backend,
+        "\n{what} ({} placement), 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd}; {}",
         options.placement.name(),
         options.cpus.gen,
-        options.cpus.fwd,
         machine()
     );
     let _ = writeln!(
         out,
-        "{:<10} {:>12} {:>12} {:>10} {:>14}  drops at veth1",
-        "mode", "offered/s", "delivered/s", "polld CPU", "interrupts/s"
+        "{:<24} {:>11} {:>12} {:>10} {:>10} {:>13} {:>9}  drops at veth1",
+        "forwarder",
+        "offered/s",
+        "delivered/s",
+        "polld CPU",
+        format!("CPU{fwd} busy"),
+        "interrupts/s",
+        "polld RSS"
     );
     for r in rows {
         let drops: Vec<String> = r.drops.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let rss = if r.polld_rss_kib > 0 {
+            format!("{:.1} MiB", r.polld_rss_kib as f64 / 1024.0)
+        } else {
+            "-".to_string()
+        };
         let _ = writeln!(
             out,
-            "{:<10} {:>12.0} {:>12.0} {:>9.1}% {:>14.0}  {}",
+            "{:<24} {:>11.0} {:>12.0} {:>9.1}% {:>9.1}% {:>13.0} {:>9}  {}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,
             r.polld_cpu_percent,
+            r.fwd_cpu_busy_percent,
             r.interrupts_per_sec,
+            rss,
             if drops.is_empty() {
                 "none".to_string()
             } else {
@@ -232,10 +320,6 @@ fn print_rows(rows: &[DemoRow], args: &DemoArgs, options: &UpOptions, out: &mut 
             }
         );
     }
-    let _ = writeln!(
-        out,
-        "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its CPU stays within 100 - kern.polling.user_frac percent of the core under any load."
-    );
 }
 
 fn machine() -> String {
@@ -267,15 +351,17 @@ fn last_json(text: &str) -> Option<Value> {
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
 }
 
-/// polld's counters and CPU time at one moment.
+/// polld's counters, CPU time and memory, and the forwarder CPU's time, at one moment.
 struct Snapshot {
     at: Instant,
     values: Vec<(String, u64)>,
     cpu_ticks: u64,
+    rss_kib: u64,
+    cpu_busy: CpuTimes,
 }
 
 impl Snapshot {
-    fn take(socket: &Path, pid: u32) -> Result<Snapshot, TestbedError> {
+    fn take(socket: &Path, pid: u32, cpu: usize) -> Result<Snapshot, TestbedError> {
         let request = polld_control::proto::Request::List {
             prefix: "dev".into(),
         };
@@ -298,12 +384,30 @@ impl Snapshot {
                 .and_then(|f| f.parse::<u64>().ok())
                 .unwrap_or(0)
         };
-        let cpu_ticks = field(14) + field(15);
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let rss_kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
         Ok(Snapshot {
             at: Instant::now(),
             values,
-            cpu_ticks,
+            cpu_ticks: field(14) + field(15),
+            rss_kib,
+            cpu_busy: CpuTimes::read(cpu),
         })
+    }
+
+    /// No polld running: only the time and the CPU's counters.
+    fn cpu_only(cpu: usize) -> Snapshot {
+        Snapshot {
+            at: Instant::now(),
+            values: Vec::new(),
+            cpu_ticks: 0,
+            rss_kib: 0,
+            cpu_busy: CpuTimes::read(cpu),
+        }
     }
 
     fn get(&self, name: &str) -> u64 {
@@ -311,6 +415,47 @@ impl Snapshot {
             .iter()
             .find(|(n, _)| n == name)
             .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// One CPU's busy and total time from /proc/stat, in ticks.
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuTimes {
+    busy: u64,
+    total: u64,
+}
+
+impl CpuTimes {
+    fn read(cpu: usize) -> CpuTimes {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let name = format!("cpu{cpu}");
+        let Some(line) = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&name))
+        else {
+            return CpuTimes::default();
+        };
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
+        let total: u64 = v.iter().take(8).sum();
+        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+        CpuTimes {
+            busy: total - idle,
+            total,
+        }
+    }
+
+    /// Busy percent between `earlier` and `self`.
+    fn since(&self, earlier: &CpuTimes) -> f64 {
+        let total = self.total.saturating_sub(earlier.total);
+        if total == 0 {
+            return 0.0;
+        }
+        self.busy.saturating_sub(earlier.busy) as f64 * 100.0 / total as f64
     }
 }
 
