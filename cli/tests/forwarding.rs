@@ -30,6 +30,31 @@ macro_rules! require_root {
     };
 }
 
+/// A command running polld as `nobody` (uid and gid 65534). The binary is copied to a
+/// directory nobody can reach: the build tree may sit below a directory only root may enter.
+fn polld_as_nobody(dir: &std::path::Path) -> Command {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.join("polld");
+    std::fs::copy(POLLD, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = Command::new(copy);
+    // SAFETY: setgid/setuid in the child before exec; no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(65534) != 0
+                || libc::setuid(65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// A testbed with a unique prefix, torn down on drop even when the test fails.
 fn testbed(tag: &str) -> Testbed {
     let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
@@ -614,6 +639,8 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
     let tb = testbed("p");
     let dir = std::env::temp_dir().join(format!("polld-priv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // nobody must read the config (whatever the umask) to get as far as the capabilities.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let config = dir.join("fwd.toml");
     std::fs::write(
         &config,
@@ -628,17 +655,8 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
         ),
     )
     .unwrap();
-    let mut cmd = Command::new(POLLD);
+    let mut cmd = polld_as_nobody(&dir.join("bin"));
     cmd.args(["run", "-c"]).arg(&config);
-    // SAFETY: setgid/setuid in the child before exec; no allocation.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -682,19 +700,12 @@ fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
     assert_eq!(listed[0].1, "2");
     assert_eq!(ping(&tb, 3), 3);
     // A non-root caller is refused with a clear message.
-    let mut cmd = Command::new(POLLD);
+    let bin = std::env::temp_dir().join(format!("polld-nobody-{}", std::process::id()));
+    let mut cmd = polld_as_nobody(&bin);
     cmd.args(["ctl", "-a", "--socket"]).arg(&polld.socket);
-    // SAFETY: setuid in the child before exec; no allocation.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let out = cmd.output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
+    std::fs::remove_dir_all(&bin).unwrap();
     polld.stop();
 }
