@@ -5,15 +5,121 @@
 //! `net.inet.ip.*`, `dev.<if>.*`), so `polld ctl` and `polld ifconfig` always show the
 //! same names and values.
 
-use polld_core::{Dataplane, Device, PacketStage};
+use std::path::PathBuf;
 
-use crate::proto::{IfStatus, Response, SetResult};
+use polld_core::{Dataplane, Device, PacketStage, SysctlEntry};
 
-/// The answer to [`crate::proto::Request::List`]: every entry at or under `prefix`.
-pub fn list<D: Device, S: PacketStage>(dp: &Dataplane<D, S>, prefix: &str) -> Response {
-    Response::Entries {
-        entries: dp.sysctl_entries(prefix),
+use crate::proto::{daemon_entry, IfStatus, Response, SetResult};
+
+/// What the daemon adds to the dataplane's entries, under `polld.` (the names are in
+/// [`daemon_entry`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DaemonStatus {
+    pub config: PathBuf,
+    pub pid: u32,
+    pub cpu: Option<usize>,
+    pub cpu_pinned: bool,
+    pub clock_ns: u64,
+    pub work_ns: u64,
+    pub busy_poll_ns: u64,
+    pub idle_poll_ns: u64,
+    /// Each writable entry's value before the config was applied.
+    pub defaults: Vec<(String, String)>,
+}
+
+impl DaemonStatus {
+    /// The `polld.*` entries, all read-only.
+    pub fn entries(&self) -> Vec<SysctlEntry> {
+        let entry = |name: &str, value: String, descr: &str| SysctlEntry {
+            name: name.to_string(),
+            value,
+            descr: descr.to_string(),
+            writable: false,
+        };
+        let mut entries = vec![
+            entry(
+                daemon_entry::CONFIG,
+                self.config.display().to_string(),
+                "Config file polld was started with",
+            ),
+            entry(daemon_entry::PID, self.pid.to_string(), "Process id"),
+            entry(
+                daemon_entry::CPU,
+                self.cpu.map_or_else(|| "-1".to_string(), |c| c.to_string()),
+                "CPU of the poll thread: pinned, else last run on (-1 unknown)",
+            ),
+            entry(
+                daemon_entry::CPU_PINNED,
+                (self.cpu_pinned as u8).to_string(),
+                "The poll thread is pinned to polld.cpu",
+            ),
+            entry(
+                daemon_entry::CLOCK_NS,
+                self.clock_ns.to_string(),
+                "Monotonic clock at this answer, ns",
+            ),
+            entry(
+                daemon_entry::WORK_NS,
+                self.work_ns.to_string(),
+                "Time in device work (handlers, tasks, ticks, polls, input queue), ns",
+            ),
+            entry(
+                daemon_entry::BUSY_POLL_NS,
+                self.busy_poll_ns.to_string(),
+                "Time busy polling, ns",
+            ),
+            entry(
+                daemon_entry::IDLE_POLL_NS,
+                self.idle_poll_ns.to_string(),
+                "Time idle polling, ns",
+            ),
+        ];
+        entries.extend(self.defaults.iter().map(|(name, value)| {
+            entry(
+                &format!("{}{name}", daemon_entry::DEFAULT_PREFIX),
+                value.clone(),
+                "Value before the config file was applied",
+            )
+        }));
+        entries
     }
+}
+
+/// Whether `name` is `prefix` or lies under it (`""` holds everything), as sysctl(8).
+pub fn under_prefix(name: &str, prefix: &str) -> bool {
+    prefix.is_empty()
+        || name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The writable entries of `dp` and their values: taken right after the dataplane is
+/// built, these are the defaults of [`DaemonStatus::defaults`].
+pub fn writable_values<D: Device, S: PacketStage>(dp: &Dataplane<D, S>) -> Vec<(String, String)> {
+    dp.sysctl_entries("")
+        .into_iter()
+        .filter(|e| e.writable)
+        .map(|e| (e.name, e.value))
+        .collect()
+}
+
+/// The answer to [`crate::proto::Request::List`]: every entry at or under `prefix`, the
+/// dataplane's and then the daemon's own.
+pub fn list<D: Device, S: PacketStage>(
+    dp: &Dataplane<D, S>,
+    daemon: Option<&DaemonStatus>,
+    prefix: &str,
+) -> Response {
+    let mut entries = dp.sysctl_entries(prefix);
+    if let Some(daemon) = daemon {
+        entries.extend(
+            daemon
+                .entries()
+                .into_iter()
+                .filter(|e| under_prefix(&e.name, prefix)),
+        );
+    }
+    Response::Entries { entries }
 }
 
 /// The answer to [`crate::proto::Request::Set`]: the assignments in order, each on its

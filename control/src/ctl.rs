@@ -7,11 +7,15 @@
 //! polld ctl kern.polling.burst                   one entry
 //! polld ctl kern.polling.user_frac=30 kern.polling.idle_poll=1
 //!                                                writes, `name: old -> new` each
+//!
+//! polld ctl --save                              the running knobs and interface modes
+//!                                                into the config file polld runs from
+//! polld ctl kern.polling.user_frac=30 --save     write, then save
 //! ```
 //!
 //! Names and assignments may be mixed; they are handled in order. An unknown name or a
 //! refused write is reported and makes the exit status non-zero, and the other
-//! arguments still take effect, as with sysctl.
+//! arguments still take effect, as with sysctl. `--save` comes last (see [`crate::save`]).
 
 use std::io::{self, Write};
 
@@ -21,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{exchange, unexpected, CtlError, SocketArg};
 use crate::proto::{Request, Response, SetResult};
+use crate::save::{self, SaveReport};
 
 /// Read or write a running polld's knobs and counters, like sysctl(8).
 #[derive(Parser, Clone, Debug, PartialEq, Eq)]
@@ -29,7 +34,7 @@ pub struct CtlArgs {
     /// Names to read (one entry or a subtree like `kern.polling`) and `name=value` to write.
     #[arg(
         value_name = "NAME[=VALUE]",
-        required_unless_present = "all",
+        required_unless_present_any = ["all", "save"],
         conflicts_with = "all"
     )]
     pub names: Vec<String>,
@@ -45,6 +50,10 @@ pub struct CtlArgs {
     /// Print machine-readable JSON (a [`CtlJson`] object).
     #[arg(long)]
     pub json: bool,
+    /// Write the running knobs and interface modes into the config file polld was
+    /// started with (after the writes given, if any); comments and order are kept.
+    #[arg(long)]
+    pub save: bool,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -58,15 +67,23 @@ pub struct CtlJson {
     pub set: Vec<SetResult>,
     /// Every problem, as also printed on stderr.
     pub errors: Vec<String>,
+    /// What `--save` did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved: Option<SaveReport>,
 }
 
 /// One round trip: a name to read, or a run of consecutive assignments.
 enum Step<'a> {
     Read(&'a str),
     Write(Vec<(String, String)>),
+    /// `--save`: the running state into the config file.
+    Save,
 }
 
 fn plan(args: &CtlArgs) -> Result<Vec<Step<'_>>, CtlError> {
+    if args.all && args.save {
+        return Ok(vec![Step::Read(""), Step::Save]);
+    }
     if args.all {
         return Ok(vec![Step::Read("")]);
     }
@@ -93,6 +110,9 @@ fn plan(args: &CtlArgs) -> Result<Vec<Step<'_>>, CtlError> {
             }
             None => steps.push(Step::Read(arg)),
         }
+    }
+    if args.save {
+        steps.push(Step::Save);
     }
     Ok(steps)
 }
@@ -137,6 +157,24 @@ pub fn run_ctl(args: &CtlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resu
                 }
                 report.set.extend(results);
             }
+            Step::Save => {
+                let request = Request::List {
+                    prefix: String::new(),
+                };
+                let entries = match exchange(socket, &request)? {
+                    Response::Entries { entries } => entries,
+                    other => return Err(unexpected(&other)),
+                };
+                match save::save(&entries) {
+                    Ok(saved) => {
+                        if !args.json {
+                            print_saved(&saved, out)?;
+                        }
+                        report.saved = Some(saved);
+                    }
+                    Err(e) => report.errors.push(e.to_string()),
+                }
+            }
         }
         for message in &report.errors[errors_before..] {
             writeln!(err, "polld ctl: {message}")?;
@@ -175,6 +213,27 @@ fn print_writes(args: &CtlArgs, results: &[SetResult], out: &mut dyn Write) -> i
         } else {
             writeln!(out, "{}: {old} -> {new}", result.name)?;
         }
+    }
+    Ok(())
+}
+
+/// What `--save` did, one line per change.
+fn print_saved(saved: &SaveReport, out: &mut dyn Write) -> io::Result<()> {
+    let path = saved.path.display();
+    if !saved.written {
+        return writeln!(out, "{path}: already holds the running knobs and modes");
+    }
+    for (name, value) in &saved.knobs {
+        writeln!(out, "{path}: [knobs] \"{name}\" = {value}")?;
+    }
+    for (ifname, mode) in &saved.modes {
+        writeln!(out, "{path}: interfaces {ifname}: mode = \"{mode}\"")?;
+    }
+    if saved.reordered {
+        writeln!(
+            out,
+            "{path}: [knobs] put in polld's order, so that they apply as now"
+        )?;
     }
     Ok(())
 }

@@ -5,6 +5,32 @@
 use polld_core::SysctlEntry;
 use serde::{Deserialize, Serialize};
 
+/// Names of the read-only entries `polld run` adds under `polld.` to every
+/// [`Request::List`] answer: what the daemon knows about itself beyond the dataplane.
+pub mod daemon_entry {
+    /// The config file polld was started with, as an absolute path.
+    pub const CONFIG: &str = "polld.config";
+    /// The daemon's process id.
+    pub const PID: &str = "polld.pid";
+    /// The CPU the poll thread is pinned to, else the one it last ran on.
+    pub const CPU: &str = "polld.cpu";
+    /// 1 when the poll thread is pinned (`[daemon] cpu`), else 0.
+    pub const CPU_PINNED: &str = "polld.cpu_pinned";
+    /// The daemon's monotonic clock when it answered, in ns: the time base of the `_ns`
+    /// counters, so rates need no clock of the client's.
+    pub const CLOCK_NS: &str = "polld.clock_ns";
+    /// Time in device work: interrupt handlers, tasks, ticks, poll chunks, the input-queue
+    /// drain and pollmore, in ns.
+    pub const WORK_NS: &str = "polld.work_ns";
+    /// Time spent busy polling (interfaces in `busy` mode), in ns.
+    pub const BUSY_POLL_NS: &str = "polld.busy_poll_ns";
+    /// Time spent idle polling (`kern.polling.idle_poll`), in ns.
+    pub const IDLE_POLL_NS: &str = "polld.idle_poll_ns";
+    /// `polld.default.<name>`: the value of each writable entry before the config file's
+    /// modes and knobs were applied, which `polld ctl --save` compares against.
+    pub const DEFAULT_PREFIX: &str = "polld.default.";
+}
+
 /// Requests are refused above this many bytes (one line, newline included).
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 

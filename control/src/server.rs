@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -89,10 +89,10 @@ impl std::error::Error for ControlError {
 }
 
 /// A non-blocking eventfd used as a doorbell between threads.
-struct EventFd(OwnedFd);
+pub(crate) struct EventFd(OwnedFd);
 
 impl EventFd {
-    fn new() -> io::Result<EventFd> {
+    pub(crate) fn new() -> io::Result<EventFd> {
         // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -102,13 +102,13 @@ impl EventFd {
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
 
     /// Makes the fd readable. The write can only fail when the counter is about to
     /// overflow, and then the fd is readable already.
-    fn signal(&self) {
+    pub(crate) fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to an fd we own.
         unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
@@ -146,9 +146,17 @@ pub(crate) fn peer_cred(stream: &UnixStream) -> io::Result<libc::ucred> {
     Ok(cred)
 }
 
-/// A request on its way to the poll thread; `id` names the connection to answer.
+/// Where the answer to a request goes.
+enum ReplyTo {
+    /// A socket connection of the server thread, by its id.
+    Connection(u64),
+    /// A [`Requester`] waiting on its own channel.
+    Channel(SyncSender<Response>),
+}
+
+/// A request on its way to the poll thread, and where its answer goes.
 struct Envelope {
-    id: u64,
+    reply_to: ReplyTo,
     request: Request,
 }
 
@@ -175,9 +183,16 @@ impl Inbox {
         let mut answered = false;
         while let Ok(envelope) = self.requests.try_recv() {
             let response = answer(envelope.request);
-            // The server may have stopped meanwhile; its client is gone then too.
-            let _ = self.replies.send((envelope.id, response));
-            answered = true;
+            // The server or the requester may have stopped meanwhile; then nobody waits.
+            match envelope.reply_to {
+                ReplyTo::Connection(id) => {
+                    let _ = self.replies.send((id, response));
+                    answered = true;
+                }
+                ReplyTo::Channel(reply) => {
+                    let _ = reply.try_send(response);
+                }
+            }
         }
         if answered {
             self.replies_wake.signal();
@@ -185,10 +200,34 @@ impl Inbox {
     }
 }
 
+/// Asks the poll thread through its [`Inbox`] from another thread of the daemon (the
+/// metrics server), the way the socket server does for its clients.
+#[derive(Clone)]
+pub struct Requester {
+    requests: Sender<Envelope>,
+    requests_wake: Arc<EventFd>,
+}
+
+impl Requester {
+    /// Hands `request` to the poll thread and waits up to [`ANSWER_TIMEOUT`] for its
+    /// answer; `None` when the poll thread is gone or did not answer in time.
+    pub fn ask(&self, request: Request) -> Option<Response> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let envelope = Envelope {
+            reply_to: ReplyTo::Channel(reply),
+            request,
+        };
+        self.requests.send(envelope).ok()?;
+        self.requests_wake.signal();
+        answer.recv_timeout(ANSWER_TIMEOUT).ok()
+    }
+}
+
 /// The running control socket; dropping it stops the server thread and removes the
 /// socket file.
 pub struct ControlServer {
     path: PathBuf,
+    requester: Requester,
     /// Device and inode of the socket we bound, so that drop never removes a successor's.
     identity: (u64, u64),
     stop: Arc<EventFd>,
@@ -233,6 +272,10 @@ impl ControlServer {
         };
         let (requests_tx, requests_rx) = mpsc::channel();
         let (replies_tx, replies_rx) = mpsc::channel();
+        let requester = Requester {
+            requests: requests_tx.clone(),
+            requests_wake: requests_wake.clone(),
+        };
         let server = Server {
             listener,
             stop: stop.clone(),
@@ -258,6 +301,7 @@ impl ControlServer {
         };
         let control = ControlServer {
             path: path.to_path_buf(),
+            requester,
             identity: (meta.dev(), meta.ino()),
             stop,
             thread: Some(thread),
@@ -274,6 +318,11 @@ impl ControlServer {
     /// Where the socket is.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A way for other threads of the daemon to ask the poll thread.
+    pub fn requester(&self) -> Requester {
+        self.requester.clone()
     }
 }
 
@@ -597,7 +646,7 @@ impl Server {
             Phase::Reading(_) => {
                 if let Some(request) = conn.read_request() {
                     let envelope = Envelope {
-                        id: conn.id,
+                        reply_to: ReplyTo::Connection(conn.id),
                         request,
                     };
                     if self.requests.send(envelope).is_ok() {

@@ -8,6 +8,9 @@
 //! socket = "/run/polld/polld.sock"
 //! cpu = 1                        # pin the poll thread to this CPU
 //! realtime = true                # SCHED_FIFO for the poll thread
+//! metrics = "127.0.0.1:9101"     # serve GET /metrics (Prometheus); a port number or
+//!                                # `true` (port 9101) mean loopback
+//! metrics_public = false         # true allows a non-loopback metrics address
 //!
 //! [knobs]                        # any writable sysctl, applied in order at start
 //! "kern.polling.user_frac" = 50
@@ -30,6 +33,7 @@
 //! Every error names the file and the line, says what is wrong and how to fix it.
 
 use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use polld_core::Mode;
@@ -70,6 +74,48 @@ pub struct DaemonConfig {
     /// Run the poll thread SCHED_FIFO, so clock ticks are not delayed by other work.
     #[serde(default)]
     pub realtime: bool,
+    /// Serve GET /metrics here (Prometheus text format); `None` when off.
+    #[serde(default, deserialize_with = "metrics_address")]
+    pub metrics: Option<SocketAddr>,
+    /// Allow a `metrics` address other than loopback.
+    #[serde(default)]
+    pub metrics_public: bool,
+}
+
+/// The port `metrics = true` listens on (the 91xx range of Prometheus exporters).
+pub const DEFAULT_METRICS_PORT: u16 = 9101;
+
+/// `metrics`: `false`, `true` (loopback, [`DEFAULT_METRICS_PORT`]), a port number
+/// (loopback), or `"ADDRESS:PORT"`.
+fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Option<SocketAddr>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("\"127.0.0.1:9101\", a port number, or true/false")
+        }
+        fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<Self::Value, E> {
+            Ok(on.then_some(SocketAddr::from((
+                Ipv4Addr::LOCALHOST,
+                DEFAULT_METRICS_PORT,
+            ))))
+        }
+        fn visit_i64<E: serde::de::Error>(self, port: i64) -> Result<Self::Value, E> {
+            let port = u16::try_from(port)
+                .ok()
+                .filter(|&p| p != 0)
+                .ok_or_else(|| E::custom(format!("port {port} is out of range 1..65535")))?;
+            Ok(Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))))
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            text.parse().map(Some).map_err(|_| {
+                E::custom(format!(
+                    "{text:?} is not ADDRESS:PORT; write e.g. \"127.0.0.1:9101\" or \"[::1]:9101\""
+                ))
+            })
+        }
+    }
+    d.deserialize_any(Visitor)
 }
 
 /// One device: how to open it and its mode. Its addresses live in the packet config.
@@ -273,6 +319,19 @@ impl RunConfig {
         let mut knobs = knobs;
         // Apply in file order, as a user reading the file expects.
         knobs.sort_by_key(|k| k.line);
+        if let Some(addr) = file.daemon.metrics {
+            if !addr.ip().is_loopback() && !file.daemon.metrics_public {
+                return Err(fail(
+                    locate("daemon.metrics"),
+                    format!(
+                        "daemon.metrics: {addr} is not a loopback address, and /metrics has no \
+                         authentication; use \"127.0.0.1:{}\", or add metrics_public = true \
+                         to [daemon] to serve every counter to the network",
+                        addr.port()
+                    ),
+                ));
+            }
+        }
         Ok(RunConfig {
             path: path.to_path_buf(),
             daemon: file.daemon,

@@ -19,7 +19,7 @@ use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
-use crate::executor::{self, Executor, IfInfo, RealDataplane};
+use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::sys;
 
 /// `polld run` options.
@@ -147,6 +147,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let stage = Stage::new(&config.packet, &names)
         .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
     let mut dp: RealDataplane = Dataplane::new(Poller::default(), devices, stage);
+    let defaults = polld_control::answer::writable_values(&dp);
     for (i, d) in config.devices.iter().enumerate() {
         dp.set_mode(i, d.mode)
             .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
@@ -195,6 +196,13 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     let (server, inbox) = polld_control::server::ControlServer::start(&socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+    let metrics = match config.daemon.metrics {
+        Some(addr) => Some(
+            polld_control::metrics::MetricsServer::start(addr, server.requester())
+                .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?,
+        ),
+        None => None,
+    };
 
     let reopen_devices = config.devices.clone();
     let reopen: executor::Reopen = Box::new(move |i| {
@@ -205,7 +213,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             .flatten()
     });
     eprintln!(
-        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}",
+        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
         config.devices.len(),
         config.path.display(),
         config
@@ -213,11 +221,22 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             .cpu
             .map(|c| format!(" on CPU {c}"))
             .unwrap_or_default(),
-        socket.display()
+        socket.display(),
+        metrics
+            .as_ref()
+            .map(|m| format!("; metrics on http://{}/metrics", m.addr()))
+            .unwrap_or_default()
     );
-    let mut exec =
-        Executor::new(dp, info.clone(), signals, Some(inbox), reopen).map_err(RunError::Io)?;
+    let daemon = DaemonInfo {
+        // Absolute, so that `polld ctl --save` finds it from any directory.
+        config: std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone()),
+        pinned_cpu: config.daemon.cpu,
+        defaults,
+    };
+    let mut exec = Executor::new(dp, info.clone(), daemon, signals, Some(inbox), reopen)
+        .map_err(RunError::Io)?;
     let signal = exec.run().map_err(RunError::Io)?;
+    drop(metrics);
     drop(server);
     report(exec.dataplane(), &info, signal, args.json, out).map_err(RunError::Io)
 }

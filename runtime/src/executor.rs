@@ -18,11 +18,16 @@
 //! Idle polling and busy polling spin; while spinning only for idle polling the thread
 //! runs `SCHED_IDLE`, so that it takes nothing from other work on the core, and returns to
 //! its own policy for accounted work.
+//!
+//! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
+//! around each call into the dataplane (once per call, never per packet), and the sums
+//! are served as `polld.work_ns`, `polld.busy_poll_ns` and `polld.idle_poll_ns` with the
+//! other `polld.*` entries, from which `polld stat` splits the core's time.
 
 use std::io;
 use std::os::fd::RawFd;
 
-use polld_control::answer as control;
+use polld_control::answer::{self as control, DaemonStatus};
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
 use polld_core::{Dataplane, Device, Event, LinkState, Mode};
@@ -53,6 +58,36 @@ pub struct IfInfo {
     pub addresses: Vec<String>,
 }
 
+/// Where the poll thread's time went, in ns of the monotonic clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeAccounts {
+    /// Interrupt handlers, tasks, ticks, poll chunks, the input-queue drain, pollmore.
+    pub work_ns: u64,
+    /// Busy polling (`busy` mode).
+    pub busy_poll_ns: u64,
+    /// Idle polling (`kern.polling.idle_poll`).
+    pub idle_poll_ns: u64,
+}
+
+/// What the executor reports about the daemon besides the dataplane (`polld.*`).
+#[derive(Clone, Debug, Default)]
+pub struct DaemonInfo {
+    /// The config file, absolute.
+    pub config: std::path::PathBuf,
+    /// The CPU the poll thread is pinned to.
+    pub pinned_cpu: Option<usize>,
+    /// Writable entries before the config was applied.
+    pub defaults: Vec<(String, String)>,
+}
+
+/// Runs `f` and adds the monotonic time it took to `account`.
+fn timed<T>(account: &mut u64, f: impl FnOnce() -> T) -> T {
+    let start = now_ns();
+    let result = f();
+    *account += now_ns().saturating_sub(start);
+    result
+}
+
 /// The poll thread's scheduling policy while it does accounted work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Policy {
@@ -63,6 +98,8 @@ enum Policy {
 pub struct Executor {
     dp: RealDataplane,
     info: Vec<IfInfo>,
+    daemon: DaemonInfo,
+    accounts: TimeAccounts,
     epoll: Epoll,
     tick: Timer,
     tick_hz: u32,
@@ -81,6 +118,7 @@ impl Executor {
     pub fn new(
         dp: RealDataplane,
         info: Vec<IfInfo>,
+        daemon: DaemonInfo,
         signals: Signals,
         inbox: Option<Inbox>,
         reopen: Reopen,
@@ -105,6 +143,8 @@ impl Executor {
         Ok(Executor {
             dp,
             info,
+            daemon,
+            accounts: TimeAccounts::default(),
             epoll,
             tick,
             tick_hz: 0,
@@ -120,6 +160,10 @@ impl Executor {
 
     pub fn dataplane(&self) -> &RealDataplane {
         &self.dp
+    }
+
+    pub fn accounts(&self) -> TimeAccounts {
+        self.accounts
     }
 
     /// Runs until SIGINT or SIGTERM, then drains the queues; returns the signal.
@@ -139,7 +183,10 @@ impl Executor {
                         let n = self.tick.expirations();
                         if n > 0 {
                             self.set_policy(Policy::Own);
-                            self.dp.hardclock(now, n.min(u32::MAX as u64) as u32);
+                            let dp = &mut self.dp;
+                            timed(&mut self.accounts.work_ns, || {
+                                dp.hardclock(now, n.min(u32::MAX as u64) as u32)
+                            });
                         }
                     }
                     TOKEN_STATUS => {
@@ -156,13 +203,18 @@ impl Executor {
                     TOKEN_CONTROL => self.answer_control(),
                     t => {
                         self.set_policy(Policy::Own);
-                        self.dp.interrupt((t - TOKEN_IF) as usize);
+                        let dp = &mut self.dp;
+                        timed(&mut self.accounts.work_ns, || {
+                            dp.interrupt((t - TOKEN_IF) as usize)
+                        });
                     }
                 }
             }
             if self.work_due() {
                 self.set_policy(Policy::Own);
+                let start = now_ns();
                 self.run_due_work();
+                self.accounts.work_ns += now_ns().saturating_sub(start);
             } else if spin {
                 self.spin_once();
             }
@@ -213,12 +265,16 @@ impl Executor {
         let busy: Vec<usize> = self.busy_interfaces().collect();
         if !busy.is_empty() {
             self.set_policy(Policy::Own);
-            for i in busy {
-                self.dp.busy_poll(i);
-            }
+            let dp = &mut self.dp;
+            timed(&mut self.accounts.busy_poll_ns, || {
+                for i in busy {
+                    dp.busy_poll(i);
+                }
+            });
         } else if self.dp.poller().idle_poll_active() {
             self.set_policy(Policy::Idle);
-            self.dp.idle_poll();
+            let dp = &mut self.dp;
+            timed(&mut self.accounts.idle_poll_ns, || dp.idle_poll());
         }
     }
 
@@ -316,8 +372,29 @@ impl Executor {
         let Some(inbox) = self.inbox.take() else {
             return;
         };
-        inbox.answer_pending(&mut |req| answer(&mut self.dp, &self.info, req));
+        let status = self.daemon_status();
+        inbox.answer_pending(&mut |req| answer(&mut self.dp, &self.info, &status, req));
         self.inbox = Some(inbox);
+    }
+
+    /// The `polld.*` entries as of now.
+    fn daemon_status(&self) -> DaemonStatus {
+        // SAFETY: sched_getcpu has no preconditions; -1 means unknown.
+        let last_cpu = unsafe { libc::sched_getcpu() };
+        DaemonStatus {
+            config: self.daemon.config.clone(),
+            pid: std::process::id(),
+            cpu: self
+                .daemon
+                .pinned_cpu
+                .or_else(|| usize::try_from(last_cpu).ok()),
+            cpu_pinned: self.daemon.pinned_cpu.is_some(),
+            clock_ns: now_ns(),
+            work_ns: self.accounts.work_ns,
+            busy_poll_ns: self.accounts.busy_poll_ns,
+            idle_poll_ns: self.accounts.idle_poll_ns,
+            defaults: self.daemon.defaults.clone(),
+        }
     }
 
     /// Finishes the work in hand: running handlers, tasks and the input queue.
@@ -341,9 +418,14 @@ fn link_name(state: LinkState) -> &'static str {
 }
 
 /// Answers one control request against the dataplane.
-fn answer(dp: &mut RealDataplane, info: &[IfInfo], req: Request) -> Response {
+fn answer(
+    dp: &mut RealDataplane,
+    info: &[IfInfo],
+    status: &DaemonStatus,
+    req: Request,
+) -> Response {
     match req {
-        Request::List { prefix } => control::list(dp, &prefix),
+        Request::List { prefix } => control::list(dp, Some(status), &prefix),
         Request::Set { assignments } => control::set(dp, &assignments),
         Request::Interfaces => Response::Interfaces {
             interfaces: interfaces(dp, info),

@@ -74,7 +74,7 @@ fn simulation() -> Sim {
 fn answer(sim: &mut Sim, request: Request) -> Response {
     let dp = sim.dataplane_mut();
     match request {
-        Request::List { prefix } => answer::list(dp, &prefix),
+        Request::List { prefix } => answer::list(dp, None, &prefix),
         Request::Set { assignments } => answer::set(dp, &assignments),
         Request::Interfaces => Response::Interfaces {
             interfaces: (0..dp.interfaces().len())

@@ -1,0 +1,463 @@
+//! `GET /metrics`: a running polld's knobs and counters in the Prometheus text exposition
+//! format (version 0.0.4), served by a small HTTP/1.x server on its own thread.
+//!
+//! The server never touches the dataplane: each scrape asks the poll thread through the
+//! control [`Requester`] for the same [`Request::List`] `polld ctl -a` reads, and
+//! [`exposition`] renames the entries the Prometheus way:
+//!
+//! ```text
+//! dev.veth1.rx_packets           polld_interface_rx_packets_total{interface="veth1"}
+//! dev.veth1.drops.ttl_exceeded   polld_interface_drops_total{interface="veth1",reason="ttl_exceeded"}
+//! dev.veth1.mode                 polld_interface_mode{interface="veth1",mode="polling"} 1 (0 for the others)
+//! dev.veth1.link                 polld_interface_link{interface="veth1",state="up"} 1 (0 for the others)
+//! dev.veth1.queued               polld_interface_queued{interface="veth1"}          (a gauge)
+//! kern.polling.burst             polld_polling_burst                                 (a gauge)
+//! kern.polling.lost_polls        polld_polling_lost_polls_total                      (a counter)
+//! kern.polling.controller        polld_polling_controller{controller="classic"} 1
+//! net.inet.ip.intr_queue_len     polld_ip_intr_queue_len
+//! polld.work_ns                  polld_device_work_seconds_total                     (seconds)
+//! polld.cpu                      polld_poll_thread_cpu
+//! ```
+//!
+//! Counters end in `_total`, gauges do not; each family has its HELP (the entry's
+//! description) and TYPE lines. Only `GET` and `HEAD` of `/metrics` are served: another
+//! path is 404, another method 405, a malformed request 400, and 503 when the poll thread
+//! does not answer. One connection is served at a time, each with a short deadline, and
+//! closed after its answer.
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use polld_core::{Mode, SysctlEntry};
+
+use crate::proto::{daemon_entry, Request, Response};
+use crate::server::{EventFd, Requester};
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// How long a client has to send its request and to take the answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Requests (request line and headers) are refused above this size.
+const MAX_REQUEST_BYTES: usize = 8 * 1024;
+
+/// `kern.polling.*` entries that count events; the others are levels (gauges).
+const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
+/// `dev.<if>.*` read-only entries that are levels; the others count.
+const INTERFACE_GAUGES: [&str; 2] = ["queued", "rx_process_limit"];
+/// Link states, as `dev.<if>.link` reads.
+const LINK_STATES: [&str; 3] = ["up", "down", "gone"];
+/// `polld.*` time accounts: entry, metric (in seconds), help.
+const TIME_ACCOUNTS: [(&str, &str, &str); 3] = [
+    (
+        daemon_entry::WORK_NS,
+        "polld_device_work_seconds_total",
+        "Time in device work: handlers, tasks, ticks, polls, input queue",
+    ),
+    (
+        daemon_entry::BUSY_POLL_NS,
+        "polld_busy_poll_seconds_total",
+        "Time spent busy polling",
+    ),
+    (
+        daemon_entry::IDLE_POLL_NS,
+        "polld_idle_poll_seconds_total",
+        "Time spent idle polling",
+    ),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// One metric family being assembled: its samples in order of appearance.
+struct Family {
+    name: String,
+    help: String,
+    kind: Kind,
+    samples: Vec<(Vec<(&'static str, String)>, String)>,
+}
+
+/// The families in first-seen order (Prometheus wants each family's samples together).
+#[derive(Default)]
+struct Families(Vec<Family>);
+
+impl Families {
+    fn add(
+        &mut self,
+        name: String,
+        help: &str,
+        kind: Kind,
+        labels: Vec<(&'static str, String)>,
+        value: String,
+    ) {
+        let i = match self.0.iter().position(|f| f.name == name) {
+            Some(i) => i,
+            None => {
+                self.0.push(Family {
+                    name,
+                    help: help.to_string(),
+                    kind,
+                    samples: Vec::new(),
+                });
+                self.0.len() - 1
+            }
+        };
+        self.0[i].samples.push((labels, value));
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::new();
+        for family in &self.0 {
+            let kind = match family.kind {
+                Kind::Counter => "counter",
+                Kind::Gauge => "gauge",
+            };
+            let help = family.help.replace('\\', "\\\\").replace('\n', "\\n");
+            let _ = writeln!(text, "# HELP {} {help}", family.name);
+            let _ = writeln!(text, "# TYPE {} {kind}", family.name);
+            for (labels, value) in &family.samples {
+                text.push_str(&family.name);
+                if !labels.is_empty() {
+                    let labels: Vec<String> = labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                        .collect();
+                    let _ = write!(text, "{{{}}}", labels.join(","));
+                }
+                let _ = writeln!(text, " {value}");
+            }
+        }
+        text
+    }
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// One 0/1 sample per choice, 1 for `current`: how Prometheus shows an enumeration.
+fn one_of(current: &str, choices: &[&str]) -> Vec<(String, String)> {
+    choices
+        .iter()
+        .map(|c| (c.to_string(), ((*c == current) as u8).to_string()))
+        .collect()
+}
+
+/// Splits `dev.<if>.<leaf>` (an interface name may hold dots; a leaf is one word or
+/// `drops.<reason>`).
+fn split_interface(rest: &str) -> Option<(&str, &str)> {
+    match rest.rfind(".drops.") {
+        Some(i) => Some((&rest[..i], &rest[i + 1..])),
+        None => rest.rsplit_once('.'),
+    }
+}
+
+/// The entries of a [`Request::List`] answer in the Prometheus text format.
+pub fn exposition(entries: &[SysctlEntry]) -> String {
+    let mut families = Families::default();
+    let modes: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
+    for e in entries {
+        let number = e.value.parse::<i64>().ok().map(|n| n.to_string());
+        if let Some(leaf) = e.name.strip_prefix("kern.polling.") {
+            if leaf == "controller" {
+                families.add(
+                    "polld_polling_controller".into(),
+                    &e.descr,
+                    Kind::Gauge,
+                    vec![("controller", e.value.clone())],
+                    "1".into(),
+                );
+            } else if let Some(value) = number {
+                let (name, kind) = if POLLING_COUNTERS.contains(&leaf) {
+                    (format!("polld_polling_{leaf}_total"), Kind::Counter)
+                } else {
+                    (format!("polld_polling_{leaf}"), Kind::Gauge)
+                };
+                families.add(name, &e.descr, kind, Vec::new(), value);
+            }
+        } else if let Some(leaf) = e.name.strip_prefix("net.inet.ip.") {
+            if let Some(value) = number {
+                families.add(
+                    format!("polld_ip_{leaf}"),
+                    &e.descr,
+                    Kind::Gauge,
+                    Vec::new(),
+                    value,
+                );
+            }
+        } else if let Some((ifname, leaf)) = e.name.strip_prefix("dev.").and_then(split_interface) {
+            let interface = || ("interface", ifname.to_string());
+            let choices = match leaf {
+                "mode" => Some(("mode", "Interface mode: 1 for the current one", &modes[..])),
+                "link" => Some((
+                    "state",
+                    "Link state: 1 for the current one",
+                    &LINK_STATES[..],
+                )),
+                _ => None,
+            };
+            if let Some((label, help, choices)) = choices {
+                for (choice, value) in one_of(&e.value, choices) {
+                    families.add(
+                        format!("polld_interface_{leaf}"),
+                        help,
+                        Kind::Gauge,
+                        vec![interface(), (label, choice)],
+                        value,
+                    );
+                }
+            } else if let Some(value) = number {
+                if let Some(reason) = leaf.strip_prefix("drops.") {
+                    families.add(
+                        "polld_interface_drops_total".into(),
+                        &e.descr,
+                        Kind::Counter,
+                        vec![interface(), ("reason", reason.to_string())],
+                        value,
+                    );
+                } else if INTERFACE_GAUGES.contains(&leaf) {
+                    families.add(
+                        format!("polld_interface_{leaf}"),
+                        &e.descr,
+                        Kind::Gauge,
+                        vec![interface()],
+                        value,
+                    );
+                } else {
+                    families.add(
+                        format!("polld_interface_{leaf}_total"),
+                        &e.descr,
+                        Kind::Counter,
+                        vec![interface()],
+                        value,
+                    );
+                }
+            }
+        } else if let Some((_, metric, help)) =
+            TIME_ACCOUNTS.iter().find(|(name, _, _)| *name == e.name)
+        {
+            if let Ok(ns) = e.value.parse::<u64>() {
+                let seconds = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+                families.add(metric.to_string(), help, Kind::Counter, Vec::new(), seconds);
+            }
+        } else if e.name == daemon_entry::CPU {
+            if let Some(value) = number {
+                families.add(
+                    "polld_poll_thread_cpu".into(),
+                    &e.descr,
+                    Kind::Gauge,
+                    Vec::new(),
+                    value,
+                );
+            }
+        }
+    }
+    families.render()
+}
+
+/// Why the metrics server could not start.
+#[derive(Debug)]
+pub struct MetricsError {
+    pub addr: SocketAddr,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for MetricsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot serve metrics on {}: {}; choose another [daemon] metrics address",
+            self.addr, self.source
+        )
+    }
+}
+
+impl std::error::Error for MetricsError {}
+
+/// The running metrics server; dropping it stops its thread.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: Arc<EventFd>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl MetricsServer {
+    /// Listens on `addr` and serves `/metrics` from what `requester` gets from the poll
+    /// thread.
+    pub fn start(addr: SocketAddr, requester: Requester) -> Result<MetricsServer, MetricsError> {
+        let fail = |source| MetricsError { addr, source };
+        let listener = TcpListener::bind(addr).map_err(fail)?;
+        listener.set_nonblocking(true).map_err(fail)?;
+        let addr = listener.local_addr().map_err(fail)?;
+        let stop = Arc::new(EventFd::new().map_err(fail)?);
+        let thread_stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("polld-metrics".into())
+            .spawn(move || serve(listener, &thread_stop, &requester))
+            .map_err(fail)?;
+        Ok(MetricsServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on (the port is the real one when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.signal();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(listener: TcpListener, stop: &EventFd, requester: &Requester) {
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: stop.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: listener.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a live array of two pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 || fds[0].revents != 0 {
+            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // A client that misbehaves only loses its own answer.
+                let _ = answer_client(stream, requester);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // Out of descriptors: give the system a moment instead of spinning.
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The status line and body for one request.
+fn respond(
+    head: &str,
+    requester: &Requester,
+) -> (&'static str, Vec<(&'static str, &'static str)>, String) {
+    let mut words = head.lines().next().unwrap_or("").split_whitespace();
+    let (Some(method), Some(target), Some(version), None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return (
+            "400 Bad Request",
+            Vec::new(),
+            "malformed request line\n".into(),
+        );
+    };
+    if !version.starts_with("HTTP/1.") {
+        return (
+            "400 Bad Request",
+            Vec::new(),
+            "only HTTP/1.x is served\n".into(),
+        );
+    }
+    let path = target.split('?').next().unwrap_or(target);
+    if path != "/metrics" {
+        return (
+            "404 Not Found",
+            Vec::new(),
+            "polld serves only /metrics\n".into(),
+        );
+    }
+    if method != "GET" && method != "HEAD" {
+        return (
+            "405 Method Not Allowed",
+            vec![("Allow", "GET, HEAD")],
+            "use GET /metrics\n".into(),
+        );
+    }
+    match requester.ask(Request::List {
+        prefix: String::new(),
+    }) {
+        Some(Response::Entries { entries }) => (
+            "200 OK",
+            vec![("Content-Type", CONTENT_TYPE)],
+            exposition(&entries),
+        ),
+        _ => (
+            "503 Service Unavailable",
+            Vec::new(),
+            "polld's poll thread did not answer\n".into(),
+        ),
+    }
+}
+
+fn answer_client(mut stream: TcpStream, requester: &Requester) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let complete = loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            break true;
+        }
+        if head.len() > MAX_REQUEST_BYTES || Instant::now() > deadline {
+            break false;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => break false,
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    };
+    let text = String::from_utf8_lossy(&head);
+    let (status, headers, body) = if complete {
+        respond(&text, requester)
+    } else if head.len() > MAX_REQUEST_BYTES {
+        (
+            "431 Request Header Fields Too Large",
+            Vec::new(),
+            String::new(),
+        )
+    } else {
+        ("400 Bad Request", Vec::new(), "incomplete request\n".into())
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        let _ = write!(out, "{name}: {value}\r\n");
+    }
+    out.push_str("\r\n");
+    if !text.starts_with("HEAD ") {
+        out.push_str(&body);
+    }
+    stream.write_all(out.as_bytes())?;
+    stream.flush()
+}
