@@ -29,6 +29,8 @@ enum Command {
     Ctl(polld_control::ctl::CtlArgs),
     /// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
     Ifconfig(polld_control::ifconfig::IfconfigArgs),
+    /// Watch a running polld live, like systat -vmstat: rates, CPU split, scheduler.
+    Stat(polld_stat::StatArgs),
     /// Create, remove or inspect the gen/fwd/sink network namespaces.
     Testbed(polld_testbed::TestbedArgs),
     /// Forward traffic through polld on the testbed, in interrupt then polling mode.
@@ -69,6 +71,9 @@ fn main() -> ExitCode {
         .map_err(|e| e.to_string()),
         Command::Testbed(args) => {
             polld_testbed::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
+        }
+        Command::Stat(args) => {
+            polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }
         Command::Ifconfig(args) => {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
