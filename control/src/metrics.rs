@@ -44,6 +44,8 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Requests (request line and headers) are refused above this size.
 const MAX_REQUEST_BYTES: usize = 8 * 1024;
+/// What is read and dropped after the answer, at most, while the client closes.
+const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 
 /// `kern.polling.*` entries that count events; the others are levels (gauges).
 const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
@@ -459,5 +461,17 @@ fn answer_client(mut stream: TcpStream, requester: &Requester) -> io::Result<()>
         out.push_str(&body);
     }
     stream.write_all(out.as_bytes())?;
-    stream.flush()
+    // Closing with unread input would reset the connection, possibly before the client
+    // read the answer: end our side, then discard what it still sends until it closes.
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let mut discarded = 0;
+    while discarded < MAX_DISCARD_BYTES && Instant::now() < deadline + CLIENT_TIMEOUT {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => discarded += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
 }

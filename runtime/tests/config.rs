@@ -105,3 +105,56 @@ fn a_file_without_interfaces_says_what_to_add() {
     let err = parse("[daemon]\ncpu = 0\n").unwrap_err();
     assert!(err.contains("add one [[interfaces]] entry"), "{err}");
 }
+
+/// GOOD with `lines` added to its `[daemon]` table (after `cpu = 1`: line 5).
+fn with_daemon(lines: &str) -> String {
+    GOOD.replacen("cpu = 1\n", &format!("cpu = 1\n{lines}\n"), 1)
+}
+
+#[test]
+fn metrics_listen_on_loopback_unless_made_public() {
+    let addr = |text: &str| parse(&with_daemon(text)).unwrap().daemon.metrics;
+    assert_eq!(parse(GOOD).unwrap().daemon.metrics, None);
+    assert_eq!(addr("metrics = false"), None);
+    assert_eq!(
+        addr("metrics = true"),
+        Some("127.0.0.1:9101".parse().unwrap())
+    );
+    assert_eq!(
+        addr("metrics = 9200"),
+        Some("127.0.0.1:9200".parse().unwrap())
+    );
+    assert_eq!(
+        addr("metrics = \"[::1]:9101\""),
+        Some("[::1]:9101".parse().unwrap())
+    );
+    assert_eq!(
+        addr("metrics = \"0.0.0.0:9101\"\nmetrics_public = true"),
+        Some("0.0.0.0:9101".parse().unwrap())
+    );
+}
+
+#[test]
+fn metrics_mistakes_are_refused_at_their_line_with_the_fix() {
+    let err = parse(&with_daemon("metrics = \"0.0.0.0:9101\"")).unwrap_err();
+    assert!(
+        err.starts_with("fwd.toml:5: daemon.metrics: 0.0.0.0:9101 is not a loopback address"),
+        "{err}"
+    );
+    assert!(
+        err.contains("metrics_public = true") && err.contains("127.0.0.1:9101"),
+        "{err}"
+    );
+    let err = parse(&with_daemon("metrics = \"localhost\"")).unwrap_err();
+    assert!(
+        err.starts_with("fwd.toml:5:") && err.contains("is not ADDRESS:PORT"),
+        "{err}"
+    );
+    let err = parse(&with_daemon("metrics = 70000")).unwrap_err();
+    assert!(err.contains("port 70000 is out of range"), "{err}");
+    let err = parse(&with_daemon("metrics = 1.5")).unwrap_err();
+    assert!(
+        err.contains("\"127.0.0.1:9101\", a port number, or true/false"),
+        "{err}"
+    );
+}

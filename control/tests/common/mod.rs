@@ -14,7 +14,7 @@ use polld_control::answer;
 use polld_control::ctl::{run_ctl, CtlArgs};
 use polld_control::ifconfig::{run_ifconfig, IfconfigArgs};
 use polld_control::proto::{Request, Response};
-use polld_control::server::{ControlServer, Inbox};
+use polld_control::server::{ControlServer, Inbox, Requester};
 use polld_core::Poller;
 use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
 
@@ -129,6 +129,11 @@ impl Daemon {
             stop,
             answerer: Some(answerer),
         }
+    }
+
+    /// Asks the answerer from inside the "daemon", as the metrics server does.
+    pub fn requester(&self) -> Requester {
+        self.server.as_ref().unwrap().requester()
     }
 
     /// `polld ctl ARGS --socket <ours>`: (exit status, stdout, stderr), or the error.

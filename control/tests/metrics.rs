@@ -1,0 +1,198 @@
+//! `GET /metrics`: the Prometheus text format of a daemon's entries, served over HTTP
+//! from what the poll thread answers, equal to what `polld ctl -a --json` shows.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::Daemon;
+use polld_control::metrics::{exposition, MetricsServer, CONTENT_TYPE};
+use polld_core::SysctlEntry;
+
+/// Sends `request` raw; returns the status code, the headers and the body.
+fn http(addr: SocketAddr, request: &str) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (code, head.to_string(), body.to_string())
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+    http(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n"))
+}
+
+/// `name{labels}` → value, from the text format.
+fn samples(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (name, value) = l.rsplit_once(' ').unwrap();
+            (name.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+fn value<'a>(samples: &'a [(String, String)], name: &str) -> &'a str {
+    samples
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no sample {name}"))
+}
+
+#[test]
+fn scraped_values_equal_what_ctl_reads_at_the_same_moment() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    let (code, head, body) = get(server.addr(), "/metrics");
+    assert_eq!(code, 200, "{head}");
+    assert!(head.contains(&format!("Content-Type: {CONTENT_TYPE}")));
+    let json: serde_json::Value = serde_json::from_str(&daemon.ctl_ok(&["-a", "--json"])).unwrap();
+    let scraped = samples(&body);
+    let mut compared = 0;
+    for e in json["entries"].as_array().unwrap() {
+        let name = e["name"].as_str().unwrap();
+        let v = e["value"].as_str().unwrap();
+        let metric = if let Some(rest) = name.strip_prefix("dev.") {
+            let (ifname, leaf) = rest.split_once('.').unwrap();
+            match leaf.strip_prefix("drops.") {
+                Some(reason) => format!(
+                    "polld_interface_drops_total{{interface=\"{ifname}\",reason=\"{reason}\"}}"
+                ),
+                None if [
+                    "rx_packets",
+                    "tx_packets",
+                    "interrupts",
+                    "polls",
+                    "forwarded",
+                ]
+                .contains(&leaf) =>
+                {
+                    format!("polld_interface_{leaf}_total{{interface=\"{ifname}\"}}")
+                }
+                None => continue,
+            }
+        } else if let Some(leaf) = name.strip_prefix("kern.polling.") {
+            match leaf {
+                "lost_polls" | "stalled" | "cycles" => format!("polld_polling_{leaf}_total"),
+                "burst" | "burst_max" | "user_frac" | "phase" | "residual_burst" => {
+                    format!("polld_polling_{leaf}")
+                }
+                _ => continue,
+            }
+        } else {
+            continue;
+        };
+        assert_eq!(value(&scraped, &metric), v, "{metric} against {name}");
+        compared += 1;
+    }
+    // Two interfaces with every drop reason, and the scheduler's.
+    assert!(compared > 40, "only {compared} compared");
+    // The simulated NIC sim0 is flooded: its drops are not all zero.
+    assert!(scraped
+        .iter()
+        .any(|(n, v)| n.starts_with("polld_interface_drops_total{interface=\"sim0\"") && v != "0"));
+    assert_eq!(
+        value(
+            &scraped,
+            "polld_interface_mode{interface=\"sim0\",mode=\"interrupt\"}"
+        ),
+        "1"
+    );
+    assert_eq!(
+        value(
+            &scraped,
+            "polld_interface_mode{interface=\"sim0\",mode=\"polling\"}"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn other_paths_methods_and_garbage_are_refused_with_their_status() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    let addr = server.addr();
+    assert_eq!(get(addr, "/").0, 404);
+    assert_eq!(get(addr, "/metricsx").0, 404);
+    assert_eq!(get(addr, "/metrics?name[]=x").0, 200);
+    let (code, head, _) = http(addr, "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(code, 405);
+    assert!(head.contains("Allow: GET, HEAD"), "{head}");
+    assert_eq!(http(addr, "DELETE /metrics HTTP/1.0\r\n\r\n").0, 405);
+    assert_eq!(http(addr, "hello\r\n\r\n").0, 400);
+    assert_eq!(http(addr, "GET /metrics SPDY/3\r\n\r\n").0, 400);
+    let (code, head, body) = http(addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert_eq!((code, body.as_str()), (200, ""), "{head}");
+    let big = format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(http(addr, &big).0, 431);
+    // A client that connects and says nothing costs its own slot only for a while.
+    let silent = TcpStream::connect(addr).unwrap();
+    assert_eq!(get(addr, "/metrics").0, 200);
+    drop(silent);
+}
+
+#[test]
+fn a_silent_poll_thread_gives_503_not_a_hang() {
+    let daemon = Daemon::start();
+    let requester = daemon.requester();
+    drop(daemon);
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), requester).unwrap();
+    assert_eq!(get(server.addr(), "/metrics").0, 503);
+}
+
+fn entry(name: &str, value: &str, descr: &str) -> SysctlEntry {
+    SysctlEntry {
+        name: name.into(),
+        value: value.into(),
+        descr: descr.into(),
+        writable: false,
+    }
+}
+
+#[test]
+fn families_are_grouped_typed_and_escaped() {
+    let entries = [
+        entry("dev.a.rx_packets", "5", "Frames received"),
+        entry("dev.a.queued", "2", "Queued"),
+        entry("dev.a.drops.ttl_exceeded", "1", "Frames dropped, by reason"),
+        entry("dev.vlan.7.rx_packets", "6", "Frames received"),
+        entry(
+            "dev.vlan.7.drops.ttl_exceeded",
+            "3",
+            "Frames dropped, by reason",
+        ),
+        entry("kern.polling.lost_polls", "9", "Lost \\ polls\nsecond line"),
+        entry("polld.work_ns", "1500000001", "x"),
+        entry("polld.config", "/x\"y", "x"),
+    ];
+    let text = exposition(&entries);
+    let expected = "\
+# HELP polld_interface_rx_packets_total Frames received
+# TYPE polld_interface_rx_packets_total counter
+polld_interface_rx_packets_total{interface=\"a\"} 5
+polld_interface_rx_packets_total{interface=\"vlan.7\"} 6
+# HELP polld_interface_queued Queued
+# TYPE polld_interface_queued gauge
+polld_interface_queued{interface=\"a\"} 2
+# HELP polld_interface_drops_total Frames dropped, by reason
+# TYPE polld_interface_drops_total counter
+polld_interface_drops_total{interface=\"a\",reason=\"ttl_exceeded\"} 1
+polld_interface_drops_total{interface=\"vlan.7\",reason=\"ttl_exceeded\"} 3
+# HELP polld_polling_lost_polls_total Lost \\\\ polls\\nsecond line
+# TYPE polld_polling_lost_polls_total counter
+polld_polling_lost_polls_total 9
+# HELP polld_device_work_seconds_total Time in device work: handlers, tasks, ticks, polls, input queue
+# TYPE polld_device_work_seconds_total counter
+polld_device_work_seconds_total 1.500000001
+";
+    assert_eq!(text, expected);
+}
