@@ -1,0 +1,468 @@
+//! Issue 5 on the namespace testbed (root only; CI runs as root): `polld stat --json`
+//! under load in interrupt and polling mode and as `kern.polling.user_frac` moves,
+//! `polld ctl --save` surviving a restart and an interrupted save, and `/metrics`
+//! matching `polld ctl` at the same moment. Without a daemon: `polld stat` says plainly
+//! that none runs and how to start one.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use serde_json::Value;
+
+const POLLD: &str = env!("CARGO_BIN_EXE_polld");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root to create network namespaces");
+            return;
+        }
+    };
+}
+
+fn testbed(tag: &str) -> Testbed {
+    let prefix = format!("ps{}{tag}", std::process::id() % 10_000);
+    Testbed::up(&Layout::new(&prefix), &UpOptions::default()).expect("testbed up")
+}
+
+fn fwd_cpu() -> usize {
+    UpOptions::default().cpus.fwd
+}
+
+/// A scratch directory, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("polld-stat-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The testbed's polld config with `daemon` lines added to `[daemon]` and `knobs` as
+/// `[knobs]`; the poll thread pinned to the fwd CPU.
+fn config(tb: &Testbed, socket: &Path, mode: &str, daemon: &str, knobs: &[(&str, &str)]) -> String {
+    let mut text = polld_testbed::polld_config(
+        tb.layout(),
+        &PolldSetup {
+            backend: "af_xdp",
+            mode,
+            socket,
+            cpu: Some(fwd_cpu()),
+        },
+    )
+    .replacen("[daemon]\n", &format!("[daemon]\n{daemon}"), 1);
+    if !knobs.is_empty() {
+        text.push_str("\n[knobs]\n");
+        for (k, v) in knobs {
+            text.push_str(&format!("{k:?} = {v}\n"));
+        }
+    }
+    text
+}
+
+/// A running `polld run -c CONFIG` in fwd; killed on drop if still running.
+struct Polld {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Polld {
+    fn start(tb: &Testbed, config: &Path, socket: &Path) -> Polld {
+        let child = Command::new(POLLD)
+            .args(["run", "-c"])
+            .arg(config)
+            .args(["--netns", &tb.layout().fwd_ns])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start polld");
+        let polld = Polld {
+            child: Some(child),
+            socket: socket.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "polld did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        polld
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(POLLD)
+            .args(args)
+            .env("POLLD_SOCKET", &self.socket)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "polld {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn value(&self, name: &str) -> String {
+        self.ok(&["ctl", "-n", name]).trim().to_string()
+    }
+
+    /// `polld stat --json -w SECS`.
+    fn stat(&self, secs: &str) -> Value {
+        serde_json::from_str(&self.ok(&["stat", "--json", "-w", secs])).unwrap()
+    }
+
+    /// SIGINT, and waits for a clean exit.
+    fn stop(mut self) {
+        let child = self.child.take().unwrap();
+        // SAFETY: signals a child we started, by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "polld: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Polld {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A child killed (by its pid) on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
+fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
+    let child = tb
+        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
+        .unwrap()
+        .args(["gen", "veth0", "-i", "0", "--rate", rate])
+        .args(["--duration", &secs.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+#[test]
+fn stat_says_plainly_when_no_polld_runs_and_how_to_start_one() {
+    let out = Command::new(POLLD)
+        .args(["stat", "--once", "--socket", "/nonexistent/polld.sock"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no polld is running at /nonexistent/polld.sock")
+            && err.contains("polld run -c FILE"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split() {
+    require_root!();
+    let tb = testbed("f");
+    let dir = Dir::new("flood");
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("fwd.toml");
+    let knobs = [
+        ("kern.polling.burst_max", "1000"),
+        ("kern.polling.each_burst", "50"),
+    ];
+    // SCHED_FIFO: the poll thread's share of its CPU is then set by its controller, not
+    // by whatever else (other tests, builds) runs there.
+    let realtime = "realtime = true\n";
+    std::fs::write(&path, config(&tb, &socket, "interrupt", realtime, &knobs)).unwrap();
+    let polld = Polld::start(&tb, &path, &socket);
+
+    // Interrupt mode at a load the handler keeps up with: one wakeup per few frames.
+    let load = gen(&tb, "20k", 8);
+    std::thread::sleep(Duration::from_millis(1500));
+    let s = polld.stat("2");
+    let veth1 = &s["interfaces"][0];
+    eprintln!("interrupt mode, 20k/s: {veth1}");
+    assert_eq!(veth1["mode"], "interrupt");
+    assert!(f(&veth1["rx_pps"]) > 5_000.0, "{veth1}");
+    assert!(f(&veth1["interrupts_per_s"]) > 1_000.0, "{veth1}");
+    assert_eq!(s["cpu"]["cpu"], fwd_cpu());
+    assert_eq!(s["cpu"]["pinned"], true);
+    drop(load);
+
+    // Polling under the same load, then under a flood: no wakeups from the device.
+    polld.ok(&["ifconfig", "veth1", "polling"]);
+    polld.ok(&["ifconfig", "veth2", "polling"]);
+    let load = gen(&tb, "20k", 5);
+    std::thread::sleep(Duration::from_millis(1500));
+    let s = polld.stat("2");
+    let veth1 = &s["interfaces"][0];
+    eprintln!("polling mode, 20k/s: {veth1}");
+    assert_eq!(veth1["mode"], "polling");
+    assert!(f(&veth1["rx_pps"]) > 5_000.0, "{veth1}");
+    assert!(f(&veth1["interrupts_per_s"]) < 5.0, "{veth1}");
+    assert!(f(&veth1["polls_per_s"]) > 100.0, "{veth1}");
+    drop(load);
+
+    // A flood and a CPU-bound competitor on polld's CPU (niced, so that the kernel's
+    // receive work on that CPU still gets its frames in): the device share follows
+    // 100 - user_frac.
+    let _flood = gen(&tb, "unlimited", 30);
+    let competitor = Command::new("nice")
+        .args(["-n", "19", "taskset", "-c", &fwd_cpu().to_string()])
+        .args(["sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let _competitor = Running(competitor);
+    let mut device = Vec::new();
+    for user_frac in ["10", "90", "10", "90"] {
+        polld.ok(&["ctl", &format!("kern.polling.user_frac={user_frac}")]);
+        // The burst moves by one per tick: let it settle.
+        std::thread::sleep(Duration::from_millis(1500));
+        let s = polld.stat("2");
+        eprintln!(
+            "flood, user_frac={user_frac}: cpu {} scheduler {}",
+            s["cpu"], s["scheduler"]
+        );
+        assert!(f(&s["interfaces"][0]["interrupts_per_s"]) < 5.0);
+        device.push(f(&s["cpu"]["device"]));
+    }
+    let (low_user, high_user) = (device[0] + device[2], device[1] + device[3]);
+    assert!(
+        high_user < 0.75 * low_user,
+        "device share with user_frac 90 not clearly below user_frac 10: {device:?}"
+    );
+    polld.stop();
+}
+
+#[test]
+fn saved_knobs_and_modes_survive_a_restart_and_an_interrupted_save_changes_nothing() {
+    require_root!();
+    let tb = testbed("v");
+    let dir = Dir::new("save");
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("fwd.toml");
+    std::fs::write(&path, config(&tb, &socket, "interrupt", "", &[])).unwrap();
+    let polld = Polld::start(&tb, &path, &socket);
+    polld.ok(&["ifconfig", "veth1", "polling"]);
+    polld.ok(&["ifconfig", "veth2", "mode", "adaptive"]);
+    let out = polld.ok(&[
+        "ctl",
+        "kern.polling.user_frac=30",
+        "kern.polling.burst_max=1000",
+        "kern.polling.each_burst=500",
+        "kern.polling.controller=time",
+        "dev.veth2.rx_process_limit=64",
+        "--save",
+    ]);
+    assert!(
+        out.contains("[knobs] \"kern.polling.each_burst\" = 500"),
+        "{out}"
+    );
+    assert!(
+        out.contains("interfaces veth1: mode = \"polling\""),
+        "{out}"
+    );
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        saved.starts_with("# polld in "),
+        "the comment is kept: {saved}"
+    );
+    assert_eq!(
+        polld.ok(&["ctl", "--save"]).trim_end(),
+        format!(
+            "{}: already holds the running knobs and modes",
+            path.display()
+        )
+    );
+
+    // A save whose write fails part-way (the file size limit) leaves the file as it was.
+    polld.ok(&["ctl", "kern.polling.user_frac=40"]);
+    let mut save = Command::new(POLLD);
+    save.args(["ctl", "--save"]).env("POLLD_SOCKET", &socket);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        save.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = save.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cannot write the new version of") && err.contains("the file is unchanged"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), saved);
+    let files: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(files.len(), 2, "no temporary file left: {files:?}");
+    polld.ok(&["ctl", "kern.polling.user_frac=30"]);
+    polld.stop();
+
+    // Restarted from the saved file, polld comes up as it was.
+    let polld = Polld::start(&tb, &path, &socket);
+    for (name, value) in [
+        ("kern.polling.user_frac", "30"),
+        ("kern.polling.burst_max", "1000"),
+        ("kern.polling.each_burst", "500"),
+        ("kern.polling.controller", "time"),
+        ("dev.veth2.rx_process_limit", "64"),
+        ("dev.veth1.mode", "polling"),
+        ("dev.veth2.mode", "adaptive"),
+    ] {
+        assert_eq!(polld.value(name), value, "{name}");
+    }
+    polld.stop();
+}
+
+/// GET `path` from the metrics server inside fwd, with `method`.
+fn http(tb: &Testbed, method: &str, path: &str) -> (u16, String) {
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    polld_dev::netns::in_netns(&tb.layout().fwd_ns, move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect("127.0.0.1:9101").unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (code, body.to_string())
+    })
+    .unwrap()
+}
+
+#[test]
+fn metrics_equal_ctl_at_the_same_moment_and_bad_requests_are_refused() {
+    require_root!();
+    let tb = testbed("x");
+    let dir = Dir::new("metrics");
+    let socket = dir.0.join("polld.sock");
+
+    // A public address without metrics_public is refused before anything starts.
+    let bad = dir.0.join("bad.toml");
+    std::fs::write(
+        &bad,
+        config(
+            &tb,
+            &socket,
+            "interrupt",
+            "metrics = \"0.0.0.0:9101\"\n",
+            &[],
+        ),
+    )
+    .unwrap();
+    let out = Command::new(POLLD)
+        .args(["run", "--check", "-c"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:3: daemon.metrics: 0.0.0.0:9101 is not a loopback address"),
+        "{err}"
+    );
+
+    let path = dir.0.join("fwd.toml");
+    std::fs::write(
+        &path,
+        config(&tb, &socket, "interrupt", "metrics = true\n", &[]),
+    )
+    .unwrap();
+    let polld = Polld::start(&tb, &path, &socket);
+    let mut traffic = gen(&tb, "10k", 1);
+    traffic.0.wait().unwrap();
+    // Interrupt mode and no traffic: the counters stand still.
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, body) = http(&tb, "GET", "/metrics");
+    assert_eq!(code, 200);
+    let ctl: Value = serde_json::from_str(&polld.ok(&["ctl", "-a", "--json"])).unwrap();
+    let scraped: Vec<(&str, &str)> = body
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .collect();
+    let metric = |name: &str| {
+        scraped
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_else(|| panic!("{name} not scraped"))
+    };
+    let mut compared = 0;
+    for e in ctl["entries"].as_array().unwrap() {
+        let (name, value) = (e["name"].as_str().unwrap(), e["value"].as_str().unwrap());
+        let expected = match name.split_once('.') {
+            Some(("dev", rest)) => match rest.split_once('.') {
+                Some((ifname, "rx_packets" | "tx_packets" | "forwarded" | "interrupts")) => {
+                    let leaf = rest.rsplit('.').next().unwrap();
+                    format!("polld_interface_{leaf}_total{{interface=\"{ifname}\"}}")
+                }
+                Some((ifname, leaf)) if leaf.starts_with("drops.") => format!(
+                    "polld_interface_drops_total{{interface=\"{ifname}\",reason=\"{}\"}}",
+                    &leaf[6..]
+                ),
+                _ => continue,
+            },
+            Some(("kern", "polling.lost_polls")) => "polld_polling_lost_polls_total".into(),
+            Some(("kern", "polling.burst")) => "polld_polling_burst".into(),
+            _ => continue,
+        };
+        assert_eq!(metric(&expected), value, "{expected} against {name}");
+        compared += 1;
+    }
+    assert!(compared > 40, "{compared}");
+    assert_ne!(
+        metric("polld_interface_rx_packets_total{interface=\"veth1\"}"),
+        "0"
+    );
+    assert_eq!(http(&tb, "GET", "/").0, 404);
+    assert_eq!(http(&tb, "POST", "/metrics").0, 405);
+    polld.stop();
+}
