@@ -4,7 +4,8 @@
 //! the socket work: it accepts clients, checks their credentials, reads one request line
 //! each and writes the answer back. The daemon's poll thread never touches a client: it
 //! gets an [`Inbox`] whose eventfd ([`Inbox::wake_fd`]) it adds to its epoll set, and
-//! [`Inbox::answer_pending`] answers the waiting requests without blocking.
+//! [`Inbox::answer_pending`] answers the waiting requests without blocking. Other threads
+//! of the daemon (the metrics server) ask through the same inbox with a [`Requester`].
 //!
 //! The server thread is one `poll(2)` loop over non-blocking sockets with a deadline per
 //! connection, so a client that is slow, silent or malicious costs one of
