@@ -59,6 +59,9 @@ fn main() {
             forwarder,
             rate: "unlimited",
             duration,
+            // Delivered = veth3's rx counter, as in the baseline: no sink process
+            // competing for the forwarder's CPU.
+            sink: false,
         };
         match measure(&tb, &options, polld, &dir, &trial) {
             Ok(row) => rows.push(row),

@@ -87,6 +87,8 @@ impl Polld {
                     mode,
                     socket: &socket,
                     cpu: None,
+                    realtime: false,
+                    knobs: &[],
                 },
             ),
         )
@@ -655,6 +657,8 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
                 mode: "polling",
                 socket: &dir.join("s.sock"),
                 cpu: None,
+                realtime: false,
+                knobs: &[],
             },
         ),
     )

@@ -55,26 +55,25 @@ impl Drop for Dir {
     }
 }
 
-/// The testbed's polld config with `daemon` lines added to `[daemon]` and `knobs` as
-/// `[knobs]`; the poll thread pinned to the fwd CPU.
-fn config(tb: &Testbed, socket: &Path, mode: &str, daemon: &str, knobs: &[(&str, &str)]) -> String {
-    let mut text = polld_testbed::polld_config(
+/// The testbed's polld config on AF_XDP, the poll thread pinned to the fwd CPU.
+fn config(
+    tb: &Testbed,
+    socket: &Path,
+    mode: &str,
+    realtime: bool,
+    knobs: &[(&str, &str)],
+) -> String {
+    polld_testbed::polld_config(
         tb.layout(),
         &PolldSetup {
             backend: "af_xdp",
             mode,
             socket,
             cpu: Some(fwd_cpu()),
+            realtime,
+            knobs,
         },
     )
-    .replacen("[daemon]\n", &format!("[daemon]\n{daemon}"), 1);
-    if !knobs.is_empty() {
-        text.push_str("\n[knobs]\n");
-        for (k, v) in knobs {
-            text.push_str(&format!("{k:?} = {v}\n"));
-        }
-    }
-    text
 }
 
 /// A running `polld run -c CONFIG` in fwd; killed on drop if still running.
@@ -208,8 +207,7 @@ fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split
     ];
     // SCHED_FIFO: the poll thread's share of its CPU is then set by its controller, not
     // by whatever else (other tests, builds) runs there.
-    let realtime = "realtime = true\n";
-    std::fs::write(&path, config(&tb, &socket, "interrupt", realtime, &knobs)).unwrap();
+    std::fs::write(&path, config(&tb, &socket, "interrupt", true, &knobs)).unwrap();
     let polld = Polld::start(&tb, &path, &socket);
 
     // Interrupt mode at a load the handler keeps up with: one wakeup per few frames.
@@ -277,7 +275,7 @@ fn saved_knobs_and_modes_survive_a_restart_and_an_interrupted_save_changes_nothi
     let dir = Dir::new("save");
     let socket = dir.0.join("polld.sock");
     let path = dir.0.join("fwd.toml");
-    std::fs::write(&path, config(&tb, &socket, "interrupt", "", &[])).unwrap();
+    std::fs::write(&path, config(&tb, &socket, "interrupt", false, &[])).unwrap();
     let polld = Polld::start(&tb, &path, &socket);
     polld.ok(&["ifconfig", "veth1", "polling"]);
     polld.ok(&["ifconfig", "veth2", "mode", "adaptive"]);
@@ -388,12 +386,10 @@ fn metrics_equal_ctl_at_the_same_moment_and_bad_requests_are_refused() {
     let bad = dir.0.join("bad.toml");
     std::fs::write(
         &bad,
-        config(
-            &tb,
-            &socket,
-            "interrupt",
-            "metrics = \"0.0.0.0:9101\"\n",
-            &[],
+        config(&tb, &socket, "interrupt", false, &[]).replacen(
+            "[daemon]\n",
+            "[daemon]\nmetrics = \"0.0.0.0:9101\"\n",
+            1,
         ),
     )
     .unwrap();
@@ -412,7 +408,11 @@ fn metrics_equal_ctl_at_the_same_moment_and_bad_requests_are_refused() {
     let path = dir.0.join("fwd.toml");
     std::fs::write(
         &path,
-        config(&tb, &socket, "interrupt", "metrics = true\n", &[]),
+        config(&tb, &socket, "interrupt", false, &[]).replacen(
+            "[daemon]\n",
+            "[daemon]\nmetrics = true\n",
+            1,
+        ),
     )
     .unwrap();
     let polld = Polld::start(&tb, &path, &socket);

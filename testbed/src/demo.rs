@@ -70,6 +70,9 @@ pub struct Trial<'a> {
     /// `polld gen --rate`: `200k`, `unlimited`, ...
     pub rate: &'a str,
     pub duration: f64,
+    /// Count delivered frames with `polld sink` in sink (end to end, but the sink needs
+    /// CPU too); otherwise with veth3's own rx counter, as the baseline did.
+    pub sink: bool,
 }
 
 /// The poller knobs of the demo: FreeBSD's default `burst_max` of 150 caps polling at
@@ -113,6 +116,7 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
             },
             rate: &args.rate,
             duration: args.duration,
+            sink: true,
         };
         rows.push(measure(&tb, &options, polld, &dir, &trial)?);
     }
@@ -150,19 +154,19 @@ pub fn measure(
     let socket = dir.join("polld.sock");
     let mut daemon = match trial.forwarder {
         Forwarder::Polld { backend, mode } => {
-            let mut config = polld_config(
+            let config = polld_config(
                 tb.layout(),
                 &PolldSetup {
                     backend,
                     mode,
                     socket: &socket,
                     cpu: Some(options.cpus.fwd),
+                    // The tick must preempt the kernel's receive work on the same CPU,
+                    // as a clock interrupt does.
+                    realtime: true,
+                    knobs: &KNOBS,
                 },
             );
-            config.push_str("\n[knobs]\n");
-            for (k, v) in KNOBS {
-                config.push_str(&format!("{k:?} = {v}\n"));
-            }
             let config_path = dir.join("polld.toml");
             std::fs::write(&config_path, config)
                 .map_err(|e| failed(format!("writing the config: {e}")))?;
@@ -179,25 +183,30 @@ pub fn measure(
     };
     let duration = trial.duration.to_string();
     let sink_duration = (trial.duration + 2.0).to_string();
-    let mut sink = Process::spawn(
-        tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
-            .args([
-                "sink",
-                "veth3",
-                "--json",
-                "-i",
-                "0",
-                "--duration",
-                &sink_duration,
-            ]),
-        "polld sink",
-    )?;
+    let mut sink = if trial.sink {
+        Some(Process::spawn(
+            tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
+                .args([
+                    "sink",
+                    "veth3",
+                    "--json",
+                    "-i",
+                    "0",
+                    "--duration",
+                    &sink_duration,
+                ]),
+            "polld sink",
+        )?)
+    } else {
+        None
+    };
     std::thread::sleep(Duration::from_millis(500));
     let snapshot = |daemon: &Option<Process>| match daemon {
         Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
         None => Ok(Snapshot::cpu_only(options.cpus.fwd)),
     };
     let before = snapshot(&daemon)?;
+    let veth3_before = tb.counters("veth3")?.rx_packets;
     let gen = tb
         .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
         .args([
@@ -214,23 +223,30 @@ pub fn measure(
         .output()
         .map_err(|e| failed(format!("polld gen: {e}")))?;
     let after = snapshot(&daemon)?;
+    let veth3_after = tb.counters("veth3")?.rx_packets;
     let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
         failed(format!(
             "polld gen failed: {}",
             String::from_utf8_lossy(&gen.stderr)
         ))
     })?;
-    let sink_out = sink.finish()?;
-    let sink_summary = last_json(&sink_out)
-        .ok_or_else(|| failed(format!("polld sink printed no summary: {sink_out}")))?;
+    let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
+    let wall = after.at.duration_since(before.at).as_secs_f64();
+    let delivered_pps = match sink.as_mut() {
+        Some(sink) => {
+            let out = sink.finish()?;
+            let summary = last_json(&out)
+                .ok_or_else(|| failed(format!("polld sink printed no summary: {out}")))?;
+            summary["frames"].as_f64().unwrap_or(0.0) / seconds
+        }
+        None => veth3_after.saturating_sub(veth3_before) as f64 / wall,
+    };
     if let Some(d) = daemon.as_mut() {
         d.finish()?;
     }
     if kernel_forwarding {
         set_ip_forward(tb, false)?;
     }
-    let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
-    let wall = after.at.duration_since(before.at).as_secs_f64();
     let delta = |name: &str| after.get(name).saturating_sub(before.get(name));
     let drops = after
         .values
@@ -248,7 +264,7 @@ pub fn measure(
     Ok(DemoRow {
         mode: trial.label.clone(),
         offered_pps: gen_summary["pps"].as_f64().unwrap_or(0.0),
-        delivered_pps: sink_summary["frames"].as_f64().unwrap_or(0.0) / seconds,
+        delivered_pps,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,

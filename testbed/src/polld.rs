@@ -17,6 +17,10 @@ pub struct PolldSetup<'a> {
     pub socket: &'a Path,
     /// Pin the poll thread to this CPU.
     pub cpu: Option<usize>,
+    /// Run the poll thread SCHED_FIFO.
+    pub realtime: bool,
+    /// `[knobs]`: sysctl name and value, in order.
+    pub knobs: &'a [(&'a str, &'a str)],
 }
 
 /// The TOML text of a `polld run` config for `layout`.
@@ -34,6 +38,15 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
     );
     if let Some(cpu) = setup.cpu {
         let _ = writeln!(c, "cpu = {cpu}");
+    }
+    if setup.realtime {
+        let _ = writeln!(c, "realtime = true");
+    }
+    if !setup.knobs.is_empty() {
+        let _ = writeln!(c, "\n[knobs]");
+        for (name, value) in setup.knobs {
+            let _ = writeln!(c, "{name:?} = {value:?}");
+        }
     }
     for iface in [&layout.veth1, &layout.veth2] {
         let _ = writeln!(
