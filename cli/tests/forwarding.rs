@@ -5,6 +5,8 @@
 //! the conservation of every interface's counters.
 
 use std::io::{Read, Write};
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -15,20 +17,6 @@ use serde_json::Value;
 
 const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-macro_rules! require_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
-    };
-}
 
 /// A command running polld as `nobody` (uid and gid 65534). The binary is copied to a
 /// directory nobody can reach: the build tree may sit below a directory only root may enter.

@@ -4,6 +4,8 @@
 //! matching `polld ctl` at the same moment. Without a daemon: `polld stat` says plainly
 //! that none runs and how to start one.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -13,20 +15,6 @@ use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
 use serde_json::Value;
 
 const POLLD: &str = env!("CARGO_BIN_EXE_polld");
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-macro_rules! require_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
-    };
-}
 
 fn testbed(tag: &str) -> Testbed {
     let prefix = format!("ps{}{tag}", std::process::id() % 10_000);

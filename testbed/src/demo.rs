@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
 use crate::{polld_config, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
@@ -260,7 +261,7 @@ pub fn measure(
         })
         .filter(|(_, v)| *v > 0)
         .collect();
-    let cpu_busy = after.cpu_busy.since(&before.cpu_busy);
+    let cpu_busy = busy_percent(before.cpu_busy, after.cpu_busy);
     Ok(DemoRow {
         mode: trial.label.clone(),
         offered_pps: gen_summary["pps"].as_f64().unwrap_or(0.0),
@@ -373,7 +374,7 @@ struct Snapshot {
     values: Vec<(String, u64)>,
     cpu_ticks: u64,
     rss_kib: u64,
-    cpu_busy: CpuTimes,
+    cpu_busy: Option<CpuTimes>,
 }
 
 impl Snapshot {
@@ -434,45 +435,16 @@ impl Snapshot {
     }
 }
 
-/// One CPU's busy and total time from /proc/stat, in ticks.
-#[derive(Clone, Copy, Debug, Default)]
-struct CpuTimes {
-    busy: u64,
-    total: u64,
-}
-
-impl CpuTimes {
-    fn read(cpu: usize) -> CpuTimes {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let name = format!("cpu{cpu}");
-        let Some(line) = stat
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(&name))
-        else {
-            return CpuTimes::default();
-        };
-        let v: Vec<u64> = line
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
-        let total: u64 = v.iter().take(8).sum();
-        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-        CpuTimes {
-            busy: total - idle,
-            total,
-        }
+/// Busy percent of a CPU between two readings.
+fn busy_percent(before: Option<CpuTimes>, after: Option<CpuTimes>) -> f64 {
+    let (Some(before), Some(after)) = (before, after) else {
+        return 0.0;
+    };
+    let total = after.total.saturating_sub(before.total);
+    if total == 0 {
+        return 0.0;
     }
-
-    /// Busy percent between `earlier` and `self`.
-    fn since(&self, earlier: &CpuTimes) -> f64 {
-        let total = self.total.saturating_sub(earlier.total);
-        if total == 0 {
-            return 0.0;
-        }
-        self.busy.saturating_sub(earlier.busy) as f64 * 100.0 / total as f64
-    }
+    after.busy.saturating_sub(before.busy) as f64 * 100.0 / total as f64
 }
 
 /// A child process stopped with SIGINT (and killed if it does not stop) on finish/drop.
