@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use polld_core::{Mode, SysctlEntry};
+use polld_core::{LinkState, Mode, SysctlEntry};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
@@ -51,8 +51,6 @@ const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
 /// `dev.<if>.*` read-only entries that are levels; the others count.
 const INTERFACE_GAUGES: [&str; 2] = ["queued", "rx_process_limit"];
-/// Link states, as `dev.<if>.link` reads.
-const LINK_STATES: [&str; 3] = ["up", "down", "gone"];
 /// `polld.*` time accounts: entry, metric (in seconds), help.
 const TIME_ACCOUNTS: [(&str, &str, &str); 3] = [
     (
@@ -168,6 +166,7 @@ fn split_interface(rest: &str) -> Option<(&str, &str)> {
 pub fn exposition(entries: &[SysctlEntry]) -> String {
     let mut families = Families::default();
     let modes: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
+    let links = LinkState::ALL.map(LinkState::name);
     for e in entries {
         let number = e.value.parse::<i64>().ok().map(|n| n.to_string());
         if let Some(leaf) = e.name.strip_prefix("kern.polling.") {
@@ -201,11 +200,7 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
             let interface = || ("interface", ifname.to_string());
             let choices = match leaf {
                 "mode" => Some(("mode", "Interface mode: 1 for the current one", &modes[..])),
-                "link" => Some((
-                    "state",
-                    "Link state: 1 for the current one",
-                    &LINK_STATES[..],
-                )),
+                "link" => Some(("state", "Link state: 1 for the current one", &links[..])),
                 _ => None,
             };
             if let Some((label, help, choices)) = choices {

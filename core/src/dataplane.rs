@@ -759,12 +759,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 "Adaptive mode: frames per task run, -1 unlimited",
                 true,
             ));
-            let link = match link {
-                LinkState::Up => "up",
-                LinkState::Down => "down",
-                LinkState::Gone => "gone",
-            };
-            all.push(entry(&n("link"), link.into(), "Link state", false));
+            all.push(entry(&n("link"), link.name().into(), "Link state", false));
             for (k, v, d) in [
                 ("interrupts", c.interrupts, "Interrupts (wakeups) taken"),
                 ("polls", c.polls, "Poll handler calls"),

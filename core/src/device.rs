@@ -21,6 +21,19 @@ pub enum LinkState {
     Gone,
 }
 
+impl LinkState {
+    pub const ALL: [LinkState; 3] = [LinkState::Up, LinkState::Down, LinkState::Gone];
+
+    /// The name `dev.<if>.link` shows: `up`, `down` or `gone`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Up => "up",
+            LinkState::Down => "down",
+            LinkState::Gone => "gone",
+        }
+    }
+}
+
 /// The transmit ring had no free slot for a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxFull;

@@ -359,7 +359,7 @@ impl Executor {
         for event in self.dp.take_events() {
             match event {
                 Event::Link { ifname, state } => {
-                    eprintln!("polld: {ifname}: link {}", link_name(state))
+                    eprintln!("polld: {ifname}: link {}", state.name())
                 }
                 Event::Gone { ifname } => eprintln!(
                     "polld: {ifname}: interface gone; handler deregistered, waiting for it to return"
@@ -406,14 +406,6 @@ impl Executor {
             self.run_due_work();
         }
         self.dp.sync_hw_drops();
-    }
-}
-
-fn link_name(state: LinkState) -> &'static str {
-    match state {
-        LinkState::Up => "up",
-        LinkState::Down => "down",
-        LinkState::Gone => "gone",
     }
 }
 
