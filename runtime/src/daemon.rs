@@ -204,14 +204,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         None => None,
     };
 
-    let reopen_devices = config.devices.clone();
-    let reopen: executor::Reopen = Box::new(move |i| {
-        let d = &reopen_devices[i];
-        // AF_PACKET reopens itself in its status check; a TAP that is gone was deleted.
-        (d.backend == Backend::AfXdp)
-            .then(|| open_device(d).ok())
-            .flatten()
-    });
     eprintln!(
         "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
         config.devices.len(),
@@ -233,8 +225,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         pinned_cpu: config.daemon.cpu,
         defaults,
     };
-    let mut exec = Executor::new(dp, info.clone(), daemon, signals, Some(inbox), reopen)
-        .map_err(RunError::Io)?;
+    let mut exec =
+        Executor::new(dp, info.clone(), daemon, signals, Some(inbox)).map_err(RunError::Io)?;
     let signal = exec.run().map_err(RunError::Io)?;
     drop(metrics);
     drop(server);

@@ -6,8 +6,8 @@
 //!   read that reports `n` expirations is `n` ticks (owed ticks, as the spec says);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
-//! - a slow **status** timer: link checks of the interfaces the poller does not check,
-//!   and reopening interfaces that disappeared;
+//! - a slow **status** timer: link checks of the interfaces the poller does not check
+//!   (a device reopens itself there when its interface returns);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd.
 //!
 //! After each wakeup it runs the work that is due by the priorities of the simulated CPU:
@@ -38,10 +38,7 @@ use crate::sys::{now_ns, Epoll, Signals, Timer};
 /// The dataplane on real devices.
 pub type RealDataplane = Dataplane<Box<dyn Device>, Stage>;
 
-/// Reopens a device that disappeared; `None` while it is still missing.
-pub type Reopen = Box<dyn FnMut(usize) -> Option<Box<dyn Device>>>;
-
-/// Status checks of interfaces outside the poll cycle, and reopen attempts.
+/// Status checks of interfaces outside the poll cycle.
 const STATUS_PERIOD_NS: u64 = 200_000_000;
 
 const TOKEN_TICK: u64 = 0;
@@ -106,7 +103,6 @@ pub struct Executor {
     status: Timer,
     signals: Signals,
     inbox: Option<Inbox>,
-    reopen: Reopen,
     /// The fd each interface has in the epoll set, if any.
     watched: Vec<Option<RawFd>>,
     /// The thread's policy outside idle polling (SCHED_FIFO or SCHED_OTHER).
@@ -121,7 +117,6 @@ impl Executor {
         daemon: DaemonInfo,
         signals: Signals,
         inbox: Option<Inbox>,
-        reopen: Reopen,
     ) -> io::Result<Executor> {
         let epoll = Epoll::new()?;
         let tick = Timer::new()?;
@@ -151,7 +146,6 @@ impl Executor {
             status,
             signals,
             inbox,
-            reopen,
             watched: vec![None; n],
             own_policy: (policy, param),
             policy: Policy::Own,
@@ -230,14 +224,12 @@ impl Executor {
             || self.dp.queue_pending()
     }
 
-    fn busy_interfaces(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.dp.interfaces().len()).filter(|&i| {
-            self.dp.interfaces()[i].mode() == Mode::Busy && self.dp.link(i) == LinkState::Up
-        })
+    fn any_busy(&self) -> bool {
+        (0..self.dp.interfaces().len()).any(|i| busy(&self.dp, i))
     }
 
     fn spinning(&self) -> bool {
-        self.busy_interfaces().next().is_some() || self.dp.poller().idle_poll_active()
+        self.any_busy() || self.dp.poller().idle_poll_active()
     }
 
     /// One round of due work, by the simulated CPU's priorities.
@@ -245,9 +237,10 @@ impl Executor {
         while let Some(i) = self.dp.handler_running() {
             self.dp.continue_handler(i);
         }
-        let tasks: Vec<usize> = self.dp.tasks_queued().collect();
-        for i in tasks {
-            self.dp.run_task(i);
+        for i in 0..self.dp.interfaces().len() {
+            if self.dp.interfaces()[i].task_queued() {
+                self.dp.run_task(i);
+            }
         }
         if self.dp.poll_armed() {
             self.dp.netisr_poll(now_ns());
@@ -262,13 +255,14 @@ impl Executor {
 
     /// One pass of busy polling, else one of idle polling (at idle priority).
     fn spin_once(&mut self) {
-        let busy: Vec<usize> = self.busy_interfaces().collect();
-        if !busy.is_empty() {
+        if self.any_busy() {
             self.set_policy(Policy::Own);
             let dp = &mut self.dp;
             timed(&mut self.accounts.busy_poll_ns, || {
-                for i in busy {
-                    dp.busy_poll(i);
+                for i in 0..dp.interfaces().len() {
+                    if busy(dp, i) {
+                        dp.busy_poll(i);
+                    }
                 }
             });
         } else if self.dp.poller().idle_poll_active() {
@@ -337,19 +331,16 @@ impl Executor {
         }
     }
 
-    /// Link checks for interfaces the poller does not check, and reopening gone ones.
+    /// Link checks for interfaces the poller does not check.
     fn status_round(&mut self) {
         for i in 0..self.dp.interfaces().len() {
-            if self.dp.link(i) == LinkState::Gone {
-                if let Some(dev) = (self.reopen)(i) {
-                    if let Some(fd) = self.watched[i].take() {
-                        self.epoll.remove(fd);
-                    }
-                    self.dp.interface_mut(i).dev = dev;
-                }
-            }
             if !self.dp.poller().is_registered(i) {
                 self.dp.check_status(i);
+                // A check may have reopened the device, and its new fd may reuse the old
+                // number, which a comparison cannot tell: wait on it afresh.
+                if let Some(fd) = self.watched[i].take() {
+                    self.epoll.remove(fd);
+                }
             }
         }
         self.dp.sync_hw_drops();
@@ -407,6 +398,11 @@ impl Executor {
         }
         self.dp.sync_hw_drops();
     }
+}
+
+/// Whether interface `i` is busy polled now: busy mode, link up.
+fn busy(dp: &RealDataplane, i: usize) -> bool {
+    dp.interfaces()[i].mode() == Mode::Busy && dp.link(i) == LinkState::Up
 }
 
 /// Answers one control request against the dataplane.

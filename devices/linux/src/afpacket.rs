@@ -25,11 +25,9 @@
 //! interface of the same name appears again, the next `check_status` reopens the device
 //! on it transparently (or call [`AfPacket::reopen`] yourself).
 
-use std::fs::File;
 use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::MetadataExt;
 use std::ptr::NonNull;
 
 use polld_core::device::{Device, HwStats, LinkState, TxFull};
@@ -37,7 +35,7 @@ use polld_core::device::{Device, HwStats, LinkState, TxFull};
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
 use crate::error::OpenError;
-use crate::iface::{self, IfName};
+use crate::iface::{self, IfName, Namespace};
 
 /// Ring and batch geometry of an [`AfPacket`] device.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -135,7 +133,7 @@ pub struct AfPacket {
     name: IfName,
     config: AfPacketConfig,
     /// The network namespace the device was opened in, for reopening there.
-    netns: File,
+    netns: Namespace,
     rx: RxRing,
     tx_socket: OwnedFd,
     tx: TxBatch,
@@ -150,11 +148,7 @@ impl AfPacket {
     pub fn open(name: &str, config: AfPacketConfig) -> Result<AfPacket, OpenError> {
         let name = IfName::new(name)?;
         config.validate(name.as_str())?;
-        let netns = File::open(THREAD_NETNS).map_err(|e| OpenError::Os {
-            interface: name.as_str().to_string(),
-            action: "open the network namespace of the calling thread",
-            source: e,
-        })?;
+        let netns = Namespace::of_this_thread(name.as_str())?;
         let (rx, tx_socket) = open_sockets(&name, &config)?;
         let tx = TxBatch::new(config.tx_batch, config.tx_frame_size);
         Ok(AfPacket {
@@ -175,9 +169,9 @@ impl AfPacket {
     /// was opened in. Frames still unread in the old ring are counted in
     /// [`AfPacket::rx_discarded`]; staged transmit frames are kept.
     pub fn reopen(&mut self) -> Result<(), OpenError> {
-        let (rx, tx_socket) = in_namespace(&self.netns, &self.name, || {
-            open_sockets(&self.name, &self.config)
-        })?;
+        let (rx, tx_socket) = self
+            .netns
+            .run(&self.name, || open_sockets(&self.name, &self.config))?;
         self.collect_ring_drops();
         self.rx_discarded += self.rx.unread_frames();
         self.rx = rx;
@@ -268,45 +262,11 @@ impl Device for AfPacket {
     }
 }
 
-/// The calling thread's network namespace.
-const THREAD_NETNS: &str = "/proc/thread-self/ns/net";
-
 /// Opens the receive ring and the transmit socket on interface `name`.
 fn open_sockets(name: &IfName, config: &AfPacketConfig) -> Result<(RxRing, OwnedFd), OpenError> {
     let rx = RxRing::open(name, config)?;
     let tx_socket = open_tx_socket(name, rx.ifindex())?;
     Ok((rx, tx_socket))
-}
-
-/// Runs `open` inside network namespace `netns`: directly if the calling thread is
-/// already there, else on a short-lived thread that enters it (needs CAP_SYS_ADMIN).
-fn in_namespace<T: Send>(
-    netns: &File,
-    name: &IfName,
-    open: impl FnOnce() -> Result<T, OpenError> + Send,
-) -> Result<T, OpenError> {
-    let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
-    let here = std::fs::metadata(THREAD_NETNS).map(identity);
-    if here.is_ok() && here.ok() == netns.metadata().map(identity).ok() {
-        return open();
-    }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                // SAFETY: setns on a namespace fd we own; affects only this new thread.
-                if unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                    return Err(OpenError::from_os(
-                        name.as_str(),
-                        "enter the interface's network namespace",
-                        "CAP_SYS_ADMIN",
-                        io::Error::last_os_error(),
-                    ));
-                }
-                open()
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 /// The size of a memory page, which ring blocks must be a multiple of.

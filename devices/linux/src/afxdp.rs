@@ -29,7 +29,7 @@ use polld_core::{Device, HwStats, LinkState, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
-use crate::iface::{self, IfName};
+use crate::iface::{self, IfName, Namespace};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
 /// Whether the socket shares frames with the driver (zero-copy) or the kernel copies them.
@@ -201,8 +201,10 @@ pub struct AfXdp {
     ifindex: u32,
     queue: u32,
     zero_copy: bool,
-    frame_size: u32,
-    tx_frames: u32,
+    /// What it was opened with, to reopen it the same way.
+    config: AfXdpConfig,
+    /// The network namespace it was opened in, to reopen it there.
+    netns: Namespace,
     // Ring handles first: they must be dropped before the memory they point into.
     rx: RingRx,
     tx: RingTx,
@@ -385,6 +387,7 @@ impl AfXdp {
         // SAFETY: `fd` was just created and is owned by nobody else.
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
 
+        let netns = Namespace::of_this_thread(ifname)?;
         // The rings now live on in the socket; `umem` only held the setup state.
         drop(umem);
         let mut device = AfXdp {
@@ -392,8 +395,8 @@ impl AfXdp {
             ifindex,
             queue,
             zero_copy,
-            frame_size: config.frame_size,
-            tx_frames: config.tx_frames,
+            config: config.clone(),
+            netns,
             rx,
             tx,
             fill_completion,
@@ -463,12 +466,12 @@ impl AfXdp {
 
     /// Takes transmitted frames back from the completion ring.
     fn reclaim(&mut self) {
-        let mut reader = self.fill_completion.complete(self.tx_frames);
+        let mut reader = self.fill_completion.complete(self.config.tx_frames);
         let before = self.tx_free.len();
         self.tx_free.extend(
             reader
                 .by_ref()
-                .map(|addr| addr & !(u64::from(self.frame_size) - 1)),
+                .map(|addr| addr & !(u64::from(self.config.frame_size) - 1)),
         );
         reader.release();
         self.stats.tx_completed += (self.tx_free.len() - before) as u64;
@@ -523,7 +526,7 @@ impl Device for AfXdp {
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         let budget = u32::try_from(budget).unwrap_or(u32::MAX);
-        let frame_mask = !(u64::from(self.frame_size) - 1);
+        let frame_mask = !(u64::from(self.config.frame_size) - 1);
         let mut reader = self.rx.receive(budget);
         let mut handed = 0;
         while let Some(desc) = reader.read() {
@@ -551,7 +554,7 @@ impl Device for AfXdp {
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        if frame.len() > self.frame_size as usize {
+        if frame.len() > self.config.frame_size as usize {
             self.stats.tx_too_long += 1;
             return Ok(());
         }
@@ -582,14 +585,28 @@ impl Device for AfXdp {
         self.reclaim();
     }
 
+    /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same
+    /// name is reopened here (program, UMEM and socket, in the namespace it was first
+    /// opened in), and reported `Gone` only if that fails.
     fn check_status(&mut self) -> LinkState {
         // Both ioctls go through a socket of the device's namespace, whatever namespace
         // the calling thread is in.
         let fd = self.ioctl_socket.as_raw_fd();
         match iface::index(fd, &self.name) {
+            None => LinkState::Gone,
             Some(index) if index == self.ifindex => iface::link_state(fd, &self.name),
-            // Gone, or replaced by a new interface of the same name the socket is not on.
-            _ => LinkState::Gone,
+            Some(_) => {
+                let reopened = self.netns.run(&self.name, || {
+                    AfXdp::open(self.name.as_str(), self.queue, &self.config)
+                });
+                match reopened {
+                    Ok(device) => {
+                        *self = device;
+                        iface::link_state(self.ioctl_socket.as_raw_fd(), &self.name)
+                    }
+                    Err(_) => LinkState::Gone,
+                }
+            }
         }
     }
 

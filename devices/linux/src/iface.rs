@@ -1,8 +1,10 @@
 //! Interface names, indexes and link flags, shared by the AF_PACKET and TAP devices.
 
 use std::ffi::CString;
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
 
 use polld_core::device::LinkState;
 
@@ -227,6 +229,54 @@ pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
         *dst = src as u8;
     }
     Ok(mac)
+}
+
+/// The network namespace a device was opened in, so that it can be reopened there from
+/// whatever thread (and namespace) runs it later.
+pub(crate) struct Namespace(File);
+
+impl Namespace {
+    /// The calling thread's namespace.
+    pub(crate) fn of_this_thread(ifname: &str) -> Result<Namespace, OpenError> {
+        File::open("/proc/thread-self/ns/net")
+            .map(Namespace)
+            .map_err(|source| OpenError::Os {
+                interface: ifname.to_string(),
+                action: "open the network namespace of the calling thread",
+                source,
+            })
+    }
+
+    /// Runs `open` inside this namespace: directly if the calling thread is already there,
+    /// else on a short-lived thread that enters it (needs CAP_SYS_ADMIN).
+    pub(crate) fn run<T: Send, E: Send + From<OpenError>>(
+        &self,
+        name: &IfName,
+        open: impl FnOnce() -> Result<T, E> + Send,
+    ) -> Result<T, E> {
+        let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
+        let here = std::fs::metadata("/proc/thread-self/ns/net").map(identity);
+        if here.is_ok() && here.ok() == self.0.metadata().map(identity).ok() {
+            return open();
+        }
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    // SAFETY: setns on a namespace fd we own; affects only this new thread.
+                    if unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                        return Err(E::from(OpenError::from_os(
+                            name.as_str(),
+                            "enter the interface's network namespace",
+                            "CAP_SYS_ADMIN",
+                            io::Error::last_os_error(),
+                        )));
+                    }
+                    open()
+                })
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
 }
 
 #[cfg(test)]

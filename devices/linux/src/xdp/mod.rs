@@ -96,6 +96,12 @@ impl fmt::Display for XdpError {
     }
 }
 
+impl From<OpenError> for XdpError {
+    fn from(e: OpenError) -> Self {
+        XdpError::Open(e)
+    }
+}
+
 impl std::error::Error for XdpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
