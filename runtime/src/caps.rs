@@ -55,42 +55,9 @@ impl CapSet {
     }
 }
 
-#[repr(C)]
-struct Header {
-    version: u32,
-    pid: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Data {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const VERSION_3: u32 = 0x2008_0522;
-
-fn capget() -> io::Result<[Data; 2]> {
-    let mut header = Header {
-        version: VERSION_3,
-        pid: 0,
-    };
-    let mut data = [Data::default(); 2];
-    // SAFETY: header and two data structs, as capget(2) version 3 expects.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(data)
-}
-
 /// The calling thread's effective capabilities.
 pub fn effective() -> io::Result<CapSet> {
-    let d = capget()?;
-    Ok(CapSet(
-        d[0].effective as u64 | (d[1].effective as u64) << 32,
-    ))
+    Ok(CapSet(polld_dev::caps::get()?.effective))
 }
 
 /// Capabilities that are needed and missing.
@@ -161,28 +128,10 @@ pub fn drop_all_but(keep: CapSet) -> io::Result<()> {
             }
         }
     }
-    let mut header = Header {
-        version: VERSION_3,
-        pid: 0,
-    };
-    let low = keep.0 as u32;
-    let high = (keep.0 >> 32) as u32;
-    let data = [
-        Data {
-            effective: low,
-            permitted: low,
-            inheritable: 0,
-        },
-        Data {
-            effective: high,
-            permitted: high,
-            inheritable: 0,
-        },
-    ];
-    // SAFETY: header and two data structs, as capset(2) version 3 expects.
-    let r = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    polld_dev::caps::set(&polld_dev::caps::ThreadCaps {
+        effective: keep.0,
+        permitted: keep.0,
+        inheritable: 0,
+    })?;
     Ok(())
 }

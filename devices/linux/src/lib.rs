@@ -5,6 +5,7 @@ pub mod afpacket;
 mod afpacket_rx;
 mod afpacket_tx;
 pub mod afxdp;
+pub mod caps;
 pub mod error;
 pub mod iface;
 pub mod netns;

@@ -441,33 +441,12 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
 /// Runs `f` on a thread whose effective capability set lacks `capability` (capabilities
 /// are per thread, so the rest of the process keeps them).
 fn without_capability<T: Send>(capability: u32, f: impl FnOnce() -> T + Send) -> T {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const VERSION_3: u32 = 0x2008_0522;
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                let mut header = Header {
-                    version: VERSION_3,
-                    pid: 0,
-                };
-                let mut data = [Data::default(); 2];
-                // SAFETY: capget/capset with a v3 header and two data words, this thread.
-                unsafe {
-                    assert_eq!(libc::syscall(libc::SYS_capget, &mut header, &mut data), 0);
-                    data[(capability / 32) as usize].effective &= !(1 << (capability % 32));
-                    assert_eq!(libc::syscall(libc::SYS_capset, &mut header, &data), 0);
-                }
+                let mut caps = polld_dev::caps::get().unwrap();
+                caps.effective &= !(1 << capability);
+                polld_dev::caps::set(&caps).unwrap();
                 f()
             })
             .join()
