@@ -14,15 +14,7 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
 }
 
 /// Monotonic time in nanoseconds (the clock the scheduler and the timers share).
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use polld_dev::clock::monotonic_ns as now_ns;
 
 /// An epoll instance; each registered fd carries a `u64` token.
 pub struct Epoll {

@@ -8,16 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Nanoseconds of CLOCK_MONOTONIC.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use polld_dev::clock::monotonic_ns;
 
 /// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (or a signal arrives).
 pub fn sleep_until(deadline_ns: u64) {

@@ -6,6 +6,7 @@ mod afpacket_rx;
 mod afpacket_tx;
 pub mod afxdp;
 pub mod caps;
+pub mod clock;
 pub mod error;
 pub mod iface;
 pub mod netns;
