@@ -4,18 +4,17 @@
 //! privileges, and the control socket under abuse. Every run ends with SIGINT, exit 0 and
 //! the conservation of every interface's counters.
 
-use std::io::{Read, Write};
 mod common;
 
+use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use common::{testbed, Dir, Polld, POLLD};
+use polld_testbed::{Layout, PolldSetup, Role, Testbed};
 use serde_json::Value;
 
-const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
 
 /// A command running polld as `nobody` (uid and gid 65534). The binary is copied to a
@@ -43,149 +42,60 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     cmd
 }
 
-/// A testbed with a unique prefix, torn down on drop even when the test fails.
-fn testbed(tag: &str) -> Testbed {
-    let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
-    Testbed::up(&Layout::new(&prefix), &UpOptions::default()).expect("testbed up")
+/// polld routing in fwd with `backend` and `mode` on both interfaces, and the directory
+/// holding its config and socket.
+fn start_router(tb: &Testbed, backend: &str, mode: &str) -> (Dir, Polld) {
+    let dir = Dir::new(&format!("{}-{backend}-{mode}", tb.layout().prefix));
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
+    std::fs::write(
+        &config,
+        polld_testbed::polld_config(
+            tb.layout(),
+            &PolldSetup {
+                backend,
+                mode,
+                socket: &socket,
+                cpu: None,
+                realtime: false,
+                knobs: &[],
+            },
+        ),
+    )
+    .unwrap();
+    let polld = Polld::start(tb, &config, &socket);
+    (dir, polld)
 }
 
-/// A running `polld run` in the testbed's fwd namespace; killed on drop if still running.
-struct Polld {
-    child: Option<Child>,
-    socket: PathBuf,
-    dir: PathBuf,
+/// `polld ctl --json NAMES`: name → value.
+fn values(polld: &Polld, names: &[&str]) -> Vec<(String, String)> {
+    let mut args = vec!["ctl", "--json"];
+    args.extend_from_slice(names);
+    let v: Value = serde_json::from_str(&polld.ok(&args)).unwrap();
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
 
-impl Polld {
-    fn start(tb: &Testbed, backend: &str, mode: &str) -> Polld {
-        let dir = std::env::temp_dir().join(format!(
-            "polld-test-{}-{}",
-            tb.layout().prefix,
-            Instant::now().elapsed().as_nanos() ^ u128::from(std::process::id())
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("polld.sock");
-        let config = dir.join("fwd.toml");
-        std::fs::write(
-            &config,
-            polld_testbed::polld_config(
-                tb.layout(),
-                &PolldSetup {
-                    backend,
-                    mode,
-                    socket: &socket,
-                    cpu: None,
-                    realtime: false,
-                    knobs: &[],
-                },
-            ),
-        )
-        .unwrap();
-        let child = Command::new(POLLD)
-            .args(["run", "--json", "-c"])
-            .arg(&config)
-            .args(["--netns", &tb.layout().fwd_ns])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start polld");
-        let polld = Polld {
-            child: Some(child),
-            socket,
-            dir,
-        };
-        polld.wait_for_socket();
-        polld
-    }
-
-    fn wait_for_socket(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.socket.exists() {
-            assert!(Instant::now() < deadline, "polld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
-
-    fn ctl(&self, args: &[&str]) -> Output {
-        Command::new(POLLD)
-            .args(args)
-            .arg("--socket")
-            .arg(&self.socket)
-            .output()
-            .unwrap()
-    }
-
-    /// `polld ctl --json NAMES`: name → value.
-    fn values(&self, names: &[&str]) -> Vec<(String, String)> {
-        let mut args = vec!["ctl", "--json"];
-        args.extend_from_slice(names);
-        let out = self.ctl(&args);
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| {
-                (
-                    e["name"].as_str().unwrap().to_string(),
-                    e["value"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
-    }
-
-    fn counter(&self, name: &str) -> u64 {
-        self.values(&[name])[0].1.parse().unwrap()
-    }
-
-    /// SIGINT; waits for exit 0 and returns the final interfaces (JSON).
-    fn stop(mut self) -> Vec<Value> {
-        let mut child = self.child.take().unwrap();
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "polld did not stop on SIGINT");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut stdout = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut stdout)
-            .unwrap();
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
-        assert!(status.success(), "polld exit {status}: {stderr}");
-        let interfaces: Vec<Value> = serde_json::from_str(&stdout).unwrap();
-        for iface in &interfaces {
-            assert_conserved(iface);
-        }
-        interfaces
-    }
+fn counter(polld: &Polld, name: &str) -> u64 {
+    values(polld, &[name])[0].1.parse().unwrap()
 }
 
-impl Drop for Polld {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+/// Stops polld and checks conservation on every interface; returns the final interfaces.
+fn stop(polld: Polld) -> Vec<Value> {
+    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
+    for iface in &interfaces {
+        assert_conserved(iface);
     }
+    interfaces
 }
 
 fn count(iface: &Value, name: &str) -> u64 {
@@ -296,7 +206,7 @@ fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
     let mut port = 15201;
     for backend in ["af_packet", "af_xdp"] {
         for mode in MODES {
-            let polld = Polld::start(&tb, backend, mode);
+            let (_dir, polld) = start_router(&tb, backend, mode);
             warm_up(&tb);
             assert_eq!(ping(&tb, 5), 5, "{backend} {mode}: ping");
             port += 1;
@@ -306,7 +216,7 @@ fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
             let udp = iperf3(&tb, port, 2, true);
             let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
             assert!(lost < 5.0, "{backend} {mode}: UDP lost {lost} %");
-            let interfaces = polld.stop();
+            let interfaces = stop(polld);
             let veth1 = &interfaces[0];
             assert_eq!(veth1["mode"], mode);
             assert!(
@@ -331,7 +241,7 @@ fn mode_and_knob_changes_during_an_iperf3_tcp_run_keep_the_connection() {
     require_root!();
     let tb = testbed("c");
     for backend in ["af_packet", "af_xdp"] {
-        let polld = Polld::start(&tb, backend, "interrupt");
+        let (_dir, polld) = start_router(&tb, backend, "interrupt");
         warm_up(&tb);
         let changes: Vec<Vec<&str>> = vec![
             vec!["ifconfig", "veth1", "polling"],
@@ -373,7 +283,7 @@ fn mode_and_knob_changes_during_an_iperf3_tcp_run_keep_the_connection() {
         let tcp = iperf3(&tb, 15301, 6, false);
         changer.join().unwrap();
         assert!(tcp_bytes(&tcp) > 1_000_000, "{backend}: {tcp}");
-        let interfaces = polld.stop();
+        let interfaces = stop(polld);
         assert_eq!(interfaces[0]["mode"], "interrupt");
         assert_eq!(interfaces[1]["mode"], "interrupt");
     }
@@ -386,7 +296,7 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
     let tb = testbed("g");
     let l = tb.layout().clone();
     for backend in ["af_packet", "af_xdp"] {
-        let polld = Polld::start(&tb, backend, "polling");
+        let (_dir, polld) = start_router(&tb, backend, "polling");
         warm_up(&tb);
         let ip = |ns: &str, args: &[&str]| {
             let out = Command::new("ip")
@@ -399,11 +309,11 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
         };
         ip(&l.fwd_ns, &["link", "del", "veth2"]);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while polld.values(&["dev.veth2.link"])[0].1 != "gone" {
+        while values(&polld, &["dev.veth2.link"])[0].1 != "gone" {
             assert!(Instant::now() < deadline, "{backend}: veth2 not seen gone");
             std::thread::sleep(Duration::from_millis(100));
         }
-        assert_eq!(polld.counter("kern.polling.handlers"), 1, "deregistered");
+        assert_eq!(counter(&polld, "kern.polling.handlers"), 1, "deregistered");
         // polld still serves the other interface: it answers pings to its own address.
         let own = tb
             .command_in(Role::Gen, None, "ping")
@@ -451,7 +361,7 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
             ],
         );
         let deadline = Instant::now() + Duration::from_secs(10);
-        while polld.counter("kern.polling.handlers") != 2 {
+        while counter(&polld, "kern.polling.handlers") != 2 {
             assert!(
                 Instant::now() < deadline,
                 "{backend}: veth2 not picked up again"
@@ -460,7 +370,7 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
         }
         warm_up(&tb);
         assert_eq!(ping(&tb, 3), 3, "{backend}: forwarding resumed");
-        polld.stop();
+        stop(polld);
     }
 }
 
@@ -524,7 +434,7 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
             .unwrap();
         assert!(out.status.success());
     }
-    let polld = Polld::start(&tb, "af_packet", "polling");
+    let (_dir, polld) = start_router(&tb, "af_packet", "polling");
     warm_up(&tb);
     let good = |f: &mut Vec<u8>| fix_ip_checksum(f);
     let cases: Vec<(&str, Vec<u8>)> = vec![
@@ -603,7 +513,7 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
     ];
     let before: Vec<u64> = cases
         .iter()
-        .map(|(reason, _)| polld.counter(&format!("dev.veth1.drops.{reason}")))
+        .map(|(reason, _)| counter(&polld, &format!("dev.veth1.drops.{reason}")))
         .collect();
     let frames: Vec<Vec<u8>> = cases.iter().map(|(_, f)| f.clone()).collect();
     polld_dev::netns::in_netns(&l.gen_ns, move || {
@@ -619,12 +529,12 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
     .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     for ((reason, _), before) in cases.iter().zip(before) {
-        let after = polld.counter(&format!("dev.veth1.drops.{reason}"));
+        let after = counter(&polld, &format!("dev.veth1.drops.{reason}"));
         assert_eq!(after - before, 3, "three frames dropped as {reason}");
     }
     // A valid fragment is forwarded, as a router does (RFC 1812).
     assert_eq!(ping(&tb, 3), 3, "polld survived and forwards");
-    polld.stop();
+    stop(polld);
 }
 
 #[test]
@@ -662,7 +572,7 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
     std::fs::remove_dir_all(&dir).unwrap();
 
     // As root it starts, and keeps only what reopening an AF_XDP interface needs.
-    let polld = Polld::start(&tb, "af_xdp", "polling");
+    let (_dir, polld) = start_router(&tb, "af_xdp", "polling");
     let status = std::fs::read_to_string(format!("/proc/{}/status", polld.pid())).unwrap();
     let kept = (1u64 << 12) | (1 << 13) | (1 << 39);
     for field in ["CapEff:", "CapPrm:", "CapBnd:"] {
@@ -670,14 +580,14 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
         let bits = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
         assert_eq!(bits, kept, "{line}");
     }
-    polld.stop();
+    stop(polld);
 }
 
 #[test]
 fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
     require_root!();
     let tb = testbed("s");
-    let polld = Polld::start(&tb, "af_packet", "polling");
+    let (_dir, polld) = start_router(&tb, "af_packet", "polling");
     warm_up(&tb);
     let exchange = |bytes: &[u8]| -> String {
         let mut s = std::os::unix::net::UnixStream::connect(&polld.socket).unwrap();
@@ -692,7 +602,7 @@ fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
     let big = vec![b'x'; 200_000];
     assert!(exchange(&big).contains("too large"));
     // A well-formed request still works, and so does forwarding.
-    let listed = polld.values(&["kern.polling.handlers"]);
+    let listed = values(&polld, &["kern.polling.handlers"]);
     assert_eq!(listed[0].1, "2");
     assert_eq!(ping(&tb, 3), 3);
     // A non-root caller is refused with a clear message.
@@ -703,5 +613,5 @@ fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
     std::fs::remove_dir_all(&bin).unwrap();
-    polld.stop();
+    stop(polld);
 }

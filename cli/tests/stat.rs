@@ -7,40 +7,16 @@
 mod common;
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use common::{testbed, Dir, Polld, POLLD};
+use polld_testbed::{PolldSetup, Role, Testbed, UpOptions};
 use serde_json::Value;
-
-const POLLD: &str = env!("CARGO_BIN_EXE_polld");
-
-fn testbed(tag: &str) -> Testbed {
-    let prefix = format!("ps{}{tag}", std::process::id() % 10_000);
-    Testbed::up(&Layout::new(&prefix), &UpOptions::default()).expect("testbed up")
-}
 
 fn fwd_cpu() -> usize {
     UpOptions::default().cpus.fwd
-}
-
-/// A scratch directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let dir = std::env::temp_dir().join(format!("polld-stat-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The testbed's polld config on AF_XDP, the poll thread pinned to the fwd CPU.
@@ -64,78 +40,14 @@ fn config(
     )
 }
 
-/// A running `polld run -c CONFIG` in fwd; killed on drop if still running.
-struct Polld {
-    child: Option<Child>,
-    socket: PathBuf,
+/// `polld ctl -n NAME`.
+fn value(polld: &Polld, name: &str) -> String {
+    polld.ok(&["ctl", "-n", name]).trim().to_string()
 }
 
-impl Polld {
-    fn start(tb: &Testbed, config: &Path, socket: &Path) -> Polld {
-        let child = Command::new(POLLD)
-            .args(["run", "-c"])
-            .arg(config)
-            .args(["--netns", &tb.layout().fwd_ns])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start polld");
-        let polld = Polld {
-            child: Some(child),
-            socket: socket.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "polld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        polld
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(POLLD)
-            .args(args)
-            .env("POLLD_SOCKET", &self.socket)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "polld {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn value(&self, name: &str) -> String {
-        self.ok(&["ctl", "-n", name]).trim().to_string()
-    }
-
-    /// `polld stat --json -w SECS`.
-    fn stat(&self, secs: &str) -> Value {
-        serde_json::from_str(&self.ok(&["stat", "--json", "-w", secs])).unwrap()
-    }
-
-    /// SIGINT, and waits for a clean exit.
-    fn stop(mut self) {
-        let child = self.child.take().unwrap();
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "polld: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-impl Drop for Polld {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// `polld stat --json -w SECS`.
+fn stat(polld: &Polld, secs: &str) -> Value {
+    serde_json::from_str(&polld.ok(&["stat", "--json", "-w", secs])).unwrap()
 }
 
 /// A child killed (by its pid) on drop.
@@ -201,7 +113,7 @@ fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split
     // Interrupt mode at a load the handler keeps up with: one wakeup per few frames.
     let load = gen(&tb, "20k", 8);
     std::thread::sleep(Duration::from_millis(1500));
-    let s = polld.stat("2");
+    let s = stat(&polld, "2");
     let veth1 = &s["interfaces"][0];
     eprintln!("interrupt mode, 20k/s: {veth1}");
     assert_eq!(veth1["mode"], "interrupt");
@@ -216,7 +128,7 @@ fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split
     polld.ok(&["ifconfig", "veth2", "polling"]);
     let load = gen(&tb, "20k", 5);
     std::thread::sleep(Duration::from_millis(1500));
-    let s = polld.stat("2");
+    let s = stat(&polld, "2");
     let veth1 = &s["interfaces"][0];
     eprintln!("polling mode, 20k/s: {veth1}");
     assert_eq!(veth1["mode"], "polling");
@@ -240,7 +152,7 @@ fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split
         polld.ok(&["ctl", &format!("kern.polling.user_frac={user_frac}")]);
         // The burst moves by one per tick: let it settle.
         std::thread::sleep(Duration::from_millis(1500));
-        let s = polld.stat("2");
+        let s = stat(&polld, "2");
         eprintln!(
             "flood, user_frac={user_frac}: cpu {} scheduler {}",
             s["cpu"], s["scheduler"]
@@ -333,7 +245,7 @@ fn saved_knobs_and_modes_survive_a_restart_and_an_interrupted_save_changes_nothi
 
     // Restarted from the saved file, polld comes up as it was.
     let polld = Polld::start(&tb, &path, &socket);
-    for (name, value) in [
+    for (name, expected) in [
         ("kern.polling.user_frac", "30"),
         ("kern.polling.burst_max", "1000"),
         ("kern.polling.each_burst", "500"),
@@ -342,7 +254,7 @@ fn saved_knobs_and_modes_survive_a_restart_and_an_interrupted_save_changes_nothi
         ("dev.veth1.mode", "polling"),
         ("dev.veth2.mode", "adaptive"),
     ] {
-        assert_eq!(polld.value(name), value, "{name}");
+        assert_eq!(value(&polld, name), expected, "{name}");
     }
     polld.stop();
 }
