@@ -1,15 +1,17 @@
 //! Gen and sink logic against an in-memory device: exact counts, no kernel, no root.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
+use common::conserved;
 use polld_core::{Device, LinkState, TxFull};
 use polld_traffic::backend::TxDevice;
 use polld_traffic::frame::{parse, Parsed};
-use polld_traffic::sink::Analysis;
 use polld_traffic::{GenArgs, GenSummary, Generator, Sink, SinkArgs, SinkSummary};
 
 /// A wire in memory: what one device flushes, the other receives.
@@ -135,17 +137,6 @@ fn receive(dev: &mut MemoryDevice, extra: &[&str]) -> (SinkSummary, String) {
     let mut out = Vec::new();
     let summary = sink.run(dev, &AtomicBool::new(false), &mut out);
     (summary, String::from_utf8(out).unwrap())
-}
-
-/// The sink's analysis, after checking that every frame is ours, foreign or bad.
-fn conserved(s: &SinkSummary) -> &Analysis {
-    let a = s.analysis.as_ref().expect("a device sink analyses frames");
-    assert_eq!(
-        s.frames,
-        a.sequence.received + a.foreign + a.bad_checksum,
-        "every frame is ours, foreign or bad: {s:?}"
-    );
-    a
 }
 
 #[test]

@@ -3,16 +3,18 @@
 //! The tests share the machine's two CPUs, so they run one at a time (a lock): the rate
 //! tests measure the pacer, and a concurrent test would steal its CPU.
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use clap::Parser;
+use common::conserved;
 use polld_dev::netns::{self, Netns, VethEnd};
 use polld_dev::xdp::{DropProgram, XdpMode};
 use polld_traffic::backend::XdpCounter;
-use polld_traffic::sink::Analysis;
 use polld_traffic::{GenArgs, GenSummary, Generator, Sink, SinkArgs, SinkSummary};
 
 const GEN_MAC: &str = "02:00:00:00:01:01";
@@ -126,16 +128,6 @@ fn start_sink(p: &Pair, args: &[&str]) -> JoinHandle<(SinkSummary, String)> {
     });
     opened.recv().expect("the sink opened its device");
     handle
-}
-
-fn conserved(s: &SinkSummary) -> &Analysis {
-    let a = s.analysis.as_ref().expect("a device sink analyses frames");
-    assert_eq!(
-        s.frames,
-        a.sequence.received + a.foreign + a.bad_checksum,
-        "{s:?}"
-    );
-    a
 }
 
 #[test]
