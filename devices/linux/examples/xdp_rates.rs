@@ -10,7 +10,7 @@
 //!
 //! Run as root: `cargo run --release -p polld-dev --example xdp_rates -- [count|busy|poll|tx] [secs]`
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,24 +46,8 @@ fn pin_to_cpu(cpu: usize) {
 /// Sends 60-byte frames on `vb` with `sendmmsg` until `stop`, counting them in `sent`.
 fn generate(stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
     pin_to_cpu(0);
-    // SAFETY: plain socket creation; protocol 0 means the socket receives nothing.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-    // SAFETY: fresh fd we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: NUL-terminated name; sockaddr_ll is plain old data.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_ifindex = unsafe { libc::if_nametoindex(c"vb".as_ptr()) } as i32;
-    // SAFETY: binds our socket to a sockaddr_ll of the right size.
-    let rc = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as u32,
-        )
-    };
-    assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+    // Protocol 0: the socket receives nothing.
+    let fd = polld_dev::afpacket::raw_socket("vb", 0).expect("a raw socket on vb");
     const BATCH: usize = 64;
     let mut iov = libc::iovec {
         iov_base: FRAME.as_ptr() as *mut libc::c_void,

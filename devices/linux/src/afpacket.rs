@@ -349,6 +349,28 @@ pub(crate) fn bind_packet_socket(
     Ok(())
 }
 
+/// A blocking AF_PACKET raw socket bound to interface `ifname` (in the calling thread's
+/// namespace) that receives `protocol` frames (network byte order; 0: transmit only), for
+/// tools and tests that send or capture raw frames outside a device.
+pub fn raw_socket(ifname: &str, protocol: u16) -> Result<OwnedFd, OpenError> {
+    let name = IfName::new(ifname)?;
+    let socket = packet_socket(&name, protocol)?;
+    let fd = socket.as_raw_fd();
+    // SAFETY: fcntl on our own fd with integer arguments.
+    unsafe {
+        libc::fcntl(
+            fd,
+            libc::F_SETFL,
+            libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK,
+        )
+    };
+    let ifindex = iface::index(fd, &name).ok_or_else(|| OpenError::InterfaceNotFound {
+        interface: ifname.to_string(),
+    })?;
+    bind_packet_socket(fd, &name, ifindex, protocol)?;
+    Ok(socket)
+}
+
 /// The transmit socket: protocol 0 so the kernel never queues received frames on it,
 /// and PACKET_QDISC_BYPASS so frames go straight to the driver (veth has no qdisc work
 /// to do; baseline-veth.md §2 measured bypass at least as fast).

@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -101,29 +101,7 @@ impl RawSocket {
         } else {
             0
         };
-        // SAFETY: plain socket creation.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol)) };
-        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-        // SAFETY: fresh fd we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let name = std::ffi::CString::new(ifname).unwrap();
-        // SAFETY: NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        assert_ne!(ifindex, 0, "no interface {ifname}");
-        // SAFETY: sockaddr_ll is plain old data.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = protocol;
-        addr.sll_ifindex = ifindex as i32;
-        // SAFETY: binds our socket to a sockaddr_ll of the right size.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+        let fd = polld_dev::afpacket::raw_socket(ifname, protocol).unwrap();
         RawSocket { fd }
     }
 
