@@ -250,19 +250,23 @@ impl RunConfig {
                 .clone()
                 .into_iter()
                 .partition(|(k, _)| DEVICE_KEYS.contains(&k.as_str()));
-            // One key at a time, so that an error points at its line.
-            for (key, value) in &device_part {
-                let single: toml::Table = [(key.clone(), value.clone())].into_iter().collect();
-                single.try_into::<DeviceKeys>().map_err(|e| {
-                    fail(
-                        locate(&format!("interfaces[{i}].{key}")),
-                        format!("interfaces[{i}].{key}: {}", e.message()),
-                    )
-                })?;
-            }
-            let keys: DeviceKeys = device_part.try_into().map_err(|e: toml::de::Error| {
-                fail(locate(&format!("interfaces[{i}]")), e.to_string())
-            })?;
+            let keys: DeviceKeys =
+                device_part
+                    .clone()
+                    .try_into()
+                    .map_err(|e: toml::de::Error| {
+                        // Key by key, to point at the line of the one at fault.
+                        let key = device_part.iter().find_map(|(k, v)| {
+                            let single: toml::Table =
+                                [(k.clone(), v.clone())].into_iter().collect();
+                            single.try_into::<DeviceKeys>().is_err().then_some(k)
+                        });
+                        let field = match key {
+                            Some(k) => format!("interfaces[{i}].{k}"),
+                            None => format!("interfaces[{i}]"),
+                        };
+                        fail(locate(&field), format!("{field}: {}", e.message()))
+                    })?;
             let name = entry
                 .get("name")
                 .and_then(|v| v.as_str())
