@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
-use common::conserved;
+use common::{conserved, GenCli, SinkCli};
 use polld_core::{Device, LinkState, TxFull};
 use polld_traffic::backend::TxDevice;
 use polld_traffic::frame::{parse, Parsed};
@@ -93,18 +93,6 @@ impl TxDevice for MemoryDevice {
     fn tx_pending(&mut self) -> u64 {
         self.pending.len() as u64
     }
-}
-
-#[derive(Parser)]
-struct GenCli {
-    #[command(flatten)]
-    args: GenArgs,
-}
-
-#[derive(Parser)]
-struct SinkCli {
-    #[command(flatten)]
-    args: SinkArgs,
 }
 
 /// Parses `gen mem0 EXTRA`, with interval reports off unless EXTRA sets them.

@@ -11,11 +11,11 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use clap::Parser;
-use common::conserved;
+use common::{conserved, GenCli, SinkCli};
 use polld_dev::netns::{self, Netns, VethEnd};
 use polld_dev::xdp::{DropProgram, XdpMode};
 use polld_traffic::backend::XdpCounter;
-use polld_traffic::{GenArgs, GenSummary, Generator, Sink, SinkArgs, SinkSummary};
+use polld_traffic::{GenSummary, Generator, Sink, SinkSummary};
 
 const GEN_MAC: &str = "02:00:00:00:01:01";
 const SINK_MAC: &str = "02:00:00:00:01:02";
@@ -69,18 +69,6 @@ fn pair() -> Option<Pair> {
         sink,
         _serial: serial,
     })
-}
-
-#[derive(Parser)]
-struct GenCli {
-    #[command(flatten)]
-    args: GenArgs,
-}
-
-#[derive(Parser)]
-struct SinkCli {
-    #[command(flatten)]
-    args: SinkArgs,
 }
 
 /// Runs `gen tg ARGS` inside the generator namespace.

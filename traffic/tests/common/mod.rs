@@ -1,7 +1,22 @@
 //! What the traffic tests share.
 
+use clap::Parser;
 use polld_traffic::sink::Analysis;
-use polld_traffic::SinkSummary;
+use polld_traffic::{GenArgs, SinkArgs, SinkSummary};
+
+/// `polld gen`'s arguments as a command line parses them.
+#[derive(Parser)]
+pub struct GenCli {
+    #[command(flatten)]
+    pub args: GenArgs,
+}
+
+/// `polld sink`'s arguments as a command line parses them.
+#[derive(Parser)]
+pub struct SinkCli {
+    #[command(flatten)]
+    pub args: SinkArgs,
+}
 
 /// The sink's analysis, after checking that every frame is ours, foreign or bad.
 pub fn conserved(s: &SinkSummary) -> &Analysis {
