@@ -89,11 +89,12 @@ impl std::error::Error for ControlError {
     }
 }
 
-/// A non-blocking eventfd used as a doorbell between threads.
-pub(crate) struct EventFd(OwnedFd);
+/// A non-blocking eventfd used as a doorbell between threads (also the idle poller's, in
+/// polld-runtime).
+pub struct EventFd(OwnedFd);
 
 impl EventFd {
-    pub(crate) fn new() -> io::Result<EventFd> {
+    pub fn new() -> io::Result<EventFd> {
         // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -103,20 +104,20 @@ impl EventFd {
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
 
     /// Makes the fd readable. The write can only fail when the counter is about to
     /// overflow, and then the fd is readable already.
-    pub(crate) fn signal(&self) {
+    pub fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to an fd we own.
         unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
     }
 
     /// Resets the fd to not readable. EAGAIN (nothing signalled) is the expected failure.
-    fn clear(&self) {
+    pub fn clear(&self) {
         let mut count: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from an fd we own.
         unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
