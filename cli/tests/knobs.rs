@@ -128,3 +128,42 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
     assert!(value(&polld, "kern.polling.cycles") > cycles);
     polld.stop();
 }
+
+/// The tutorials' `sysctl kern.polling.enable=1` through `polld ctl`, with FreeBSD's
+/// validation; `poll_in_trap` refused with the reason.
+#[test]
+fn polling_enable_switches_every_interface_and_poll_in_trap_says_why_not() {
+    require_root!();
+    let tb = testbed("e");
+    let dir = Dir::new("enable");
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("fwd.toml");
+    std::fs::write(&path, config(&tb, &socket, "interrupt", false)).unwrap();
+    let polld = Polld::start(&tb, &path, &socket);
+    let modes = |polld: &Polld| {
+        let out = polld.ok(&["ctl", "-n", "dev.veth1.mode", "dev.veth2.mode"]);
+        out.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(value(&polld, "kern.polling.enable"), 0);
+    polld.ok(&["ctl", "kern.polling.enable=1"]);
+    assert_eq!(modes(&polld), ["polling", "polling"]);
+    assert_eq!(value(&polld, "kern.polling.handlers"), 2);
+    assert_eq!(value(&polld, "kern.polling.enable"), 1);
+    polld.ok(&["ifconfig", "veth2", "-polling"]);
+    assert_eq!(value(&polld, "kern.polling.enable"), 0);
+    polld.ok(&["ctl", "kern.polling.enable=0"]);
+    assert_eq!(modes(&polld), ["interrupt", "interrupt"]);
+    for (write, says) in [
+        ("kern.polling.enable=2", "out of range (allowed 0..1)"),
+        ("kern.polling.poll_in_trap=1", "system call"),
+    ] {
+        let out = polld.run(&["ctl", write]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(says),
+            "{write}: {stderr}"
+        );
+    }
+    assert_eq!(modes(&polld), ["interrupt", "interrupt"]);
+    polld.stop();
+}

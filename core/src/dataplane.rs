@@ -29,6 +29,9 @@ use crate::knobs::{in_range, parse_int, KnobError};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller, RegError, SysctlEntry};
 use crate::stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
 
+/// The global polling switch: a view of the interfaces' modes, so the dataplane's.
+pub const ENABLE: &str = "kern.polling.enable";
+
 /// How an interface is serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -527,6 +530,39 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         Ok(())
     }
 
+    /// `kern.polling.enable`: whether every interface polls (FreeBSD 6 reads its own
+    /// flag; polld reads the modes, which `polld ifconfig` may have changed since).
+    pub fn polling_enabled(&self) -> bool {
+        !self.devs.ifs.is_empty() && self.devs.ifs.iter().all(|i| i.mode == Mode::Polling)
+    }
+
+    /// Writes `kern.polling.enable` as FreeBSD 6's compatibility handler does: 1 puts
+    /// every interface into polling, 0 takes every polling interface out (to interrupt
+    /// mode); other modes stay. Values other than 0 and 1 are refused. If an interface
+    /// cannot register, the interfaces already switched go back and nothing changes.
+    fn set_polling_enable(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        let on = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
+        let before: Vec<Mode> = self.devs.ifs.iter().map(|i| i.mode).collect();
+        for (i, &old) in before.iter().enumerate() {
+            let new = match (on, old) {
+                (true, _) => Mode::Polling,
+                (false, Mode::Polling) => Mode::Interrupt,
+                (false, other) => other,
+            };
+            if let Err(e) = self.set_mode(i, new) {
+                for (j, &mode) in before.iter().enumerate().take(i) {
+                    let _ = self.set_mode(j, mode);
+                }
+                return Err(KnobError::Invalid {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    allowed: format!("0 or 1, and {e}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether interface `i`'s interrupt is armed: the executor waits on it only then.
     pub fn interrupt_armed(&self, i: usize) -> bool {
         let iface = &self.devs.ifs[i];
@@ -718,13 +754,20 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Every entry under `prefix` (a whole name, a subtree like `kern.polling`, or `""`).
     pub fn sysctl_entries(&self, prefix: &str) -> Vec<SysctlEntry> {
-        let mut all = self.poller.entries();
         let entry = |name: &str, value: String, descr: &str, writable: bool| SysctlEntry {
             name: name.to_string(),
             value,
             descr: descr.to_string(),
             writable,
         };
+        // First, where FreeBSD listed it.
+        let mut all = vec![entry(
+            ENABLE,
+            (self.polling_enabled() as u8).to_string(),
+            "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
+            true,
+        )];
+        all.extend(self.poller.entries());
         all.push(entry(
             "net.inet.ip.fastforwarding",
             (self.devs.fastforwarding as u8).to_string(),
@@ -812,6 +855,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Writes a sysctl with validation; a rejected write changes nothing.
     pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        if name == ENABLE {
+            return self.set_polling_enable(name, value);
+        }
         if name.starts_with("kern.polling.") {
             return self.poller.set_knob(name, value);
         }

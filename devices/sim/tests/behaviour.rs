@@ -166,6 +166,56 @@ fn switching_modes_under_load_loses_no_frame() {
     assert!(c.interrupts > 0 && c.polls > 0 && c.tasks > 0);
 }
 
+/// FreeBSD 6's `kern.polling.enable`: 1 polls every interface, 0 takes every polling one
+/// out; it reads 1 only while all poll. `poll_in_trap` takes only 0, and says why.
+#[test]
+fn polling_enable_switches_every_interface_and_poll_in_trap_is_refused_with_the_reason() {
+    let s = one_stream(100_000.0, Mode::Interrupt, true, UserTask::None, &[]);
+    let mut sim = s.build().unwrap();
+    sim.run_until(10 * MS);
+    let dp = sim.dataplane_mut();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("0"));
+    dp.set_mode(1, Mode::Adaptive).unwrap();
+    dp.sysctl_set("kern.polling.enable", "1").unwrap();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("1"));
+    assert!((0..2).all(|i| dp.interfaces()[i].mode() == Mode::Polling));
+    assert_eq!(dp.poller().handlers(), 2);
+    sim.run_until(30 * MS);
+    let dp = sim.dataplane_mut();
+    // One interface out by hand: enable reads 0; writing 0 takes the other out too.
+    dp.set_mode(0, Mode::Busy).unwrap();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("0"));
+    dp.sysctl_set("kern.polling.enable", "0").unwrap();
+    assert_eq!(
+        dp.interfaces()[0].mode(),
+        Mode::Busy,
+        "not polling: unchanged"
+    );
+    assert_eq!(dp.interfaces()[1].mode(), Mode::Interrupt);
+    assert_eq!(dp.poller().handlers(), 0);
+    for bad in ["2", "-1", "on"] {
+        let e = dp.sysctl_set("kern.polling.enable", bad).unwrap_err();
+        assert!(e.to_string().contains("kern.polling.enable"), "{e}");
+    }
+    assert_eq!(
+        dp.interfaces()[0].mode(),
+        Mode::Busy,
+        "refused writes change nothing"
+    );
+    assert_eq!(
+        dp.sysctl_get("kern.polling.poll_in_trap").as_deref(),
+        Some("0")
+    );
+    dp.sysctl_set("kern.polling.poll_in_trap", "0").unwrap();
+    let e = dp
+        .sysctl_set("kern.polling.poll_in_trap", "5")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("system call") && e.contains("idle_poll"), "{e}");
+    sim.run_until(50 * MS);
+    check_conservation(&sim).unwrap();
+}
+
 #[test]
 fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_returns() {
     let s = one_stream(100_000.0, Mode::Polling, true, UserTask::None, &[]);
