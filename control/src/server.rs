@@ -344,23 +344,48 @@ impl Drop for ControlServer {
 
 /// Creates the parent directory if missing; clears a stale socket; refuses a live one.
 fn prepare_path(path: &Path) -> Result<(), ControlError> {
-    let io_err = |action, source| ControlError::Io {
-        action,
-        path: path.to_path_buf(),
-        source,
-    };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| io_err("create the directory of", e))?;
+                .map_err(|source| ControlError::Io {
+                    action: "create the directory of",
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         }
     }
+    if check_socket_path(path)? == SocketPath::Stale {
+        fs::remove_file(path).map_err(|source| ControlError::Io {
+            action: "remove the stale socket",
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// What is at a control socket path that a new server may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketPath {
+    Free,
+    /// A socket left by a dead polld: the server replaces it.
+    Stale,
+}
+
+/// Whether a server could take the control socket `path`, changing nothing: a live
+/// polld there, or a file that is not a socket, is an error.
+pub fn check_socket_path(path: &Path) -> Result<SocketPath, ControlError> {
+    let io_err = |action, source| ControlError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(SocketPath::Free),
         Err(e) => return Err(io_err("inspect", e)),
     };
     if !meta.file_type().is_socket() {
@@ -373,9 +398,7 @@ fn prepare_path(path: &Path) -> Result<(), ControlError> {
             path: path.to_path_buf(),
             pid: peer_cred(&stream).ok().map(|c| c.pid),
         }),
-        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-            fs::remove_file(path).map_err(|e| io_err("remove the stale socket", e))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Ok(SocketPath::Stale),
         Err(e) => Err(io_err("probe the existing socket", e)),
     }
 }

@@ -291,6 +291,13 @@ impl RunConfig {
                 })?;
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
+                // The MAC defaults to the interface's own: say so when there is none.
+                if dev.backend != Backend::Tap
+                    && matches!(polld_dev::iface::exists(&dev.name), Ok(false))
+                {
+                    let field = format!("interfaces[{i}].name");
+                    return Err(fail(locate(&field), no_such_interface(i, &dev.name)));
+                }
                 packet.interfaces[i].mac = kernel_mac(&dev.name);
             }
         }
@@ -346,6 +353,20 @@ impl RunConfig {
         })
     }
 
+    /// An error about `field` (such as `interfaces[1].queue`), at its line.
+    pub fn error_at_field(&self, field: &str, message: String) -> RunConfigError {
+        let line = self
+            .source
+            .parse::<toml_edit::ImDocument<String>>()
+            .ok()
+            .and_then(|doc| field_line(&doc, &self.source, field));
+        RunConfigError {
+            path: self.path.clone(),
+            line,
+            message,
+        }
+    }
+
     /// An error about the key `key` of this file, at its line.
     pub fn error_at_key(&self, key: &str, message: String) -> RunConfigError {
         RunConfigError {
@@ -354,6 +375,15 @@ impl RunConfig {
             message,
         }
     }
+}
+
+/// The error for an interface polld must open but which this namespace does not have.
+pub fn no_such_interface(i: usize, ifname: &str) -> String {
+    format!(
+        "interfaces[{i}].name: there is no interface {ifname:?} in {}; run polld in the \
+         namespace that has it (--netns NAME; `ip netns list`), or check the name (`ip link`)",
+        polld_dev::netns::describe_current()
+    )
 }
 
 /// The MAC the kernel gives `ifname`, if it exists in this namespace.

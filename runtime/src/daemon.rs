@@ -1,7 +1,9 @@
 //! `polld run -c FILE`: set-up in the order privileges demand, then the executor.
 //!
 //! 1. enter the network namespace; read and validate the config (errors at file:line);
-//! 2. check capabilities, block SIGINT/SIGTERM;
+//! 2. [`crate::check::preflight`]: capabilities, interfaces, queues, CPU, realtime, the
+//!    control socket (`--check` adds the stage, modes and knobs on unopened devices, and
+//!    stops there); block SIGINT/SIGTERM;
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
 //!    interface, start the control socket;
@@ -9,7 +11,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use polld_core::{Dataplane, Device, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
@@ -18,6 +20,7 @@ use polld_dev::tap::Tap;
 use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
+use crate::check::{self, CheckReport};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::sys;
@@ -66,7 +69,7 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {}
 
 /// The capabilities set-up needs, with why.
-fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
+pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
     let mut needed = Vec::new();
     for d in &config.devices {
         let why = |what: &str| format!("to {what} {} ({})", d.name, d.backend.name());
@@ -125,11 +128,16 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         })?;
     }
     let config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    let socket = args
+        .socket
+        .clone()
+        .or(config.daemon.socket.clone())
+        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     if args.check {
-        writeln!(out, "{}: configuration OK", args.config.display()).map_err(RunError::Io)?;
-        return Ok(());
+        let report = check::check(&config, &socket)?;
+        return print_check(&args.config, &report, out).map_err(RunError::Io);
     }
-    caps::require(&needed_caps(&config)).map_err(RunError::Privileges)?;
+    check::preflight(&config, &socket)?;
     // Before any thread exists, so every thread inherits the mask.
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
@@ -143,24 +151,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         })?;
         devices.push(dev);
     }
-    let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
-    let stage = Stage::new(&config.packet, &names)
-        .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
-    let mut dp: RealDataplane = Dataplane::new(Poller::default(), devices, stage);
-    let defaults = polld_control::answer::writable_values(&dp);
-    for (i, d) in config.devices.iter().enumerate() {
-        dp.set_mode(i, d.mode)
-            .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
-    }
-    for knob in &config.knobs {
-        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
-            RunError::Config(RunConfigError {
-                path: config.path.clone(),
-                line: Some(knob.line),
-                message: e.to_string(),
-            })
-        })?;
-    }
+    let (dp, defaults) = build_dataplane(&config, devices)?;
     let info: Vec<IfInfo> = config
         .devices
         .iter()
@@ -173,11 +164,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         .collect();
 
     if let Some(cpu) = config.daemon.cpu {
-        sys::pin_to_cpu(cpu).map_err(|e| {
-            RunError::Setup(format!(
-                "[daemon] cpu = {cpu}: {e}; pick a CPU this machine has"
-            ))
-        })?;
+        sys::pin_to_cpu(cpu).map_err(|e| RunError::Setup(check::cpu_error(cpu, &e)))?;
     }
     let policy = if config.daemon.realtime {
         sys::make_realtime()
@@ -189,11 +176,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     caps::drop_all_but(kept_caps(&config))
         .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
 
-    let socket = args
-        .socket
-        .clone()
-        .or(config.daemon.socket.clone())
-        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     let (server, inbox) = polld_control::server::ControlServer::start(&socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
     let metrics = match config.daemon.metrics {
@@ -231,6 +213,48 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     drop(metrics);
     drop(server);
     report(exec.dataplane(), &info, signal, args.json, out).map_err(RunError::Io)
+}
+
+/// Each writable entry and its value before the config was applied.
+pub(crate) type Defaults = Vec<(String, String)>;
+
+/// The packet stage and the dataplane on `devices`, with the config's modes and knobs
+/// applied in order; also the writable values before they were applied (the defaults).
+pub(crate) fn build_dataplane<D: Device>(
+    config: &RunConfig,
+    devices: Vec<D>,
+) -> Result<(Dataplane<D, Stage>, Defaults), RunError> {
+    let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
+    let stage = Stage::new(&config.packet, &names)
+        .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
+    let mut dp = Dataplane::new(Poller::default(), devices, stage);
+    let defaults = polld_control::answer::writable_values(&dp);
+    for (i, d) in config.devices.iter().enumerate() {
+        dp.set_mode(i, d.mode)
+            .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
+    }
+    for knob in &config.knobs {
+        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
+            RunError::Config(RunConfigError {
+                path: config.path.clone(),
+                line: Some(knob.line),
+                message: e.to_string(),
+            })
+        })?;
+    }
+    Ok((dp, defaults))
+}
+
+/// What `--check` found: OK, what it checked, and what it could not check.
+fn print_check(path: &Path, report: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{}: configuration OK", path.display())?;
+    for line in &report.checked {
+        writeln!(out, "  checked: {line}")?;
+    }
+    for line in &report.not_checked {
+        writeln!(out, "  not checked (opening it has side effects): {line}")?;
+    }
+    Ok(())
 }
 
 /// The final counters, and the conservation check per interface.

@@ -201,6 +201,79 @@ fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
     ))
 }
 
+/// A datagram socket for interface ioctls in the calling thread's network namespace
+/// (unlike /sys/class/net, sockets follow `setns`).
+fn ioctl_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the result is checked and owned.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether interface `name` exists in the calling thread's network namespace.
+pub fn exists(name: &str) -> Result<bool, OpenError> {
+    let ifname = IfName::new(name)?;
+    let socket = ioctl_socket().map_err(|source| OpenError::Os {
+        interface: name.to_string(),
+        action: "look the interface up",
+        source,
+    })?;
+    Ok(index(socket.as_raw_fd(), &ifname).is_some())
+}
+
+/// `struct ethtool_channels` of linux/ethtool.h.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// How many receive queues interface `name` has (ETHTOOL_GCHANNELS: receive-only plus
+/// combined channels), in the calling thread's namespace; `None` when its driver does
+/// not report channels. Needs no privilege.
+pub fn rx_queues(name: &str) -> Result<Option<u32>, OpenError> {
+    let ifname = IfName::new(name)?;
+    let os = |source| OpenError::Os {
+        interface: name.to_string(),
+        action: "read the interface's channels (ETHTOOL_GCHANNELS)",
+        source,
+    };
+    let socket = ioctl_socket().map_err(os)?;
+    let mut channels = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
+    let mut req = ifname.ifreq();
+    req.ifr_ifru.ifru_data = (&mut channels as *mut EthtoolChannels).cast();
+    // SAFETY: SIOCETHTOOL reads the command from and writes the channels into `channels`,
+    // which outlives the call.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCETHTOOL, &mut req) } != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(None),
+            Some(libc::ENODEV) => Err(OpenError::InterfaceNotFound {
+                interface: name.to_string(),
+            }),
+            _ => Err(os(e)),
+        };
+    }
+    let queues = channels.rx_count + channels.combined_count;
+    Ok((queues > 0).then_some(queues))
+}
+
 /// The MAC address of interface `name` in the calling thread's network namespace
 /// (SIOCGIFHWADDR; unlike /sys/class/net it follows `setns`).
 pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
@@ -210,13 +283,7 @@ pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
         action: "read the interface's MAC address",
         source,
     };
-    // SAFETY: plain syscall; the result is checked and owned.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(os(io::Error::last_os_error()));
-    }
-    // SAFETY: a fresh fd we own.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let socket = ioctl_socket().map_err(os)?;
     let mut req = ifname.ifreq();
     // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into `req`.
     if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } != 0 {
