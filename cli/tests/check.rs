@@ -40,6 +40,9 @@ fn check(path: &Path, netns: Option<&str>) -> (bool, String) {
     (out.status.success(), String::from_utf8(text).unwrap())
 }
 
+/// A change to the config text.
+type Edit = Box<dyn Fn(String) -> String>;
+
 #[test]
 fn check_refuses_what_run_would_and_opens_nothing() {
     require_root!();
@@ -81,7 +84,7 @@ fn check_refuses_what_run_would_and_opens_nothing() {
 
     let cpus = std::thread::available_parallelism().unwrap().get();
     let bad_cpu = cpus + 5;
-    let cases: Vec<(&str, Box<dyn Fn(String) -> String>, String)> = vec![
+    let cases: Vec<(&str, Edit, String)> = vec![
         (
             "af_packet",
             Box::new(|c| c.replacen("[[interfaces]]", "[knobs]\n\"kern.polling.user_frac\" = 100\n\n[[interfaces]]", 1)),
