@@ -10,6 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use polld_testbed::{Layout, Testbed, UpOptions};
+use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
@@ -49,6 +50,39 @@ impl Drop for Dir {
     }
 }
 
+pub fn count(iface: &Value, name: &str) -> u64 {
+    iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c[0] == name)
+        .map_or(0, |c| c[1].as_u64().unwrap())
+}
+
+/// rx = forwarded + local + consumed + queued + every named drop, except the frames the
+/// ring had no room for: those never reached rx (arrived = rx + drops.rx_ring_full).
+pub fn assert_conserved(iface: &Value) {
+    let drops: u64 = iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let name = c[0].as_str().unwrap();
+            name.starts_with("drops.") && name != "drops.rx_ring_full"
+        })
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    let out = ["forwarded", "local", "consumed", "queued"]
+        .iter()
+        .map(|n| count(iface, n))
+        .sum::<u64>();
+    assert_eq!(
+        count(iface, "rx_packets"),
+        out + drops,
+        "conservation: {iface}"
+    );
+}
+
 /// A running `polld run --json -c CONFIG` in the testbed's fwd namespace; killed on drop
 /// if still running.
 pub struct Polld {
@@ -81,6 +115,13 @@ impl Polld {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
+    }
+
+    /// SIGKILL, as a crash would end it; waits for it to be gone.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// `polld ARGS` against this daemon's socket.
