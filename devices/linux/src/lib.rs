@@ -9,6 +9,8 @@ pub mod caps;
 pub mod clock;
 pub mod error;
 pub mod iface;
+pub mod kernel_rx;
+pub mod napi;
 pub mod netns;
 pub mod tap;
 pub mod xdp;
