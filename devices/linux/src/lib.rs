@@ -5,6 +5,7 @@ pub mod afpacket;
 mod afpacket_rx;
 mod afpacket_tx;
 pub mod afxdp;
+pub mod busy_poll;
 pub mod caps;
 pub mod clock;
 pub mod error;

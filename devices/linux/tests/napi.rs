@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+use polld_dev::busy_poll::NapiTuning;
 use polld_dev::kernel_rx::{FoundBy, RxCpuTime, RxWork};
 use polld_dev::napi::{self, NapiSettings};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
@@ -81,6 +82,26 @@ fn per_napi_settings_are_written_and_read_back() {
         // An id that does not exist is refused with the kernel's reason.
         let error = napi::napi_set(u32::MAX, &wanted).unwrap_err().to_string();
         assert!(error.contains(&format!("NAPI {}", u32::MAX)), "{error}");
+    })
+    .unwrap();
+}
+
+#[test]
+fn napi_tuning_restores_the_old_settings_when_dropped() {
+    require_root!();
+    let ns = threaded_veth("napi-tune");
+    in_netns(ns.name(), || {
+        let id = napi::napis_of("na").unwrap()[0].id;
+        let before = napi::napi_get(id).unwrap().settings.unwrap();
+        let wanted = NapiSettings {
+            defer_hard_irqs: 2,
+            gro_flush_timeout_ns: 2_000_000,
+            irq_suspend_timeout_ns: 0,
+        };
+        let tuning = NapiTuning::apply(id, wanted).unwrap();
+        assert_eq!(napi::napi_get(id).unwrap().settings, Some(wanted));
+        drop(tuning);
+        assert_eq!(napi::napi_get(id).unwrap().settings, Some(before));
     })
     .unwrap();
 }
