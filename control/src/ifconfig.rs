@@ -1,7 +1,8 @@
 //! `polld ifconfig`: a running polld's interfaces, like FreeBSD's ifconfig(8).
 //!
 //! ```text
-//! polld ifconfig                      every interface: link, mode, backend, addresses, counters
+//! polld ifconfig                      every interface: link, mode, backend, addresses,
+//!                                     whether its receive work is in polld's budget, counters
 //! polld ifconfig veth1                one interface
 //! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
 //! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
@@ -139,6 +140,16 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
     )?;
     if let Some(mac) = &iface.mac {
         writeln!(out, "\tether {mac}")?;
+    }
+    if let Some(rx) = &iface.rx_work {
+        if rx.in_budget {
+            writeln!(out, "\trx work in polld's budget: {}", rx.runs_in)?;
+        } else {
+            writeln!(out, "\trx work NOT in polld's budget: {}", rx.runs_in)?;
+            if let Some(why) = &rx.why_not {
+                writeln!(out, "\t\t({why})")?;
+            }
+        }
     }
     for address in &iface.addresses {
         let family = if address.contains(':') {
