@@ -120,11 +120,13 @@ fn kernel_rx_threads_are_found_by_napi_id_and_the_cpu_shares_add_up_to_100() {
         polld.ok(&["ctl", "-n", "polld.kernel_rx_threads"]).trim(),
         expected.join(", ")
     );
-    assert_eq!(polld.ok(&["ctl", "-n", "polld.kernel_rx_elsewhere"]).trim(), "");
+    assert_eq!(
+        polld.ok(&["ctl", "-n", "polld.kernel_rx_elsewhere"]).trim(),
+        ""
+    );
 
     // ifconfig: veth's AF_XDP socket has no NAPI id, so the work stays in the kernel.
-    let interfaces: Value =
-        serde_json::from_str(&polld.ok(&["ifconfig", "--json"])).unwrap();
+    let interfaces: Value = serde_json::from_str(&polld.ok(&["ifconfig", "--json"])).unwrap();
     for iface in interfaces.as_array().unwrap() {
         let rx = &iface["rx_work"];
         assert_eq!(rx["in_budget"], false, "{iface}");
@@ -133,10 +135,16 @@ fn kernel_rx_threads_are_found_by_napi_id_and_the_cpu_shares_add_up_to_100() {
             runs_in.starts_with(&format!("napi/{}-", iface["name"].as_str().unwrap())),
             "{iface}"
         );
-        assert!(rx["why_not"].as_str().unwrap().contains("no NAPI id"), "{iface}");
+        assert!(
+            rx["why_not"].as_str().unwrap().contains("no NAPI id"),
+            "{iface}"
+        );
     }
     let text = polld.ok(&["ifconfig", "veth1"]);
-    assert!(text.contains("\trx work NOT in polld's budget: napi/veth1-"), "{text}");
+    assert!(
+        text.contains("\trx work NOT in polld's budget: napi/veth1-"),
+        "{text}"
+    );
 
     // Under load, the kernel thread's time shows as its own share, and the shares of
     // CPU1 add up to 100 (± rounding).

@@ -203,12 +203,19 @@ fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics()
         entry("polld.thread_cpu_ns", "2000000000", "x"),
         entry("polld.kernel_rx_ns", "3000000000", "x"),
         entry("polld.kernel_rx_on_cpu_ns", "2500000000", "x"),
-        entry("polld.kernel_rx_threads", "napi/veth1-8193 (pid 812, CPU1)", "x"),
+        entry(
+            "polld.kernel_rx_threads",
+            "napi/veth1-8193 (pid 812, CPU1)",
+            "x",
+        ),
         entry("polld.kernel_rx_found_by", "netlink", "How found"),
     ];
     let text = exposition(&entries);
     let got = samples(&text);
-    assert_eq!(value(&got, "polld_poll_thread_cpu_seconds_total"), "2.000000000");
+    assert_eq!(
+        value(&got, "polld_poll_thread_cpu_seconds_total"),
+        "2.000000000"
+    );
     assert_eq!(value(&got, "polld_kernel_rx_seconds_total"), "3.000000000");
     assert_eq!(
         value(&got, "polld_kernel_rx_on_poll_cpu_seconds_total"),
@@ -218,5 +225,8 @@ fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics()
         value(&got, "polld_kernel_rx_found_by{method=\"netlink\"}"),
         "1"
     );
-    assert!(text.contains("# TYPE polld_kernel_rx_seconds_total counter"), "{text}");
+    assert!(
+        text.contains("# TYPE polld_kernel_rx_seconds_total counter"),
+        "{text}"
+    );
 }

@@ -109,7 +109,9 @@ fn kept_caps(config: &RunConfig) -> CapSet {
 fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOwner), String> {
     Ok(match d.backend {
         Backend::AfPacket => (
-            Box::new(AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?),
+            Box::new(
+                AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?,
+            ),
             RxOwner::Kernel(
                 "AF_PACKET: the kernel copies each frame into the ring before polld polls it"
                     .to_string(),

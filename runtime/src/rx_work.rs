@@ -104,10 +104,13 @@ mod tests {
     fn only_interfaces_the_kernel_serves_are_looked_for() {
         let owner = RxOwner::Polld("busy polling".into());
         let status = kernel_rx_status([("nosuch0", &owner)].into_iter(), Some(1));
-        assert_eq!(status, KernelRxStatus {
-            found_by: "none".into(),
-            ..KernelRxStatus::default()
-        });
+        assert_eq!(
+            status,
+            KernelRxStatus {
+                found_by: "none".into(),
+                ..KernelRxStatus::default()
+            }
+        );
     }
 
     #[test]

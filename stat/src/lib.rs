@@ -94,7 +94,9 @@ impl std::error::Error for StatError {}
 /// `out`.
 pub fn run_stat(args: &StatArgs, out: &mut dyn Write) -> Result<(), StatError> {
     let socket = &args.socket.socket;
-    if !(args.once || args.json) && !(io::stdout().is_terminal() && io::stdin().is_terminal()) {
+    let wants_live_view = !(args.once || args.json);
+    let has_terminal = io::stdout().is_terminal() && io::stdin().is_terminal();
+    if wants_live_view && !has_terminal {
         return Err(StatError::NoTerminal);
     }
     let interval = Duration::from_secs_f64(args.wait);

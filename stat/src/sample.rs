@@ -252,10 +252,7 @@ impl CpuSplit {
         let cpus = if pinned {
             1
         } else {
-            after
-                .proc_stat
-                .as_ref()
-                .map_or(1, |p| p.cpus.len().max(1))
+            after.proc_stat.as_ref().map_or(1, |p| p.cpus.len().max(1))
         };
         let share_of = |ns_used: u64, cpus: usize| {
             if ns > 0 {
@@ -357,8 +354,9 @@ impl CpuSplit {
             );
         }
         if self.softirq.is_some_and(|s| s >= 0.5) {
-            self.notes
-                .push("softirq counts everyone's softirq work, not only polld's interfaces'".into());
+            self.notes.push(
+                "softirq counts everyone's softirq work, not only polld's interfaces'".into(),
+            );
         }
     }
 }

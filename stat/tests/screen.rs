@@ -188,7 +188,10 @@ fn measured_time_above_proc_stat_busy_leaves_user_at_zero_and_still_adds_to_100(
     assert!(close(s.cpu.idle.unwrap(), 18.0));
     assert!(close(total(&s), 100.0));
     assert!(
-        s.cpu.notes.iter().any(|n| n.contains("exceeds /proc/stat's busy 60.0% by 22.0")),
+        s.cpu
+            .notes
+            .iter()
+            .any(|n| n.contains("exceeds /proc/stat's busy 60.0% by 22.0")),
         "{:?}",
         s.cpu.notes
     );
@@ -262,9 +265,14 @@ fn the_split_says_what_it_cannot_know() {
     assert!(close(s.cpu.user.unwrap(), 38.0));
     assert!(close(total(&s), 100.0));
     let notes = s.cpu.notes.join("\n");
-    assert!(notes.contains("it was preempted during device work"), "{notes}");
     assert!(
-        notes.contains("napi/veth1-8193 may run on other CPUs: not in this split (30.0% of a CPU anywhere)"),
+        notes.contains("it was preempted during device work"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains(
+            "napi/veth1-8193 may run on other CPUs: not in this split (30.0% of a CPU anywhere)"
+        ),
         "{notes}"
     );
     // Each note is on the screen, wrapped to the width.
@@ -277,7 +285,10 @@ fn the_split_says_what_it_cannot_know() {
         80,
     );
     assert!(text.lines().all(|l| l.chars().count() <= 80));
-    assert!(text.contains("note: device work 50.0% by the monotonic clock"), "{text}");
+    assert!(
+        text.contains("note: device work 50.0% by the monotonic clock"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -356,7 +367,10 @@ fn the_screen_shows_bars_scheduler_and_one_row_per_device_at_every_size() {
         );
         assert!(rows[0].ends_with("q quits"), "{all}");
         assert!(row(&rows, "CPU1 busy").contains("90.0%"), "{all}");
-        assert!(row(&rows, "CPU1 busy").contains("polld thread  52.0%"), "{all}");
+        assert!(
+            row(&rows, "CPU1 busy").contains("polld thread  52.0%"),
+            "{all}"
+        );
         assert_eq!(
             row(&rows, "kernel rx"),
             "kernel rx (netlink): napi/veth1-8193 (pid 812, CPU1)"

@@ -274,9 +274,7 @@ pub fn measure(
         delivered_pps,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
-        kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64
-            / 1e9
-            / wall
+        kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
         interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,

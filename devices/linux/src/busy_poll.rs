@@ -152,7 +152,10 @@ impl NapiTuning {
 impl Drop for NapiTuning {
     fn drop(&mut self) {
         if let Err(e) = napi::napi_set(self.id, &self.saved) {
-            eprintln!("polld: could not restore the settings of NAPI {}: {e}", self.id);
+            eprintln!(
+                "polld: could not restore the settings of NAPI {}: {e}",
+                self.id
+            );
         }
     }
 }

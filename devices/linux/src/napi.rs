@@ -108,7 +108,9 @@ pub fn napi_get(id: u32) -> Result<Napi> {
     );
     let mut found = None;
     socket
-        .exchange(&request, |attrs| found = found.or(napi_of_attributes(&attrs)))
+        .exchange(&request, |attrs| {
+            found = found.or(napi_of_attributes(&attrs))
+        })
         .map_err(|e| NapiError(format!("NAPI {id}: {e}")))?;
     found.ok_or_else(|| NapiError(format!("NAPI {id}: the kernel returned nothing")))
 }
@@ -390,7 +392,9 @@ mod tests {
             None
         );
         assert_eq!(
-            napi_of_attributes(&[(NETDEV_A_NAPI_ID, &1u32.to_ne_bytes()[..])]).unwrap().settings,
+            napi_of_attributes(&[(NETDEV_A_NAPI_ID, &1u32.to_ne_bytes()[..])])
+                .unwrap()
+                .settings,
             None
         );
     }

@@ -20,7 +20,11 @@ fn threaded_veth(prefix: &str) -> Netns {
         mac,
         addr: None,
     };
-    veth_pair(end("na", "02:00:00:00:0a:01"), end("nb", "02:00:00:00:0a:02")).unwrap();
+    veth_pair(
+        end("na", "02:00:00:00:0a:01"),
+        end("nb", "02:00:00:00:0a:02"),
+    )
+    .unwrap();
     ns.exec("ethtool", &["-K", "na", "gro", "on"]).unwrap();
     ns.exec("sh", &["-c", "echo 1 > /sys/class/net/na/threaded"])
         .unwrap();
@@ -59,7 +63,10 @@ fn napi_ids_threads_and_their_cpu_time_are_found_in_the_interfaces_namespace() {
     assert!(other_cpu.on_cpu_ns <= other_cpu.total_ns);
     // The interface of another namespace is not there.
     let missing = in_netns(ns.name(), || napi::napis_of("nosuch0")).unwrap();
-    assert!(missing.unwrap_err().to_string().contains("no interface nosuch0"));
+    assert!(missing
+        .unwrap_err()
+        .to_string()
+        .contains("no interface nosuch0"));
 }
 
 #[test]
