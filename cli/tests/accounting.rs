@@ -6,22 +6,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{testbed, Dir, Polld, POLLD};
-use polld_testbed::{PolldSetup, Role, Testbed, UpOptions};
+use common::{gen, testbed, Dir, Polld, POLLD};
+use polld_testbed::{PolldSetup, Testbed, UpOptions};
 use serde_json::Value;
-
-/// A child killed (by its pid) on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -44,20 +34,6 @@ fn start(tb: &Testbed, dir: &Dir, cpu: Option<usize>) -> Polld {
     );
     std::fs::write(&path, config).unwrap();
     Polld::start(tb, &path, &socket)
-}
-
-/// `polld gen` in gen at `rate` for `secs`, in the background.
-fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
-    let child = tb
-        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
-        .unwrap()
-        .args(["gen", "veth0", "-i", "0", "--rate", rate])
-        .args(["--duration", &secs.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Running(child)
 }
 
 /// The shares of `polld stat --json` that must add up to 100.

@@ -389,7 +389,7 @@ impl Executor {
             work_ns: self.accounts.work_ns,
             busy_poll_ns: self.accounts.busy_poll_ns,
             idle_poll_ns: self.accounts.idle_poll_ns,
-            thread_cpu_ns: rx_work::thread_cpu_ns(),
+            thread_cpu_ns: polld_dev::clock::thread_cpu_ns(),
             kernel_rx: rx_work::kernel_rx_status(interfaces, self.daemon.pinned_cpu),
             defaults: self.daemon.defaults.clone(),
         }

@@ -228,14 +228,7 @@ fn an_unpinned_daemon_is_split_over_all_cpus_even_when_it_moved_between_samples(
     assert!(close(s.cpu.busy.unwrap(), 90.0));
     assert!(close(total(&s), 100.0));
     assert!(s.cpu.notes[0].starts_with("polld is not pinned: shares are of all 2 CPUs"));
-    let text = screen::to_text(
-        &s,
-        &Status {
-            interval_s: 1.0,
-            problem: None,
-        },
-        80,
-    );
+    let text = text_80(&s);
     assert!(
         text.starts_with("polld stat  pid 4242  2 CPUs (not pinned, last ran on CPU1)"),
         "{text}"
@@ -276,14 +269,7 @@ fn the_split_says_what_it_cannot_know() {
         "{notes}"
     );
     // Each note is on the screen, wrapped to the width.
-    let text = screen::to_text(
-        &s,
-        &Status {
-            interval_s: 1.0,
-            problem: None,
-        },
-        80,
-    );
+    let text = text_80(&s);
     assert!(text.lines().all(|l| l.chars().count() <= 80));
     assert!(
         text.contains("note: device work 50.0% by the monotonic clock"),
@@ -320,6 +306,15 @@ fn proc_stat_gives_each_cpu_and_all_of_them_with_softirq() {
     assert_eq!(CpuTimes::parse(text, 0).unwrap().busy, 162);
     assert_eq!(CpuTimes::parse(text, 2), None);
     assert_eq!(ProcStat::parse("intr 1\n"), None);
+}
+
+/// `--once` at 80 columns, every second.
+fn text_80(s: &Snapshot) -> String {
+    let status = Status {
+        interval_s: 1.0,
+        problem: None,
+    };
+    screen::to_text(s, &status, 80)
 }
 
 /// The screen rendered at `width` x `height`, one string per row.

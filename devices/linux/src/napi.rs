@@ -81,47 +81,34 @@ pub fn ifindex(ifname: &str) -> Result<u32> {
 /// interface has no NAPI enabled, as a veth without GRO or XDP).
 pub fn napis_of(ifname: &str) -> Result<Vec<Napi>> {
     let ifindex = ifindex(ifname)?;
-    let socket = GenlSocket::open()?;
-    let family = socket.family_id("netdev")?;
-    let request = message(
-        family,
-        (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
+    let mut napis = Vec::new();
+    ask_netdev(
+        libc::NLM_F_DUMP,
         NETDEV_CMD_NAPI_GET,
         &[(NETDEV_A_NAPI_IFINDEX, &ifindex.to_ne_bytes())],
-    );
-    let mut napis = Vec::new();
-    socket
-        .exchange(&request, |attrs| napis.extend(napi_of_attributes(&attrs)))
-        .map_err(|e| NapiError(format!("NAPI instances of {ifname}: {e}")))?;
+        |attrs| napis.extend(napi_of_attributes(&attrs)),
+    )
+    .map_err(|e| NapiError(format!("NAPI instances of {ifname}: {e}")))?;
     Ok(napis)
 }
 
 /// NAPI instance `id` of the calling thread's namespace.
 pub fn napi_get(id: u32) -> Result<Napi> {
-    let socket = GenlSocket::open()?;
-    let family = socket.family_id("netdev")?;
-    let request = message(
-        family,
-        libc::NLM_F_REQUEST as u16,
+    let mut found = None;
+    ask_netdev(
+        0,
         NETDEV_CMD_NAPI_GET,
         &[(NETDEV_A_NAPI_ID, &id.to_ne_bytes())],
-    );
-    let mut found = None;
-    socket
-        .exchange(&request, |attrs| {
-            found = found.or(napi_of_attributes(&attrs))
-        })
-        .map_err(|e| NapiError(format!("NAPI {id}: {e}")))?;
+        |attrs| found = found.or(napi_of_attributes(&attrs)),
+    )
+    .map_err(|e| NapiError(format!("NAPI {id}: {e}")))?;
     found.ok_or_else(|| NapiError(format!("NAPI {id}: the kernel returned nothing")))
 }
 
 /// Writes `settings` to NAPI instance `id` (needs CAP_NET_ADMIN and Linux 6.13+).
 pub fn napi_set(id: u32, settings: &NapiSettings) -> Result<()> {
-    let socket = GenlSocket::open()?;
-    let family = socket.family_id("netdev")?;
-    let request = message(
-        family,
-        (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
+    ask_netdev(
+        libc::NLM_F_ACK,
         NETDEV_CMD_NAPI_SET,
         &[
             (NETDEV_A_NAPI_ID, &id.to_ne_bytes()),
@@ -138,10 +125,23 @@ pub fn napi_set(id: u32, settings: &NapiSettings) -> Result<()> {
                 &settings.irq_suspend_timeout_ns.to_ne_bytes(),
             ),
         ],
-    );
-    socket
-        .exchange(&request, |_| {})
-        .map_err(|e| NapiError(format!("setting NAPI {id} (needs CAP_NET_ADMIN): {e}")))
+        |_| {},
+    )
+    .map_err(|e| NapiError(format!("setting NAPI {id} (needs CAP_NET_ADMIN): {e}")))
+}
+
+/// Sends one netdev-family request (`flags` besides NLM_F_REQUEST) and passes each
+/// reply's attributes to `each`.
+fn ask_netdev(
+    flags: libc::c_int,
+    cmd: u8,
+    attrs: &[(u16, &[u8])],
+    each: impl FnMut(Vec<(u16, &[u8])>),
+) -> Result<()> {
+    let socket = GenlSocket::open()?;
+    let family = socket.family_id("netdev")?;
+    let request = message(family, (libc::NLM_F_REQUEST | flags) as u16, cmd, attrs);
+    socket.exchange(&request, each)
 }
 
 /// A NAPI instance from the attributes of one `napi-get` reply.
