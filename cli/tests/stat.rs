@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{gen, testbed, Dir, Polld, Running, POLLD};
+use common::{gen, testbed, Dir, Polld, POLLD};
 use polld_testbed::{PolldSetup, Testbed, UpOptions};
 use serde_json::Value;
 
