@@ -76,8 +76,19 @@ pub struct RxWork {
 
 impl RxWork {
     /// Finds the kernel threads doing `ifname`'s receive work, asking in the calling
-    /// thread's namespace.
+    /// thread's namespace. Thread names are looked at only when the kernel has no netdev
+    /// netlink family; an interface missing from the namespace has no threads (another
+    /// namespace's interface of the same name is not it).
     pub fn find(ifname: &str) -> RxWork {
+        if napi::ifindex(ifname).is_err() {
+            return RxWork {
+                ifname: ifname.to_string(),
+                found_by: FoundBy::Netlink,
+                napi_ids: Vec::new(),
+                threads: Vec::new(),
+                softirq_napis: 0,
+            };
+        }
         match napi::napis_of(ifname) {
             Ok(napis) => RxWork {
                 ifname: ifname.to_string(),

@@ -61,12 +61,16 @@ fn napi_ids_threads_and_their_cpu_time_are_found_in_the_interfaces_namespace() {
     let other_cpu = RxCpuTime::read(std::slice::from_ref(&work), Some(cpu + 1));
     assert!(other_cpu.elsewhere.contains(name), "{other_cpu:?}");
     assert!(other_cpu.on_cpu_ns <= other_cpu.total_ns);
-    // The interface of another namespace is not there.
+    // A missing interface is named; and in a namespace without `na`, the threads of
+    // this namespace's `na` are not taken for its own.
     let missing = in_netns(ns.name(), || napi::napis_of("nosuch0")).unwrap();
     assert!(missing
         .unwrap_err()
         .to_string()
         .contains("no interface nosuch0"));
+    let other = Netns::create("napi-other").unwrap();
+    let elsewhere = in_netns(other.name(), || RxWork::find("na")).unwrap();
+    assert!(elsewhere.threads.is_empty(), "{elsewhere:?}");
 }
 
 #[test]
