@@ -158,7 +158,7 @@ impl RxCpuTime {
                 continue; // gone since it was found
             };
             time.total_ns += ns;
-            if cpu.is_some() && thread.cpus == [cpu.unwrap_or_default()] {
+            if cpu.is_some_and(|c| thread.cpus == [c]) {
                 time.on_cpu_ns += ns;
             } else {
                 time.elsewhere.push(thread.name.clone());
