@@ -231,8 +231,8 @@ pub struct CpuSplit {
     /// The non-idle share in `/proc/stat`.
     pub busy: Option<f64>,
     /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), a check on device +
-    /// busy poll + idle poll.
-    pub polld_thread: f64,
+    /// busy poll + idle poll (`None`: a daemon too old to report it).
+    pub polld_thread: Option<f64>,
     /// The kernel receive threads' time on any CPU, percent of one CPU.
     pub kernel_rx_anywhere: f64,
     /// Those threads, and how they were found.
@@ -275,7 +275,9 @@ impl CpuSplit {
             busy_poll: share(daemon_entry::BUSY_POLL_NS),
             idle_poll: share(daemon_entry::IDLE_POLL_NS),
             kernel_rx,
-            polld_thread: share(daemon_entry::THREAD_CPU_NS),
+            polld_thread: after
+                .get(daemon_entry::THREAD_CPU_NS)
+                .map(|_| share(daemon_entry::THREAD_CPU_NS)),
             kernel_rx_anywhere: share_of(delta(daemon_entry::KERNEL_RX_NS), 1),
             kernel_rx_threads: after
                 .get(daemon_entry::KERNEL_RX_THREADS)
@@ -327,12 +329,14 @@ impl CpuSplit {
     /// The monotonic device figure against the thread's CPU time: more device time than
     /// CPU time means the thread was preempted during device work.
     fn check_against_the_thread_clock(&mut self) {
+        let Some(thread) = self.polld_thread else {
+            return;
+        };
         let accounted = self.device + self.busy_poll + self.idle_poll;
-        if accounted > self.polld_thread + DISAGREEMENT_POINTS {
+        if accounted > thread + DISAGREEMENT_POINTS {
             self.notes.push(format!(
                 "device work {accounted:.1}% by the monotonic clock, the poll thread ran \
-                 {:.1}%: it was preempted during device work",
-                self.polld_thread
+                 {thread:.1}%: it was preempted during device work"
             ));
         }
     }

@@ -143,8 +143,12 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
     out.push(Line::from(vec![
         Span::styled(format!("{cpu_name} busy {busy}%"), bold()),
         Span::raw(format!(
-            "   busy poll {:5.1}%   idle poll {:5.1}%   polld thread {:5.1}%",
-            s.cpu.busy_poll, s.cpu.idle_poll, s.cpu.polld_thread
+            "   busy poll {:5.1}%   idle poll {:5.1}%   polld thread {}%",
+            s.cpu.busy_poll,
+            s.cpu.idle_poll,
+            s.cpu
+                .polld_thread
+                .map_or_else(|| "    -".to_string(), |t| format!("{t:5.1}"))
         )),
     ]));
     out.push(bar(

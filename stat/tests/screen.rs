@@ -156,7 +156,7 @@ fn rates_and_the_cpu_split_come_from_the_difference_of_two_samples() {
     assert!(close(s.cpu.user.unwrap(), 8.0));
     assert!(close(s.cpu.idle.unwrap(), 10.0));
     assert!(close(total(&s), 100.0));
-    assert!(close(s.cpu.polld_thread, 52.0));
+    assert!(close(s.cpu.polld_thread.unwrap(), 52.0));
     assert_eq!(s.cpu.kernel_rx_threads, "napi/veth1-8193 (pid 812, CPU1)");
     assert_eq!(s.cpu.kernel_rx_found_by, "netlink");
     assert_eq!(s.cpu.notes.len(), 1, "{:?}", s.cpu.notes);
@@ -275,6 +275,28 @@ fn the_split_says_what_it_cannot_know() {
         text.contains("note: device work 50.0% by the monotonic clock"),
         "{text}"
     );
+}
+
+#[test]
+fn a_daemon_without_the_thread_clock_gets_no_preemption_note() {
+    let old = |t| {
+        entries(1, t)
+            .into_iter()
+            .filter(|e| e.name != daemon_entry::THREAD_CPU_NS)
+            .collect::<Vec<_>>()
+    };
+    let mut before = Sample::from_entries(old(10));
+    let mut after = Sample::from_entries(old(11));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1090, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert_eq!(s.cpu.polld_thread, None);
+    assert!(
+        !s.cpu.notes.iter().any(|n| n.contains("preempted")),
+        "{:?}",
+        s.cpu.notes
+    );
+    assert!(text_80(&s).contains("polld thread     -%"));
 }
 
 #[test]
