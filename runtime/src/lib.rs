@@ -5,6 +5,7 @@
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`idle`]: idle polling's own thread at idle priority;
+//! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
 
@@ -14,6 +15,7 @@ pub mod config;
 pub mod daemon;
 pub mod executor;
 pub mod idle;
+pub mod rx_work;
 pub mod sys;
 
 pub use daemon::{run, RunArgs, RunError};
