@@ -9,33 +9,9 @@ use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_conserved, testbed, Dir, Polld, POLLD};
-use polld_testbed::{PolldSetup, Testbed};
+use common::{assert_conserved, router_config, testbed, Dir, Polld, POLLD};
+use polld_testbed::Testbed;
 use serde_json::Value;
-
-/// Writes the testbed's router config for `backend` in polling mode; returns its path
-/// and socket.
-fn router_config(
-    tb: &Testbed,
-    dir: &Dir,
-    backend: &str,
-) -> (std::path::PathBuf, std::path::PathBuf) {
-    let socket = dir.0.join("polld.sock");
-    let path = dir.0.join("fwd.toml");
-    let config = polld_testbed::polld_config(
-        tb.layout(),
-        &PolldSetup {
-            backend,
-            mode: "polling",
-            socket: &socket,
-            cpu: None,
-            realtime: false,
-            knobs: &[],
-        },
-    );
-    std::fs::write(&path, config).unwrap();
-    (path, socket)
-}
 
 /// `polld gen` in gen at `rate` for `secs`, killed (by its pid) on drop.
 struct Flood(Child);
@@ -99,7 +75,7 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     let tb = testbed("l");
     let fwd = tb.layout().fwd_ns.clone();
     let dir = Dir::new("linkflap");
-    let (path, socket) = router_config(&tb, &dir, "af_xdp");
+    let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
     let _flood = Flood::start(&tb, "50k", 8);
     assert!(forwarding(&polld, Duration::from_secs(1)) > 10_000);
@@ -129,7 +105,7 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     let tb = testbed("k");
     let fwd = tb.layout().fwd_ns.clone();
     let dir = Dir::new("sigkill");
-    let (path, socket) = router_config(&tb, &dir, "af_xdp");
+    let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
     assert!(ip(&fwd, &["link", "show", "veth1"]).contains("xdp"));
     let _flood = Flood::start(&tb, "50k", 8);
@@ -185,7 +161,7 @@ fn a_control_socket_storm_is_answered_or_refused_while_forwarding_goes_on() {
     require_root!();
     let tb = testbed("t");
     let dir = Dir::new("storm");
-    let (path, socket) = router_config(&tb, &dir, "af_packet");
+    let (path, socket) = router_config(&tb, &dir, "af_packet", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
     let _flood = Flood::start(&tb, "50k", 8);
     let before = forwarded(&polld);

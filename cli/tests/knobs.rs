@@ -4,29 +4,19 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{testbed, Dir, Polld};
-use polld_testbed::{PolldSetup, Testbed, UpOptions};
+use common::{router_config, testbed, Dir, Polld};
+use polld_testbed::{Testbed, UpOptions};
 
 fn fwd_cpu() -> usize {
     UpOptions::default().cpus.fwd
 }
 
 /// The testbed's polld config on AF_PACKET, pinned to the fwd CPU.
-fn config(tb: &Testbed, socket: &Path, mode: &str, realtime: bool) -> String {
-    polld_testbed::polld_config(
-        tb.layout(),
-        &PolldSetup {
-            backend: "af_packet",
-            mode,
-            socket,
-            cpu: Some(fwd_cpu()),
-            realtime,
-            knobs: &[],
-        },
-    )
+fn config(tb: &Testbed, dir: &Dir, mode: &str, realtime: bool) -> (PathBuf, PathBuf) {
+    router_config(tb, dir, "af_packet", mode, Some(fwd_cpu()), realtime, &[])
 }
 
 fn value(polld: &Polld, name: &str) -> u64 {
@@ -91,9 +81,7 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
     require_root!();
     let tb = testbed("i");
     let dir = Dir::new("idle");
-    let socket = dir.0.join("polld.sock");
-    let path = dir.0.join("fwd.toml");
-    std::fs::write(&path, config(&tb, &socket, "polling", true)).unwrap();
+    let (path, socket) = config(&tb, &dir, "polling", true);
     let polld = Polld::start(&tb, &path, &socket);
     let poll_thread = polld.pid();
     let idle_thread = thread_named(polld.pid(), polld_runtime::idle::THREAD_NAME);
@@ -136,9 +124,7 @@ fn polling_enable_switches_every_interface_and_poll_in_trap_says_why_not() {
     require_root!();
     let tb = testbed("e");
     let dir = Dir::new("enable");
-    let socket = dir.0.join("polld.sock");
-    let path = dir.0.join("fwd.toml");
-    std::fs::write(&path, config(&tb, &socket, "interrupt", false)).unwrap();
+    let (path, socket) = config(&tb, &dir, "interrupt", false);
     let polld = Polld::start(&tb, &path, &socket);
     let modes = |polld: &Polld| {
         let out = polld.ok(&["ctl", "-n", "dev.veth1.mode", "dev.veth2.mode"]);

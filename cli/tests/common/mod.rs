@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_testbed::{Layout, Role, Testbed, UpOptions};
+use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
 use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
@@ -78,6 +78,32 @@ pub fn assert_conserved(iface: &Value) {
         out + drops,
         "conservation: {iface}"
     );
+}
+
+/// Writes `fwd.toml` in `dir`: the testbed's router config with `backend` and `mode` on
+/// both interfaces, the poll thread on `cpu` (any if `None`), `realtime`, `knobs`, and the
+/// control socket `polld.sock` in `dir`. Returns the config's path and the socket.
+pub fn router_config(
+    tb: &Testbed,
+    dir: &Dir,
+    backend: &str,
+    mode: &str,
+    cpu: Option<usize>,
+    realtime: bool,
+    knobs: &[(&str, &str)],
+) -> (PathBuf, PathBuf) {
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("fwd.toml");
+    let setup = PolldSetup {
+        backend,
+        mode,
+        socket: &socket,
+        cpu,
+        realtime,
+        knobs,
+    };
+    std::fs::write(&path, polld_testbed::polld_config(tb.layout(), &setup)).unwrap();
+    (path, socket)
 }
 
 /// A running `polld run --json -c CONFIG` in the testbed's fwd namespace; killed on drop
