@@ -10,6 +10,8 @@
 pub enum DropReason {
     /// The device's receive ring was full when the frame arrived.
     RxRingFull,
+    /// A fault injector dropped the frame before the device handed it up (a test tool).
+    FaultInjected,
     /// The IP input queue (`net.inet.ip.intr_queue_maxlen`) was full.
     IntrQueueFull,
     /// The output device's transmit ring was full.
@@ -52,8 +54,9 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 20] = [
+    pub const ALL: [DropReason; 21] = [
         DropReason::RxRingFull,
+        DropReason::FaultInjected,
         DropReason::IntrQueueFull,
         DropReason::TxRingFull,
         DropReason::LinkDown,
@@ -79,6 +82,7 @@ impl DropReason {
     pub fn name(self) -> &'static str {
         match self {
             DropReason::RxRingFull => "rx_ring_full",
+            DropReason::FaultInjected => "fault_injected",
             DropReason::IntrQueueFull => "intr_queue_full",
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::LinkDown => "link_down",
@@ -99,6 +103,12 @@ impl DropReason {
             DropReason::Filtered => "filtered",
             DropReason::NotDelivered => "not_delivered",
         }
+    }
+
+    /// Whether the device dropped the frame before handing it up: such a frame is not in
+    /// `rx_packets` (arrived = rx_packets + these drops).
+    pub fn before_rx(self) -> bool {
+        matches!(self, DropReason::RxRingFull | DropReason::FaultInjected)
     }
 
     /// Index into a `[u64; DropReason::ALL.len()]` counter array.

@@ -306,6 +306,9 @@ fn report(
         for (reason, n) in c.drops.nonzero() {
             writeln!(out, "    dropped {n} {}", reason.name())?;
         }
+        for (reason, n) in c.tx_drops.nonzero() {
+            writeln!(out, "    dropped on transmit {n} {}", reason.name())?;
+        }
         let unaccounted = c.unaccounted();
         if unaccounted != 0 {
             writeln!(

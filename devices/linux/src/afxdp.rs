@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::{fmt, io};
 
-use polld_core::{Device, HwStats, LinkState, TxFull};
+use polld_core::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -671,8 +671,14 @@ impl Device for AfXdp {
         let stats = self.stats().unwrap_or(self.stats);
         // Frames the kernel could not put on the rx ring: no free fill-ring frame (or one
         // too small for the frame), or a full rx ring.
+        let mut tx_drops = TxDrops::default();
+        tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
+        // Descriptors the kernel found invalid were not sent.
+        tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
         HwStats {
             rx_ring_full: stats.rx_dropped + stats.rx_ring_full,
+            tx_drops,
+            ..HwStats::default()
         }
     }
 }

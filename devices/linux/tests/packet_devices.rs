@@ -10,7 +10,7 @@ mod common;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use polld_core::device::{Device, LinkState, TxFull};
+use polld_core::device::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::tap::Tap;
@@ -177,7 +177,7 @@ fn frames_cross_the_veth_intact_in_order_and_exactly_once() {
     let extra = receive_until_quiet(&mut receiver, Duration::from_millis(100));
     assert!(extra.is_empty(), "{} unexpected frames", extra.len());
     let stats = sender.tx_stats();
-    assert_eq!((stats.sent, stats.dropped, stats.pending), (3000, 0, 0));
+    assert_eq!((stats.sent, stats.dropped(), stats.pending), (3000, 0, 0));
     assert_eq!(receiver.hw_stats().rx_ring_full, 0);
 }
 
@@ -429,13 +429,13 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
     flush_until_sent(&mut kernel_side);
     // The TAP refuses what it cannot queue, and the sending socket hears ENOBUFS.
     let sender = kernel_side.tx_stats();
-    assert_eq!(sender.sent + sender.dropped, 500);
+    assert_eq!(sender.sent + sender.dropped(), 500);
 
     let read = receive_until_quiet(&mut tap, Duration::from_millis(200));
     let queue_full = tap.hw_stats().rx_ring_full;
     assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
     assert_eq!(read.len() as u64 + queue_full, 500);
-    assert_eq!(sender.dropped, queue_full);
+    assert_eq!(sender.drops.get(TxDrop::NoBufs), queue_full);
 }
 
 /// Runs `f` on a thread whose effective capability set lacks `capability` (capabilities
