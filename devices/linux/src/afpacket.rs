@@ -118,9 +118,9 @@ impl AfPacketConfig {
 pub struct TxStats {
     /// Frames the kernel accepted for transmission.
     pub sent: u64,
-    /// Frames refused, by reason: larger than `tx_frame_size` (`too_long`), or rejected
-    /// by the kernel (`nobufs` when the driver queue is full; `refused` for ENETDOWN,
-    /// EMSGSIZE, ...).
+    /// Frames refused, by reason: larger than `tx_frame_size` or the MTU (`too_long`), or
+    /// rejected by the kernel (`nobufs` when the driver queue is full; `refused` for
+    /// ENETDOWN, ...).
     pub drops: TxDrops,
     /// Frames staged and not yet accepted by the kernel.
     pub pending: u64,

@@ -4,8 +4,8 @@
 //! Nothing is lost silently. When the socket send buffer is full the kernel answers
 //! EAGAIN: the unsent frames stay staged for the next flush (a *pushback*), and once the
 //! batch is full `send` reports [`TxFull`] so the caller counts its own drop. A frame too
-//! long for a slot, or one the kernel refuses outright (ENOBUFS from a full driver queue,
-//! ENETDOWN, EMSGSIZE), is counted in `drops` by reason and skipped. A refusal in the middle of a batch is not reported
+//! long for a slot or the MTU (EMSGSIZE), or one the kernel refuses outright (ENOBUFS from
+//! a full driver queue, ENETDOWN), is counted in `drops` by reason and skipped. A refusal in the middle of a batch is not reported
 //! by `sendmmsg` (it returns the frames sent before it), so that frame is retried once
 //! as the head of the next call.
 
@@ -87,10 +87,10 @@ impl TxBatch {
                         break;
                     }
                     errno => {
-                        let reason = if errno == Some(libc::ENOBUFS) {
-                            TxDrop::NoBufs
-                        } else {
-                            TxDrop::Refused
+                        let reason = match errno {
+                            Some(libc::ENOBUFS) => TxDrop::NoBufs,
+                            Some(libc::EMSGSIZE) => TxDrop::TooLong,
+                            _ => TxDrop::Refused,
                         };
                         self.stats.drops.add(reason, 1);
                         done += 1;

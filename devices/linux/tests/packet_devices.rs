@@ -182,6 +182,31 @@ fn frames_cross_the_veth_intact_in_order_and_exactly_once() {
 }
 
 #[test]
+fn frames_too_long_to_transmit_are_counted_as_transmit_drops() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
+    // 1600 bytes: within a 2048-byte slot but over the 1500-byte MTU (the kernel says
+    // EMSGSIZE); 3000 bytes: over the slot itself.
+    let frames = [
+        test_frame(0, 60),
+        test_frame(1, 1600),
+        test_frame(2, 3000),
+        test_frame(3, 60),
+    ];
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    let received = receive_frames(&mut receiver, 2, 64);
+    assert_eq!(received, [frames[0].clone(), frames[3].clone()]);
+    let drops = sender.hw_stats().tx_drops;
+    assert_eq!(drops.get(TxDrop::TooLong), 2, "{drops:?}");
+    assert_eq!(drops.total(), 2, "{drops:?}");
+    let stats = sender.tx_stats();
+    assert_eq!((stats.sent, stats.dropped(), stats.pending), (2, 2, 0));
+}
+
+#[test]
 fn a_partially_consumed_block_is_resumed_by_the_next_receive() {
     require_root!();
     let pair = VethPair::new();
