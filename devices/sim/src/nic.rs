@@ -13,6 +13,7 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
+pub use polld_core::rng::Rng;
 use polld_core::{Device, HwStats, LinkState, Mode, TxDrop, TxDrops, TxFull};
 
 /// The shared virtual clock, in nanoseconds.
@@ -207,27 +208,6 @@ pub struct NicStats {
     pub latency_sum_ns: u64,
     /// Largest such latency, ns.
     pub latency_max_ns: u64,
-}
-
-/// splitmix64: a small, seeded, repeatable generator for Poisson gaps.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
 }
 
 /// Frames carry their arrival time in these bytes, so latency is measured at the wire.
