@@ -11,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{testbed, Dir, Polld, POLLD};
+use common::{assert_conserved, count, testbed, Dir, Polld, POLLD};
 use polld_testbed::{Layout, PolldSetup, Role, Testbed};
 use serde_json::Value;
 
@@ -100,42 +100,6 @@ fn stop(polld: Polld) -> Vec<Value> {
         assert_conserved(iface);
     }
     interfaces
-}
-
-fn count(iface: &Value, name: &str) -> u64 {
-    iface["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c[0] == name)
-        .map_or(0, |c| c[1].as_u64().unwrap())
-}
-
-/// rx = forwarded + local + consumed + queued + every named drop, except the frames the
-/// device dropped before handing them up: those never reached rx (arrived = rx +
-/// drops.rx_ring_full + drops.fault_injected). Transmit drops (`tx_drops.*`) are the
-/// output's: a forwarded frame is delivered or counted there.
-fn assert_conserved(iface: &Value) {
-    let drops: u64 = iface["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            let name = c[0].as_str().unwrap();
-            name.starts_with("drops.")
-                && !["drops.rx_ring_full", "drops.fault_injected"].contains(&name)
-        })
-        .map(|c| c[1].as_u64().unwrap())
-        .sum();
-    let out = ["forwarded", "local", "consumed", "queued"]
-        .iter()
-        .map(|n| count(iface, n))
-        .sum::<u64>();
-    assert_eq!(
-        count(iface, "rx_packets"),
-        out + drops,
-        "conservation: {iface}"
-    );
 }
 
 /// Pings sink from gen; returns the replies received.
