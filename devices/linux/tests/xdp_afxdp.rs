@@ -13,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_core::{Device, LinkState, TxFull};
+use polld_core::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
@@ -529,6 +529,35 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     assert_eq!(stats.tx_frames, u64::from(N));
     assert_eq!(stats.tx_full, refused);
     assert_eq!(stats.tx_invalid_descs, 0);
+}
+
+#[test]
+fn afxdp_frames_too_long_to_transmit_are_counted_as_transmit_drops() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    let (counter, _link) = inside(&p.b, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("vb", XdpMode::Native).unwrap();
+        (counter, link)
+    });
+    // 1600 bytes: within a 2048-byte UMEM frame but over the 1500-byte MTU; 3000 bytes:
+    // over the UMEM frame itself.
+    for (seq, len) in [(0, 60), (1, 1600), (2, 3000), (3, 60)] {
+        dev.send(&frame(MAC_B, MAC_A, seq, len)).unwrap();
+    }
+    dev.flush();
+    assert!(
+        eventually(|| {
+            dev.flush();
+            dev.hw_stats().tx_drops.total() == 2 && counter.counts().unwrap().packets == 2
+        }),
+        "peer counted {:?}, drops {:?}, stats {:?}",
+        counter.counts().unwrap(),
+        dev.hw_stats().tx_drops,
+        dev.stats().unwrap()
+    );
+    assert_eq!(dev.hw_stats().tx_drops.get(TxDrop::TooLong), 2);
 }
 
 #[test]
