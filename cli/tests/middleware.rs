@@ -86,10 +86,16 @@ fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact(
     assert!(count(veth1, "rx_packets") > 500, "{veth1}");
     assert!(count(veth1, "drops.fault_injected") > 0, "{veth1}");
     // Cut or flipped frames fail the stage's checks, under their own names.
-    let malformed: u64 = ["truncated", "bad_length", "bad_checksum", "bad_version", "bad_ihl"]
-        .iter()
-        .map(|r| count(veth1, &format!("drops.{r}")))
-        .sum();
+    let malformed: u64 = [
+        "truncated",
+        "bad_length",
+        "bad_checksum",
+        "bad_version",
+        "bad_ihl",
+    ]
+    .iter()
+    .map(|r| count(veth1, &format!("drops.{r}")))
+    .sum();
     assert!(malformed > 0, "{veth1}");
     assert!(count(veth2, "tx_drops.fault") > 0, "{veth2}");
     assert!(count(veth2, "tx_drops.fault") < count(veth2, "tx_packets"));

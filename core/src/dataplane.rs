@@ -306,9 +306,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         let counters = &mut iface.counters;
         // A reopened device starts its totals again from zero.
         let new = |total: u64, seen: u64| total.saturating_sub(seen);
-        counters
-            .drops
-            .add(DropReason::RxRingFull, new(now.rx_ring_full, seen.rx_ring_full));
+        counters.drops.add(
+            DropReason::RxRingFull,
+            new(now.rx_ring_full, seen.rx_ring_full),
+        );
         counters
             .drops
             .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));

@@ -55,7 +55,12 @@ pub enum TxDrop {
 
 impl TxDrop {
     /// Every reason, in counter order.
-    pub const ALL: [TxDrop; 4] = [TxDrop::TooLong, TxDrop::NoBufs, TxDrop::Refused, TxDrop::Fault];
+    pub const ALL: [TxDrop; 4] = [
+        TxDrop::TooLong,
+        TxDrop::NoBufs,
+        TxDrop::Refused,
+        TxDrop::Fault,
+    ];
 
     /// The counter name: `dev.<if>.tx_drops.<name>`.
     pub fn name(self) -> &'static str {

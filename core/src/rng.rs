@@ -25,4 +25,3 @@ impl Rng {
         ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
     }
 }
-

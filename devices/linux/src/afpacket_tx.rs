@@ -192,7 +192,11 @@ mod tests {
         assert_eq!(batch.stage(&[3; 8]), Err(TxFull));
         let stats = batch.stats();
         assert_eq!(
-            (stats.drops.get(TxDrop::TooLong), stats.dropped(), stats.pending),
+            (
+                stats.drops.get(TxDrop::TooLong),
+                stats.dropped(),
+                stats.pending
+            ),
             (1, 1, 2)
         );
     }

@@ -76,8 +76,11 @@ pub(crate) fn mtu(fd: RawFd, name: &IfName) -> Option<u32> {
     let mut req = name.ifreq();
     // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `req`.
     let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) };
+    if rc != 0 {
+        return None;
+    }
     // SAFETY: on success the kernel filled the mtu member of the union.
-    (rc == 0).then(|| unsafe { req.ifr_ifru.ifru_mtu } as u32)
+    Some(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
 /// The longest frame an interface of MTU `mtu` transmits: the MTU, the Ethernet header

@@ -90,12 +90,7 @@ impl<D: Device, W: Write> PcapWriter<D, W> {
 }
 
 /// Appends one record to `out` unless an earlier write failed; returns whether it did.
-fn record(
-    out: &mut dyn Write,
-    error: &mut Option<io::Error>,
-    now_ns: u64,
-    frame: &[u8],
-) -> bool {
+fn record(out: &mut dyn Write, error: &mut Option<io::Error>, now_ns: u64, frame: &[u8]) -> bool {
     if error.is_some() {
         return false;
     }

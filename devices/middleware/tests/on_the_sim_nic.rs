@@ -59,7 +59,10 @@ fn handle<D: Device>(dp: &mut Dataplane<D, ToOne>) {
 fn records(file: &[u8]) -> Vec<(u32, u32)> {
     let word = |at: usize| u32::from_ne_bytes(file[at..at + 4].try_into().unwrap());
     assert_eq!(word(0), 0xa1b2_c3d4, "magic");
-    assert_eq!(&file[4..8], [2u16.to_ne_bytes(), 4u16.to_ne_bytes()].concat());
+    assert_eq!(
+        &file[4..8],
+        [2u16.to_ne_bytes(), 4u16.to_ne_bytes()].concat()
+    );
     assert_eq!(word(16), 65_535, "snaplen");
     assert_eq!(word(20), 1, "LINKTYPE_ETHERNET");
     let mut at = 24;
@@ -97,7 +100,10 @@ fn the_pcap_files_hold_exactly_the_frames_received_and_sent() {
     let sent = records(&files[1].0.borrow());
     assert_eq!(received.len() as u64, counters[0].rx_packets);
     assert_eq!(sent.len() as u64, counters[1].tx_packets);
-    assert!(received.iter().chain(&sent).all(|&(c, o)| c == 60 && o == 60));
+    assert!(received
+        .iter()
+        .chain(&sent)
+        .all(|&(c, o)| c == 60 && o == 60));
     // The first record's time is the clock's, in seconds and microseconds (the NIC's
     // driver costs moved the virtual clock on by a few hundred nanoseconds).
     let file = files[0].0.borrow();
@@ -123,8 +129,8 @@ impl Write for Full {
 fn a_failing_pcap_writer_is_reported_and_the_device_keeps_working() {
     let clock = Rc::new(Cell::new(0));
     assert!(PcapWriter::new(nic("in0", &clock), Full, Box::new(|| 0)).is_err());
-    let mut writer = PcapWriter::new(nic("in0", &clock), Shared::default(), Box::new(|| 0))
-        .unwrap();
+    let mut writer =
+        PcapWriter::new(nic("in0", &clock), Shared::default(), Box::new(|| 0)).unwrap();
     writer.inner_mut().inject(2);
     let mut handed = 0;
     assert_eq!(writer.receive(8, &mut |_| handed += 1), 2);
@@ -175,7 +181,12 @@ fn injected_faults_are_counted_by_name_and_conservation_stays_exact() {
     let (input, output) = (counters[0], counters[1]);
     let f = faults[0];
     // Every fault struck at about its rate (100 per mille of 2000 frames, give or take).
-    for n in [f.rx_dropped, f.rx_truncated, f.rx_corrupted, f.rx_duplicated] {
+    for n in [
+        f.rx_dropped,
+        f.rx_truncated,
+        f.rx_corrupted,
+        f.rx_duplicated,
+    ] {
         assert!((120..=290).contains(&n), "{f:?}");
     }
     // Received: what the NIC handed up, less the drops, plus the duplicates.
@@ -204,7 +215,9 @@ fn a_rate_over_1000_per_mille_is_refused_by_name() {
         ..FaultConfig::default()
     };
     let clock = Rc::new(Cell::new(0));
-    let err = FaultInjector::new(nic("in0", &clock), config).err().unwrap();
+    let err = FaultInjector::new(nic("in0", &clock), config)
+        .err()
+        .unwrap();
     assert_eq!(
         err.to_string(),
         "fault.rx_corrupt = 1001: a rate is per mille, use 0 to 1000"
