@@ -12,9 +12,8 @@
 //! a duplicate is one more received frame.
 
 use std::fmt;
-use std::os::fd::RawFd;
 
-use polld_core::device::{Device, HwStats, LinkState, TxDrop, TxFull};
+use polld_core::device::{Device, HwStats, TxDrop, TxFull};
 use polld_core::rng::Rng;
 
 /// Rates per mille (0 to 1000) of each fault, and the seed that makes a run repeatable.
@@ -122,9 +121,7 @@ fn strikes(rng: &mut Rng, per_mille: u16) -> bool {
 }
 
 impl<D: Device> Device for FaultInjector<D> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    pass_through_to_inner!();
 
     /// Returns the frames handed up, duplicates included, so it may exceed `budget` by
     /// the duplicates; dropped frames are not handed up and not returned.
@@ -164,10 +161,6 @@ impl<D: Device> Device for FaultInjector<D> {
         handed
     }
 
-    fn rx_ready(&mut self) -> bool {
-        self.inner.rx_ready()
-    }
-
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         if strikes(&mut self.rng, self.config.tx_fail) {
             self.stats.tx_failed += 1;
@@ -178,18 +171,6 @@ impl<D: Device> Device for FaultInjector<D> {
 
     fn flush(&mut self) {
         self.inner.flush()
-    }
-
-    fn check_status(&mut self) -> LinkState {
-        self.inner.check_status()
-    }
-
-    fn set_interrupt(&mut self, armed: bool) {
-        self.inner.set_interrupt(armed)
-    }
-
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        self.inner.interrupt_fd()
     }
 
     fn hw_stats(&mut self) -> HwStats {

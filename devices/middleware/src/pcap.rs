@@ -8,9 +8,8 @@
 //! is kept for [`PcapWriter::error`]; the device itself keeps running.
 
 use std::io::{self, Write};
-use std::os::fd::RawFd;
 
-use polld_core::device::{Device, HwStats, LinkState, TxFull};
+use polld_core::device::{Device, HwStats, TxFull};
 
 /// The classic pcap magic, microsecond timestamps, written in native byte order (readers
 /// detect the order from the magic).
@@ -113,9 +112,7 @@ fn record(out: &mut dyn Write, error: &mut Option<io::Error>, now_ns: u64, frame
 }
 
 impl<D: Device, W: Write> Device for PcapWriter<D, W> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
+    pass_through_to_inner!();
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         let PcapWriter {
@@ -131,10 +128,6 @@ impl<D: Device, W: Write> Device for PcapWriter<D, W> {
             }
             rx(frame)
         })
-    }
-
-    fn rx_ready(&mut self) -> bool {
-        self.inner.rx_ready()
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
@@ -154,18 +147,6 @@ impl<D: Device, W: Write> Device for PcapWriter<D, W> {
                 self.error = Some(e);
             }
         }
-    }
-
-    fn check_status(&mut self) -> LinkState {
-        self.inner.check_status()
-    }
-
-    fn set_interrupt(&mut self, armed: bool) {
-        self.inner.set_interrupt(armed)
-    }
-
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        self.inner.interrupt_fd()
     }
 
     fn hw_stats(&mut self) -> HwStats {
