@@ -170,7 +170,8 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         }
         match line_no {
             0 => print_drops(iface, "drops", out)?,
-            1 => print_drops(iface, "tx_drops", out)?,
+            // Transmit drops are rare: shown only when there are some.
+            1 if tx_dropped(iface) => print_drops(iface, "tx_drops", out)?,
             _ => {}
         }
     }
@@ -188,6 +189,13 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "\t{}", others.join(" "))?;
     }
     Ok(())
+}
+
+fn tx_dropped(iface: &IfStatus) -> bool {
+    iface
+        .counters
+        .iter()
+        .any(|(n, v)| n.starts_with("tx_drops.") && *v > 0)
 }
 
 /// `<kind> N: reason n, ...` with the non-zero reasons by name (kind: `drops` of received

@@ -10,6 +10,8 @@
 
 use std::os::fd::RawFd;
 
+use crate::stage::{Counts, Reason};
+
 /// Link state reported by a status check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 pub enum LinkState {
@@ -73,39 +75,18 @@ impl TxDrop {
     }
 }
 
+impl Reason for TxDrop {
+    const ALL: &'static [TxDrop] = &TxDrop::ALL;
+    fn name(self) -> &'static str {
+        TxDrop::name(self)
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Transmit drops, one counter per [`TxDrop`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TxDrops([u64; TxDrop::ALL.len()]);
-
-impl TxDrops {
-    pub fn add(&mut self, reason: TxDrop, n: u64) {
-        self.0[reason as usize] += n;
-    }
-    pub fn get(&self, reason: TxDrop) -> u64 {
-        self.0[reason as usize]
-    }
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-    /// The non-zero counters, by reason.
-    pub fn nonzero(&self) -> impl Iterator<Item = (TxDrop, u64)> + '_ {
-        TxDrop::ALL
-            .iter()
-            .map(|&r| (r, self.get(r)))
-            .filter(|&(_, n)| n > 0)
-    }
-}
-
-impl serde::Serialize for TxDrops {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(TxDrop::ALL.len()))?;
-        for r in TxDrop::ALL {
-            m.serialize_entry(r.name(), &self.get(r))?;
-        }
-        m.end()
-    }
-}
+pub type TxDrops = Counts<TxDrop, { TxDrop::ALL.len() }>;
 
 /// Counters the device itself keeps, outside polld's view (kernel or hardware drops).
 /// Every field is a running total since the device was opened.
