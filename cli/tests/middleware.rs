@@ -1,6 +1,7 @@
-//! `polld run --pcap` and `[interfaces.fault]` on a testbed of their own (root only; CI
-//! runs as root): the pcap files are readable and hold exactly the frames the counters
-//! show, and injected faults are counted by name with conservation exact.
+//! Honest devices under `polld run`, each test on a testbed of its own (root only; CI runs
+//! as root): `--pcap` files are readable and hold exactly the frames the counters show,
+//! `[interfaces.fault]` faults are counted by name with conservation exact, and frames the
+//! output device cannot send are its named transmit drops.
 
 mod common;
 
@@ -99,4 +100,65 @@ fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact(
     assert!(malformed > 0, "{veth1}");
     assert!(count(veth2, "tx_drops.fault") > 0, "{veth2}");
     assert!(count(veth2, "tx_drops.fault") < count(veth2, "tx_packets"));
+}
+
+/// Frames the output cannot send (its MTU shrank under polld) are transmit drops of the
+/// output, by name: forwarded = tx_packets there, and every one is delivered or counted.
+#[test]
+fn frames_too_long_for_the_output_are_counted_on_it_by_name() {
+    require_root!();
+    let tb = testbed("mt");
+    let dir = Dir::new(&format!("{}-mt", tb.layout().prefix));
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
+    let text = polld_testbed::polld_config(
+        tb.layout(),
+        &PolldSetup {
+            backend: "af_packet",
+            mode: "interrupt",
+            socket: &socket,
+            cpu: None,
+            realtime: false,
+            knobs: &[],
+        },
+    );
+    std::fs::write(&config, text).unwrap();
+    let polld = Polld::start(&tb, &config, &socket);
+    let layout = tb.layout();
+    let shrink = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &layout.fwd_ns,
+            "link",
+            "set",
+            &layout.veth2.name,
+            "mtu",
+            "1000",
+        ])
+        .status()
+        .unwrap();
+    assert!(shrink.success());
+    let sent = tb
+        .command_in(polld_testbed::Role::Gen, None, common::POLLD)
+        .unwrap()
+        .args([
+            "gen", "veth0", "--size", "1400", "--count", "200", "--rate", "2k",
+        ])
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{sent:?}");
+    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
+    for iface in &interfaces {
+        assert_conserved(iface);
+    }
+    let (veth1, veth2) = (&interfaces[0], &interfaces[1]);
+    let forwarded = count(veth1, "forwarded");
+    assert_eq!(
+        forwarded + count(veth1, "drops.rx_ring_full"),
+        200,
+        "{veth1}"
+    );
+    assert!(forwarded > 0, "{veth1}");
+    assert_eq!(count(veth2, "tx_packets"), forwarded, "{veth2}");
+    assert_eq!(count(veth2, "tx_drops.too_long"), forwarded, "{veth2}");
 }
