@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{assert_conserved, count, gen, testbed, Dir, Polld};
-use polld_testbed::PolldSetup;
+use polld_testbed::{PolldSetup, Testbed};
 use serde_json::Value;
 
 /// The number of records of a classic pcap file, after checking its global header and
@@ -31,24 +31,28 @@ fn pcap_records(path: &Path) -> u64 {
     records
 }
 
+/// polld routing in fwd on AF_PACKET in `mode`: its socket, the config path in `dir`, and
+/// the config text (to be written there, edited or not).
+fn router_config(tb: &Testbed, dir: &Dir, mode: &str) -> (PathBuf, PathBuf, String) {
+    let socket = dir.0.join("polld.sock");
+    let setup = PolldSetup {
+        backend: "af_packet",
+        mode,
+        socket: &socket,
+        cpu: None,
+        realtime: false,
+        knobs: &[],
+    };
+    let text = polld_testbed::polld_config(tb.layout(), &setup);
+    (socket.clone(), dir.0.join("fwd.toml"), text)
+}
+
 #[test]
 fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact() {
     require_root!();
     let tb = testbed("mw");
     let dir = Dir::new(&format!("{}-mw", tb.layout().prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    let text = polld_testbed::polld_config(
-        tb.layout(),
-        &PolldSetup {
-            backend: "af_packet",
-            mode: "polling",
-            socket: &socket,
-            cpu: None,
-            realtime: false,
-            knobs: &[],
-        },
-    );
+    let (socket, config, text) = router_config(&tb, &dir, "polling");
     // veth1 (from gen) misbehaves on receive, veth2 (to sink) on transmit.
     let rx_faults = "[interfaces.fault]\nseed = 3\nrx_drop = 50\nrx_truncate = 50\n\
                      rx_corrupt = 50\nrx_duplicate = 50\n";
@@ -109,19 +113,7 @@ fn frames_too_long_for_the_output_are_counted_on_it_by_name() {
     require_root!();
     let tb = testbed("mt");
     let dir = Dir::new(&format!("{}-mt", tb.layout().prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    let text = polld_testbed::polld_config(
-        tb.layout(),
-        &PolldSetup {
-            backend: "af_packet",
-            mode: "interrupt",
-            socket: &socket,
-            cpu: None,
-            realtime: false,
-            knobs: &[],
-        },
-    );
+    let (socket, config, text) = router_config(&tb, &dir, "interrupt");
     std::fs::write(&config, text).unwrap();
     let polld = Polld::start(&tb, &config, &socket);
     let layout = tb.layout();
