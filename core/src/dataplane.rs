@@ -288,10 +288,11 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             }
             self.touched[s.out] = true;
         }
-        for i in 0..self.ifs.len() {
-            if std::mem::take(&mut self.touched[i]) {
-                self.ifs[i].dev.flush();
-                self.fold_hw_drops(i);
+        // Transmit drops the devices count are folded by `sync_hw_drops` (the executor's
+        // status timer), not here: reading them may cost a system call per batch.
+        for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
+            if std::mem::take(touched) {
+                iface.dev.flush();
             }
         }
         self.tx.frames.clear();
@@ -665,8 +666,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.poller.netisr_scheduled()
     }
 
-    /// Brings every interface's device-counted drops (rx ring full) into its counters;
-    /// receive paths do this as they go, this catches interfaces that were not serviced.
+    /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
+    /// its counters; receive paths fold their own interface's as they go, this catches the
+    /// outputs and the interfaces that were not serviced.
     pub fn sync_hw_drops(&mut self) {
         for i in 0..self.devs.ifs.len() {
             self.devs.fold_hw_drops(i);
