@@ -146,6 +146,11 @@ impl serde::Serialize for DropCounters {
 pub enum Verdict {
     /// Rewritten in place; transmit it on device `out` (an index into the dataplane's devices).
     Forward { out: usize },
+    /// Forwarded on device `out`, not as the input buffer but as the frames the stage
+    /// handed to [`Emit::forward_part`]: its fragments, or the datagram trimmed of
+    /// link-layer padding. One forwarded frame in the counters, however many frames it
+    /// became; lost as a whole if the device refuses any of them.
+    ForwardEmitted { out: usize },
     /// Addressed to this box: hand it to the host's stack.
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
@@ -154,10 +159,16 @@ pub enum Verdict {
     Drop(DropReason),
 }
 
-/// Frames the stage generates on its own (ARP requests and replies, ICMP errors).
+/// Where the stage puts frames other than the rewritten input buffer.
 pub trait Emit {
-    /// Queues `frame` for transmission on device `out`.
+    /// Queues a frame the stage generates on its own (ARP requests and replies, ICMP
+    /// messages) for transmission on device `out`.
     fn emit(&mut self, out: usize, frame: &[u8]);
+
+    /// Queues one frame of the datagram being forwarded on device `out`, when it does
+    /// not leave as the input buffer (a fragment, or the datagram without its link-layer
+    /// padding); the stage then returns [`Verdict::ForwardEmitted`].
+    fn forward_part(&mut self, out: usize, frame: &[u8]);
 }
 
 /// The processing a received frame goes through.

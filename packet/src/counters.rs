@@ -4,8 +4,10 @@
 //! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
 //! (ARP requests and replies, ICMP messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
-//! equation.
+//! equation. A forwarded datagram counts once in `forwarded` however many fragments it
+//! left as; the fragments are counted apart (`ofragments`).
 
+use crate::options::OptionCounters;
 use crate::rules::RuleHits;
 use crate::table::TableStats;
 use polld_core::{DropCounters, DropReason, Verdict};
@@ -44,6 +46,19 @@ pub struct StageCounters {
     pub generated: GeneratedCounters,
     /// ICMP errors that were due but suppressed by the rate limit.
     pub icmp_rate_limited: u64,
+    /// Datagrams forwarded as fragments (each is one `forwarded`), and the fragments
+    /// they became (FreeBSD's `ips_fragmented`, `ips_ofragments`).
+    pub fragmented: u64,
+    pub ofragments: u64,
+    /// Datagrams larger than the output MTU that could not be fragmented: DF set
+    /// (`oversize`), or fragments that would end past the largest datagram
+    /// (`fragment`). FreeBSD's `ips_cantfrag`.
+    pub cantfrag: u64,
+    /// Forwarded frames that arrived with link-layer padding or a trailer after the IP
+    /// total length, and left without it.
+    pub padding_trimmed: u64,
+    /// The IP options of datagrams to be forwarded.
+    pub options: OptionCounters,
 }
 
 impl StageCounters {
@@ -51,7 +66,7 @@ impl StageCounters {
     pub fn record(&mut self, verdict: Verdict) {
         self.received += 1;
         match verdict {
-            Verdict::Forward { .. } => self.forwarded += 1,
+            Verdict::Forward { .. } | Verdict::ForwardEmitted { .. } => self.forwarded += 1,
             Verdict::Local => self.local += 1,
             Verdict::Consumed => self.consumed += 1,
             Verdict::Drop(reason) => self.drops.add(reason, 1),
