@@ -75,6 +75,16 @@ pub struct Summary {
     pub generated: u64,
 }
 
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} inputs, {} forwarded, {} extra fragments, {} generated",
+            self.inputs, self.forwarded, self.fragments, self.generated
+        )
+    }
+}
+
 /// An input that broke an invariant: enough to replay it.
 #[derive(Clone, Debug)]
 pub struct Finding {
