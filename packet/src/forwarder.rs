@@ -396,12 +396,16 @@ impl Forwarder {
         let ip_end = ETH + usize::from(total_len);
         let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH..ip_end]);
         if records {
-            // Routes only lead to interfaces with addresses: the fallback is never used.
-            let out_addr = self.interfaces[route.out]
-                .source_for(next_hop)
-                .unwrap_or(Ipv4Addr::UNSPECIFIED);
+            // Routes only lead to interfaces with addresses, and a frame from a martian
+            // source never gets here: the fallbacks are never used.
+            let address = |i: usize, peer| {
+                self.interfaces[i]
+                    .source_for(peer)
+                    .unwrap_or(Ipv4Addr::UNSPECIFIED)
+            };
             let by = Recorder {
-                out_addr,
+                out_addr: address(route.out, next_hop),
+                in_addr: address(input, src),
                 own: &self.own_addresses,
                 timestamp: self.timestamp(),
             };

@@ -222,11 +222,16 @@ fn check_list(header: &[u8], counters: &mut OptionCounters) -> Result<Checked, M
     Ok(checked)
 }
 
-/// What a router records in the options it processes.
+/// What a router records in the options it processes. RFC 791 leaves open which of
+/// its addresses a router records; these are Linux's choices.
 #[derive(Clone, Copy, Debug)]
 pub struct Recorder<'a> {
-    /// The address of the interface the datagram leaves by.
+    /// Record route: the address of the interface the datagram leaves by (as RFC 1812
+    /// §5.2.4 has it).
     pub out_addr: Ipv4Addr,
+    /// Timestamp with address: the address of the interface it came in by, on the
+    /// sender's network.
+    pub in_addr: Ipv4Addr,
     /// This router's addresses (prespecified timestamps name them).
     pub own: &'a [Ipv4Addr],
     /// The timestamp to write (RFC 791: milliseconds since midnight UT, or any value
@@ -260,7 +265,7 @@ pub fn record(header: &mut [u8], by: &Recorder<'_>) {
                         o[2] += 4;
                     }
                     timestamp_flag::WITH_ADDRESS if pointer + 7 <= len => {
-                        o[pointer - 1..pointer + 3].copy_from_slice(&by.out_addr.octets());
+                        o[pointer - 1..pointer + 3].copy_from_slice(&by.in_addr.octets());
                         o[pointer + 3..pointer + 7].copy_from_slice(&time);
                         o[2] += 8;
                     }
@@ -316,6 +321,7 @@ mod tests {
         assert!(checked(options).is_ok(), "{options:?}");
         let by = Recorder {
             out_addr: OUT,
+            in_addr: Ipv4Addr::new(10, 0, 1, 1),
             own: &[Ipv4Addr::new(10, 0, 1, 1)],
             timestamp: 0x0102_0304,
         };
@@ -375,7 +381,7 @@ mod tests {
         let only = recorded(&[68, 8, 5, 0, 0, 0, 0, 0]);
         assert_eq!(only, [68, 8, 9, 0, 1, 2, 3, 4]);
         let with_address = recorded(&[68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(with_address, [68, 12, 13, 1, 10, 0, 2, 1, 1, 2, 3, 4]);
+        assert_eq!(with_address, [68, 12, 13, 1, 10, 0, 1, 1, 1, 2, 3, 4]);
         let mine = recorded(&[68, 12, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0]);
         assert_eq!(mine, [68, 12, 13, 3, 10, 0, 1, 1, 1, 2, 3, 4]);
         let theirs = recorded(&[68, 12, 5, 3, 10, 0, 9, 9, 0, 0, 0, 0]);

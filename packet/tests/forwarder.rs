@@ -352,7 +352,7 @@ fn timestamps_in_all_three_forms() {
     assert_eq!(only[20..24], [68, 8, 9, 0]);
     assert_eq!(only[24..28], ms);
     let addressed = forwarded_in_place(&mut rig, &with(vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0]));
-    assert_eq!(addressed[20..28], [68, 12, 13, 1, 10, 0, 2, 1]);
+    assert_eq!(addressed[20..28], [68, 12, 13, 1, 10, 0, 1, 1], "the input's address");
     assert_eq!(addressed[28..32], ms);
     // Prespecified: only the listed router (10.0.1.1, ours) stamps; 10.9.9.9 is not us.
     let listed = vec![68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0];
