@@ -15,6 +15,7 @@
 #[path = "../../packet/tests/common/mod.rs"]
 mod frames;
 
+use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -302,16 +303,38 @@ fn without_times(packet: &[u8]) -> (Vec<u8>, Vec<u32>) {
     (p, times)
 }
 
+/// `polld run --json` in fwd; killed on drop unless stopped.
+/// polld's counters after the run: every frame from gen accounted for on r0 under the
+/// verdict the cases call for, one transmit per frame that crossed on r1.
+fn check_counters(interfaces: &[(String, Vec<(String, u64)>)], ours: &[Outcome]) {
+    let get = |dev: &str, name: &str| {
+        let (_, counters) = interfaces.iter().find(|(n, _)| n == dev).unwrap();
+        counters.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+    };
+    let rx = get("r0", "rx_packets");
+    assert_eq!(rx, cases().len() as u64, "r0 received the crafted frames: {interfaces:?}");
+    let crossed = ours.iter().filter(|o| !o.crossed.is_empty()).count() as u64;
+    assert_eq!(get("r0", "forwarded"), crossed, "one forwarded per datagram");
+    let drops = [("ip_options", 3), ("oversize", 1), ("bad_length", 1)];
+    for (reason, n) in drops {
+        assert_eq!(get("r0", &format!("drops.{reason}")), n, "drops.{reason}");
+    }
+    assert_eq!(rx, crossed + 5, "conservation on r0: {interfaces:?}");
+    let frames: usize = ours.iter().map(|o| o.crossed.len()).sum();
+    assert_eq!(get("r1", "tx_packets"), frames as u64, "each fragment sent");
+}
+
+/// `polld run --json` in fwd; killed on drop unless stopped.
 struct Polld(Child);
 
 impl Polld {
     fn start(fwd: &Netns, config: &Path, socket: &Path) -> Polld {
         let child = Command::new(POLLD)
-            .args(["run", "-c"])
+            .args(["run", "--json", "-c"])
             .arg(config)
             .args(["--netns", fwd.name()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("start polld");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -320,6 +343,26 @@ impl Polld {
             std::thread::sleep(Duration::from_millis(50));
         }
         Polld(child)
+    }
+}
+
+impl Polld {
+    /// SIGINT; the final counters of each interface, by name.
+    fn stop(mut self) -> Vec<(String, Vec<(String, u64)>)> {
+        // SAFETY: signals the child we started, by its pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        let mut out = String::new();
+        self.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert!(self.0.wait().unwrap().success(), "polld exit");
+        let interfaces: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+        interfaces
+            .iter()
+            .map(|i| {
+                let counters = i["counters"].as_array().unwrap().iter();
+                let counters = counters.map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_u64().unwrap()));
+                (i["name"].as_str().unwrap().to_string(), counters.collect())
+            })
+            .collect()
     }
 }
 
@@ -384,8 +427,9 @@ mac = "{A0_MAC}"
     .unwrap();
     let polld = Polld::start(&t.fwd, &config, &socket);
     let ours = run_all(&w);
-    drop(polld);
+    let interfaces = polld.stop();
     let _ = std::fs::remove_dir_all(&dir);
+    check_counters(&interfaces, &ours);
 
     let mut report = String::new();
     for (((name, _), linux), ours) in cases().iter().zip(&linux).zip(&ours) {

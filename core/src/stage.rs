@@ -18,7 +18,7 @@ pub enum DropReason {
     LinkDown,
     /// Shorter than the headers it claims.
     Truncated,
-    /// Longer than the interface MTU allows.
+    /// Longer than the output MTU, and not to be fragmented (DF set).
     Oversize,
     /// An ethertype polld does not handle.
     UnknownEthertype,
@@ -34,7 +34,8 @@ pub enum DropReason {
     BadChecksum,
     /// Invalid source or destination address (RFC 1812 §5.3.7).
     Martian,
-    /// IPv4 options present (not forwarded on the fast path).
+    /// An IPv4 option list that is malformed (an ICMP parameter problem may have been
+    /// sent) or asks for what polld refuses (source routing).
     IpOptions,
     /// A fragment polld does not reassemble or forward.
     Fragment,
