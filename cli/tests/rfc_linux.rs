@@ -303,7 +303,6 @@ fn without_times(packet: &[u8]) -> (Vec<u8>, Vec<u32>) {
     (p, times)
 }
 
-/// `polld run --json` in fwd; killed on drop unless stopped.
 /// polld's counters after the run: every frame from gen accounted for on r0 under the
 /// verdict the cases call for, one transmit per frame that crossed on r1.
 fn check_counters(interfaces: &[(String, Vec<(String, u64)>)], ours: &[Outcome]) {
