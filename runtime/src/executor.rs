@@ -3,7 +3,7 @@
 //!
 //! The thread sleeps in `epoll_wait` on:
 //! - the **tick** timerfd at `kern.polling.hz`, armed only while some interface polls; a
-//!   read that reports `n` expirations is `n` ticks (owed ticks, as the spec says);
+//!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
 //! - a slow **status** timer: link checks of the interfaces the poller does not check

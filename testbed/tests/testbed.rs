@@ -21,11 +21,7 @@ fn prefix(tag: &str) -> String {
 }
 
 fn root() -> bool {
-    if polld_dev::netns::is_root() {
-        return true;
-    }
-    eprintln!("skipped: needs root for network namespaces");
-    false
+    polld_testsupport::root_or_skip("needs root for network namespaces")
 }
 
 fn up(tag: &str, options: UpOptions) -> Testbed {

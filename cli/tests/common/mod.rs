@@ -13,14 +13,11 @@ use polld_testbed::{Layout, Testbed, UpOptions};
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
-/// Skips the calling test, saying why, unless it runs as root.
+/// Skips the calling test, saying why, unless it runs as root (a failure under CI).
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !polld_dev::netns::is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
+        polld_testsupport::require_root!("needs root to create network namespaces")
     };
 }
 
