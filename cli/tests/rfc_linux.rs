@@ -11,7 +11,7 @@
 //! own, so sink answers nothing. Raw AF_PACKET sockets inject on `a0` and capture on
 //! `a0` (ICMP from the router) and `b0`.
 
-#[allow(dead_code)] // the frame builders of the packet tests; this test uses a part
+// The frame builders of the packet tests.
 #[path = "../../packet/tests/common/mod.rs"]
 mod frames;
 
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use frames::{naive_checksum_ok, Ip};
 use polld_dev::afpacket::raw_socket;
-use polld_dev::netns::{in_netns, is_root, veth_pair, Netns, VethEnd};
+use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_packet::options::kind;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
@@ -74,8 +74,18 @@ fn topology() -> Topology {
         (&t.fwd, "r1", DST, B0_MAC),
         (&t.fwd, "r0", "10.0.1.2", A0_MAC),
     ] {
-        ns.ip(&["neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"])
-            .unwrap();
+        ns.ip(&[
+            "neigh",
+            "replace",
+            ip,
+            "lladdr",
+            mac,
+            "dev",
+            dev,
+            "nud",
+            "permanent",
+        ])
+        .unwrap();
     }
     t
 }
@@ -141,14 +151,18 @@ struct Outcome {
 
 fn send_and_collect(w: &Wires, frame: &[u8]) -> Outcome {
     let from_gen = |ip: &Ipv4Packet<&[u8]>| ip.src_addr() == frames::ip("10.0.1.2");
-    let from_router = |ip: &Ipv4Packet<&[u8]>| {
-        ip.src_addr() == frames::ip("10.0.1.1") && ip.protocol() == 1
-    };
+    let from_router =
+        |ip: &Ipv4Packet<&[u8]>| ip.src_addr() == frames::ip("10.0.1.1") && ip.protocol() == 1;
     drain(&w.sink, &from_gen);
     drain(&w.gen, &from_router);
     // SAFETY: send from our own buffer on a bound packet socket.
     let sent = unsafe { libc::send(w.gen.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-    assert_eq!(sent, frame.len() as isize, "inject: {}", std::io::Error::last_os_error());
+    assert_eq!(
+        sent,
+        frame.len() as isize,
+        "inject: {}",
+        std::io::Error::last_os_error()
+    );
     std::thread::sleep(Duration::from_millis(150));
     Outcome {
         crossed: drain(&w.sink, &from_gen),
@@ -223,16 +237,24 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "timestamp only",
-            to_router(&with_options(vec![68, 12, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0], 20)),
+            to_router(&with_options(
+                vec![68, 12, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                20,
+            )),
         ),
         (
             "timestamp with address",
-            to_router(&with_options(vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0], 20)),
+            to_router(&with_options(
+                vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+                20,
+            )),
         ),
         (
             "timestamp prespecified",
             to_router(&with_options(
-                vec![68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0],
+                vec![
+                    68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0,
+                ],
                 20,
             )),
         ),
@@ -250,7 +272,10 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "loose source route",
-            to_router(&with_options(vec![kind::LOOSE_SOURCE_ROUTE, 7, 4, 10, 0, 2, 100, 0], 20)),
+            to_router(&with_options(
+                vec![kind::LOOSE_SOURCE_ROUTE, 7, 4, 10, 0, 2, 100, 0],
+                20,
+            )),
         ),
     ]
 }
@@ -308,12 +333,23 @@ fn without_times(packet: &[u8]) -> (Vec<u8>, Vec<u32>) {
 fn check_counters(interfaces: &[(String, Vec<(String, u64)>)], ours: &[Outcome]) {
     let get = |dev: &str, name: &str| {
         let (_, counters) = interfaces.iter().find(|(n, _)| n == dev).unwrap();
-        counters.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+        counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
     };
     let rx = get("r0", "rx_packets");
-    assert_eq!(rx, cases().len() as u64, "r0 received the crafted frames: {interfaces:?}");
+    assert_eq!(
+        rx,
+        cases().len() as u64,
+        "r0 received the crafted frames: {interfaces:?}"
+    );
     let crossed = ours.iter().filter(|o| !o.crossed.is_empty()).count() as u64;
-    assert_eq!(get("r0", "forwarded"), crossed, "one forwarded per datagram");
+    assert_eq!(
+        get("r0", "forwarded"),
+        crossed,
+        "one forwarded per datagram"
+    );
     let drops = [("ip_options", 3), ("oversize", 1), ("bad_length", 1)];
     for (reason, n) in drops {
         assert_eq!(get("r0", &format!("drops.{reason}")), n, "drops.{reason}");
@@ -351,14 +387,20 @@ impl Polld {
         // SAFETY: signals the child we started, by its pid.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
         let mut out = String::new();
-        self.0.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        self.0
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         assert!(self.0.wait().unwrap().success(), "polld exit");
         let interfaces: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
         interfaces
             .iter()
             .map(|i| {
                 let counters = i["counters"].as_array().unwrap().iter();
-                let counters = counters.map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_u64().unwrap()));
+                let counters =
+                    counters.map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_u64().unwrap()));
                 (i["name"].as_str().unwrap().to_string(), counters.collect())
             })
             .collect()
@@ -374,10 +416,7 @@ impl Drop for Polld {
 
 #[test]
 fn polld_forwards_crafted_frames_as_linux_does() {
-    if !is_root() {
-        eprintln!("skipped: needs root to create network namespaces");
-        return;
-    }
+    polld_testsupport::require_root!("needs root to create network namespaces");
     let t = topology();
     let w = wires(&t);
 
@@ -451,7 +490,10 @@ mac = "{A0_MAC}"
             for (lt, ot) in l_times.iter().zip(&o_times) {
                 // Both are milliseconds since midnight UT: a few seconds apart at most.
                 let apart = (i64::from(*lt) - i64::from(*ot)).abs();
-                assert!(apart < 60_000 || apart > 86_340_000, "{name}: {lt} vs {ot} ms");
+                assert!(
+                    !(60_000..=86_340_000).contains(&apart),
+                    "{name}: {lt} vs {ot} ms"
+                );
             }
         }
         assert_eq!(
@@ -460,8 +502,14 @@ mac = "{A0_MAC}"
             "{name}: ICMP errors\n{report}"
         );
         for (l, o) in linux.icmp.iter().zip(&ours.icmp) {
-            let (l, o) = (Ipv4Packet::new_checked(&l[..]).unwrap(), Ipv4Packet::new_checked(&o[..]).unwrap());
-            let (l, o) = (IcmpPacket::new_checked(l.payload()).unwrap(), IcmpPacket::new_checked(o.payload()).unwrap());
+            let (l, o) = (
+                Ipv4Packet::new_checked(&l[..]).unwrap(),
+                Ipv4Packet::new_checked(&o[..]).unwrap(),
+            );
+            let (l, o) = (
+                IcmpPacket::new_checked(l.payload()).unwrap(),
+                IcmpPacket::new_checked(o.payload()).unwrap(),
+            );
             assert!(naive_checksum_ok(o.as_bytes()), "{name}: ICMP checksum");
             assert_eq!(
                 (l.msg_type(), l.code(), l.rest_of_header()),
@@ -472,7 +520,11 @@ mac = "{A0_MAC}"
             // the header and 8 bytes of payload, the minimum RFC 792 and 1812 ask.
             let quoted = o.data().len();
             assert!(l.data().len() >= quoted, "{name}: quotes");
-            assert_eq!(l.data()[..quoted], o.data()[..], "{name}: the quoted datagram");
+            assert_eq!(
+                l.data()[..quoted],
+                o.data()[..],
+                "{name}: the quoted datagram"
+            );
             assert!(
                 [icmp_type::PARAMETER_PROBLEM, icmp_type::DEST_UNREACHABLE].contains(&o.msg_type()),
                 "{name}: {}",

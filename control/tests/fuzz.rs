@@ -15,7 +15,13 @@ fn forty_thousand_request_lines_keep_every_invariant() {
     for seed in [1, seed] {
         let summary = harness::run(seed, 20_000, &mut |_| {}).unwrap_or_else(|f| panic!("{f}"));
         assert_eq!(summary.inputs, 20_000);
-        assert!(summary.answered > 2_000, "requests get through: {summary:?}");
-        assert!(summary.refused > 100, "and bad values are refused: {summary:?}");
+        assert!(
+            summary.answered > 2_000,
+            "requests get through: {summary:?}"
+        );
+        assert!(
+            summary.refused > 100,
+            "and bad values are refused: {summary:?}"
+        );
     }
 }

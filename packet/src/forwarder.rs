@@ -19,8 +19,9 @@
 //!    are answered by polld itself when `icmp.answer_echo` is set (`Consumed`), so that a
 //!    router without a host path still answers ping.
 //! 6. Forwarding: a unicast IP packet received as link-layer broadcast → `Martian`
-//!    (§5.3.4); IP options checked ([`crate::options`]): a malformed list → `IpOptions`
-//!    + ICMP parameter problem pointing at the fault, a source route → `IpOptions`;
+//!    (§5.3.4); IP options checked ([`crate::options`]): a malformed list →
+//!    `IpOptions` with an ICMP parameter problem pointing at the fault, a source route
+//!    → `IpOptions`;
 //!    fragments that defeat port filtering (RFC 1858) → `Fragment`; TTL ≤ 1 →
 //!    `TtlExceeded` + ICMP time exceeded; no route → `NoRoute` + ICMP net unreachable;
 //!    larger than the output MTU with DF set → `Oversize` + ICMP fragmentation needed

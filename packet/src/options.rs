@@ -139,7 +139,11 @@ fn check_list(header: &[u8], counters: &mut OptionCounters) -> Result<Checked, M
     for opt in walk(header) {
         let Opt { at, kind, len } = opt?;
         let o = &header[at..at + len];
-        let fault = |offset: usize| Err(Malformed { pointer: at + offset });
+        let fault = |offset: usize| {
+            Err(Malformed {
+                pointer: at + offset,
+            })
+        };
         let once = |seen: &mut bool| std::mem::replace(seen, true);
         match kind {
             kind::END_OF_LIST => counters.end_of_list += 1,
@@ -255,10 +259,12 @@ pub fn record(header: &mut [u8], by: &Recorder<'_>) {
                 let flag = o[3] & 0x0F;
                 let time = by.timestamp.to_be_bytes();
                 match flag {
-                    _ if pointer > len => {
-                        if flag != timestamp_flag::PRESPECIFIED && o[3] >> 4 < 15 {
-                            o[3] += 0x10;
-                        }
+                    // Full: one more router could not stamp (never past 15: `check`).
+                    _ if pointer > len
+                        && flag != timestamp_flag::PRESPECIFIED
+                        && o[3] >> 4 < 15 =>
+                    {
+                        o[3] += 0x10;
                     }
                     timestamp_flag::ONLY if pointer + 3 <= len => {
                         o[pointer - 1..pointer + 3].copy_from_slice(&time);
@@ -332,15 +338,15 @@ mod tests {
     #[test]
     fn malformed_lists_point_at_the_fault() {
         let cases: [(&[u8], usize); 9] = [
-            (&[7], IP),                          // no length octet
-            (&[7, 1, 0, 0], IP),                 // length below 2
-            (&[148, 8, 0, 0], IP),               // length past the header
-            (&[7, 2, 1, 1], IP + 1),             // record route without a pointer
-            (&[7, 7, 3, 0, 0, 0, 0, 0], IP + 2), // pointer below 4
-            (&[7, 6, 4, 0, 0, 0, 0, 0], IP + 2), // room for less than an address
+            (&[7], IP),                           // no length octet
+            (&[7, 1, 0, 0], IP),                  // length below 2
+            (&[148, 8, 0, 0], IP),                // length past the header
+            (&[7, 2, 1, 1], IP + 1),              // record route without a pointer
+            (&[7, 7, 3, 0, 0, 0, 0, 0], IP + 2),  // pointer below 4
+            (&[7, 6, 4, 0, 0, 0, 0, 0], IP + 2),  // room for less than an address
             (&[68, 8, 5, 1, 0, 0, 0, 0], IP + 2), // address + time needs 8 bytes
-            (&[148, 2, 1, 1], IP + 1),           // router alert shorter than 4
-            (&[7, 3, 4, 7, 3, 4, 0, 0], IP + 3), // a second record route
+            (&[148, 2, 1, 1], IP + 1),            // router alert shorter than 4
+            (&[7, 3, 4, 7, 3, 4, 0, 0], IP + 3),  // a second record route
         ];
         for (options, pointer) in cases {
             assert_eq!(checked(options), Err(Malformed { pointer }), "{options:?}");

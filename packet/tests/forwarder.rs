@@ -332,9 +332,15 @@ fn record_route_gets_the_output_address() {
         options: vec![7, 7, 8, 9, 9, 9, 9, 0],
         ..udp_to_net9()
     };
-    assert_eq!(forwarded_in_place(&mut rig, &full)[20..28], full.options[..]);
+    assert_eq!(
+        forwarded_in_place(&mut rig, &full)[20..28],
+        full.options[..]
+    );
     let c = rig.fwd.counters().options;
-    assert_eq!((c.datagrams, c.record_route, c.record_route_full), (2, 2, 1));
+    assert_eq!(
+        (c.datagrams, c.record_route, c.record_route_full),
+        (2, 2, 1)
+    );
 }
 
 #[test]
@@ -342,7 +348,8 @@ fn timestamps_in_all_three_forms() {
     let mut rig = Rig::new();
     rig.fwd.set_now(5 * SEC);
     // The wall clock is 3 days, 1.5 s past midnight UT at monotonic 5 s.
-    rig.fwd.set_utc_offset(3 * 86_400 * SEC + 1_500_000_000 - 5 * SEC);
+    rig.fwd
+        .set_utc_offset(3 * 86_400 * SEC + 1_500_000_000 - 5 * SEC);
     let ms = 1500u32.to_be_bytes();
     let with = |options: Vec<u8>| Ip {
         options,
@@ -352,10 +359,16 @@ fn timestamps_in_all_three_forms() {
     assert_eq!(only[20..24], [68, 8, 9, 0]);
     assert_eq!(only[24..28], ms);
     let addressed = forwarded_in_place(&mut rig, &with(vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0]));
-    assert_eq!(addressed[20..28], [68, 12, 13, 1, 10, 0, 1, 1], "the input's address");
+    assert_eq!(
+        addressed[20..28],
+        [68, 12, 13, 1, 10, 0, 1, 1],
+        "the input's address"
+    );
     assert_eq!(addressed[28..32], ms);
     // Prespecified: only the listed router (10.0.1.1, ours) stamps; 10.9.9.9 is not us.
-    let listed = vec![68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0];
+    let listed = vec![
+        68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0,
+    ];
     let stamped = forwarded_in_place(&mut rig, &with(listed.clone()));
     assert_eq!(stamped[22], 13);
     assert_eq!(stamped[28..32], ms);
@@ -374,10 +387,10 @@ fn timestamps_in_all_three_forms() {
 fn malformed_options_get_parameter_problem() {
     let mut rig = Rig::new();
     for (options, pointer) in [
-        (vec![7, 1, 0, 0], 20),           // option length below 2
+        (vec![7, 1, 0, 0], 20),                // option length below 2
         (vec![68, 8, 5, 0xF0, 0, 0, 0, 0], 0), // fine: pointer 5 has room
-        (vec![68, 4, 5, 0xF0], 23),       // full, and the overflow count is at 15
-        (vec![148, 2, 0, 0], 21),         // router alert shorter than 4
+        (vec![68, 4, 5, 0xF0], 23),            // full, and the overflow count is at 15
+        (vec![148, 2, 0, 0], 21),              // router alert shorter than 4
     ] {
         let packet = Ip {
             options,
@@ -410,7 +423,10 @@ fn source_routes_are_refused_silently() {
         };
         assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
     }
-    assert!(rig.sent.take().is_empty(), "as Linux with accept_source_route=0");
+    assert!(
+        rig.sent.take().is_empty(),
+        "as Linux with accept_source_route=0"
+    );
     assert_eq!(rig.fwd.counters().options.source_route, 2);
 }
 
@@ -441,7 +457,10 @@ fn reassemble(parts: &[(usize, Vec<u8>)], mtu: usize) -> (Vec<u8>, Vec<u8>) {
         let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
         assert_eq!(frame.len(), 14 + usize::from(ip.total_len()), "no padding");
         assert!(naive_checksum_ok(ip.header()), "fragment {n} checksum");
-        assert!(usize::from(ip.total_len()) <= mtu, "fragment {n} fits the MTU");
+        assert!(
+            usize::from(ip.total_len()) <= mtu,
+            "fragment {n} fits the MTU"
+        );
         let last = n + 1 == parts.len();
         if !last {
             assert!(ip.more_fragments(), "fragment {n}: MF");
@@ -461,10 +480,7 @@ fn reassemble(parts: &[(usize, Vec<u8>)], mtu: usize) -> (Vec<u8>, Vec<u8>) {
 fn larger_than_the_mtu_with_df_clear_is_fragmented() {
     let mut rig = Rig::new();
     let big = Ip::udp("10.0.1.2", "10.9.1.1", 9, 3000);
-    assert_eq!(
-        rig.verdict_from_a(&big),
-        Verdict::ForwardEmitted { out: 1 }
-    );
+    assert_eq!(rig.verdict_from_a(&big), Verdict::ForwardEmitted { out: 1 });
     let parts = rig.sent.take_parts();
     assert_eq!(parts.len(), 3, "3008 bytes of UDP in 1376-byte pieces");
     let (header, data) = reassemble(&parts, 1400);
@@ -496,7 +512,10 @@ fn fragmenting_a_fragment_continues_its_offset_and_mf() {
     assert_eq!(data, middle.payload);
     for (n, (_, f)) in parts.iter().enumerate() {
         let ip = Ipv4Packet::new_unchecked(&f[14..]);
-        assert!(ip.more_fragments(), "fragment {n}: more of the datagram follows");
+        assert!(
+            ip.more_fragments(),
+            "fragment {n}: more of the datagram follows"
+        );
         assert_eq!(ip.frag_offset(), 800 + n * 1376);
     }
 }
@@ -516,7 +535,10 @@ fn only_copied_options_go_into_later_fragments() {
     assert_eq!(data, big.payload);
     assert_eq!(first[20..32], [148, 4, 0, 0, 7, 7, 8, 10, 0, 2, 1, 0]);
     let second = Ipv4Packet::new_checked(&parts[1].1[14..]).unwrap();
-    assert_eq!(second.header()[20..32], [148, 4, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]);
+    assert_eq!(
+        second.header()[20..32],
+        [148, 4, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]
+    );
 }
 
 #[test]

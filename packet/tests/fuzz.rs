@@ -14,7 +14,10 @@ fn two_hundred_thousand_mutated_frames_keep_every_invariant() {
     for seed in [1, seed] {
         let summary = harness::run(seed, 100_000, &mut |_| {}).unwrap_or_else(|f| panic!("{f}"));
         assert_eq!(summary.inputs, 100_000);
-        assert!(summary.forwarded > 1_000, "the corpus reaches forwarding: {summary:?}");
+        assert!(
+            summary.forwarded > 1_000,
+            "the corpus reaches forwarding: {summary:?}"
+        );
         assert!(summary.fragments > 100, "and fragmentation: {summary:?}");
     }
 }

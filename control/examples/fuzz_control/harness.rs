@@ -72,9 +72,30 @@ const SEEDS: [&str; 8] = [
 
 /// Values the generator writes: in range, at and past the edges, and not numbers.
 const VALUES: [&str; 24] = [
-    "0", "1", "-1", "2", "5", "10", "50", "99", "100", "1000", "20000", "20001",
-    "4294967296", "18446744073709551616", "-9223372036854775809", "polling", "busy",
-    "adaptive", "interrupt", "classic", "time", "", " 1", "1e3",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "5",
+    "10",
+    "50",
+    "99",
+    "100",
+    "1000",
+    "20000",
+    "20001",
+    "4294967296",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "polling",
+    "busy",
+    "adaptive",
+    "interrupt",
+    "classic",
+    "time",
+    "",
+    " 1",
+    "1e3",
 ];
 
 fn below(rng: &mut Rng, n: usize) -> usize {
@@ -87,11 +108,11 @@ fn generated_set(rng: &mut Rng, names: &[String]) -> Vec<u8> {
     let assignments: Vec<(String, String)> = (0..1 + below(rng, 4))
         .map(|_| {
             let mut name = names[below(rng, names.len())].clone();
-            if rng.next_u64() % 8 == 0 {
+            if below(rng, 8) == 0 {
                 let cut = below(rng, name.len() + 1);
                 name.truncate(cut);
             }
-            let value = if rng.next_u64() % 8 == 0 {
+            let value = if below(rng, 8) == 0 {
                 (0..below(rng, 6))
                     .map(|_| char::from_u32(rng.next_u64() as u32 % 0x250).unwrap_or('?'))
                     .collect()
@@ -136,14 +157,21 @@ fn check_response(request: &Request, response: &Response) -> Result<u64, String>
     match (request, response) {
         (Request::Set { assignments }, Response::Set { results }) => {
             if results.len() != assignments.len() {
-                return Err(format!("{} results for {} assignments", results.len(), assignments.len()));
+                return Err(format!(
+                    "{} results for {} assignments",
+                    results.len(),
+                    assignments.len()
+                ));
             }
             let mut refused = 0;
             for r in results {
                 if r.error.is_some() {
                     refused += 1;
                     if r.old != r.new {
-                        return Err(format!("refused write of {} changed it: {:?} -> {:?}", r.name, r.old, r.new));
+                        return Err(format!(
+                            "refused write of {} changed it: {:?} -> {:?}",
+                            r.name, r.old, r.new
+                        ));
                     }
                 }
             }
@@ -206,12 +234,18 @@ pub fn run(
             let dp = sim.dataplane_mut();
             for iface in dp.interfaces() {
                 if iface.counters.unaccounted() != 0 {
-                    return Err(finding(format!("{} unaccounted frames", iface.counters.unaccounted())));
+                    return Err(finding(format!(
+                        "{} unaccounted frames",
+                        iface.counters.unaccounted()
+                    )));
                 }
             }
             for entry in dp.sysctl_entries("").into_iter().filter(|e| e.writable) {
                 if let Err(e) = dp.sysctl_set(&entry.name, &entry.value) {
-                    return Err(finding(format!("{}={} reads but does not write back: {e}", entry.name, entry.value)));
+                    return Err(finding(format!(
+                        "{}={} reads but does not write back: {e}",
+                        entry.name, entry.value
+                    )));
                 }
             }
         }

@@ -26,8 +26,13 @@ pub fn main<S: Display, F: Display>(name: &str, run: Harness<S, F>) -> ExitCode 
     let parsed = arg(&args, "--iterations").and_then(|n| Ok((n, arg(&args, "--seed")?)));
     let (iterations, seed) = match parsed {
         Ok((n, seed)) => {
-            let clock = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            (n.unwrap_or(10_000_000), seed.unwrap_or(clock.as_nanos() as u64))
+            let clock = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
+            (
+                n.unwrap_or(10_000_000),
+                seed.unwrap_or(clock.as_nanos() as u64),
+            )
         }
         Err(e) => {
             eprintln!("{name}: {e}");
@@ -36,8 +41,7 @@ pub fn main<S: Display, F: Display>(name: &str, run: Harness<S, F>) -> ExitCode 
     };
     let start = Instant::now();
     println!("{name}: seed {seed}, {iterations} inputs");
-    let mut progress =
-        |s: &S| println!("{name}: {s}, {:.1} s", start.elapsed().as_secs_f64());
+    let mut progress = |s: &S| println!("{name}: {s}, {:.1} s", start.elapsed().as_secs_f64());
     match run(seed, iterations, &mut progress) {
         Ok(s) => {
             let secs = start.elapsed().as_secs_f64();

@@ -155,20 +155,36 @@ fn corpus() -> Vec<Vec<u8>> {
             frag_offset: 64000,
             ..udp("10.9.1.1", 2000)
         }),
-        to(&with_options(vec![7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], "10.9.1.1", 32)),
-        to(&with_options(vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0], "10.8.1.1", 900)),
+        to(&with_options(
+            vec![7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            "10.9.1.1",
+            32,
+        )),
+        to(&with_options(
+            vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+            "10.8.1.1",
+            900,
+        )),
         to(&with_options(
             vec![68, 12, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0],
             "10.9.1.1",
             40,
         )),
-        to(&with_options(vec![68, 8, 13, 0xE0, 0, 0, 0, 0], "10.9.1.1", 40)),
+        to(&with_options(
+            vec![68, 8, 13, 0xE0, 0, 0, 0, 0],
+            "10.9.1.1",
+            40,
+        )),
         to(&with_options(
             vec![148, 4, 0, 0, 1, 130, 3, 0, 7, 7, 4, 0, 0, 0, 0, 0],
             "10.8.1.1",
             1200,
         )),
-        to(&with_options(vec![131, 7, 4, 10, 9, 1, 1, 0], "10.9.1.1", 8)),
+        to(&with_options(
+            vec![131, 7, 4, 10, 9, 1, 1, 0],
+            "10.9.1.1",
+            8,
+        )),
         to(&with_options(vec![7, 1, 0, 0], "10.9.1.1", 8)),
         to(&Ip {
             ttl: 1,
@@ -236,7 +252,7 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
     for _ in 0..1 + below(rng, 4) {
         // Mostly the headers: Ethernet, IPv4 and its options, the transport header.
         let hot = 14 + below(rng, 60);
-        let at = if rng.next_u64() % 4 == 0 {
+        let at = if below(rng, 4) == 0 {
             below(rng, frame.len())
         } else {
             hot
@@ -286,7 +302,7 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
             }
         }
     }
-    if rng.next_u64() % 2 == 0 {
+    if below(rng, 2) == 0 {
         fix_header_checksum(&mut frame);
     }
     frame
@@ -311,7 +327,7 @@ fn check_ipv4(frame: &[u8], padded_ok: bool) -> Result<Ipv4Packet<&[u8]>, String
         return Err("emitted IPv4 header checksum does not verify".into());
     }
     let exact = frame.len() == 14 + usize::from(ip.total_len());
-    if !exact && !(padded_ok && frame.len() == 60) {
+    if !(exact || padded_ok && frame.len() == 60) {
         return Err(format!(
             "emitted frame of {} bytes for IP total length {}",
             frame.len(),
@@ -355,7 +371,11 @@ fn check_forwarded(input: &[u8], out: usize, parts: &[&[u8]]) -> Result<(), Stri
     for (n, part) in parts.iter().enumerate() {
         let ip = check_ipv4(part, false)?;
         if usize::from(ip.total_len()) > MTU[out] {
-            return Err(format!("{} bytes out of a {}-byte MTU", ip.total_len(), MTU[out]));
+            return Err(format!(
+                "{} bytes out of a {}-byte MTU",
+                ip.total_len(),
+                MTU[out]
+            ));
         }
         if ip.ident() != original.ident() || ip.ttl() + 1 != original.ttl() {
             return Err("fragment ident or TTL".into());
@@ -392,7 +412,11 @@ pub fn run(
     let mut now = 0u64;
     for iteration in 0..iterations {
         let frame = mutate(&mut rng, &seeds);
-        let input = if rng.next_u64() % 8 == 0 { below(&mut rng, 4) } else { 0 };
+        let input = if below(&mut rng, 8) == 0 {
+            below(&mut rng, 4)
+        } else {
+            0
+        };
         now += rng.next_u64() % 2_000_000;
         fwd.set_now(now);
         caught.generated.clear();
@@ -405,15 +429,17 @@ pub fn run(
             frame: frame.clone(),
             problem,
         };
-        let verdict = catch_unwind(AssertUnwindSafe(|| fwd.process(input, &mut buf, &mut caught)))
-            .map_err(|panic| {
-                let text = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                finding(format!("panic: {text}"))
-            })?;
+        let verdict = catch_unwind(AssertUnwindSafe(|| {
+            fwd.process(input, &mut buf, &mut caught)
+        }))
+        .map_err(|panic| {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            finding(format!("panic: {text}"))
+        })?;
         summary.inputs += 1;
         let parts: Vec<&[u8]> = caught.parts.iter().map(|(_, f)| &f[..]).collect();
         let checked = match verdict {
@@ -436,13 +462,19 @@ pub fn run(
         for (out, f) in &caught.generated {
             check_generated(*out, f).map_err(&finding)?;
         }
-        if matches!(verdict, Verdict::Forward { .. } | Verdict::ForwardEmitted { .. }) {
+        if matches!(
+            verdict,
+            Verdict::Forward { .. } | Verdict::ForwardEmitted { .. }
+        ) {
             summary.forwarded += 1;
             summary.fragments += parts.len().saturating_sub(1) as u64;
         }
         let c = fwd.counters();
         if c.received != summary.inputs {
-            return Err(finding(format!("received {} after {} frames", c.received, summary.inputs)));
+            return Err(finding(format!(
+                "received {} after {} frames",
+                c.received, summary.inputs
+            )));
         }
         c.check_conservation().map_err(|e| finding(e.to_string()))?;
         if c.generated.total() != caught.generated_total {
