@@ -465,6 +465,31 @@ mac = "{A0_MAC}"
     .unwrap();
     let polld = Polld::start(&t.fwd, &config, &socket);
     let ours = run_all(&w);
+    let names = [
+        "fragmented",
+        "ofragments",
+        "cantfrag",
+        "padding_trimmed",
+        "options_datagrams",
+        "options_malformed",
+        "options_source_route",
+    ]
+    .map(|n| format!("net.inet.ip.{n}"));
+    let ctl = Command::new(POLLD)
+        .args(["ctl", "-n"])
+        .args(&names)
+        .env("POLLD_SOCKET", &socket)
+        .output()
+        .unwrap();
+    assert!(ctl.status.success(), "polld ctl: {ctl:?}");
+    let values: Vec<u64> = String::from_utf8(ctl.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    // 3 datagrams in 9 fragments; DF set; the trailer; 11 with options, of which 2
+    // malformed and 1 source-routed.
+    assert_eq!(values, [3, 9, 1, 1, 11, 2, 1], "{names:?}");
     let interfaces = polld.stop();
     let _ = std::fs::remove_dir_all(&dir);
     check_counters(&interfaces, &ours);

@@ -803,6 +803,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             "Frames in the IP input queue",
             false,
         ));
+        for (name, value, descr) in self.devs.stage.sysctl_counters() {
+            let name = format!("net.inet.ip.{name}");
+            all.push(entry(&name, value.to_string(), descr, false));
+        }
         for (iface, link) in self.devs.ifs.iter().zip(&self.devs.links) {
             let c = &iface.counters;
             let p = format!("dev.{}.", iface.dev.name());

@@ -177,4 +177,10 @@ pub trait PacketStage {
     /// Decides the fate of `frame`, received on device `input`; may rewrite it in place
     /// and may emit frames of its own.
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
+
+    /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
+    /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        Vec::new()
+    }
 }

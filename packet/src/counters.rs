@@ -77,6 +77,67 @@ impl StageCounters {
         self.drops.get(reason)
     }
 
+    /// What the stage counts beyond the verdicts, as `net.inet.ip.*` entries (FreeBSD's
+    /// `ipstat` names where it has them).
+    pub fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        let o = &self.options;
+        vec![
+            (
+                "fragmented",
+                self.fragmented,
+                "Datagrams forwarded as fragments",
+            ),
+            ("ofragments", self.ofragments, "Fragments created"),
+            (
+                "cantfrag",
+                self.cantfrag,
+                "Datagrams too big that could not be fragmented",
+            ),
+            (
+                "padding_trimmed",
+                self.padding_trimmed,
+                "Frames forwarded without their link padding",
+            ),
+            (
+                "options_datagrams",
+                o.datagrams,
+                "Datagrams to forward with IP options",
+            ),
+            (
+                "options_record_route",
+                o.record_route,
+                "Record route options",
+            ),
+            (
+                "options_record_route_full",
+                o.record_route_full,
+                "Record route options without room",
+            ),
+            ("options_timestamp", o.timestamp, "Timestamp options"),
+            (
+                "options_timestamp_overflow",
+                o.timestamp_overflow,
+                "Timestamp options without room",
+            ),
+            (
+                "options_router_alert",
+                o.router_alert,
+                "Router alert options",
+            ),
+            (
+                "options_source_route",
+                o.source_route,
+                "Source route options (refused)",
+            ),
+            ("options_other", o.other, "Other options, passed through"),
+            (
+                "options_malformed",
+                o.malformed,
+                "Malformed option lists (dropped)",
+            ),
+        ]
+    }
+
     /// Checks `received = forwarded + local + consumed + drops`.
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
         let accounted = self.forwarded + self.local + self.consumed + self.drops.total();

@@ -596,4 +596,8 @@ impl PacketStage for Forwarder {
         self.counters.record(verdict);
         verdict
     }
+
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        self.counters.sysctl_counters()
+    }
 }

@@ -64,4 +64,12 @@ impl PacketStage for Stage {
             Stage::Bridge(b) => b.process(input, frame, emit),
         }
     }
+
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        match self {
+            Stage::Router(f) => f.sysctl_counters(),
+            // A bridge neither fragments nor reads IP options.
+            Stage::Bridge(_) => Vec::new(),
+        }
+    }
 }
