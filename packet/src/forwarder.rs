@@ -349,7 +349,6 @@ impl Forwarder {
             return Verdict::Drop(DropReason::Fragment);
         }
         let (ttl, total_len, dont_fragment) = (ip.ttl(), ip.total_len(), ip.dont_fragment());
-        let ends_at = ip.frag_offset() + ip.payload().len();
         if ttl <= 1 {
             let header = IcmpHeader {
                 msg_type: icmp_type::TIME_EXCEEDED,
@@ -381,7 +380,7 @@ impl Forwarder {
             self.icmp_error(input, frame, header, emit);
             return Verdict::Drop(DropReason::Oversize);
         }
-        if fragment && ends_at > MAX_DATAGRAM {
+        if fragment && ip.frag_offset() + ip.payload().len() > MAX_DATAGRAM {
             // Its last fragment's offset would not fit the 13-bit field.
             self.counters.cantfrag += 1;
             return Verdict::Drop(DropReason::Fragment);
