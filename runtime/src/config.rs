@@ -24,6 +24,8 @@
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
+//! mtu = 1500                     # the largest IP packet sent out of it: bigger ones are
+//!                                # fragmented (DF clear) or refused with ICMP (DF set)
 //!
 //! [[routes]]
 //! prefix = "0.0.0.0/0"
