@@ -313,8 +313,11 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             match input {
                 Some(_) if more => datagram_sent &= sent,
                 Some(input) => {
+                    // The datagram's last (or only) frame: it counts now, as a whole.
+                    let whole = datagram_sent && sent;
+                    datagram_sent = true;
                     let counters = &mut self.ifs[input].counters;
-                    if !(std::mem::replace(&mut datagram_sent, true) && sent) {
+                    if !whole {
                         counters.drops.add(DropReason::TxRingFull, 1);
                     } else if self.host == Some(s.out) {
                         counters.local += 1;
