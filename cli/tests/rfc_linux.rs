@@ -423,8 +423,9 @@ fn polld_forwards_crafted_frames_as_linux_does() {
     t.fwd.sysctl("net.ipv4.ip_forward=1").unwrap();
     let linux = run_all(&w);
 
-    // polld in fwd on AF_PACKET. The kernel there still sees every frame: without
-    // forwarding and without addresses it neither forwards them nor answers them.
+    // polld in fwd on AF_PACKET, with the interfaces' MTUs taken from the kernel. The
+    // kernel there still sees every frame: without forwarding and without addresses it
+    // neither forwards them nor answers them.
     t.fwd.sysctl("net.ipv4.ip_forward=0").unwrap();
     for dev in ["r0", "r1"] {
         t.fwd.ip(&["addr", "flush", "dev", dev]).unwrap();
@@ -444,13 +445,11 @@ socket = {socket:?}
 name = "r0"
 mac = "{R0_MAC}"
 addresses = ["10.0.1.1/24"]
-mtu = 9000
 
 [[interfaces]]
 name = "r1"
 mac = "{R1_MAC}"
 addresses = ["10.0.2.1/24"]
-mtu = 1500
 
 [[static_arp]]
 ip = "{DST}"
