@@ -24,7 +24,11 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.join("polld");
-    std::fs::copy(POLLD, &copy).unwrap();
+    // Copied by `cp`, not in this process: a file this multi-threaded test process holds
+    // open for writing is inherited by any child another test thread forks meanwhile, and
+    // exec of the copy then fails with ETXTBSY ("Text file busy").
+    let cp = Command::new("cp").arg(POLLD).arg(&copy).status().unwrap();
+    assert!(cp.success(), "cp {POLLD} {}", copy.display());
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = Command::new(copy);
     // SAFETY: setgid/setuid in the child before exec; no allocation.

@@ -8,11 +8,11 @@ mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{testbed, Dir, Polld, POLLD};
-use polld_testbed::{PolldSetup, Role, Testbed, UpOptions};
+use common::{gen, testbed, Dir, Polld, POLLD};
+use polld_testbed::{PolldSetup, Testbed, UpOptions};
 use serde_json::Value;
 
 fn fwd_cpu() -> usize {
@@ -48,30 +48,6 @@ fn value(polld: &Polld, name: &str) -> String {
 /// `polld stat --json -w SECS`.
 fn stat(polld: &Polld, secs: &str) -> Value {
     serde_json::from_str(&polld.ok(&["stat", "--json", "-w", secs])).unwrap()
-}
-
-/// A child killed (by its pid) on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
-fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
-    let child = tb
-        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
-        .unwrap()
-        .args(["gen", "veth0", "-i", "0", "--rate", rate])
-        .args(["--duration", &secs.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Running(child)
 }
 
 fn f(v: &Value) -> f64 {
