@@ -12,15 +12,14 @@
 //! `a0` (ICMP from the router) and `b0`.
 
 // The frame builders of the packet tests.
+mod common;
 #[path = "../../packet/tests/common/mod.rs"]
 mod frames;
 
-use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::{Dir, Polld};
 use frames::{naive_checksum_ok, Ip};
 use polld_dev::afpacket::raw_socket;
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
@@ -28,7 +27,6 @@ use polld_packet::options::kind;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
 
-const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 const A0_MAC: &str = "02:00:00:00:01:01";
 const R0_MAC: &str = "02:00:00:00:01:02";
 const R1_MAC: &str = "02:00:00:00:02:01";
@@ -330,13 +328,12 @@ fn without_times(packet: &[u8]) -> (Vec<u8>, Vec<u32>) {
 
 /// polld's counters after the run: every frame from gen accounted for on r0 under the
 /// verdict the cases call for, one transmit per frame that crossed on r1.
-fn check_counters(interfaces: &[(String, Vec<(String, u64)>)], ours: &[Outcome]) {
+fn check_counters(interfaces: &[serde_json::Value], ours: &[Outcome]) {
     let get = |dev: &str, name: &str| {
-        let (_, counters) = interfaces.iter().find(|(n, _)| n == dev).unwrap();
-        counters
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
+        let iface = interfaces.iter().find(|i| i["name"] == dev).unwrap();
+        let counters = iface["counters"].as_array().unwrap();
+        let counter = counters.iter().find(|c| c[0] == name);
+        counter.map_or(0, |c| c[1].as_u64().unwrap())
     };
     let rx = get("r0", "rx_packets");
     assert_eq!(
@@ -359,61 +356,6 @@ fn check_counters(interfaces: &[(String, Vec<(String, u64)>)], ours: &[Outcome])
     assert_eq!(get("r1", "tx_packets"), frames as u64, "each fragment sent");
 }
 
-/// `polld run --json` in fwd; killed on drop unless stopped.
-struct Polld(Child);
-
-impl Polld {
-    fn start(fwd: &Netns, config: &Path, socket: &Path) -> Polld {
-        let child = Command::new(POLLD)
-            .args(["run", "--json", "-c"])
-            .arg(config)
-            .args(["--netns", fwd.name()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start polld");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "polld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Polld(child)
-    }
-}
-
-impl Polld {
-    /// SIGINT; the final counters of each interface, by name.
-    fn stop(mut self) -> Vec<(String, Vec<(String, u64)>)> {
-        // SAFETY: signals the child we started, by its pid.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
-        let mut out = String::new();
-        self.0
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        assert!(self.0.wait().unwrap().success(), "polld exit");
-        let interfaces: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-        interfaces
-            .iter()
-            .map(|i| {
-                let counters = i["counters"].as_array().unwrap().iter();
-                let counters =
-                    counters.map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_u64().unwrap()));
-                (i["name"].as_str().unwrap().to_string(), counters.collect())
-            })
-            .collect()
-    }
-}
-
-impl Drop for Polld {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn polld_forwards_crafted_frames_as_linux_does() {
     polld_testsupport::require_root!("needs root to create network namespaces");
@@ -430,11 +372,9 @@ fn polld_forwards_crafted_frames_as_linux_does() {
     for dev in ["r0", "r1"] {
         t.fwd.ip(&["addr", "flush", "dev", dev]).unwrap();
     }
-    let dir = std::env::temp_dir().join(format!("polld-rfc-linux-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = dir.join("polld.sock");
-    let config = dir.join("fwd.toml");
+    let dir = Dir::new("rfc-linux");
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
     std::fs::write(
         &config,
         format!(
@@ -462,7 +402,7 @@ mac = "{A0_MAC}"
         ),
     )
     .unwrap();
-    let polld = Polld::start(&t.fwd, &config, &socket);
+    let polld = Polld::start_in(t.fwd.name(), &config, &socket);
     let ours = run_all(&w);
     let names = [
         "fragmented",
@@ -474,23 +414,15 @@ mac = "{A0_MAC}"
         "options_source_route",
     ]
     .map(|n| format!("net.inet.ip.{n}"));
-    let ctl = Command::new(POLLD)
-        .args(["ctl", "-n"])
-        .args(&names)
-        .env("POLLD_SOCKET", &socket)
-        .output()
-        .unwrap();
-    assert!(ctl.status.success(), "polld ctl: {ctl:?}");
-    let values: Vec<u64> = String::from_utf8(ctl.stdout)
-        .unwrap()
+    let values: Vec<u64> = polld
+        .ok(&[&["ctl", "-n"][..], &names.each_ref().map(String::as_str)].concat())
         .lines()
         .map(|l| l.trim().parse().unwrap())
         .collect();
     // 3 datagrams in 9 fragments; DF set; the trailer; 11 with options, of which 2
     // malformed and 1 source-routed.
     assert_eq!(values, [3, 9, 1, 1, 11, 2, 1], "{names:?}");
-    let interfaces = polld.stop();
-    let _ = std::fs::remove_dir_all(&dir);
+    let interfaces: Vec<serde_json::Value> = serde_json::from_str(&polld.stop()).unwrap();
     check_counters(&interfaces, &ours);
 
     let mut report = String::new();

@@ -54,12 +54,18 @@ pub struct Polld {
 }
 
 impl Polld {
-    /// Starts polld and waits until its control socket exists.
+    /// Starts polld in the testbed's fwd namespace and waits until its control socket
+    /// exists.
     pub fn start(tb: &Testbed, config: &Path, socket: &Path) -> Polld {
+        Polld::start_in(&tb.layout().fwd_ns, config, socket)
+    }
+
+    /// Starts polld in namespace `netns` and waits until its control socket exists.
+    pub fn start_in(netns: &str, config: &Path, socket: &Path) -> Polld {
         let child = Command::new(POLLD)
             .args(["run", "--json", "-c"])
             .arg(config)
-            .args(["--netns", &tb.layout().fwd_ns])
+            .args(["--netns", netns])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
