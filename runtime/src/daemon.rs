@@ -18,6 +18,7 @@ use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::tap::Tap;
+use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
@@ -45,6 +46,10 @@ pub struct RunArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Record every interface's frames, received and sent, to PREFIX.IFNAME.pcap (classic
+    /// pcap, readable by tcpdump -r); a write error stops that recording and is printed.
+    #[arg(long, value_name = "PREFIX")]
+    pub pcap: Option<String>,
 }
 
 /// Why `polld run` could not start or stopped with an error.
@@ -139,6 +144,71 @@ fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOw
     })
 }
 
+/// Wraps an opened device in the middleware asked for: the fault injector of
+/// `[interfaces.fault]`, then the pcap writer of `--pcap` (outermost, so the file holds
+/// the frames the dataplane saw and counted).
+fn wrap_device(
+    mut dev: Box<dyn Device>,
+    d: &DeviceConfig,
+    pcap: Option<&str>,
+) -> Result<Box<dyn Device>, String> {
+    if let Some(fault) = d.fault {
+        dev = Box::new(FaultInjector::new(dev, fault).map_err(|e| format!("{}: {e}", d.name))?);
+    }
+    if let Some(prefix) = pcap {
+        let path = PathBuf::from(format!("{prefix}.{}.pcap", d.name));
+        let file = std::fs::File::create(&path).map_err(|e| {
+            format!(
+                "--pcap: cannot create {}: {e}; give a PREFIX in a writable directory",
+                path.display()
+            )
+        })?;
+        let out = PcapFile {
+            path: path.clone(),
+            file: std::io::BufWriter::new(file),
+        };
+        let wall_clock = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_nanos() as u64)
+        };
+        let writer = PcapWriter::new(dev, out, Box::new(wall_clock))
+            .map_err(|e| format!("--pcap: cannot write {}: {e}", path.display()))?;
+        dev = Box::new(writer);
+    }
+    Ok(dev)
+}
+
+/// A `--pcap` file: says on stderr when a write fails (the recording stops there, the
+/// forwarding goes on).
+struct PcapFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl PcapFile {
+    fn report<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            eprintln!(
+                "polld: --pcap {}: {e}; the recording of this interface stops here",
+                self.path.display()
+            );
+        }
+        result
+    }
+}
+
+impl Write for PcapFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.file.write(buf);
+        self.report(result)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.file.flush();
+        self.report(result)
+    }
+}
+
 /// The knobs the config file sets, on top of the defaults: what the devices are opened
 /// with (the dataplane validates them again when they are applied).
 fn configured_knobs(config: &RunConfig) -> Knobs {
@@ -188,6 +258,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         })?;
+        let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
     }
@@ -268,8 +339,14 @@ pub(crate) fn build_dataplane<D: Device>(
     devices: Vec<D>,
 ) -> Result<(Dataplane<D, Stage>, Defaults), RunError> {
     let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
-    let stage = Stage::new(&config.packet, &names)
+    let mut stage = Stage::new(&config.packet, &names)
         .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
+    // IP timestamp options want milliseconds since midnight UT; the stage's clock is
+    // the monotonic one.
+    if let Ok(since_epoch) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        let wall_ns = since_epoch.as_nanos() as u64;
+        stage.set_utc_offset(wall_ns.wrapping_sub(polld_dev::clock::monotonic_ns()));
+    }
     let mut dp = Dataplane::new(Poller::default(), devices, stage);
     let defaults = polld_control::answer::writable_values(&dp);
     for (i, d) in config.devices.iter().enumerate() {
@@ -329,6 +406,9 @@ fn report(
         )?;
         for (reason, n) in c.drops.nonzero() {
             writeln!(out, "    dropped {n} {}", reason.name())?;
+        }
+        for (reason, n) in c.tx_drops.nonzero() {
+            writeln!(out, "    dropped on transmit {n} {}", reason.name())?;
         }
         let unaccounted = c.unaccounted();
         if unaccounted != 0 {
