@@ -20,6 +20,8 @@
 //! [[interfaces]]
 //! name = "veth1"
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
+//! netns = "gen"                  # the network namespace the interface lives in
+//!                                # (`ip netns list`); default: polld's own
 //! mode = "polling"               # interrupt (default), polling, adaptive or busy
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
@@ -49,7 +51,8 @@ pub enum Backend {
     AfPacket,
     /// AF_XDP behind polld's own XDP redirect program.
     AfXdp,
-    /// A TAP device polld creates (frames for the host's stack, or a test peer).
+    /// A TAP interface: attached to if it exists (a persistent TAP, `ip tuntap add`),
+    /// created (and gone again when polld exits) if not.
     Tap,
 }
 
@@ -122,6 +125,8 @@ fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sock
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceConfig {
     pub name: String,
+    /// The network namespace the interface lives in; `None`: polld's own.
+    pub netns: Option<String>,
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
@@ -189,6 +194,8 @@ struct DeviceKeys {
     mode: ModeName,
     #[serde(default)]
     queue: u32,
+    #[serde(default)]
+    netns: Option<String>,
 }
 
 struct ModeName(Mode);
@@ -211,7 +218,7 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-const DEVICE_KEYS: [&str; 3] = ["backend", "mode", "queue"];
+const DEVICE_KEYS: [&str; 4] = ["backend", "mode", "queue", "netns"];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -274,6 +281,7 @@ impl RunConfig {
                 .to_string();
             devices.push(DeviceConfig {
                 name,
+                netns: keys.netns,
                 backend: keys.backend,
                 mode: keys.mode.0,
                 queue: keys.queue,
@@ -291,7 +299,7 @@ impl RunConfig {
                 })?;
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
-                packet.interfaces[i].mac = kernel_mac(&dev.name);
+                packet.interfaces[i].mac = kernel_mac(&dev.name, dev.netns.as_deref());
             }
         }
         let config_error =
@@ -346,6 +354,20 @@ impl RunConfig {
         })
     }
 
+    /// An error about a field such as `interfaces[1].netns`, at its line.
+    pub fn error_at_field(&self, field: &str, message: String) -> RunConfigError {
+        let line = self
+            .source
+            .parse::<toml_edit::ImDocument<String>>()
+            .ok()
+            .and_then(|doc| field_line(&doc, &self.source, field));
+        RunConfigError {
+            path: self.path.clone(),
+            line,
+            message,
+        }
+    }
+
     /// An error about the key `key` of this file, at its line.
     pub fn error_at_key(&self, key: &str, message: String) -> RunConfigError {
         RunConfigError {
@@ -356,11 +378,17 @@ impl RunConfig {
     }
 }
 
-/// The MAC the kernel gives `ifname`, if it exists in this namespace.
-fn kernel_mac(ifname: &str) -> Option<polld_packet::wire::MacAddr> {
-    polld_dev::iface::hardware_address(ifname)
-        .ok()
-        .map(polld_packet::wire::MacAddr)
+/// The MAC the kernel gives `ifname`, if it exists (in namespace `netns`, or this one).
+fn kernel_mac(ifname: &str, netns: Option<&str>) -> Option<polld_packet::wire::MacAddr> {
+    let read = || polld_dev::iface::hardware_address(ifname).ok();
+    let mac = match netns {
+        Some(name) => polld_dev::iface::Namespace::named(name)
+            .and_then(|ns| ns.enter_while(ifname, read))
+            .ok()
+            .flatten(),
+        None => read(),
+    };
+    mac.map(polld_packet::wire::MacAddr)
 }
 
 fn line_of_offset(source: &str, offset: usize) -> usize {

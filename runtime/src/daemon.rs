@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use polld_core::{Dataplane, Device, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::error::OpenError;
+use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
 use polld_packet::Stage;
 
@@ -77,7 +79,13 @@ fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
                 needed.push((Cap::Bpf, why("load the XDP redirect program for")));
                 needed.push((Cap::NetAdmin, why("attach the XDP program to")));
             }
-            Backend::Tap => needed.push((Cap::NetAdmin, why("create"))),
+            Backend::Tap => needed.push((Cap::NetAdmin, why("create or attach"))),
+        }
+        if let Some(ns) = &d.netns {
+            needed.push((
+                Cap::SysAdmin,
+                format!("to enter network namespace {ns:?} for {}", d.name),
+            ));
         }
     }
     if config.daemon.realtime {
@@ -96,21 +104,54 @@ fn kept_caps(config: &RunConfig) -> CapSet {
         match d.backend {
             Backend::AfPacket => keep.push(Cap::NetRaw),
             Backend::AfXdp => keep.extend([Cap::NetRaw, Cap::Bpf, Cap::NetAdmin]),
-            Backend::Tap => {}
+            Backend::Tap => keep.push(Cap::NetAdmin),
+        }
+        // Reopening an interface of another namespace enters that namespace again.
+        if d.netns.is_some() {
+            keep.push(Cap::SysAdmin);
         }
     }
     CapSet::of(&keep)
 }
 
-fn open_device(d: &DeviceConfig) -> Result<Box<dyn Device>, String> {
+/// Opens `d` in `netns`, saying in the log whether a TAP was created.
+fn open_device(d: &DeviceConfig, netns: Namespace) -> Result<Box<dyn Device>, String> {
+    let text = |e: &dyn fmt::Display| e.to_string();
+    let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
-        Backend::AfPacket => {
-            Box::new(AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?)
-        }
-        Backend::AfXdp => Box::new(
-            AfXdp::open(&d.name, d.queue, &AfXdpConfig::default()).map_err(|e| e.to_string())?,
+        Backend::AfPacket => Box::new(
+            netns
+                .enter_while(&d.name, || {
+                    AfPacket::open(&d.name, AfPacketConfig::default())
+                })
+                .map_err(entered)?
+                .map_err(|e| text(&e))?,
         ),
-        Backend::Tap => Box::new(Tap::open(&d.name).map_err(|e| e.to_string())?),
+        Backend::AfXdp => Box::new(
+            netns
+                .enter_while(&d.name, || {
+                    AfXdp::open(&d.name, d.queue, &AfXdpConfig::default())
+                })
+                .map_err(entered)?
+                .map_err(|e| text(&e))?,
+        ),
+        Backend::Tap => {
+            let tap = Tap::open_in(netns, &d.name).map_err(entered)?;
+            let place = d
+                .netns
+                .as_ref()
+                .map(|ns| format!(" in network namespace {ns:?}"))
+                .unwrap_or_default();
+            if tap.created() {
+                eprintln!(
+                    "polld: {}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
+                    d.name
+                );
+            } else {
+                eprintln!("polld: {}: attached to the existing TAP{place}", d.name);
+            }
+            Box::new(tap)
+        }
     })
 }
 
@@ -135,12 +176,18 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
 
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     for (i, d) in config.devices.iter().enumerate() {
-        let dev = open_device(d).map_err(|e| {
-            RunError::Config(config.error_at_key(
-                "name",
+        let fail = |key: &str, e: String| {
+            RunError::Config(config.error_at_field(
+                &format!("interfaces[{i}].{key}"),
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
-        })?;
+        };
+        let netns = match &d.netns {
+            Some(name) => Namespace::named(name),
+            None => Namespace::of_this_thread(&d.name),
+        }
+        .map_err(|e| fail("netns", e.to_string()))?;
+        let dev = open_device(d, netns).map_err(|e| fail("name", e))?;
         devices.push(dev);
     }
     let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();

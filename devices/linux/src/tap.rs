@@ -1,9 +1,21 @@
 //! The TAP device: a kernel network interface whose other side is a file descriptor.
 //!
 //! Frames the kernel transmits on the interface are read from the fd; frames written to
-//! the fd arrive at the kernel as if received on the interface. There is no shared ring:
-//! `receive` is one `read` per frame into a reusable buffer, `send` one `write`. The fd
-//! is non-blocking and its readiness is the interrupt.
+//! the fd arrive at the kernel as if received on the interface. All the receive work a
+//! frame costs polld happens inside polld's own `read()`, and when polld does not read,
+//! the interface's queue (txqueuelen frames) fills and the *sender* drops, on its own
+//! CPU: exactly a NIC whose ring overflows. That makes TAP the device where polld's
+//! budget bounds all the device work, as `kern_poll` does.
+//!
+//! `receive` is one `read` per frame into a reusable buffer, `send` one `write`: the
+//! tun driver hands out one frame per `read`/`readv` and takes one per `write`, so the
+//! only batching left is in the number of system calls (see `examples/tap_rates.rs`
+//! for the candidates measured). The fd is non-blocking and its readiness is the
+//! interrupt.
+//!
+//! A TAP can live in another network namespace than polld ([`Tap::open_in`]); the
+//! device remembers it, reopens the interface there when it is deleted and created
+//! again, and reports itself gone when the namespace is deleted.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -13,7 +25,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use polld_core::device::{Device, HwStats, LinkState, TxFull};
 
 use crate::error::OpenError;
-use crate::iface::{self, IfName, LinkCounters};
+use crate::iface::{self, IfName, LinkCounters, Namespace};
 
 const TUN_PATH: &str = "/dev/net/tun";
 
@@ -24,12 +36,24 @@ const READ_BUFFER_SIZE: usize = 65536 + 18;
 /// A TAP interface, created if it did not exist, attached to if it did.
 pub struct Tap {
     name: IfName,
-    tun: File,
-    /// Any socket of the namespace, for the interface-flags ioctl.
-    control: OwnedFd,
+    /// The namespace the interface lives in, for reopening it there.
+    netns: Namespace,
+    attached: Attachment,
+    /// Whether polld created the interface (it goes away when polld closes it) rather
+    /// than attaching to an existing persistent one.
+    created: bool,
     buffer: Vec<u8>,
     interrupt_armed: bool,
-    tx_dropped: u64,
+    /// Queue-full drops counted on interfaces this device was attached to before a reopen.
+    earlier_drops: u64,
+}
+
+/// The fd attached to one incarnation of the interface, and what reads its state.
+struct Attachment {
+    tun: File,
+    /// A socket of the interface's namespace, for the interface-flags ioctls.
+    control: OwnedFd,
+    ifindex: u32,
     /// The interface's transmit drops: frames the kernel could not queue to us.
     counters: LinkCounters,
     /// Those drops when we attached, and the latest reading.
@@ -37,91 +61,193 @@ pub struct Tap {
     drops_now: u64,
 }
 
+impl Attachment {
+    fn drops(&self) -> u64 {
+        self.drops_now.saturating_sub(self.drops_at_open)
+    }
+}
+
 impl Tap {
-    /// Creates the TAP interface `name` (down, as the kernel creates it) or attaches to
-    /// the existing one, in the caller's network namespace.
+    /// Creates the TAP interface `name` (up, and gone again when the device is dropped)
+    /// or attaches to the existing one, in the calling thread's network namespace.
     pub fn open(name: &str) -> Result<Tap, OpenError> {
-        let requested = IfName::new(name)?;
-        let tun = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(TUN_PATH)
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => OpenError::TunMissing,
-                _ => OpenError::from_os(name, "open /dev/net/tun", "CAP_NET_ADMIN", e),
-            })?;
-        let mut request = requested.ifreq();
-        request.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
-        // SAFETY: TUNSETIFF reads and updates the ifreq we pass.
-        let rc = unsafe { libc::ioctl(tun.as_raw_fd(), libc::TUNSETIFF, &mut request) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EINVAL) => OpenError::InvalidConfig {
-                    interface: name.to_string(),
-                    detail: "it exists and is not a TAP interface".into(),
-                },
-                Some(libc::EBUSY) => OpenError::InvalidConfig {
-                    interface: name.to_string(),
-                    detail: "the TAP interface is already attached to another process".into(),
-                },
-                _ => OpenError::from_os(
-                    name,
-                    "create or attach the TAP interface",
-                    "CAP_NET_ADMIN",
-                    e,
-                ),
-            });
-        }
-        // SAFETY: plain socket creation; the fd is owned below.
-        let control =
-            unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if control < 0 {
-            return Err(OpenError::from_os(
-                name,
-                "open a control socket",
-                "CAP_NET_ADMIN",
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: a fresh descriptor nobody else owns.
-        let control = unsafe { OwnedFd::from_raw_fd(control) };
-        let ifindex = iface::index(control.as_raw_fd(), &requested).ok_or_else(|| {
-            OpenError::InterfaceNotFound {
-                interface: name.to_string(),
-            }
-        })?;
-        let counter_error = |source| OpenError::Os {
-            interface: name.to_string(),
-            action: "read the interface counters over rtnetlink",
-            source,
-        };
-        let mut counters = LinkCounters::open(ifindex).map_err(counter_error)?;
-        let drops_at_open = counters.tx_dropped().map_err(counter_error)?;
+        Tap::open_in(Namespace::of_this_thread(name)?, name)
+    }
+
+    /// As [`Tap::open`], in network namespace `netns` (entered for the open only, which
+    /// needs CAP_SYS_ADMIN when it is not the caller's).
+    pub fn open_in(netns: Namespace, name: &str) -> Result<Tap, OpenError> {
+        let name = IfName::new(name)?;
+        let (attached, created) = netns.enter_while(name.as_str(), || attach(&name))??;
         Ok(Tap {
-            name: requested,
-            tun,
-            control,
+            name,
+            netns,
+            attached,
+            created,
             buffer: vec![0; READ_BUFFER_SIZE],
             interrupt_armed: true,
-            tx_dropped: 0,
-            counters,
-            drops_at_open,
-            drops_now: drops_at_open,
+            earlier_drops: 0,
         })
     }
 
-    /// Frames `send` could not write for a reason other than a full queue (link down,
-    /// malformed frame); they were counted here and not reported as [`TxFull`].
-    pub fn tx_dropped(&self) -> u64 {
-        self.tx_dropped
+    /// Whether this device created its interface (rather than attaching to one).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The network namespace the interface lives in, if it was opened by name.
+    pub fn netns_name(&self) -> Option<&str> {
+        self.netns.name()
     }
 
     /// Whether the dataplane should currently wait on [`Device::interrupt_fd`].
     pub fn interrupt_armed(&self) -> bool {
         self.interrupt_armed
     }
+
+    /// Attaches to the interface that now has this device's name, in `moved_to` if the
+    /// namespace was replaced, else in the device's namespace.
+    fn reattach(&mut self, moved_to: Option<Namespace>) -> Result<(), OpenError> {
+        let netns = moved_to.as_ref().unwrap_or(&self.netns);
+        let (attached, created) =
+            netns.enter_while(self.name.as_str(), || attach(&self.name))??;
+        self.earlier_drops += self.attached.drops();
+        self.attached = attached;
+        self.created = created;
+        if let Some(netns) = moved_to {
+            self.netns = netns;
+        }
+        Ok(())
+    }
+
+    /// The link state, reattaching first if the interface (or its namespace) was
+    /// replaced by a new one of the same name.
+    fn refresh(&mut self) -> LinkState {
+        let moved_to = if self.netns.still_named() {
+            match iface::index(self.attached.control.as_raw_fd(), &self.name) {
+                None => return LinkState::Gone,
+                Some(index) if index == self.attached.ifindex => {
+                    return iface::link_state(self.attached.control.as_raw_fd(), &self.name)
+                }
+                Some(_) => None,
+            }
+        } else {
+            // `ip netns del`: the interface is unreachable even though polld's fd keeps
+            // the namespace alive. A namespace created again under the name may hold
+            // the interface again.
+            match self.netns.name().and_then(|n| Namespace::named(n).ok()) {
+                Some(netns) => Some(netns),
+                None => return LinkState::Gone,
+            }
+        };
+        match self.reattach(moved_to) {
+            Ok(()) => iface::link_state(self.attached.control.as_raw_fd(), &self.name),
+            Err(_) => LinkState::Gone,
+        }
+    }
+}
+
+/// Opens `/dev/net/tun` and attaches it to TAP `name` in the calling thread's
+/// namespace, creating (and bringing up) the interface if it does not exist. Returns the
+/// attachment and whether the interface was created.
+fn attach(name: &IfName) -> Result<(Attachment, bool), OpenError> {
+    let interface = name.as_str();
+    // SAFETY: plain socket creation; the fd is owned below.
+    let control = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if control < 0 {
+        return Err(OpenError::from_os(
+            interface,
+            "open a control socket",
+            "CAP_NET_ADMIN",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    let control = unsafe { OwnedFd::from_raw_fd(control) };
+    let existed = iface::index(control.as_raw_fd(), name).is_some();
+    let tun = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(TUN_PATH)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => OpenError::TunMissing,
+            _ => OpenError::from_os(interface, "open /dev/net/tun", "CAP_NET_ADMIN", e),
+        })?;
+    let mut request = name.ifreq();
+    request.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and updates the ifreq we pass.
+    if unsafe { libc::ioctl(tun.as_raw_fd(), libc::TUNSETIFF, &mut request) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::EINVAL) => OpenError::InvalidConfig {
+                interface: interface.to_string(),
+                detail: "it exists and is not a TAP interface (a TUN, or another kind of \
+                         device); pick another name, or delete it with `ip link del`"
+                    .into(),
+            },
+            Some(libc::EBUSY) => OpenError::InvalidConfig {
+                interface: interface.to_string(),
+                detail: "the TAP interface is already attached to another process; stop \
+                         that process (`fuser -v /dev/net/tun` lists it) or use another TAP"
+                    .into(),
+            },
+            _ => OpenError::from_os(
+                interface,
+                "create or attach the TAP interface",
+                "CAP_NET_ADMIN",
+                e,
+            ),
+        });
+    }
+    if !existed {
+        set_up(control.as_raw_fd(), name)?;
+    }
+    let ifindex =
+        iface::index(control.as_raw_fd(), name).ok_or_else(|| OpenError::InterfaceNotFound {
+            interface: interface.to_string(),
+        })?;
+    let counter_error = |source| OpenError::Os {
+        interface: interface.to_string(),
+        action: "read the interface counters over rtnetlink",
+        source,
+    };
+    let mut counters = LinkCounters::open(ifindex).map_err(counter_error)?;
+    let drops_at_open = counters.tx_dropped().map_err(counter_error)?;
+    Ok((
+        Attachment {
+            tun,
+            control,
+            ifindex,
+            counters,
+            drops_at_open,
+            drops_now: drops_at_open,
+        },
+        !existed,
+    ))
+}
+
+/// Sets IFF_UP on a TAP this device created: nobody else knows it exists.
+fn set_up(control: RawFd, name: &IfName) -> Result<(), OpenError> {
+    let mut request = name.ifreq();
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the flags of the ifreq we pass.
+    let rc = unsafe {
+        if libc::ioctl(control, libc::SIOCGIFFLAGS, &mut request) != 0 {
+            -1
+        } else {
+            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            libc::ioctl(control, libc::SIOCSIFFLAGS, &request)
+        }
+    };
+    if rc != 0 {
+        return Err(OpenError::from_os(
+            name.as_str(),
+            "bring the new TAP interface up",
+            "CAP_NET_ADMIN",
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
 }
 
 impl Device for Tap {
@@ -130,16 +256,11 @@ impl Device for Tap {
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        let fd = self.attached.tun.as_raw_fd();
         let mut handed = 0;
         while handed < budget {
             // SAFETY: reads into our own buffer, at most its length.
-            let n = unsafe {
-                libc::read(
-                    self.tun.as_raw_fd(),
-                    self.buffer.as_mut_ptr().cast(),
-                    self.buffer.len(),
-                )
-            };
+            let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), self.buffer.len()) };
             if n < 0 {
                 if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                     continue;
@@ -157,7 +278,7 @@ impl Device for Tap {
     /// A zero-timeout `poll`: there is no shared ring to look at.
     fn rx_ready(&mut self) -> bool {
         let mut pollfd = libc::pollfd {
-            fd: self.tun.as_raw_fd(),
+            fd: self.attached.tun.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
@@ -166,21 +287,20 @@ impl Device for Tap {
         rc > 0 && pollfd.revents & libc::POLLIN != 0
     }
 
+    /// One `write`. A write that cannot go (the kernel's backlog is full: ENOBUFS or
+    /// EAGAIN; the interface is down: EIO; out of memory) is reported as [`TxFull`],
+    /// which the dataplane counts as a `tx_ring_full` drop of the frame's input
+    /// interface: never lost silently.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        let fd = self.attached.tun.as_raw_fd();
         loop {
             // SAFETY: writes `frame`, which is live for the call.
-            let n =
-                unsafe { libc::write(self.tun.as_raw_fd(), frame.as_ptr().cast(), frame.len()) };
+            let n = unsafe { libc::write(fd, frame.as_ptr().cast(), frame.len()) };
             if n >= 0 {
                 return Ok(());
             }
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => return Err(TxFull),
-                _ => {
-                    self.tx_dropped += 1;
-                    return Ok(());
-                }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return Err(TxFull);
             }
         }
     }
@@ -188,8 +308,11 @@ impl Device for Tap {
     /// Writes are immediate: nothing is queued on our side.
     fn flush(&mut self) {}
 
+    /// Reads the link flags. An interface deleted and created again under the same name
+    /// (or its namespace deleted and created again) is reattached here; a deleted
+    /// namespace makes the interface `Gone`.
     fn check_status(&mut self) -> LinkState {
-        iface::link_state(self.control.as_raw_fd(), &self.name)
+        self.refresh()
     }
 
     fn set_interrupt(&mut self, armed: bool) {
@@ -197,17 +320,17 @@ impl Device for Tap {
     }
 
     fn interrupt_fd(&self) -> Option<RawFd> {
-        Some(self.tun.as_raw_fd())
+        Some(self.attached.tun.as_raw_fd())
     }
 
     /// The kernel's transmit drops on the interface since we attached: frames that
     /// found the TAP's queue towards us full (its length is the interface's txqueuelen).
     fn hw_stats(&mut self) -> HwStats {
-        if let Ok(drops) = self.counters.tx_dropped() {
-            self.drops_now = drops;
+        if let Ok(drops) = self.attached.counters.tx_dropped() {
+            self.attached.drops_now = drops;
         }
         HwStats {
-            rx_ring_full: self.drops_now.saturating_sub(self.drops_at_open),
+            rx_ring_full: self.earlier_drops + self.attached.drops(),
         }
     }
 }
