@@ -67,7 +67,7 @@ mod testbed;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
-pub use layout::{Iface, Layout, Role};
+pub use layout::{Devices, Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, PolldSetup};
 pub use status::{status, Status};
