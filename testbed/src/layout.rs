@@ -127,6 +127,12 @@ pub struct Layout {
     /// for it pointing at veth3's MAC, so frames sent to it cross fwd and are dropped by
     /// sink's `ip_rcv` without any reply (the baseline's benchmark destination).
     pub unowned_dst: Ipv4Addr,
+    /// The MAC frames to `unowned_dst` carry. On veth, veth3's (sink's `ip_rcv` drops
+    /// them, as in the baseline). On TAP, a MAC nobody has: tap1 receives the frame and
+    /// the kernel drops it as another host's before IP, because on TAP that receive work
+    /// runs inside polld's `write()`, and a benchmark should charge polld for forwarding,
+    /// not for sink's routing lookup.
+    pub unowned_mac: String,
 }
 
 impl Layout {
@@ -178,6 +184,10 @@ impl Layout {
             veth2: iface(Role::Fwd, 2, 3, [2, 1], None),
             veth3: iface(Role::Sink, 3, 2, [2, 2], Some([2, 1])),
             unowned_dst: Ipv4Addr::new(10, 0, 2, 100),
+            unowned_mac: match devices {
+                Devices::Veth => "02:00:00:00:02:02".to_string(),
+                Devices::Tap => "02:00:00:00:02:64".to_string(),
+            },
         }
     }
 

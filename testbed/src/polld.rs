@@ -66,7 +66,7 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
     let peers = [
         (layout.veth0.addr, &layout.veth0.mac),
         (layout.veth3.addr, &layout.veth3.mac),
-        (layout.unowned_dst, &layout.veth3.mac),
+        (layout.unowned_dst, &layout.unowned_mac),
     ];
     for (ip, mac) in peers {
         let _ = writeln!(c, "\n[[static_arp]]\nip = \"{ip}\"\nmac = {mac:?}");

@@ -273,7 +273,7 @@ fn build(
         add_neighbour(
             &layout.veth2,
             &layout.unowned_dst.to_string(),
-            &layout.veth3.mac,
+            &layout.unowned_mac,
         )?;
     }
     // gen and sink reach each other's network through fwd.
