@@ -362,7 +362,7 @@ fn clock_ticks() -> f64 {
     }
 }
 
-fn last_json(text: &str) -> Option<Value> {
+pub(crate) fn last_json(text: &str) -> Option<Value> {
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -448,13 +448,13 @@ fn busy_percent(before: Option<CpuTimes>, after: Option<CpuTimes>) -> f64 {
 }
 
 /// A child process stopped with SIGINT (and killed if it does not stop) on finish/drop.
-struct Process {
+pub(crate) struct Process {
     child: Option<Child>,
     what: &'static str,
 }
 
 impl Process {
-    fn spawn(
+    pub(crate) fn spawn(
         command: &mut std::process::Command,
         what: &'static str,
     ) -> Result<Process, TestbedError> {
@@ -469,12 +469,12 @@ impl Process {
         })
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
 
     /// SIGINT, wait up to 10 s; returns its standard output.
-    fn finish(&mut self) -> Result<String, TestbedError> {
+    pub(crate) fn finish(&mut self) -> Result<String, TestbedError> {
         let Some(mut child) = self.child.take() else {
             return Ok(String::new());
         };
@@ -520,7 +520,7 @@ impl Drop for Process {
 }
 
 /// Waits until polld's control socket exists, or reports why polld exited.
-fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), TestbedError> {
+pub(crate) fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), TestbedError> {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !socket.exists() {
         let exited = daemon

@@ -61,6 +61,7 @@ pub mod layout;
 pub mod napi;
 pub mod placement;
 pub mod polld;
+pub mod share;
 pub mod status;
 mod sys;
 mod testbed;

@@ -318,9 +318,13 @@ impl Device for Tap {
 
     /// Reads the link flags. An interface deleted and created again under the same name
     /// (or its namespace deleted and created again) is reattached here; a deleted
-    /// namespace makes the interface `Gone`.
+    /// namespace makes the interface `Gone`. Also reads the queue-full drops.
     fn check_status(&mut self) -> LinkState {
-        self.refresh()
+        let state = self.refresh();
+        if let Ok(drops) = self.attached.counters.tx_dropped() {
+            self.attached.drops_now = drops;
+        }
+        state
     }
 
     fn set_interrupt(&mut self, armed: bool) {
@@ -333,10 +337,9 @@ impl Device for Tap {
 
     /// The kernel's transmit drops on the interface since we attached: frames that
     /// found the TAP's queue towards us full (its length is the interface's txqueuelen).
+    /// As of the last status check: the dataplane asks after every poll, and reading
+    /// the counter is an rtnetlink round trip that would cost more than the frames.
     fn hw_stats(&mut self) -> HwStats {
-        if let Ok(drops) = self.attached.counters.tx_dropped() {
-            self.attached.drops_now = drops;
-        }
         HwStats {
             rx_ring_full: self.earlier_drops + self.attached.drops(),
         }

@@ -431,6 +431,8 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
     assert_eq!(sender.sent + sender.dropped, 500);
 
     let read = receive_until_quiet(&mut tap, Duration::from_millis(200));
+    // The counter is read at status checks.
+    assert_eq!(tap.check_status(), LinkState::Up);
     let queue_full = tap.hw_stats().rx_ring_full;
     assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
     assert_eq!(read.len() as u64 + queue_full, 500);
