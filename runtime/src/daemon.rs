@@ -11,9 +11,10 @@ use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
 
-use polld_core::{Dataplane, Device, Poller};
+use polld_core::{Dataplane, Device, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
@@ -22,6 +23,7 @@ use polld_packet::Stage;
 use crate::caps::{self, Cap, CapSet};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
+use crate::rx_work::RxOwner;
 use crate::sys;
 
 /// `polld run` options.
@@ -114,27 +116,46 @@ fn kept_caps(config: &RunConfig) -> CapSet {
     CapSet::of(&keep)
 }
 
-/// Opens `d` in `netns`, saying in the log whether a TAP was created.
-fn open_device(d: &DeviceConfig, netns: Namespace) -> Result<Box<dyn Device>, String> {
+/// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
+/// for preferred busy polling with a budget of the configured chunk (`each_burst`). For a
+/// TAP, says in the log whether it was created or attached to.
+fn open_device(
+    d: &DeviceConfig,
+    netns: Namespace,
+    knobs: &Knobs,
+) -> Result<(Box<dyn Device>, RxOwner), String> {
     let text = |e: &dyn fmt::Display| e.to_string();
     let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
-        Backend::AfPacket => Box::new(
-            netns
-                .enter_while(&d.name, || {
-                    AfPacket::open(&d.name, AfPacketConfig::default())
-                })
-                .map_err(entered)?
-                .map_err(|e| text(&e))?,
+        Backend::AfPacket => (
+            Box::new(
+                netns
+                    .enter_while(&d.name, || {
+                        AfPacket::open(&d.name, AfPacketConfig::default())
+                    })
+                    .map_err(entered)?
+                    .map_err(|e| text(&e))?,
+            ),
+            RxOwner::Kernel(
+                "AF_PACKET: the kernel copies each frame into the ring before polld polls it"
+                    .to_string(),
+            ),
         ),
-        Backend::AfXdp => Box::new(
-            netns
-                .enter_while(&d.name, || {
-                    AfXdp::open(&d.name, d.queue, &AfXdpConfig::default())
-                })
+        Backend::AfXdp => {
+            let config = AfXdpConfig {
+                busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
+                ..AfXdpConfig::default()
+            };
+            let dev = netns
+                .enter_while(&d.name, || AfXdp::open(&d.name, d.queue, &config))
                 .map_err(entered)?
-                .map_err(|e| text(&e))?,
-        ),
+                .map_err(|e| text(&e))?;
+            let owner = match dev.busy_poll() {
+                busy if busy.is_active() => RxOwner::Polld(busy.describe()),
+                busy => RxOwner::Kernel(busy.describe()),
+            };
+            (Box::new(dev), owner)
+        }
         Backend::Tap => {
             let tap = Tap::open_in(netns, &d.name).map_err(entered)?;
             let place = d
@@ -150,9 +171,27 @@ fn open_device(d: &DeviceConfig, netns: Namespace) -> Result<Box<dyn Device>, St
             } else {
                 eprintln!("polld: {}: attached to the existing TAP{place}", d.name);
             }
-            Box::new(tap)
+            (
+                Box::new(tap),
+                RxOwner::Polld("polld's read() of the TAP".to_string()),
+            )
         }
     })
+}
+
+/// The knobs the config file sets, on top of the defaults: what the devices are opened
+/// with (the dataplane validates them again when they are applied).
+fn configured_knobs(config: &RunConfig) -> Knobs {
+    let mut knobs = Knobs::default();
+    for k in &config.knobs {
+        let value = k.value.parse();
+        match (k.name.as_str(), value) {
+            ("kern.polling.each_burst", Ok(v)) => knobs.each_burst = v,
+            ("kern.polling.hz", Ok(v)) => knobs.hz = v,
+            _ => {}
+        }
+    }
+    knobs
 }
 
 /// Runs `polld run`; returns once stopped by a signal.
@@ -175,6 +214,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
+    let mut rx_owners = Vec::new();
+    let knobs = configured_knobs(&config);
     for (i, d) in config.devices.iter().enumerate() {
         let fail = |key: &str, e: String| {
             RunError::Config(config.error_at_field(
@@ -187,8 +228,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             None => Namespace::of_this_thread(&d.name),
         }
         .map_err(|e| fail("netns", e.to_string()))?;
-        let dev = open_device(d, netns).map_err(|e| fail("name", e))?;
+        let (dev, rx_owner) = open_device(d, netns, &knobs).map_err(|e| fail("name", e))?;
         devices.push(dev);
+        rx_owners.push(rx_owner);
     }
     let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
     let stage = Stage::new(&config.packet, &names)
@@ -212,8 +254,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         .devices
         .iter()
         .zip(&config.packet.interfaces)
-        .map(|(d, ifc)| IfInfo {
+        .zip(rx_owners)
+        .map(|((d, ifc), rx_owner)| IfInfo {
+            name: d.name.clone(),
             backend: d.backend.name().to_string(),
+            rx_owner,
             mac: ifc.mac.map(|m| m.to_string()),
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })

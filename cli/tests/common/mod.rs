@@ -14,14 +14,11 @@ use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
-/// Skips the calling test, saying why, unless it runs as root.
+/// Skips the calling test, saying why, unless it runs as root (a failure under CI).
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !polld_dev::netns::is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
+        polld_testsupport::require_root!("needs root to create network namespaces")
     };
 }
 
@@ -306,4 +303,28 @@ pub fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
 
 pub fn tcp_bytes(report: &Value) -> u64 {
     report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
+}
+
+/// A child killed (by its pid) on drop.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
+pub fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
+    let child = tb
+        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
+        .unwrap()
+        .args(["gen", "veth0", "-i", "0", "--rate", rate])
+        .args(["--duration", &secs.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
 }
