@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    count, counter, iperf3, ping, start_router, stop, tcp_bytes, testbed, values, warm_up, Polld,
-    POLLD,
+    count, counter, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed, values,
+    warm_up, Polld, POLLD,
 };
 use polld_testbed::{Layout, PolldSetup, Role};
 
@@ -56,15 +56,8 @@ fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
     for backend in ["af_packet", "af_xdp"] {
         for mode in MODES {
             let (_dir, polld) = start_router(&tb, backend, mode);
-            warm_up(&tb);
-            assert_eq!(ping(&tb, 5), 5, "{backend} {mode}: ping");
-            port += 1;
-            let tcp = iperf3(&tb, port, 2, false);
-            assert!(tcp_bytes(&tcp) > 1_000_000, "{backend} {mode}: TCP {tcp}");
-            port += 1;
-            let udp = iperf3(&tb, port, 2, true);
-            let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
-            assert!(lost < 5.0, "{backend} {mode}: UDP lost {lost} %");
+            ping_tcp_udp(&tb, port, &format!("{backend} {mode}"));
+            port += 2;
             let interfaces = stop(polld);
             let veth1 = &interfaces[0];
             assert_eq!(veth1["mode"], mode);

@@ -11,8 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    count, counter, iperf3, ping, start_router, stop, tcp_bytes, testbed_of, values, warm_up, Dir,
-    POLLD,
+    count, counter, ping, ping_tcp_udp, start_router, stop, testbed_of, values, warm_up, Dir, POLLD,
 };
 use polld_testbed::{polld_config, Devices, PolldSetup, Role, Testbed};
 use serde_json::Value;
@@ -62,15 +61,8 @@ fn ping_iperf3_gen_and_sink_pass_through_polld_on_taps_in_interrupt_and_polling_
     let mut port = 15301;
     for mode in ["interrupt", "polling"] {
         let (_dir, polld) = start_router(&tb, "tap", mode);
-        warm_up(&tb);
-        assert_eq!(ping(&tb, 5), 5, "{mode}: ping");
-        port += 1;
-        let tcp = iperf3(&tb, port, 2, false);
-        assert!(tcp_bytes(&tcp) > 1_000_000, "{mode}: TCP {tcp}");
-        port += 1;
-        let udp = iperf3(&tb, port, 2, true);
-        let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
-        assert!(lost < 5.0, "{mode}: UDP lost {lost} %");
+        ping_tcp_udp(&tb, port, mode);
+        port += 2;
 
         // polld gen on gen's TAP, polld sink on sink's, through polld.
         let sink = Command::new(POLLD)

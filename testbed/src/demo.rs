@@ -105,21 +105,68 @@ fn failed(what: String) -> TestbedError {
 
 /// Runs the demo; `polld` is the path of the polld binary to run.
 pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<(), TestbedError> {
-    if args.devices == Devices::Tap {
-        return run_tap_demo(args, polld, out);
-    }
-    let layout = Layout::new(&args.prefix);
+    let layout = Layout::with_devices(&args.prefix, args.devices);
     let options = UpOptions::default();
+    let joined = match args.devices {
+        Devices::Veth => "joined by veth pairs",
+        Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
+    };
     writeln!(
         out,
-        "polld demo: bringing up the testbed ({}, {}, {})",
+        "polld demo: bringing up the testbed ({}, {}, {}: {joined})",
         layout.gen_ns, layout.fwd_ns, layout.sink_ns
     )
     .ok();
     let tb = Testbed::up(&layout, &options)?;
+    let dir = scratch_dir()?;
+    let run = DemoRun {
+        args,
+        tb: &tb,
+        options: &options,
+        polld,
+        dir: &dir,
+    };
+    let result = match args.devices {
+        Devices::Veth => veth_demo(&run, out),
+        Devices::Tap => tap_demo(&run, out),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    writeln!(out, "polld demo: testbed removed").ok();
+    result
+}
+
+/// What a demo's runs share.
+#[derive(Clone, Copy)]
+struct DemoRun<'a> {
+    args: &'a DemoArgs,
+    tb: &'a Testbed,
+    options: &'a UpOptions,
+    polld: &'a Path,
+    /// Holds the trials' configs and sockets.
+    dir: &'a Path,
+}
+
+/// The directory for a demo's configs and sockets.
+fn scratch_dir() -> Result<PathBuf, TestbedError> {
     let dir = std::env::temp_dir().join(format!("polld-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(rows).unwrap_or_default()
+    );
+}
+
+/// The demo on veth: `polld gen` at `args.rate` through polld in interrupt mode, then in
+/// polling mode.
+fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
     let mut rows = Vec::new();
     for mode in ["interrupt", "polling"] {
         writeln!(
@@ -138,44 +185,25 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
             duration: args.duration,
             sink: true,
         };
-        rows.push(measure(&tb, &options, polld, &dir, &trial)?);
+        rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        )
-        .ok();
+        write_json(&rows, out);
     } else {
-        write_table(&rows, &format!("polld on {}", args.backend), &options, out);
+        write_table(&rows, &format!("polld on {}", args.backend), options, out);
         let _ = writeln!(
             out,
             "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its own CPU stays within 100 - kern.polling.user_frac percent of the core under any load.\nThe kernel rx column is the receive work the kernel's NAPI threads do for polld's interfaces,\noutside that budget (`polld ifconfig` says which interfaces)."
         );
     }
-    drop(tb);
-    writeln!(out, "polld demo: testbed removed").ok();
     Ok(())
 }
 
-/// The demo on the TAP testbed: interrupt mode, then polling at `args.user_frac`, each
-/// with a flood from gen and a competitor on the fwd CPU.
-fn run_tap_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<(), TestbedError> {
-    let layout = Layout::with_devices(&args.prefix, Devices::Tap);
-    let options = UpOptions::default();
+/// The demo on TAP: interrupt mode, then polling at `args.user_frac`, each with a flood
+/// from gen and a competitor on the fwd CPU.
+fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
     let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
-    writeln!(
-        out,
-        "polld demo: bringing up the TAP testbed ({}, {}, {}: tap0 in gen and tap1 in sink, joined only by polld)",
-        layout.gen_ns, layout.fwd_ns, layout.sink_ns
-    )
-    .ok();
-    let tb = Testbed::up(&layout, &options)?;
-    let dir = std::env::temp_dir().join(format!("polld-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
     let mut rows = Vec::new();
     for mode in ["interrupt", "polling"] {
         writeln!(
@@ -190,21 +218,19 @@ fn run_tap_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
             warm_up: 1.0,
             window: args.duration,
         };
-        rows.push(measure_share(&tb, polld, &dir, (gen_cpu, fwd_cpu), &trial)?);
+        rows.push(measure_share(
+            run.tb,
+            run.polld,
+            run.dir,
+            (gen_cpu, fwd_cpu),
+            &trial,
+        )?);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    drop(tb);
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        )
-        .ok();
+        write_json(&rows, out);
     } else {
         write_share_table(&rows, gen_cpu, fwd_cpu, out);
     }
-    writeln!(out, "polld demo: testbed removed").ok();
     Ok(())
 }
 

@@ -301,6 +301,18 @@ pub fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
     report
 }
 
+/// Ping (5 replies out of 5), an iperf3 TCP run of 2 s (over 1 MB) and a UDP one (under
+/// 5 % lost) from gen to sink through polld; `port` and the next one are used.
+pub fn ping_tcp_udp(tb: &Testbed, port: u16, what: &str) {
+    warm_up(tb);
+    assert_eq!(ping(tb, 5), 5, "{what}: ping");
+    let tcp = iperf3(tb, port, 2, false);
+    assert!(tcp_bytes(&tcp) > 1_000_000, "{what}: TCP {tcp}");
+    let udp = iperf3(tb, port + 1, 2, true);
+    let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
+    assert!(lost < 5.0, "{what}: UDP lost {lost} %");
+}
+
 pub fn tcp_bytes(report: &Value) -> u64 {
     report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
 }

@@ -49,15 +49,17 @@ fn parse_options() -> Result<Options, String> {
         cpu: 1,
         sender_cpu: 0,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    for pair in args.chunks(2) {
+        let [flag, value] = pair else {
+            return Err(format!("{} needs a value", pair[0]));
+        };
+        let number: f64 = value.parse().map_err(|e| format!("{flag} {value}: {e}"))?;
         match flag.as_str() {
-            "--secs" => options.secs = value.parse().map_err(|e| bad(&e))?,
-            "--runs" => options.runs = value.parse().map_err(|e| bad(&e))?,
-            "--cpu" => options.cpu = value.parse().map_err(|e| bad(&e))?,
-            "--sender-cpu" => options.sender_cpu = value.parse().map_err(|e| bad(&e))?,
+            "--secs" => options.secs = number,
+            "--runs" => options.runs = number as usize,
+            "--cpu" => options.cpu = number as usize,
+            "--sender-cpu" => options.sender_cpu = number as usize,
             _ => {
                 return Err(format!(
                     "unknown option {flag}; use --secs, --runs, --cpu, --sender-cpu"
