@@ -19,12 +19,15 @@
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
-//! that interface waiting in the input queue.
+//! that interface waiting in the input queue. `forwarded` counts frames the output
+//! device accepted; one it drops afterwards (too long, refused by the kernel) is counted
+//! on the output interface in `tx_drops`, by reason, so a forwarded frame is delivered or
+//! counted there.
 
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::device::{Device, LinkState};
+use crate::device::{Device, HwStats, LinkState, TxDrop, TxDrops};
 use crate::knobs::{in_range, parse_int, KnobError};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller, RegError, SysctlEntry};
 use crate::stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
@@ -84,8 +87,10 @@ pub struct IfCounters {
     pub tasks: u64,
     /// Frames received from the device.
     pub rx_packets: u64,
-    /// Frames handed to this device for transmission.
+    /// Frames handed to this device for transmission (accepted by its `send`).
     pub tx_packets: u64,
+    /// Of those, frames the device dropped afterwards, by reason.
+    pub tx_drops: TxDrops,
     /// Frames received here and transmitted on another interface.
     pub forwarded: u64,
     /// Frames received here for the box itself.
@@ -98,17 +103,23 @@ pub struct IfCounters {
     pub generated_dropped: u64,
     /// Frames received here now waiting in the IP input queue.
     pub queued: u64,
-    /// Drops of frames received here, by reason (rx_ring_full: dropped by the device).
+    /// Drops of frames received here, by reason (rx_ring_full, fault_injected: dropped by
+    /// the device before it handed them up).
     pub drops: DropCounters,
 }
 
 impl IfCounters {
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
-        let ring = self.drops.get(DropReason::RxRingFull);
+        let after_rx: u64 = self
+            .drops
+            .nonzero()
+            .filter(|(r, _)| !r.before_rx())
+            .map(|(_, n)| n)
+            .sum();
         self.rx_packets as i64
             - (self.forwarded + self.local + self.consumed + self.queued) as i64
-            - (self.drops.total() - ring) as i64
+            - after_rx as i64
     }
 }
 
@@ -124,7 +135,7 @@ pub struct Interface<D> {
     /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
     rx_process_limit: i64,
     /// Device drops already folded into `counters`.
-    hw_seen: u64,
+    hw_seen: HwStats,
 }
 
 impl<D: Device> Interface<D> {
@@ -277,6 +288,8 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             }
             self.touched[s.out] = true;
         }
+        // Transmit drops the devices count are folded by `sync_hw_drops` (the executor's
+        // status timer), not here: reading them may cost a system call per batch.
         for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
             if std::mem::take(touched) {
                 iface.dev.flush();
@@ -289,14 +302,24 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     /// Folds the drops devices counted on their own into the interface counters.
     fn fold_hw_drops(&mut self, i: usize) {
         let iface = &mut self.ifs[i];
-        let total = iface.dev.hw_stats().rx_ring_full;
-        if total > iface.hw_seen {
-            iface
-                .counters
-                .drops
-                .add(DropReason::RxRingFull, total - iface.hw_seen);
-            iface.hw_seen = total;
+        let now = iface.dev.hw_stats();
+        let seen = &mut iface.hw_seen;
+        let counters = &mut iface.counters;
+        // A reopened device starts its totals again from zero.
+        let new = |total: u64, seen: u64| total.saturating_sub(seen);
+        counters.drops.add(
+            DropReason::RxRingFull,
+            new(now.rx_ring_full, seen.rx_ring_full),
+        );
+        counters
+            .drops
+            .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));
+        for r in TxDrop::ALL {
+            counters
+                .tx_drops
+                .add(r, new(now.tx_drops.get(r), seen.tx_drops.get(r)));
         }
+        *seen = now;
     }
 
     /// Processes up to `max` frames from the IP input queue (the netisr's protocol work).
@@ -436,7 +459,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     task_queued: false,
                     in_handler: false,
                     rx_process_limit: RX_PROCESS_LIMIT,
-                    hw_seen: 0,
+                    hw_seen: HwStats::default(),
                 }
             })
             .collect();
@@ -643,8 +666,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.poller.netisr_scheduled()
     }
 
-    /// Brings every interface's device-counted drops (rx ring full) into its counters;
-    /// receive paths do this as they go, this catches interfaces that were not serviced.
+    /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
+    /// its counters; receive paths fold their own interface's as they go, this catches the
+    /// outputs and the interfaces that were not serviced.
     pub fn sync_hw_drops(&mut self) {
         for i in 0..self.devs.ifs.len() {
             self.devs.fold_hw_drops(i);
@@ -801,6 +825,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     &n(&format!("drops.{}", r.name())),
                     c.drops.get(r).to_string(),
                     "Frames dropped, by reason",
+                    false,
+                ));
+            }
+            for r in TxDrop::ALL {
+                all.push(entry(
+                    &n(&format!("tx_drops.{}", r.name())),
+                    c.tx_drops.get(r).to_string(),
+                    "Frames the device accepted for transmission and then dropped, by reason",
                     false,
                 ));
             }

@@ -27,6 +27,10 @@
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
 //!
+//! [interfaces.fault]             # a test tool: seeded faults on this interface, rates
+//! seed = 1                       # per mille, each counted by name (see polld-middleware)
+//! rx_drop = 10                   # also rx_truncate, rx_corrupt, rx_duplicate, tx_fail
+//!
 //! [[routes]]
 //! prefix = "0.0.0.0/0"
 //! gateway = "10.0.2.2"
@@ -39,6 +43,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use polld_core::Mode;
+use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
 use serde::Deserialize;
 
@@ -130,6 +135,8 @@ pub struct DeviceConfig {
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
+    /// Faults to inject (a test tool), from `[interfaces.fault]`.
+    pub fault: Option<FaultConfig>,
 }
 
 /// A knob write from `[knobs]`, with the line it came from.
@@ -196,6 +203,7 @@ struct DeviceKeys {
     queue: u32,
     #[serde(default)]
     netns: Option<String>,
+    fault: Option<FaultConfig>,
 }
 
 struct ModeName(Mode);
@@ -218,7 +226,7 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-const DEVICE_KEYS: [&str; 4] = ["backend", "mode", "queue", "netns"];
+const DEVICE_KEYS: [&str; 5] = ["backend", "mode", "queue", "netns", "fault"];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -279,12 +287,17 @@ impl RunConfig {
                 .and_then(|v| v.as_str())
                 .unwrap_or_default()
                 .to_string();
+            if let Some(Err(e)) = keys.fault.as_ref().map(FaultConfig::validate) {
+                let field = format!("interfaces[{i}].fault.{}", e.field);
+                return Err(fail(locate(&field), format!("interfaces[{i}].{e}")));
+            }
             devices.push(DeviceConfig {
                 name,
                 netns: keys.netns,
                 backend: keys.backend,
                 mode: keys.mode.0,
                 queue: keys.queue,
+                fault: keys.fault,
             });
             stage_interfaces.push(toml::Value::Table(stage_part));
         }

@@ -18,6 +18,7 @@ use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
+use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
@@ -44,6 +45,10 @@ pub struct RunArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Record every interface's frames, received and sent, to PREFIX.IFNAME.pcap (classic
+    /// pcap, readable by tcpdump -r); a write error stops that recording and is printed.
+    #[arg(long, value_name = "PREFIX")]
+    pub pcap: Option<String>,
 }
 
 /// Why `polld run` could not start or stopped with an error.
@@ -179,6 +184,71 @@ fn open_device(
     })
 }
 
+/// Wraps an opened device in the middleware asked for: the fault injector of
+/// `[interfaces.fault]`, then the pcap writer of `--pcap` (outermost, so the file holds
+/// the frames the dataplane saw and counted).
+fn wrap_device(
+    mut dev: Box<dyn Device>,
+    d: &DeviceConfig,
+    pcap: Option<&str>,
+) -> Result<Box<dyn Device>, String> {
+    if let Some(fault) = d.fault {
+        dev = Box::new(FaultInjector::new(dev, fault).map_err(|e| format!("{}: {e}", d.name))?);
+    }
+    if let Some(prefix) = pcap {
+        let path = PathBuf::from(format!("{prefix}.{}.pcap", d.name));
+        let file = std::fs::File::create(&path).map_err(|e| {
+            format!(
+                "--pcap: cannot create {}: {e}; give a PREFIX in a writable directory",
+                path.display()
+            )
+        })?;
+        let out = PcapFile {
+            path: path.clone(),
+            file: std::io::BufWriter::new(file),
+        };
+        let wall_clock = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_nanos() as u64)
+        };
+        let writer = PcapWriter::new(dev, out, Box::new(wall_clock))
+            .map_err(|e| format!("--pcap: cannot write {}: {e}", path.display()))?;
+        dev = Box::new(writer);
+    }
+    Ok(dev)
+}
+
+/// A `--pcap` file: says on stderr when a write fails (the recording stops there, the
+/// forwarding goes on).
+struct PcapFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl PcapFile {
+    fn report<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            eprintln!(
+                "polld: --pcap {}: {e}; the recording of this interface stops here",
+                self.path.display()
+            );
+        }
+        result
+    }
+}
+
+impl Write for PcapFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.file.write(buf);
+        self.report(result)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.file.flush();
+        self.report(result)
+    }
+}
+
 /// The knobs the config file sets, on top of the defaults: what the devices are opened
 /// with (the dataplane validates them again when they are applied).
 fn configured_knobs(config: &RunConfig) -> Knobs {
@@ -229,6 +299,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         }
         .map_err(|e| fail("netns", e.to_string()))?;
         let (dev, rx_owner) = open_device(d, netns, &knobs).map_err(|e| fail("name", e))?;
+        let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
     }
@@ -354,6 +425,9 @@ fn report(
         )?;
         for (reason, n) in c.drops.nonzero() {
             writeln!(out, "    dropped {n} {}", reason.name())?;
+        }
+        for (reason, n) in c.tx_drops.nonzero() {
+            writeln!(out, "    dropped on transmit {n} {}", reason.name())?;
         }
         let unaccounted = c.unaccounted();
         if unaccounted != 0 {

@@ -70,6 +70,26 @@ pub(crate) fn index(fd: RawFd, name: &IfName) -> Option<u32> {
     Some(unsafe { req.ifr_ifru.ifru_ifindex } as u32)
 }
 
+/// Reads the interface MTU with SIOCGIFMTU on any socket `fd`; `None` if the interface
+/// is gone.
+pub(crate) fn mtu(fd: RawFd, name: &IfName) -> Option<u32> {
+    let mut req = name.ifreq();
+    // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `req`.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: on success the kernel filled the mtu member of the union.
+    Some(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+/// The longest frame an interface of MTU `mtu` transmits: the MTU, the Ethernet header
+/// and one VLAN tag (the kernel's `is_skb_forwardable` bound). Longer frames are dropped
+/// by the kernel without a count polld could read, so the devices drop them first.
+pub(crate) fn max_frame(mtu: u32) -> usize {
+    mtu as usize + 14 + 4
+}
+
 /// Reads the interface flags with SIOCGIFFLAGS on any socket `fd`: up and running is
 /// [`LinkState::Up`], a missing interface [`LinkState::Gone`], anything else `Down`.
 pub(crate) fn link_state(fd: RawFd, name: &IfName) -> LinkState {

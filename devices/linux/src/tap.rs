@@ -30,7 +30,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use polld_core::device::{Device, HwStats, LinkState, TxFull};
+use polld_core::device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 
 use crate::error::OpenError;
 use crate::iface::{self, IfName, LinkCounters, Namespace};
@@ -54,6 +54,8 @@ pub struct Tap {
     interrupt_armed: bool,
     /// Queue-full drops counted on interfaces this device was attached to before a reopen.
     earlier_drops: u64,
+    /// Writes the kernel refused, by reason.
+    tx_drops: TxDrops,
 }
 
 /// The fd attached to one incarnation of the interface, and what reads its state.
@@ -95,6 +97,7 @@ impl Tap {
             buffer: vec![0; READ_BUFFER_SIZE],
             interrupt_armed: true,
             earlier_drops: 0,
+            tx_drops: TxDrops::default(),
         })
     }
 
@@ -295,10 +298,10 @@ impl Device for Tap {
         rc > 0 && pollfd.revents & libc::POLLIN != 0
     }
 
-    /// One `write`. A write that cannot go (the kernel's backlog is full: ENOBUFS or
-    /// EAGAIN; the interface is down: EIO; out of memory) is reported as [`TxFull`],
-    /// which the dataplane counts as a `tx_ring_full` drop of the frame's input
-    /// interface: never lost silently.
+    /// One `write`. A write that cannot go is never lost silently: EAGAIN is [`TxFull`]
+    /// (the dataplane counts the frame `tx_ring_full` on its input interface); ENOBUFS (no
+    /// buffer in the kernel) and any other refusal (EIO: the interface is down, EINVAL)
+    /// are counted here as `tx_drops.nobufs` and `tx_drops.refused`.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         let fd = self.attached.tun.as_raw_fd();
         loop {
@@ -307,9 +310,13 @@ impl Device for Tap {
             if n >= 0 {
                 return Ok(());
             }
-            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return Err(TxFull);
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => return Err(TxFull),
+                Some(libc::ENOBUFS) => self.tx_drops.add(TxDrop::NoBufs, 1),
+                _ => self.tx_drops.add(TxDrop::Refused, 1),
             }
+            return Ok(());
         }
     }
 
@@ -342,6 +349,8 @@ impl Device for Tap {
     fn hw_stats(&mut self) -> HwStats {
         HwStats {
             rx_ring_full: self.earlier_drops + self.attached.drops(),
+            tx_drops: self.tx_drops,
+            ..HwStats::default()
         }
     }
 }

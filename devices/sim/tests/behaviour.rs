@@ -2,7 +2,7 @@
 //! user_frac holding, conservation across mode switches, em-style bounded batches
 //! (docs/algorithm.md §9 behaviour 14), and clear errors for bad scenarios.
 
-use polld_core::{DropReason, Mode, Poller};
+use polld_core::{DropReason, Mode, Poller, TxDrop};
 use polld_sim::scenario::{check_conservation, report};
 use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
 
@@ -258,6 +258,22 @@ fn interrupt_mode_input_queue_overflow_is_a_named_drop() {
     check_conservation(&sim).unwrap();
     let c = sim.dataplane().interfaces()[0].counters;
     assert!(c.drops.get(DropReason::IntrQueueFull) > 0, "{c:?}");
+}
+
+#[test]
+fn frames_too_long_for_the_output_are_counted_there_not_lost() {
+    let mut s = one_stream(10_000.0, Mode::Polling, true, UserTask::None, &[]);
+    s.nics[0].frame_len = 1000;
+    s.nics[1].max_frame = 600;
+    let mut sim = s.build().unwrap();
+    sim.run_until(100 * MS);
+    check_conservation(&sim).unwrap();
+    let ifs = sim.dataplane().interfaces();
+    let (input, output) = (ifs[0].counters, ifs[1].counters);
+    assert!(input.forwarded > 500, "{input:?}");
+    assert_eq!(output.tx_packets, input.forwarded);
+    assert_eq!(output.tx_drops.get(TxDrop::TooLong), input.forwarded);
+    assert_eq!(ifs[1].dev.stats.tx_wire, 0);
 }
 
 #[test]
