@@ -319,8 +319,9 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
         (
             "ip_options",
             frame(&l, 18, |f| {
-                // IHL 6: one 4-byte option (NOPs) before the UDP header.
-                f.splice(34..34, [1, 1, 1, 0]);
+                // IHL 6: one malformed option before the UDP header, a record route
+                // whose length (1) is below 2; well-formed options are forwarded.
+                f.splice(34..34, [7, 1, 0, 0]);
                 f[14] = 0x46;
                 let total = (f.len() - 14) as u16;
                 f[16..18].copy_from_slice(&total.to_be_bytes());
@@ -344,7 +345,14 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
                 f.splice(12..12, [0x81, 0x00, 0x00, 0x07]);
             }),
         ),
-        ("oversize", frame(&l, 1600 - 42, good)),
+        (
+            "oversize",
+            // Larger than veth2's MTU with DF set; with DF clear it would be fragmented.
+            frame(&l, 1600 - 42, |f| {
+                f[20] = 0x40;
+                fix_ip_checksum(f)
+            }),
+        ),
         (
             "unknown_ethertype",
             frame(&l, 18, |f| {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::proto::{Request, Response, MAX_REQUEST_BYTES};
+use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -451,20 +451,10 @@ impl Conn {
                 }
             }
         };
-        // The limit counts the newline.
-        if line_end + 1 > MAX_REQUEST_BYTES {
-            self.refuse(format!(
-                "request too large (limit {MAX_REQUEST_BYTES} bytes)"
-            ));
-            return None;
-        }
-        match serde_json::from_slice::<Request>(&buf[..line_end]) {
+        match parse_request(&buf[..line_end]) {
             Ok(request) => Some(request),
-            Err(e) => {
-                self.refuse(format!(
-                    "invalid request: {e}; send one JSON object on one line, \
-                     e.g. {{\"op\":\"list\",\"prefix\":\"kern.polling\"}}"
-                ));
+            Err(message) => {
+                self.refuse(message);
                 None
             }
         }

@@ -156,11 +156,23 @@ struct Queued {
     frame: Vec<u8>,
 }
 
+/// Whose frame a staged frame is, which decides the counter it ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Made up by the stage (ARP, ICMP): `generated` on the output.
+    Generated,
+    /// A frame received on `input`, forwarded or handed to the host; `more` when later
+    /// staged frames belong to the same datagram (its fragments), which counts once.
+    Received { input: usize, more: bool },
+    /// A part of a forwarded datagram whose verdict has not been applied yet; parts the
+    /// verdict did not claim (the output went down) are never sent.
+    Part,
+}
+
 /// A frame staged for transmission: the output, who to charge, and where its bytes are.
 struct Staged {
     out: usize,
-    /// The input interface of a forwarded frame, `None` for a generated one.
-    input: Option<usize>,
+    origin: Origin,
     start: usize,
     len: usize,
 }
@@ -170,23 +182,51 @@ struct Staged {
 struct TxStaging {
     bytes: Vec<u8>,
     frames: Vec<Staged>,
+    /// Where the parts of the datagram being forwarded start in `frames`.
+    parts_from: Option<usize>,
 }
 
 impl TxStaging {
-    fn push(&mut self, out: usize, input: Option<usize>, frame: &[u8]) {
+    fn push(&mut self, out: usize, origin: Origin, frame: &[u8]) {
         self.frames.push(Staged {
             out,
-            input,
+            origin,
             start: self.bytes.len(),
             len: frame.len(),
         });
         self.bytes.extend_from_slice(frame);
     }
+
+    /// Gives the parts staged since the last verdict to the datagram received on `input`
+    /// (`Some`), or leaves them unsent (`None`); returns how many there were.
+    fn settle_parts(&mut self, input: Option<usize>) -> usize {
+        let Some(from) = self.parts_from.take() else {
+            return 0;
+        };
+        let mut parts = self.frames[from..]
+            .iter_mut()
+            .filter(|s| s.origin == Origin::Part)
+            .peekable();
+        let mut n = 0;
+        while let Some(s) = parts.next() {
+            n += 1;
+            if let Some(input) = input {
+                let more = parts.peek().is_some();
+                s.origin = Origin::Received { input, more };
+            }
+        }
+        n
+    }
 }
 
 impl Emit for TxStaging {
     fn emit(&mut self, out: usize, frame: &[u8]) {
-        self.push(out, None, frame);
+        self.push(out, Origin::Generated, frame);
+    }
+
+    fn forward_part(&mut self, out: usize, frame: &[u8]) {
+        self.parts_from.get_or_insert(self.frames.len());
+        self.push(out, Origin::Part, frame);
     }
 }
 
@@ -268,23 +308,36 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         if self.tx.frames.is_empty() {
             return;
         }
+        // Whether every frame so far of the datagram being sent was taken.
+        let mut datagram_sent = true;
         for s in &self.tx.frames {
+            let (input, more) = match s.origin {
+                Origin::Part => continue,
+                Origin::Generated => (None, false),
+                Origin::Received { input, more } => (Some(input), more),
+            };
             let frame = &self.tx.bytes[s.start..s.start + s.len];
             let sent = self.ifs[s.out].dev.send(frame).is_ok();
             if sent {
                 self.ifs[s.out].counters.tx_packets += 1;
             }
-            match (s.input, sent) {
-                (Some(input), true) if self.host == Some(s.out) => {
-                    self.ifs[input].counters.local += 1
+            match input {
+                Some(_) if more => datagram_sent &= sent,
+                Some(input) => {
+                    // The datagram's last (or only) frame: it counts now, as a whole.
+                    let whole = datagram_sent && sent;
+                    datagram_sent = true;
+                    let counters = &mut self.ifs[input].counters;
+                    if !whole {
+                        counters.drops.add(DropReason::TxRingFull, 1);
+                    } else if self.host == Some(s.out) {
+                        counters.local += 1;
+                    } else {
+                        counters.forwarded += 1;
+                    }
                 }
-                (Some(input), true) => self.ifs[input].counters.forwarded += 1,
-                (Some(input), false) => self.ifs[input]
-                    .counters
-                    .drops
-                    .add(DropReason::TxRingFull, 1),
-                (None, true) => self.ifs[s.out].counters.generated += 1,
-                (None, false) => self.ifs[s.out].counters.generated_dropped += 1,
+                None if sent => self.ifs[s.out].counters.generated += 1,
+                None => self.ifs[s.out].counters.generated_dropped += 1,
             }
             self.touched[s.out] = true;
         }
@@ -379,13 +432,23 @@ fn apply(
     host: Option<usize>,
     tx: &mut TxStaging,
 ) {
+    let received = Origin::Received { input, more: false };
+    let link_up = |out: usize| links.get(out) == Some(&LinkState::Up);
+    let parts = match verdict {
+        Verdict::ForwardEmitted { out } if link_up(out) => tx.settle_parts(Some(input)),
+        _ => tx.settle_parts(None),
+    };
     match verdict {
-        Verdict::Forward { out } if out >= links.len() || links[out] != LinkState::Up => {
+        Verdict::Forward { out } | Verdict::ForwardEmitted { out } if !link_up(out) => {
             counters.drops.add(DropReason::LinkDown, 1)
         }
-        Verdict::Forward { out } => tx.push(out, Some(input), frame),
+        Verdict::Forward { out } => tx.push(out, received, frame),
+        // Counted when the parts are sent; a datagram that became no frame at all was
+        // used up by the stage.
+        Verdict::ForwardEmitted { .. } if parts == 0 => counters.consumed += 1,
+        Verdict::ForwardEmitted { .. } => {}
         Verdict::Local => match host {
-            Some(h) => tx.push(h, Some(input), frame),
+            Some(h) => tx.push(h, received, frame),
             None => counters.local += 1,
         },
         Verdict::Consumed => counters.consumed += 1,
@@ -767,6 +830,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             "Frames in the IP input queue",
             false,
         ));
+        for (name, value, descr) in self.devs.stage.sysctl_counters() {
+            let name = format!("net.inet.ip.{name}");
+            all.push(entry(&name, value.to_string(), descr, false));
+        }
         for (iface, link) in self.devs.ifs.iter().zip(&self.devs.links) {
             let c = &iface.counters;
             let p = format!("dev.{}.", iface.dev.name());

@@ -20,7 +20,7 @@ pub enum DropReason {
     LinkDown,
     /// Shorter than the headers it claims.
     Truncated,
-    /// Longer than the interface MTU allows.
+    /// Longer than the output MTU, and not to be fragmented (DF set).
     Oversize,
     /// An ethertype polld does not handle.
     UnknownEthertype,
@@ -36,7 +36,8 @@ pub enum DropReason {
     BadChecksum,
     /// Invalid source or destination address (RFC 1812 §5.3.7).
     Martian,
-    /// IPv4 options present (not forwarded on the fast path).
+    /// An IPv4 option list that is malformed (an ICMP parameter problem may have been
+    /// sent) or asks for what polld refuses (source routing).
     IpOptions,
     /// A fragment polld does not reassemble or forward.
     Fragment,
@@ -187,6 +188,11 @@ pub type DropCounters = Counts<DropReason, { DropReason::ALL.len() }>;
 pub enum Verdict {
     /// Rewritten in place; transmit it on device `out` (an index into the dataplane's devices).
     Forward { out: usize },
+    /// Forwarded on device `out`, not as the input buffer but as the frames the stage
+    /// handed to [`Emit::forward_part`]: its fragments, or the datagram trimmed of
+    /// link-layer padding. One forwarded frame in the counters, however many frames it
+    /// became; lost as a whole if the device refuses any of them.
+    ForwardEmitted { out: usize },
     /// Addressed to this box: hand it to the host's stack.
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
@@ -195,10 +201,16 @@ pub enum Verdict {
     Drop(DropReason),
 }
 
-/// Frames the stage generates on its own (ARP requests and replies, ICMP errors).
+/// Where the stage puts frames other than the rewritten input buffer.
 pub trait Emit {
-    /// Queues `frame` for transmission on device `out`.
+    /// Queues a frame the stage generates on its own (ARP requests and replies, ICMP
+    /// messages) for transmission on device `out`.
     fn emit(&mut self, out: usize, frame: &[u8]);
+
+    /// Queues one frame of the datagram being forwarded on device `out`, when it does
+    /// not leave as the input buffer (a fragment, or the datagram without its link-layer
+    /// padding); the stage then returns [`Verdict::ForwardEmitted`].
+    fn forward_part(&mut self, out: usize, frame: &[u8]);
 }
 
 /// The processing a received frame goes through.
@@ -206,4 +218,10 @@ pub trait PacketStage {
     /// Decides the fate of `frame`, received on device `input`; may rewrite it in place
     /// and may emit frames of its own.
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
+
+    /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
+    /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        Vec::new()
+    }
 }

@@ -26,6 +26,9 @@
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
+//! mtu = 1500                     # the largest IP packet sent out of it (default: the
+//!                                # kernel's MTU of the interface, else 1500); bigger ones
+//!                                # are fragmented (DF clear) or refused with ICMP (DF set)
 //!
 //! [interfaces.fault]             # a test tool: seeded faults on this interface, rates
 //! seed = 1                       # per mille, each counted by name (see polld-middleware)
@@ -260,6 +263,7 @@ impl RunConfig {
 
         let mut devices = Vec::new();
         let mut stage_interfaces = Vec::new();
+        let mut explicit_mtu = Vec::new();
         for (i, entry) in file.interfaces.iter().enumerate() {
             let (device_part, stage_part): (toml::Table, toml::Table) = entry
                 .clone()
@@ -299,6 +303,7 @@ impl RunConfig {
                 queue: keys.queue,
                 fault: keys.fault,
             });
+            explicit_mtu.push(stage_part.contains_key("mtu"));
             stage_interfaces.push(toml::Value::Table(stage_part));
         }
         let mut packet = file.packet;
@@ -313,6 +318,11 @@ impl RunConfig {
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
                 packet.interfaces[i].mac = kernel_mac(&dev.name, dev.netns.as_deref());
+            }
+            if !explicit_mtu[i] {
+                if let Some(mtu) = kernel_mtu(&dev.name) {
+                    packet.interfaces[i].mtu = mtu;
+                }
             }
         }
         let config_error =
@@ -402,6 +412,13 @@ fn kernel_mac(ifname: &str, netns: Option<&str>) -> Option<polld_packet::wire::M
         None => read(),
     };
     mac.map(polld_packet::wire::MacAddr)
+}
+
+/// The MTU the kernel gives `ifname`, if it exists in this namespace and the forwarder
+/// can use it (68 and up, RFC 791's minimum).
+fn kernel_mtu(ifname: &str) -> Option<u16> {
+    let mtu = polld_dev::iface::mtu(ifname).ok()?;
+    (mtu >= 68).then(|| mtu.min(u32::from(u16::MAX)) as u16)
 }
 
 fn line_of_offset(source: &str, offset: usize) -> usize {

@@ -304,8 +304,14 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         rx_owners.push(rx_owner);
     }
     let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
-    let stage = Stage::new(&config.packet, &names)
+    let mut stage = Stage::new(&config.packet, &names)
         .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
+    // IP timestamp options want milliseconds since midnight UT; the stage's clock is
+    // the monotonic one.
+    if let Ok(since_epoch) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        let wall_ns = since_epoch.as_nanos() as u64;
+        stage.set_utc_offset(wall_ns.wrapping_sub(polld_dev::clock::monotonic_ns()));
+    }
     let mut dp: RealDataplane = Dataplane::new(Poller::default(), devices, stage);
     let defaults = polld_control::answer::writable_values(&dp);
     for (i, d) in config.devices.iter().enumerate() {

@@ -197,3 +197,21 @@ fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
     let err = parse(&with_fault("rx_drops = 5\n")).unwrap_err();
     assert!(err.contains("unknown field `rx_drops`"), "{err}");
 }
+
+#[test]
+fn an_interface_without_mtu_takes_the_kernels() {
+    let lo = |mtu: &str| {
+        format!(
+            "[[interfaces]]\nname = \"lo\"\nmac = \"02:00:00:00:00:01\"\naddresses = [\"10.0.1.1/24\"]\n{mtu}"
+        )
+    };
+    // Loopback's MTU is 65536, more than an IPv4 datagram can be: the largest one.
+    assert_eq!(parse(&lo("")).unwrap().packet.interfaces[0].mtu, 65535);
+    assert_eq!(
+        parse(&lo("mtu = 1400")).unwrap().packet.interfaces[0].mtu,
+        1400
+    );
+    // An interface this namespace does not have keeps the default.
+    let c = parse(GOOD).unwrap();
+    assert!(c.packet.interfaces.iter().all(|i| i.mtu == 1500));
+}

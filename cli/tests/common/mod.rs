@@ -61,17 +61,24 @@ pub struct Polld {
 }
 
 impl Polld {
-    /// Starts polld and waits until its control socket exists.
+    /// Starts polld in the testbed's fwd namespace and waits until its control socket
+    /// exists.
     pub fn start(tb: &Testbed, config: &Path, socket: &Path) -> Polld {
-        Polld::start_with(tb, config, socket, &[])
+        Polld::start_in(&tb.layout().fwd_ns, config, socket, &[])
     }
 
     /// Starts polld with more `polld run` options (`--pcap PREFIX`).
     pub fn start_with(tb: &Testbed, config: &Path, socket: &Path, extra: &[&str]) -> Polld {
+        Polld::start_in(&tb.layout().fwd_ns, config, socket, extra)
+    }
+
+    /// Starts polld in namespace `netns`, with more `polld run` options `extra`, and waits
+    /// until its control socket exists.
+    pub fn start_in(netns: &str, config: &Path, socket: &Path, extra: &[&str]) -> Polld {
         let child = Command::new(POLLD)
             .args(["run", "--json", "-c"])
             .arg(config)
-            .args(["--netns", &tb.layout().fwd_ns])
+            .args(["--netns", netns])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

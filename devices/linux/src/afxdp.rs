@@ -502,7 +502,7 @@ impl AfXdp {
     /// completing its descriptor, and counts it nowhere this socket can read.
     fn read_mtu(&mut self) {
         let umem_frame = self.config.frame_size as usize;
-        self.max_frame = match iface::mtu(self.ioctl_socket.as_raw_fd(), &self.name) {
+        self.max_frame = match iface::mtu_on(self.ioctl_socket.as_raw_fd(), &self.name) {
             Some(mtu) => iface::max_frame(mtu).min(umem_frame),
             None => umem_frame,
         };

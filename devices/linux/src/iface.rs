@@ -72,7 +72,7 @@ pub(crate) fn index(fd: RawFd, name: &IfName) -> Option<u32> {
 
 /// Reads the interface MTU with SIOCGIFMTU on any socket `fd`; `None` if the interface
 /// is gone.
-pub(crate) fn mtu(fd: RawFd, name: &IfName) -> Option<u32> {
+pub(crate) fn mtu_on(fd: RawFd, name: &IfName) -> Option<u32> {
     let mut req = name.ifreq();
     // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `req`.
     let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) };
@@ -221,13 +221,14 @@ fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
     ))
 }
 
-/// The MAC address of interface `name` in the calling thread's network namespace
-/// (SIOCGIFHWADDR; unlike /sys/class/net it follows `setns`).
-pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
+/// Asks the kernel about interface `name` in the calling thread's network namespace
+/// with the `SIOCGIF*` ioctl `request` (unlike /sys/class/net it follows `setns`);
+/// `action` says what for, in the error.
+fn query(name: &str, request: libc::Ioctl, action: &'static str) -> Result<libc::ifreq, OpenError> {
     let ifname = IfName::new(name)?;
     let os = |source| OpenError::Os {
         interface: name.to_string(),
-        action: "read the interface's MAC address",
+        action,
         source,
     };
     // SAFETY: plain syscall; the result is checked and owned.
@@ -238,10 +239,21 @@ pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
     // SAFETY: a fresh fd we own.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut req = ifname.ifreq();
-    // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into `req`.
-    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } != 0 {
+    // SAFETY: a SIOCGIF* request reads the name from and writes its answer into `req`.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), request, &mut req) } != 0 {
         return Err(os(io::Error::last_os_error()));
     }
+    Ok(req)
+}
+
+/// The MAC address of interface `name` in the calling thread's network namespace
+/// (SIOCGIFHWADDR).
+pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
+    let req = query(
+        name,
+        libc::SIOCGIFHWADDR,
+        "read the interface's MAC address",
+    )?;
     // SAFETY: on success the kernel filled the hwaddr member of the union.
     let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
     let mut mac = [0u8; 6];
@@ -249,6 +261,13 @@ pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
         *dst = src as u8;
     }
     Ok(mac)
+}
+
+/// The MTU of interface `name` in the calling thread's network namespace (SIOCGIFMTU).
+pub fn mtu(name: &str) -> Result<u32, OpenError> {
+    let req = query(name, libc::SIOCGIFMTU, "read the interface's MTU")?;
+    // SAFETY: on success the kernel filled the mtu member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
 /// The network namespace a device was opened in, so that it can be reopened there from
@@ -387,6 +406,13 @@ mod tests {
             let err = IfName::new(bad).unwrap_err().to_string();
             assert!(err.contains("not a valid interface name"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn loopback_mtu_and_a_missing_name() {
+        assert_eq!(mtu("lo").unwrap(), 65536);
+        let err = mtu("polld-nosuch0").unwrap_err().to_string();
+        assert!(err.contains("polld-nosuch0"), "{err}");
     }
 
     #[test]
