@@ -110,6 +110,19 @@ fn check_refuses_what_run_would_and_opens_nothing() {
             Box::new(|c| c.replacen("name = \"veth2\"", "name = \"nosuch0\"", 1)),
             format!("interfaces[1].name: there is no interface \"nosuch0\" in network namespace `{fwd}`"),
         ),
+        (
+            "af_packet",
+            Box::new(|c| c.replacen("name = \"veth2\"", "name = \"veth2\"\nnetns = \"polld-no-such-ns\"", 1)),
+            "interfaces[1].netns: network namespace \"polld-no-such-ns\" not found".into(),
+        ),
+        (
+            "af_packet",
+            Box::new({
+                let fwd = fwd.clone();
+                move |c| c.replacen("name = \"veth2\"", &format!("name = \"nosuch1\"\nnetns = \"{fwd}\""), 1)
+            }),
+            format!("interfaces[1].name: there is no interface \"nosuch1\" in network namespace `{fwd}`; check `netns`"),
+        ),
     ];
     for (backend, edit, says) in &cases {
         write(backend, edit.as_ref());

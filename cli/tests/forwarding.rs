@@ -8,12 +8,14 @@ mod common;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{assert_conserved, count, testbed, Dir, Polld, POLLD};
-use polld_testbed::{Layout, PolldSetup, Role, Testbed};
-use serde_json::Value;
+use common::{
+    count, counter, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed, values,
+    warm_up, Polld, POLLD,
+};
+use polld_testbed::{Layout, PolldSetup, Role};
 
 const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
 
@@ -46,130 +48,6 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     cmd
 }
 
-/// polld routing in fwd with `backend` and `mode` on both interfaces, and the directory
-/// holding its config and socket.
-fn start_router(tb: &Testbed, backend: &str, mode: &str) -> (Dir, Polld) {
-    let dir = Dir::new(&format!("{}-{backend}-{mode}", tb.layout().prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    std::fs::write(
-        &config,
-        polld_testbed::polld_config(
-            tb.layout(),
-            &PolldSetup {
-                backend,
-                mode,
-                socket: &socket,
-                cpu: None,
-                realtime: false,
-                knobs: &[],
-            },
-        ),
-    )
-    .unwrap();
-    let polld = Polld::start(tb, &config, &socket);
-    (dir, polld)
-}
-
-/// `polld ctl --json NAMES`: name → value.
-fn values(polld: &Polld, names: &[&str]) -> Vec<(String, String)> {
-    let mut args = vec!["ctl", "--json"];
-    args.extend_from_slice(names);
-    let v: Value = serde_json::from_str(&polld.ok(&args)).unwrap();
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["name"].as_str().unwrap().to_string(),
-                e["value"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
-fn counter(polld: &Polld, name: &str) -> u64 {
-    values(polld, &[name])[0].1.parse().unwrap()
-}
-
-/// Stops polld and checks conservation on every interface; returns the final interfaces.
-fn stop(polld: Polld) -> Vec<Value> {
-    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
-    for iface in &interfaces {
-        assert_conserved(iface);
-    }
-    interfaces
-}
-
-/// Pings sink from gen; returns the replies received.
-fn ping(tb: &Testbed, n: u32) -> u32 {
-    let out = tb
-        .command_in(Role::Gen, None, "ping")
-        .unwrap()
-        .args(["-c", &n.to_string(), "-i", "0.2", "-W", "1", "-q"])
-        .arg(tb.layout().veth3.addr.to_string())
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.split(',')
-        .find_map(|part| part.trim().strip_suffix(" received"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Pings until the first reply (ARP resolved on both sides), for at most `secs`.
-fn warm_up(tb: &Testbed) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while ping(tb, 1) == 0 {
-        assert!(Instant::now() < deadline, "no ping reply through polld");
-    }
-}
-
-/// An iperf3 client in gen against a one-off server in sink; returns its JSON report.
-fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
-    let mut server = tb
-        .command_in(Role::Sink, None, "iperf3")
-        .unwrap()
-        .args(["-s", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut args = vec![
-        "-c".to_string(),
-        tb.layout().veth3.addr.to_string(),
-        "-p".into(),
-        port.to_string(),
-        "-t".into(),
-        secs.to_string(),
-        "-J".into(),
-    ];
-    if udp {
-        args.extend(["-u".into(), "-b".into(), "50M".into()]);
-    }
-    let out = tb
-        .command_in(Role::Gen, None, "iperf3")
-        .unwrap()
-        .args(&args)
-        .output()
-        .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert!(
-        out.status.success() && report["error"].is_null(),
-        "iperf3 {}: {}",
-        if udp { "UDP" } else { "TCP" },
-        String::from_utf8_lossy(&out.stdout)
-    );
-    report
-}
-
-fn tcp_bytes(report: &Value) -> u64 {
-    report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
-}
-
 #[test]
 fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
     require_root!();
@@ -178,15 +56,8 @@ fn ping_and_iperf3_pass_through_every_mode_on_af_packet_and_af_xdp() {
     for backend in ["af_packet", "af_xdp"] {
         for mode in MODES {
             let (_dir, polld) = start_router(&tb, backend, mode);
-            warm_up(&tb);
-            assert_eq!(ping(&tb, 5), 5, "{backend} {mode}: ping");
-            port += 1;
-            let tcp = iperf3(&tb, port, 2, false);
-            assert!(tcp_bytes(&tcp) > 1_000_000, "{backend} {mode}: TCP {tcp}");
-            port += 1;
-            let udp = iperf3(&tb, port, 2, true);
-            let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
-            assert!(lost < 5.0, "{backend} {mode}: UDP lost {lost} %");
+            ping_tcp_udp(&tb, port, &format!("{backend} {mode}"));
+            port += 2;
             let interfaces = stop(polld);
             let veth1 = &interfaces[0];
             assert_eq!(veth1["mode"], mode);

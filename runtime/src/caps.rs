@@ -3,7 +3,8 @@
 //!
 //! AF_PACKET needs CAP_NET_RAW; AF_XDP needs CAP_NET_RAW (the socket), CAP_BPF (the
 //! redirect program and its map) and CAP_NET_ADMIN (attaching it); TAP needs
-//! CAP_NET_ADMIN; SCHED_FIFO needs CAP_SYS_NICE. After set-up polld keeps only what it
+//! CAP_NET_ADMIN; an interface in another network namespace (`netns = ...`) needs
+//! CAP_SYS_ADMIN to enter it; SCHED_FIFO needs CAP_SYS_NICE. After set-up polld keeps only what it
 //! needs to reopen an interface that disappears and returns, and empties its bounding set
 //! of everything else, so a bug in the packet path cannot be turned into more.
 
@@ -16,6 +17,7 @@ pub enum Cap {
     NetAdmin,
     NetRaw,
     SysNice,
+    SysAdmin,
     Bpf,
 }
 
@@ -24,6 +26,7 @@ impl Cap {
         match self {
             Cap::NetAdmin => 12,
             Cap::NetRaw => 13,
+            Cap::SysAdmin => 21,
             Cap::SysNice => 23,
             Cap::Bpf => 39,
         }
@@ -33,6 +36,7 @@ impl Cap {
         match self {
             Cap::NetAdmin => "CAP_NET_ADMIN",
             Cap::NetRaw => "CAP_NET_RAW",
+            Cap::SysAdmin => "CAP_SYS_ADMIN",
             Cap::SysNice => "CAP_SYS_NICE",
             Cap::Bpf => "CAP_BPF",
         }

@@ -67,6 +67,11 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
 
     let namespace = polld_dev::netns::describe_current();
     for (i, d) in config.devices.iter().enumerate() {
+        if let Some(Err(e)) = d.netns.as_deref().map(polld_dev::iface::Namespace::named) {
+            let field = format!("interfaces[{i}].netns");
+            let message = format!("{field}: {e}");
+            return Err(RunError::Config(config.error_at_field(&field, message)));
+        }
         if d.backend == Backend::Tap {
             report.not_checked.push(format!(
                 "interfaces[{i}] ({}): creating the TAP device",
@@ -75,17 +80,23 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
             continue;
         }
         let field = format!("interfaces[{i}].name");
-        let exists = polld_dev::iface::exists(&d.name).map_err(|e| {
-            RunError::Config(config.error_at_field(&field, format!("{field}: {e}")))
-        })?;
+        let exists = config::in_namespace_of(d, || polld_dev::iface::exists(&d.name))
+            .unwrap_or(Ok(false))
+            .map_err(|e| {
+                RunError::Config(config.error_at_field(&field, format!("{field}: {e}")))
+            })?;
         if !exists {
             return Err(RunError::Config(
-                config.error_at_field(&field, config::no_such_interface(i, &d.name)),
+                config.error_at_field(&field, config::no_such_interface(i, d)),
             ));
         }
+        let place = d.netns.as_ref().map_or_else(
+            || namespace.clone(),
+            |ns| format!("network namespace `{ns}`"),
+        );
         report
             .checked
-            .push(format!("interfaces[{i}]: {} exists in {namespace}", d.name));
+            .push(format!("interfaces[{i}]: {} exists in {place}", d.name));
         if d.backend == Backend::AfXdp {
             check_queue(config, i, &mut report)?;
             report.not_checked.push(format!(

@@ -20,6 +20,8 @@
 //! [[interfaces]]
 //! name = "veth1"
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
+//! netns = "gen"                  # the network namespace the interface lives in
+//!                                # (`ip netns list`); default: polld's own
 //! mode = "polling"               # interrupt (default), polling, adaptive or busy
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
@@ -57,7 +59,8 @@ pub enum Backend {
     AfPacket,
     /// AF_XDP behind polld's own XDP redirect program.
     AfXdp,
-    /// A TAP device polld creates (frames for the host's stack, or a test peer).
+    /// A TAP interface: attached to if it exists (a persistent TAP, `ip tuntap add`),
+    /// created (and gone again when polld exits) if not.
     Tap,
 }
 
@@ -130,6 +133,8 @@ fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sock
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceConfig {
     pub name: String,
+    /// The network namespace the interface lives in; `None`: polld's own.
+    pub netns: Option<String>,
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
@@ -199,6 +204,8 @@ struct DeviceKeys {
     mode: ModeName,
     #[serde(default)]
     queue: u32,
+    #[serde(default)]
+    netns: Option<String>,
     fault: Option<FaultConfig>,
 }
 
@@ -222,7 +229,7 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-const DEVICE_KEYS: [&str; 4] = ["backend", "mode", "queue", "fault"];
+const DEVICE_KEYS: [&str; 5] = ["backend", "mode", "queue", "netns", "fault"];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -290,6 +297,7 @@ impl RunConfig {
             }
             devices.push(DeviceConfig {
                 name,
+                netns: keys.netns,
                 backend: keys.backend,
                 mode: keys.mode.0,
                 queue: keys.queue,
@@ -310,16 +318,15 @@ impl RunConfig {
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
                 // The MAC defaults to the interface's own: say so when there is none.
-                if dev.backend != Backend::Tap
-                    && matches!(polld_dev::iface::exists(&dev.name), Ok(false))
-                {
+                let missing = in_namespace_of(dev, || polld_dev::iface::exists(&dev.name));
+                if dev.backend != Backend::Tap && matches!(missing, Some(Ok(false))) {
                     let field = format!("interfaces[{i}].name");
-                    return Err(fail(locate(&field), no_such_interface(i, &dev.name)));
+                    return Err(fail(locate(&field), no_such_interface(i, dev)));
                 }
-                packet.interfaces[i].mac = kernel_mac(&dev.name);
+                packet.interfaces[i].mac = kernel_mac(dev);
             }
             if !explicit_mtu[i] {
-                if let Some(mtu) = kernel_mtu(&dev.name) {
+                if let Some(mtu) = kernel_mtu(dev) {
                     packet.interfaces[i].mtu = mtu;
                 }
             }
@@ -376,7 +383,7 @@ impl RunConfig {
         })
     }
 
-    /// An error about `field` (such as `interfaces[1].queue`), at its line.
+    /// An error about a field such as `interfaces[1].queue`, at its line.
     pub fn error_at_field(&self, field: &str, message: String) -> RunConfigError {
         let line = self
             .source
@@ -400,26 +407,48 @@ impl RunConfig {
     }
 }
 
-/// The error for an interface polld must open but which this namespace does not have.
-pub fn no_such_interface(i: usize, ifname: &str) -> String {
+/// The error for an interface polld must open but which its namespace does not have.
+pub fn no_such_interface(i: usize, dev: &DeviceConfig) -> String {
+    let (place, fix) = match &dev.netns {
+        Some(ns) => (
+            format!("network namespace `{ns}`"),
+            "check `netns` and the name (`ip -n NAME link`)".to_string(),
+        ),
+        None => (
+            polld_dev::netns::describe_current(),
+            "run polld in the namespace that has it (--netns NAME; `ip netns list`), or check \
+             the name (`ip link`)"
+                .to_string(),
+        ),
+    };
     format!(
-        "interfaces[{i}].name: there is no interface {ifname:?} in {}; run polld in the \
-         namespace that has it (--netns NAME; `ip netns list`), or check the name (`ip link`)",
-        polld_dev::netns::describe_current()
+        "interfaces[{i}].name: there is no interface {:?} in {place}; {fix}",
+        dev.name
     )
 }
 
-/// The MAC the kernel gives `ifname`, if it exists in this namespace.
-fn kernel_mac(ifname: &str) -> Option<polld_packet::wire::MacAddr> {
-    polld_dev::iface::hardware_address(ifname)
-        .ok()
+/// Runs `read` in the interface's namespace (its `netns`, or polld's own); `None` when
+/// that namespace cannot be entered (it is missing: `run` reports that by name).
+pub fn in_namespace_of<T>(dev: &DeviceConfig, read: impl FnOnce() -> T) -> Option<T> {
+    match &dev.netns {
+        Some(name) => polld_dev::iface::Namespace::named(name)
+            .and_then(|ns| ns.enter_while(&dev.name, read))
+            .ok(),
+        None => Some(read()),
+    }
+}
+
+/// The MAC the kernel gives the interface, if it exists in its namespace.
+fn kernel_mac(dev: &DeviceConfig) -> Option<polld_packet::wire::MacAddr> {
+    in_namespace_of(dev, || polld_dev::iface::hardware_address(&dev.name).ok())
+        .flatten()
         .map(polld_packet::wire::MacAddr)
 }
 
-/// The MTU the kernel gives `ifname`, if it exists in this namespace and the forwarder
-/// can use it (68 and up, RFC 791's minimum).
-fn kernel_mtu(ifname: &str) -> Option<u16> {
-    let mtu = polld_dev::iface::mtu(ifname).ok()?;
+/// The MTU the kernel gives the interface, if it exists in its namespace and the
+/// forwarder can use it (68 and up, RFC 791's minimum).
+fn kernel_mtu(dev: &DeviceConfig) -> Option<u16> {
+    let mtu = in_namespace_of(dev, || polld_dev::iface::mtu(&dev.name).ok()).flatten()?;
     (mtu >= 68).then(|| mtu.min(u32::from(u16::MAX)) as u16)
 }
 

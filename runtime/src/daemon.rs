@@ -17,6 +17,8 @@ use polld_core::{Dataplane, Device, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::busy_poll::BusyPollConfig;
+use polld_dev::error::OpenError;
+use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
 use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::Stage;
@@ -87,7 +89,13 @@ pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
                 needed.push((Cap::Bpf, why("load the XDP redirect program for")));
                 needed.push((Cap::NetAdmin, why("attach the XDP program to")));
             }
-            Backend::Tap => needed.push((Cap::NetAdmin, why("create"))),
+            Backend::Tap => needed.push((Cap::NetAdmin, why("create or attach"))),
+        }
+        if let Some(ns) = &d.netns {
+            needed.push((
+                Cap::SysAdmin,
+                format!("to enter network namespace {ns:?} for {}", d.name),
+            ));
         }
     }
     if config.daemon.realtime {
@@ -106,19 +114,35 @@ fn kept_caps(config: &RunConfig) -> CapSet {
         match d.backend {
             Backend::AfPacket => keep.push(Cap::NetRaw),
             Backend::AfXdp => keep.extend([Cap::NetRaw, Cap::Bpf, Cap::NetAdmin]),
-            Backend::Tap => {}
+            Backend::Tap => keep.push(Cap::NetAdmin),
+        }
+        // Reopening an interface of another namespace enters that namespace again.
+        if d.netns.is_some() {
+            keep.push(Cap::SysAdmin);
         }
     }
     CapSet::of(&keep)
 }
 
-/// Opens interface `d`, and says who will do its receive work. AF_XDP asks for
-/// preferred busy polling with a budget of the configured chunk (`each_burst`).
-fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOwner), String> {
+/// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
+/// for preferred busy polling with a budget of the configured chunk (`each_burst`). For a
+/// TAP, says in the log whether it was created or attached to.
+fn open_device(
+    d: &DeviceConfig,
+    netns: Namespace,
+    knobs: &Knobs,
+) -> Result<(Box<dyn Device>, RxOwner), String> {
+    let text = |e: &dyn fmt::Display| e.to_string();
+    let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
         Backend::AfPacket => (
             Box::new(
-                AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?,
+                netns
+                    .enter_while(&d.name, || {
+                        AfPacket::open(&d.name, AfPacketConfig::default())
+                    })
+                    .map_err(entered)?
+                    .map_err(|e| text(&e))?,
             ),
             RxOwner::Kernel(
                 "AF_PACKET: the kernel copies each frame into the ring before polld polls it"
@@ -130,17 +154,36 @@ fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOw
                 busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
                 ..AfXdpConfig::default()
             };
-            let dev = AfXdp::open(&d.name, d.queue, &config).map_err(|e| e.to_string())?;
+            let dev = netns
+                .enter_while(&d.name, || AfXdp::open(&d.name, d.queue, &config))
+                .map_err(entered)?
+                .map_err(|e| text(&e))?;
             let owner = match dev.busy_poll() {
                 busy if busy.is_active() => RxOwner::Polld(busy.describe()),
                 busy => RxOwner::Kernel(busy.describe()),
             };
             (Box::new(dev), owner)
         }
-        Backend::Tap => (
-            Box::new(Tap::open(&d.name).map_err(|e| e.to_string())?),
-            RxOwner::Polld("polld's read() of the TAP".to_string()),
-        ),
+        Backend::Tap => {
+            let tap = Tap::open_in(netns, &d.name).map_err(entered)?;
+            let place = d
+                .netns
+                .as_ref()
+                .map(|ns| format!(" in network namespace {ns:?}"))
+                .unwrap_or_default();
+            if tap.created() {
+                eprintln!(
+                    "polld: {}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
+                    d.name
+                );
+            } else {
+                eprintln!("polld: {}: attached to the existing TAP{place}", d.name);
+            }
+            (
+                Box::new(tap),
+                RxOwner::Polld("polld's read() of the TAP".to_string()),
+            )
+        }
     })
 }
 
@@ -252,12 +295,18 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let mut rx_owners = Vec::new();
     let knobs = configured_knobs(&config);
     for (i, d) in config.devices.iter().enumerate() {
-        let (dev, rx_owner) = open_device(d, &knobs).map_err(|e| {
-            RunError::Config(config.error_at_key(
-                "name",
+        let fail = |key: &str, e: String| {
+            RunError::Config(config.error_at_field(
+                &format!("interfaces[{i}].{key}"),
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
-        })?;
+        };
+        let netns = match &d.netns {
+            Some(name) => Namespace::named(name),
+            None => Namespace::of_this_thread(&d.name),
+        }
+        .map_err(|e| fail("netns", e.to_string()))?;
+        let (dev, rx_owner) = open_device(d, netns, &knobs).map_err(|e| fail("name", e))?;
         let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);

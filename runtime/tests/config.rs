@@ -160,6 +160,21 @@ fn metrics_mistakes_are_refused_at_their_line_with_the_fix() {
 }
 
 #[test]
+fn an_interface_may_name_its_network_namespace() {
+    let text = GOOD.replace(
+        "name = \"veth1\"\nbackend = \"af_xdp\"",
+        "name = \"tap0\"\nnetns = \"gen\"\nbackend = \"tap\"",
+    );
+    let c = parse(&text).unwrap();
+    assert_eq!(c.devices[0].name, "tap0");
+    assert_eq!(c.devices[0].netns.as_deref(), Some("gen"));
+    assert_eq!(c.devices[0].backend, Backend::Tap);
+    assert_eq!(c.devices[1].netns, None, "default: polld's own namespace");
+    let err = parse(&GOOD.replace("queue = 0", "netns = 7")).unwrap_err();
+    assert!(err.contains("interfaces[0].netns"), "{err}");
+}
+
+#[test]
 fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
     let with_fault = |table: &str| {
         GOOD.replace(

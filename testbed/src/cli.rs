@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
-use crate::layout::{check_prefix, Layout};
+use crate::layout::{check_prefix, Devices, Layout, Role};
 use crate::placement::{CpuPlan, Placement};
 use crate::status::status;
 use crate::testbed::{down, DownReport, Testbed, UpOptions, UpReport};
@@ -43,6 +43,10 @@ pub struct CommonArgs {
 pub struct UpArgs {
     #[command(flatten)]
     pub common: CommonArgs,
+    /// What joins the namespaces: veth pairs through fwd, or a persistent TAP in gen
+    /// (tap0) and one in sink (tap1) that only polld (in fwd) joins.
+    #[arg(long, value_enum, default_value_t = Devices::Veth)]
+    pub devices: Devices,
     /// Let the kernel in fwd forward (ip_forward=1), for the kernel baseline. Without it
     /// fwd's kernel does not forward, and polld must.
     #[arg(long)]
@@ -72,7 +76,7 @@ fn parse_prefix(prefix: &str) -> Result<String, String> {
 pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> {
     let written = match &args.command {
         TestbedCommand::Up(up) => {
-            let layout = Layout::new(&up.common.prefix);
+            let layout = Layout::with_devices(&up.common.prefix, up.devices);
             let options = UpOptions {
                 kernel_forwarding: up.kernel_forwarding,
                 placement: up.placement,
@@ -99,7 +103,7 @@ pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> 
             }
         }
         TestbedCommand::Status(common) => {
-            let status = status(&Layout::new(&common.prefix));
+            let status = status(&Layout::found(&common.prefix));
             if common.json {
                 write_json(out, &status)
             } else {
@@ -122,9 +126,13 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
     }
     writeln!(out, "namespaces {} are up", layout.namespaces().join(", "))?;
     for iface in layout.ifaces() {
+        let player = match layout.devices {
+            Devices::Tap if iface.role == Role::Fwd => "  (played by polld on the TAP's fd)",
+            _ => "",
+        };
         writeln!(
             out,
-            "  {}/{}  {}  {}",
+            "  {}/{}  {}  {}{player}",
             iface.ns,
             iface.name,
             iface.mac,

@@ -1,6 +1,12 @@
 //! `polld demo`: polld forwarding real traffic on the testbed, in interrupt mode and then
 //! in polling mode, with what each costs.
 //!
+//! On the TAP testbed (the default, `--devices tap`) it shows the seed's promise: a flood
+//! from gen, polld realtime on the fwd CPU and a CPU-bound competitor pinned there too
+//! ([`crate::share`]); interrupt mode against polling at `user_frac` 50, with interrupts/s,
+//! the delivered rate and each one's share of the CPU, and sentences computed from those
+//! numbers. On veth (`--devices veth`):
+//!
 //! It brings the testbed up, and for each mode starts `polld run` in fwd (poll thread on
 //! the fwd CPU), `polld sink` in sink and `polld gen` in gen (on the gen CPU) at a fixed
 //! rate; it reads polld's counters over the control socket and its CPU time from
@@ -14,15 +20,22 @@ use std::time::{Duration, Instant};
 use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
-use crate::{polld_config, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
+use crate::share::{measure_share, ShareRow, ShareTrial};
+use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
 /// `polld demo` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Backend polld uses on both fwd interfaces.
+    /// The testbed: TAPs only polld joins (the competitor demo), or veth pairs.
+    #[arg(long, value_enum, default_value_t = Devices::Tap)]
+    pub devices: Devices,
+    /// `kern.polling.user_frac` of the polling run on TAP.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=99))]
+    pub user_frac: u32,
+    /// Backend polld uses on both fwd interfaces (veth).
     #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"])]
     pub backend: String,
-    /// Offered load in frames per second (64-byte frames).
+    /// Offered load in frames per second (64-byte frames; veth: on TAP gen floods).
     #[arg(long, default_value = "200k")]
     pub rate: String,
     /// Seconds of traffic per mode.
@@ -92,18 +105,68 @@ fn failed(what: String) -> TestbedError {
 
 /// Runs the demo; `polld` is the path of the polld binary to run.
 pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<(), TestbedError> {
-    let layout = Layout::new(&args.prefix);
+    let layout = Layout::with_devices(&args.prefix, args.devices);
     let options = UpOptions::default();
+    let joined = match args.devices {
+        Devices::Veth => "joined by veth pairs",
+        Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
+    };
     writeln!(
         out,
-        "polld demo: bringing up the testbed ({}, {}, {})",
+        "polld demo: bringing up the testbed ({}, {}, {}: {joined})",
         layout.gen_ns, layout.fwd_ns, layout.sink_ns
     )
     .ok();
     let tb = Testbed::up(&layout, &options)?;
+    let dir = scratch_dir()?;
+    let run = DemoRun {
+        args,
+        tb: &tb,
+        options: &options,
+        polld,
+        dir: &dir,
+    };
+    let result = match args.devices {
+        Devices::Veth => veth_demo(&run, out),
+        Devices::Tap => tap_demo(&run, out),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    writeln!(out, "polld demo: testbed removed").ok();
+    result
+}
+
+/// What a demo's runs share.
+#[derive(Clone, Copy)]
+struct DemoRun<'a> {
+    args: &'a DemoArgs,
+    tb: &'a Testbed,
+    options: &'a UpOptions,
+    polld: &'a Path,
+    /// Holds the trials' configs and sockets.
+    dir: &'a Path,
+}
+
+/// The directory for a demo's configs and sockets.
+fn scratch_dir() -> Result<PathBuf, TestbedError> {
     let dir = std::env::temp_dir().join(format!("polld-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(rows).unwrap_or_default()
+    );
+}
+
+/// The demo on veth: `polld gen` at `args.rate` through polld in interrupt mode, then in
+/// polling mode.
+fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
     let mut rows = Vec::new();
     for mode in ["interrupt", "polling"] {
         writeln!(
@@ -122,26 +185,149 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
             duration: args.duration,
             sink: true,
         };
-        rows.push(measure(&tb, &options, polld, &dir, &trial)?);
+        rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        )
-        .ok();
+        write_json(&rows, out);
     } else {
-        write_table(&rows, &format!("polld on {}", args.backend), &options, out);
+        write_table(&rows, &format!("polld on {}", args.backend), options, out);
         let _ = writeln!(
             out,
             "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its own CPU stays within 100 - kern.polling.user_frac percent of the core under any load.\nThe kernel rx column is the receive work the kernel's NAPI threads do for polld's interfaces,\noutside that budget (`polld ifconfig` says which interfaces)."
         );
     }
-    drop(tb);
-    writeln!(out, "polld demo: testbed removed").ok();
     Ok(())
+}
+
+/// The demo on TAP: interrupt mode, then polling at `args.user_frac`, each with a flood
+/// from gen and a competitor on the fwd CPU.
+fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
+    let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
+    let mut rows = Vec::new();
+    for mode in ["interrupt", "polling"] {
+        writeln!(
+            out,
+            "polld demo: {mode} mode; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+            args.duration
+        )
+        .ok();
+        let trial = ShareTrial {
+            mode,
+            user_frac: args.user_frac,
+            warm_up: 1.0,
+            window: args.duration,
+        };
+        rows.push(measure_share(
+            run.tb,
+            run.polld,
+            run.dir,
+            (gen_cpu, fwd_cpu),
+            &trial,
+        )?);
+    }
+    if args.json {
+        write_json(&rows, out);
+    } else {
+        write_share_table(&rows, gen_cpu, fwd_cpu, out);
+    }
+    Ok(())
+}
+
+/// The TAP demo's table and what it shows, every claim computed from the rows.
+fn write_share_table(rows: &[ShareRow], gen_cpu: usize, fwd_cpu: usize, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "\npolld on TAP, 60-byte frames flooded by polld gen on CPU{gen_cpu}; polld (SCHED_FIFO) and a CPU-bound competitor on CPU{fwd_cpu}; {}",
+        machine()
+    );
+    let _ = writeln!(
+        out,
+        "{:<22} {:>11} {:>12} {:>13} {:>10} {:>11}  drops at tap0",
+        "polld mode", "offered/s", "delivered/s", "interrupts/s", "polld CPU", "competitor"
+    );
+    for r in rows {
+        let label = match r.mode.as_str() {
+            "polling" => format!("polling, user_frac {}", r.user_frac),
+            other => other.to_string(),
+        };
+        let drops: Vec<String> = r.drops.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let _ = writeln!(
+            out,
+            "{:<22} {:>11.0} {:>12.0} {:>13.0} {:>9.1}% {:>10.1}%  {}",
+            label,
+            r.offered_pps,
+            r.delivered_pps,
+            r.interrupts_per_sec,
+            r.polld_cpu_percent,
+            r.competitor_percent,
+            if drops.is_empty() {
+                "none".to_string()
+            } else {
+                drops.join(", ")
+            }
+        );
+    }
+    for line in share_findings(rows, fwd_cpu) {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// Sentences about the rows, each one decided by the numbers in them.
+fn share_findings(rows: &[ShareRow], cpu: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let interrupt = rows.iter().find(|r| r.mode == "interrupt");
+    let polling = rows.iter().find(|r| r.mode == "polling");
+    if let Some(r) = interrupt {
+        let fate = if r.competitor_percent < 15.0 {
+            "was starved"
+        } else {
+            "was not starved"
+        };
+        lines.push(format!(
+            "Interrupt mode: polld took {:.0} interrupts/s and {:.1} % of CPU{cpu}; the competitor {fate}: it got {:.1} %.",
+            r.interrupts_per_sec, r.polld_cpu_percent, r.competitor_percent
+        ));
+    }
+    if let Some(r) = polling {
+        let off = r.competitor_percent - f64::from(r.user_frac);
+        let verdict = if off.abs() <= 5.0 {
+            "within 5 points of it"
+        } else {
+            "more than 5 points away from it"
+        };
+        let wakeups = if r.interrupts_per_sec == 0.0 {
+            "took no interrupts".to_string()
+        } else {
+            format!("took {:.0} interrupts/s", r.interrupts_per_sec)
+        };
+        lines.push(format!(
+            "Polling: polld {wakeups} and used {:.1} % of CPU{cpu}; the competitor got {:.1} % against kern.polling.user_frac = {}, {verdict}.",
+            r.polld_cpu_percent, r.competitor_percent, r.user_frac
+        ));
+    }
+    if let (Some(i), Some(p)) = (interrupt, polling) {
+        let per_cpu = |r: &ShareRow| r.delivered_pps / (r.polld_cpu_percent / 100.0).max(1e-9);
+        let (ip, pp) = (per_cpu(i), per_cpu(p));
+        let comparison = if pp >= ip {
+            "polling forwarded at least as much per second of CPU as interrupts did, so its rate is what its share of the CPU allows"
+        } else {
+            "polling forwarded less per second of CPU than interrupts did"
+        };
+        lines.push(format!(
+            "Forwarding: {:.0} frames/s with interrupts, {:.0} polling; per second of polld's CPU {:.0} and {:.0}: {comparison}.",
+            i.delivered_pps, p.delivered_pps, ip, pp
+        ));
+    }
+    if rows.iter().any(|r| !r.conserved) {
+        lines.push("CONSERVATION VIOLATED on some interface: see `polld run --json`.".into());
+    } else {
+        lines.push(
+            "Every frame polld received was forwarded or dropped under a named reason (conservation held)."
+                .into(),
+        );
+    }
+    lines
 }
 
 /// Runs one trial on `tb` and measures it. `dir` holds the trial's config and socket.
@@ -397,7 +583,7 @@ fn clock_ticks() -> f64 {
     }
 }
 
-fn last_json(text: &str) -> Option<Value> {
+pub(crate) fn last_json(text: &str) -> Option<Value> {
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -483,13 +669,13 @@ fn busy_percent(before: Option<CpuTimes>, after: Option<CpuTimes>) -> f64 {
 }
 
 /// A child process stopped with SIGINT (and killed if it does not stop) on finish/drop.
-struct Process {
+pub(crate) struct Process {
     child: Option<Child>,
     what: &'static str,
 }
 
 impl Process {
-    fn spawn(
+    pub(crate) fn spawn(
         command: &mut std::process::Command,
         what: &'static str,
     ) -> Result<Process, TestbedError> {
@@ -504,12 +690,12 @@ impl Process {
         })
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, |c| c.id())
     }
 
     /// SIGINT, wait up to 10 s; returns its standard output.
-    fn finish(&mut self) -> Result<String, TestbedError> {
+    pub(crate) fn finish(&mut self) -> Result<String, TestbedError> {
         let Some(mut child) = self.child.take() else {
             return Ok(String::new());
         };
@@ -555,7 +741,7 @@ impl Drop for Process {
 }
 
 /// Waits until polld's control socket exists, or reports why polld exited.
-fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), TestbedError> {
+pub(crate) fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), TestbedError> {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !socket.exists() {
         let exited = daemon

@@ -7,6 +7,19 @@
 //!                           veth2 10.0.2.1/24  <->  veth3 10.0.2.2/24
 //! ```
 //!
+//! With `--devices tap` nothing joins the namespaces but polld: gen holds a persistent
+//! TAP `tap0` (10.0.1.1) and sink a TAP `tap1` (10.0.2.2), and polld, running in fwd,
+//! opens both TAPs in their namespaces and plays 10.0.1.2 and 10.0.2.1 on them:
+//!
+//! ```text
+//!   gen                                         sink
+//!   tap0 10.0.1.1/24  =fd=  polld in fwd  =fd=  tap1 10.0.2.2/24
+//!        (polld plays 10.0.1.2)   (polld plays 10.0.2.1)
+//! ```
+//!
+//! The [`Iface`] fields keep their veth names in both layouts: `veth0` is gen's end,
+//! `veth1` the forwarder's receive side, `veth2` its transmit side, `veth3` sink's end.
+//!
 //! Every MAC is `02:00:00:00:<link>:<host>`: the locally administered prefix, then the
 //! third and fourth bytes of the interface's IPv4 address, so a MAC in a capture names
 //! its interface (`02:00:00:00:01:02` is veth1, 10.0.1.2).
@@ -40,17 +53,39 @@ impl Role {
     }
 }
 
-/// One veth end.
+/// What joins the namespaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Devices {
+    /// veth pairs gen–fwd and fwd–sink; the forwarder in fwd owns veth1 and veth2.
+    #[default]
+    Veth,
+    /// A persistent TAP in gen (tap0) and one in sink (tap1); only polld joins them.
+    Tap,
+}
+
+impl Devices {
+    pub fn name(self) -> &'static str {
+        match self {
+            Devices::Veth => "veth",
+            Devices::Tap => "tap",
+        }
+    }
+}
+
+/// One end of a link: a veth end, a TAP, or the address polld plays on a TAP's fd.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Iface {
-    /// The namespace it lives in.
+    /// Whose end it is: the forwarder's ends are `Role::Fwd` also on TAP, where they
+    /// live in gen's and sink's namespaces.
     pub role: Role,
+    /// The namespace the interface lives in (where polld opens a TAP).
     pub ns: String,
     pub name: String,
     pub mac: String,
     pub addr: Ipv4Addr,
     pub prefix_len: u8,
-    /// The other end of its veth pair.
+    /// The name of the other end of its link (on TAP, the same TAP).
     pub peer: String,
     /// The next hop towards the far network, for the end namespaces (gen, sink).
     pub gateway: Option<Ipv4Addr>,
@@ -76,6 +111,7 @@ impl Iface {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Layout {
     pub prefix: String,
+    pub devices: Devices,
     pub gen_ns: String,
     pub fwd_ns: String,
     pub sink_ns: String,
@@ -91,6 +127,12 @@ pub struct Layout {
     /// for it pointing at veth3's MAC, so frames sent to it cross fwd and are dropped by
     /// sink's `ip_rcv` without any reply (the baseline's benchmark destination).
     pub unowned_dst: Ipv4Addr,
+    /// The MAC frames to `unowned_dst` carry. On veth, veth3's (sink's `ip_rcv` drops
+    /// them, as in the baseline). On TAP, a MAC nobody has: tap1 receives the frame and
+    /// the kernel drops it as another host's before IP, because on TAP that receive work
+    /// runs inside polld's `write()`, and a benchmark should charge polld for forwarding,
+    /// not for sink's routing lookup.
+    pub unowned_mac: String,
 }
 
 impl Layout {
@@ -98,13 +140,31 @@ impl Layout {
     /// Interface names, MACs and addresses do not depend on the prefix: each testbed
     /// has its own namespaces, so several can exist at once.
     pub fn new(prefix: &str) -> Layout {
+        Layout::with_devices(prefix, Devices::Veth)
+    }
+
+    /// The topology of `devices` with namespaces `{prefix}gen`, `{prefix}fwd` and
+    /// `{prefix}sink`: the same namespaces, addresses and MACs either way.
+    pub fn with_devices(prefix: &str, devices: Devices) -> Layout {
         let ns = |role: Role| format!("{prefix}{}", role.base_name());
+        // On TAP, the forwarder's ends are the TAPs of gen and sink.
+        let (names, homes) = match devices {
+            Devices::Veth => (
+                ["veth0", "veth1", "veth2", "veth3"],
+                [Role::Gen, Role::Fwd, Role::Fwd, Role::Sink],
+            ),
+            Devices::Tap => (
+                ["tap0", "tap0", "tap1", "tap1"],
+                [Role::Gen, Role::Gen, Role::Sink, Role::Sink],
+            ),
+        };
         let iface =
-            |role: Role, name: &str, peer: &str, host: [u8; 2], gateway: Option<[u8; 2]>| {
+            |role: Role, end: usize, peer: usize, host: [u8; 2], gateway: Option<[u8; 2]>| {
                 let [link, last] = host;
+                let (name, peer) = (names[end], names[peer]);
                 Iface {
                     role,
-                    ns: ns(role),
+                    ns: ns(homes[end]),
                     name: name.to_string(),
                     mac: format!("02:00:00:00:{link:02x}:{last:02x}"),
                     addr: Ipv4Addr::new(10, 0, link, last),
@@ -115,14 +175,30 @@ impl Layout {
             };
         Layout {
             prefix: prefix.to_string(),
+            devices,
             gen_ns: ns(Role::Gen),
             fwd_ns: ns(Role::Fwd),
             sink_ns: ns(Role::Sink),
-            veth0: iface(Role::Gen, "veth0", "veth1", [1, 1], Some([1, 2])),
-            veth1: iface(Role::Fwd, "veth1", "veth0", [1, 2], None),
-            veth2: iface(Role::Fwd, "veth2", "veth3", [2, 1], None),
-            veth3: iface(Role::Sink, "veth3", "veth2", [2, 2], Some([2, 1])),
+            veth0: iface(Role::Gen, 0, 1, [1, 1], Some([1, 2])),
+            veth1: iface(Role::Fwd, 1, 0, [1, 2], None),
+            veth2: iface(Role::Fwd, 2, 3, [2, 1], None),
+            veth3: iface(Role::Sink, 3, 2, [2, 2], Some([2, 1])),
             unowned_dst: Ipv4Addr::new(10, 0, 2, 100),
+            unowned_mac: match devices {
+                Devices::Veth => "02:00:00:00:02:02".to_string(),
+                Devices::Tap => "02:00:00:00:02:64".to_string(),
+            },
+        }
+    }
+
+    /// The layout of the testbed that is up with this prefix: TAP if gen holds `tap0`,
+    /// else veth (also when nothing is up).
+    pub fn found(prefix: &str) -> Layout {
+        let tap = Layout::with_devices(prefix, Devices::Tap);
+        let has_tap = polld_dev::netns::ip(&["-n", &tap.gen_ns, "link", "show", "dev", "tap0"]);
+        match has_tap {
+            Ok(_) => tap,
+            Err(_) => Layout::new(prefix),
         }
     }
 
@@ -140,20 +216,36 @@ impl Layout {
         Role::ALL.map(|role| self.ns(role))
     }
 
-    /// All four veth ends, in order veth0..veth3.
+    /// All four ends, in order veth0..veth3.
     pub fn ifaces(&self) -> [&Iface; 4] {
         [&self.veth0, &self.veth1, &self.veth2, &self.veth3]
     }
 
-    /// The veth end with this name.
-    pub fn iface(&self, name: &str) -> Option<&Iface> {
-        self.ifaces().into_iter().find(|iface| iface.name == name)
+    /// The ends that are kernel interfaces with the end's address: all four veths, or
+    /// gen's and sink's TAP.
+    pub fn kernel_ifaces(&self) -> Vec<&Iface> {
+        match self.devices {
+            Devices::Veth => self.ifaces().to_vec(),
+            Devices::Tap => vec![&self.veth0, &self.veth3],
+        }
     }
 
-    /// The other end of `iface`'s veth pair.
+    /// The kernel interface with this name (`veth3`, `tap1`).
+    pub fn iface(&self, name: &str) -> Option<&Iface> {
+        self.kernel_ifaces()
+            .into_iter()
+            .find(|iface| iface.name == name)
+    }
+
+    /// The other end of `iface`'s link: veth0 and veth1, veth2 and veth3.
     pub fn peer_of(&self, iface: &Iface) -> &Iface {
-        self.iface(&iface.peer)
-            .expect("every veth end of a Layout names a peer of the same Layout")
+        let [veth0, veth1, veth2, veth3] = self.ifaces();
+        match iface {
+            i if i == veth0 => veth1,
+            i if i == veth1 => veth0,
+            i if i == veth2 => veth3,
+            _ => veth2,
+        }
     }
 }
 

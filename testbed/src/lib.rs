@@ -61,13 +61,14 @@ pub mod layout;
 pub mod napi;
 pub mod placement;
 pub mod polld;
+pub mod share;
 pub mod status;
 mod sys;
 mod testbed;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
-pub use layout::{Iface, Layout, Role};
+pub use layout::{Devices, Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, PolldSetup};
 pub use status::{status, Status};

@@ -24,7 +24,7 @@
 
 use serde::Serialize;
 
-use crate::layout::{Iface, Layout, Role};
+use crate::layout::{Devices, Iface, Layout, Role};
 use crate::napi::napi_of;
 use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask};
 use crate::TestbedError;
@@ -158,9 +158,16 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         interfaces: Vec::new(),
         warnings,
     };
-    for iface in layout.ifaces() {
+    for iface in layout.kernel_ifaces() {
         let cpu = cpus.cpu(iface.role);
         let placed = match effective {
+            // Nothing to move: a TAP's receive work is its reader's read() and writer's
+            // write(), on their own CPUs.
+            _ if layout.devices == Devices::Tap => unplaced(
+                iface,
+                "TAP: receive work runs in the reader's read() and the writer's write()"
+                    .to_string(),
+            ),
             Placement::None => IfacePlacement {
                 ns: iface.ns.clone(),
                 iface: iface.name.clone(),

@@ -1,6 +1,7 @@
 //! The `polld run` configuration that makes polld the router in fwd: both fwd
 //! interfaces with the layout's MACs and addresses, static ARP for the peers and for the
-//! unowned benchmark destination, so no first packet waits for ARP.
+//! unowned benchmark destination, so no first packet waits for ARP. On the TAP testbed
+//! the interfaces are the TAPs of gen and sink, opened there (`netns = ...`).
 
 use std::fmt::Write;
 use std::path::Path;
@@ -10,7 +11,7 @@ use crate::Layout;
 /// Where and how polld runs in fwd.
 #[derive(Clone, Debug)]
 pub struct PolldSetup<'a> {
-    /// `af_packet` or `af_xdp`.
+    /// `af_packet` or `af_xdp` on veth; `tap` on the TAP testbed.
     pub backend: &'a str,
     /// `interrupt`, `polling`, `adaptive` or `busy`, for both interfaces.
     pub mode: &'a str,
@@ -49,10 +50,13 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
         }
     }
     for iface in [&layout.veth1, &layout.veth2] {
+        let _ = writeln!(c, "\n[[interfaces]]\nname = {:?}", iface.name);
+        if iface.ns != layout.fwd_ns {
+            let _ = writeln!(c, "netns = {:?}", iface.ns);
+        }
         let _ = writeln!(
             c,
-            "\n[[interfaces]]\nname = {:?}\nbackend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{:?}]",
-            iface.name,
+            "backend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{:?}]",
             setup.backend,
             setup.mode,
             iface.mac,
@@ -62,7 +66,7 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
     let peers = [
         (layout.veth0.addr, &layout.veth0.mac),
         (layout.veth3.addr, &layout.veth3.mac),
-        (layout.unowned_dst, &layout.veth3.mac),
+        (layout.unowned_dst, &layout.unowned_mac),
     ];
     for (ip, mac) in peers {
         let _ = writeln!(c, "\n[[static_arp]]\nip = \"{ip}\"\nmac = {mac:?}");

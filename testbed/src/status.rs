@@ -79,7 +79,7 @@ pub fn status(layout: &Layout) -> Status {
         .into_iter()
         .map(|role| namespace_status(layout.ns(role), role))
         .collect();
-    let up = layout.ifaces().into_iter().all(|iface| {
+    let up = layout.kernel_ifaces().into_iter().all(|iface| {
         namespaces.iter().any(|ns| {
             ns.name == iface.ns
                 && ns.interfaces.iter().any(|i| {

@@ -6,7 +6,7 @@ use std::process::{Child, Command};
 use polld_dev::netns::{veth_pair, Netns, VethEnd};
 use serde::Serialize;
 
-use crate::layout::{check_prefix, Iface, Layout, Role};
+use crate::layout::{check_prefix, Devices, Iface, Layout, Role};
 use crate::placement::{self, CpuPlan, Placement, PlacementReport};
 use crate::sys::{self, check_cpu, netns_exists, require_root_and_ip};
 use crate::TestbedError;
@@ -154,11 +154,19 @@ impl Testbed {
             })
     }
 
-    /// The counters of one of the layout's interfaces (`veth0` … `veth3`).
+    /// The counters of one of the layout's kernel interfaces (`veth0` … `veth3`, or
+    /// `tap0` and `tap1`).
     pub fn counters(&self, iface: &str) -> Result<IfCounters, TestbedError> {
-        let iface = self.layout().iface(iface).ok_or_else(|| {
+        let layout = self.layout();
+        let iface = layout.iface(iface).ok_or_else(|| {
+            let names: Vec<&str> = layout
+                .kernel_ifaces()
+                .iter()
+                .map(|i| i.name.as_str())
+                .collect();
             TestbedError::Failed(format!(
-                "the testbed has no interface {iface}: it has veth0, veth1, veth2 and veth3"
+                "the testbed has no interface {iface}: it has {}",
+                names.join(", ")
             ))
         })?;
         counters(&iface.ns, &iface.name)
@@ -211,46 +219,63 @@ fn build(
         }
         namespaces.push(ns);
     }
-    let [gen, fwd, sink] = [&namespaces[0], &namespaces[1], &namespaces[2]];
-    for (a_ns, a, b_ns, b) in [
-        (gen, &layout.veth0, fwd, &layout.veth1),
-        (fwd, &layout.veth2, sink, &layout.veth3),
-    ] {
-        let (a_cidr, b_cidr) = (a.cidr(), b.cidr());
-        veth_pair(
-            VethEnd {
-                ns: a_ns,
-                name: &a.name,
-                mac: &a.mac,
-                addr: Some(&a_cidr),
-            },
-            VethEnd {
-                ns: b_ns,
-                name: &b.name,
-                mac: &b.mac,
-                addr: Some(&b_cidr),
-            },
-        )?;
+    match layout.devices {
+        Devices::Veth => {
+            let [gen, fwd, sink] = [&namespaces[0], &namespaces[1], &namespaces[2]];
+            for (a_ns, a, b_ns, b) in [
+                (gen, &layout.veth0, fwd, &layout.veth1),
+                (fwd, &layout.veth2, sink, &layout.veth3),
+            ] {
+                let (a_cidr, b_cidr) = (a.cidr(), b.cidr());
+                veth_pair(
+                    VethEnd {
+                        ns: a_ns,
+                        name: &a.name,
+                        mac: &a.mac,
+                        addr: Some(&a_cidr),
+                    },
+                    VethEnd {
+                        ns: b_ns,
+                        name: &b.name,
+                        mac: &b.mac,
+                        addr: Some(&b_cidr),
+                    },
+                )?;
+            }
+        }
+        // Persistent TAPs: they outlive any reader, so polld can attach and leave.
+        Devices::Tap => {
+            for iface in layout.kernel_ifaces() {
+                let (ns, name) = (iface.ns.as_str(), iface.name.as_str());
+                sys::ip_in(ns, &["tuntap", "add", "dev", name, "mode", "tap"])?;
+                sys::ip_in(ns, &["link", "set", name, "address", &iface.mac])?;
+                sys::ip_in(ns, &["addr", "add", &iface.cidr(), "dev", name])?;
+                sys::ip_in(ns, &["link", "set", name, "up"])?;
+            }
+        }
     }
     // No transmit offloads. Checksum offload would leave TCP and UDP checksums for the
     // "hardware" to fill in, and a user-space forwarder (AF_XDP, AF_PACKET) passes them
     // on unfilled, so the receiver drops them; segmentation offload would pass 64 KB
     // super-frames through the veth. `tx off` disables checksumming and, with it, TSO
     // and UDP segmentation: every frame is complete and wire-sized, as from a real NIC.
-    for iface in layout.ifaces() {
+    for iface in layout.kernel_ifaces() {
         sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "tx", "off"])?;
     }
     // Static neighbours: every end knows its peer's MAC, so a generator can send to a
     // fixed MAC and nothing waits for ARP; fwd also resolves the unowned destination.
-    for iface in layout.ifaces() {
+    for iface in layout.kernel_ifaces() {
         let peer = layout.peer_of(iface);
         add_neighbour(iface, &peer.addr.to_string(), &peer.mac)?;
     }
-    add_neighbour(
-        &layout.veth2,
-        &layout.unowned_dst.to_string(),
-        &layout.veth3.mac,
-    )?;
+    // On TAP, polld's own static ARP resolves it (`polld_config`).
+    if layout.devices == Devices::Veth {
+        add_neighbour(
+            &layout.veth2,
+            &layout.unowned_dst.to_string(),
+            &layout.unowned_mac,
+        )?;
+    }
     // gen and sink reach each other's network through fwd.
     for (near, far) in [
         (&layout.veth0, &layout.veth3),

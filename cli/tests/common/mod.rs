@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
@@ -22,11 +22,17 @@ macro_rules! require_root {
     };
 }
 
-/// A testbed whose namespaces are unique to this process and `tag`; torn down on drop,
-/// also when the test fails.
+/// A veth testbed whose namespaces are unique to this process and `tag`; torn down on
+/// drop, also when the test fails.
 pub fn testbed(tag: &str) -> Testbed {
+    testbed_of(tag, Devices::Veth)
+}
+
+/// A testbed of `devices`, unique as [`testbed`].
+pub fn testbed_of(tag: &str, devices: Devices) -> Testbed {
     let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
-    Testbed::up(&Layout::new(&prefix), &UpOptions::default()).expect("testbed up")
+    let layout = Layout::with_devices(&prefix, devices);
+    Testbed::up(&layout, &UpOptions::default()).expect("testbed up")
 }
 
 /// A scratch directory, removed on drop.
@@ -186,6 +192,142 @@ impl Drop for Polld {
             let _ = child.wait();
         }
     }
+}
+
+/// polld routing in fwd with `backend` and `mode` on both interfaces, and the directory
+/// holding its config and socket.
+pub fn start_router(tb: &Testbed, backend: &str, mode: &str) -> (Dir, Polld) {
+    let dir = Dir::new(&format!("{}-{backend}-{mode}", tb.layout().prefix));
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
+    std::fs::write(
+        &config,
+        polld_testbed::polld_config(
+            tb.layout(),
+            &PolldSetup {
+                backend,
+                mode,
+                socket: &socket,
+                cpu: None,
+                realtime: false,
+                knobs: &[],
+            },
+        ),
+    )
+    .unwrap();
+    let polld = Polld::start(tb, &config, &socket);
+    (dir, polld)
+}
+
+/// `polld ctl --json NAMES`: name → value.
+pub fn values(polld: &Polld, names: &[&str]) -> Vec<(String, String)> {
+    let mut args = vec!["ctl", "--json"];
+    args.extend_from_slice(names);
+    let v: Value = serde_json::from_str(&polld.ok(&args)).unwrap();
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+pub fn counter(polld: &Polld, name: &str) -> u64 {
+    values(polld, &[name])[0].1.parse().unwrap()
+}
+
+/// Stops polld and checks conservation on every interface; returns the final interfaces.
+pub fn stop(polld: Polld) -> Vec<Value> {
+    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
+    for iface in &interfaces {
+        assert_conserved(iface);
+    }
+    interfaces
+}
+
+/// Pings sink from gen; returns the replies received.
+pub fn ping(tb: &Testbed, n: u32) -> u32 {
+    let out = tb
+        .command_in(Role::Gen, None, "ping")
+        .unwrap()
+        .args(["-c", &n.to_string(), "-i", "0.2", "-W", "1", "-q"])
+        .arg(tb.layout().veth3.addr.to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split(',')
+        .find_map(|part| part.trim().strip_suffix(" received"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Pings until the first reply (ARP resolved on both sides), for at most `secs`.
+pub fn warm_up(tb: &Testbed) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ping(tb, 1) == 0 {
+        assert!(Instant::now() < deadline, "no ping reply through polld");
+    }
+}
+
+/// An iperf3 client in gen against a one-off server in sink; returns its JSON report.
+pub fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
+    let mut server = tb
+        .command_in(Role::Sink, None, "iperf3")
+        .unwrap()
+        .args(["-s", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut args = vec![
+        "-c".to_string(),
+        tb.layout().veth3.addr.to_string(),
+        "-p".into(),
+        port.to_string(),
+        "-t".into(),
+        secs.to_string(),
+        "-J".into(),
+    ];
+    if udp {
+        args.extend(["-u".into(), "-b".into(), "50M".into()]);
+    }
+    let out = tb
+        .command_in(Role::Gen, None, "iperf3")
+        .unwrap()
+        .args(&args)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && report["error"].is_null(),
+        "iperf3 {}: {}",
+        if udp { "UDP" } else { "TCP" },
+        String::from_utf8_lossy(&out.stdout)
+    );
+    report
+}
+
+/// Ping (5 replies out of 5), an iperf3 TCP run of 2 s (over 1 MB) and a UDP one (under
+/// 5 % lost) from gen to sink through polld; `port` and the next one are used.
+pub fn ping_tcp_udp(tb: &Testbed, port: u16, what: &str) {
+    warm_up(tb);
+    assert_eq!(ping(tb, 5), 5, "{what}: ping");
+    let tcp = iperf3(tb, port, 2, false);
+    assert!(tcp_bytes(&tcp) > 1_000_000, "{what}: TCP {tcp}");
+    let udp = iperf3(tb, port + 1, 2, true);
+    let lost = udp["end"]["sum"]["lost_percent"].as_f64().unwrap();
+    assert!(lost < 5.0, "{what}: UDP lost {lost} %");
+}
+
+pub fn tcp_bytes(report: &Value) -> u64 {
+    report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0)
 }
 
 /// A child killed (by its pid) on drop.

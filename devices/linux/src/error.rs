@@ -34,6 +34,8 @@ pub enum OpenError {
     InvalidConfig { interface: String, detail: String },
     /// `/dev/net/tun` does not exist.
     TunMissing,
+    /// No network namespace of that name (`ip netns list` does not show it).
+    NamespaceNotFound { namespace: String },
     /// Any other system call failure, naming the call.
     Os {
         interface: String,
@@ -104,6 +106,11 @@ impl fmt::Display for OpenError {
             OpenError::InvalidConfig { interface, detail } => {
                 write!(f, "invalid device configuration for {interface}: {detail}")
             }
+            OpenError::NamespaceNotFound { namespace } => write!(
+                f,
+                "network namespace {namespace:?} not found; list them with `ip netns list`, \
+                 or create it with `ip netns add {namespace}`"
+            ),
             OpenError::TunMissing => f.write_str(
                 "/dev/net/tun not found: the kernel needs TUN/TAP support (CONFIG_TUN); \
                  in a container, pass the device in (`--device /dev/net/tun`)",

@@ -338,19 +338,98 @@ pub fn mtu(name: &str) -> Result<u32, OpenError> {
 }
 
 /// The network namespace a device was opened in, so that it can be reopened there from
-/// whatever thread (and namespace) runs it later.
-pub(crate) struct Namespace(File);
+/// whatever thread (and namespace) runs it later. A namespace opened by name
+/// ([`Namespace::named`], `netns = "gen"` in polld's config) also remembers the name, so
+/// that a device can notice when `ip netns del` removed it.
+pub struct Namespace {
+    file: File,
+    name: Option<String>,
+}
+
+/// Where `ip netns add` mounts a named namespace.
+const NETNS_RUN_DIR: &str = "/var/run/netns";
+
+/// A namespace file's identity: two opens of one namespace have the same device and inode.
+fn identity(file: &File) -> Option<(u64, u64)> {
+    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
 
 impl Namespace {
     /// The calling thread's namespace.
-    pub(crate) fn of_this_thread(ifname: &str) -> Result<Namespace, OpenError> {
+    pub fn of_this_thread(ifname: &str) -> Result<Namespace, OpenError> {
         File::open("/proc/thread-self/ns/net")
-            .map(Namespace)
+            .map(|file| Namespace { file, name: None })
             .map_err(|source| OpenError::Os {
                 interface: ifname.to_string(),
                 action: "open the network namespace of the calling thread",
                 source,
             })
+    }
+
+    /// The namespace `ip netns add NAME` created.
+    pub fn named(name: &str) -> Result<Namespace, OpenError> {
+        let valid = !name.is_empty() && name != "." && name != ".." && !name.contains('/');
+        let file = valid
+            .then(|| File::open(format!("{NETNS_RUN_DIR}/{name}")).ok())
+            .flatten()
+            .ok_or_else(|| OpenError::NamespaceNotFound {
+                namespace: name.to_string(),
+            })?;
+        Ok(Namespace {
+            file,
+            name: Some(name.to_string()),
+        })
+    }
+
+    /// The name it was opened by, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// For a namespace opened by name: whether that name still refers to it. `false`
+    /// once `ip netns del` removed it (the namespace itself lives on while polld holds
+    /// it, but nothing else can reach it), or the name now belongs to a new namespace.
+    pub fn still_named(&self) -> bool {
+        let Some(name) = &self.name else {
+            return true;
+        };
+        let now = File::open(format!("{NETNS_RUN_DIR}/{name}"))
+            .ok()
+            .as_ref()
+            .and_then(identity);
+        now.is_some() && now == identity(&self.file)
+    }
+
+    fn is_current(&self) -> bool {
+        let here = File::open("/proc/thread-self/ns/net")
+            .ok()
+            .as_ref()
+            .and_then(identity);
+        here.is_some() && here == identity(&self.file)
+    }
+
+    /// Runs `f` on the calling thread while it is inside this namespace, and returns the
+    /// thread to its own namespace afterwards (needs CAP_SYS_ADMIN unless already there).
+    /// For devices that cannot cross threads: sockets and fds keep the namespace they
+    /// were opened in, so the device works from the original namespace afterwards.
+    pub fn enter_while<T>(&self, ifname: &str, f: impl FnOnce() -> T) -> Result<T, OpenError> {
+        if self.is_current() {
+            return Ok(f());
+        }
+        let setns_error = |action| {
+            OpenError::from_os(ifname, action, "CAP_SYS_ADMIN", io::Error::last_os_error())
+        };
+        let home = Namespace::of_this_thread(ifname)?;
+        // SAFETY: setns on a namespace fd we own; affects only the calling thread.
+        if unsafe { libc::setns(self.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(setns_error("enter the interface's network namespace"));
+        }
+        let result = f();
+        // SAFETY: as above, back to the namespace the thread came from.
+        if unsafe { libc::setns(home.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(setns_error("return from the interface's network namespace"));
+        }
+        Ok(result)
     }
 
     /// Runs `open` inside this namespace: directly if the calling thread is already there,
@@ -360,16 +439,14 @@ impl Namespace {
         name: &IfName,
         open: impl FnOnce() -> Result<T, E> + Send,
     ) -> Result<T, E> {
-        let identity = |m: std::fs::Metadata| (m.dev(), m.ino());
-        let here = std::fs::metadata("/proc/thread-self/ns/net").map(identity);
-        if here.is_ok() && here.ok() == self.0.metadata().map(identity).ok() {
+        if self.is_current() {
             return open();
         }
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
                     // SAFETY: setns on a namespace fd we own; affects only this new thread.
-                    if unsafe { libc::setns(self.0.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    if unsafe { libc::setns(self.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
                         return Err(E::from(OpenError::from_os(
                             name.as_str(),
                             "enter the interface's network namespace",

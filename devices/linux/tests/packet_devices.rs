@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use polld_core::device::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
+use polld_dev::iface::Namespace;
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::tap::Tap;
 
@@ -387,6 +388,7 @@ fn tap_frames_go_both_ways_between_the_fd_and_the_kernel() {
     let mut tap = in_netns(ns.name(), || Tap::open("ptap0"))
         .unwrap()
         .unwrap_or_else(|e| panic!("{e}"));
+    assert!(tap.created(), "ptap0 did not exist: the device created it");
     ns.ip(&["link", "set", "ptap0", "up"]).unwrap();
     wait_for_state(&mut tap, LinkState::Up);
     // The kernel side of the TAP, seen through an AF_PACKET socket on the interface.
@@ -413,10 +415,36 @@ fn tap_frames_go_both_ways_between_the_fd_and_the_kernel() {
         read_from_tap == out_of_kernel,
         "frames transmitted on the TAP interface"
     );
-    assert_eq!(tap.tx_dropped(), 0);
 
     ns.ip(&["link", "set", "ptap0", "down"]).unwrap();
     wait_for_state(&mut tap, LinkState::Down);
+}
+
+#[test]
+fn a_persistent_tap_in_a_named_namespace_is_attached_to_from_outside_it() {
+    require_root!();
+    let ns = quiet_namespace("pdev-p");
+    ns.ip(&["tuntap", "add", "dev", "ptap2", "mode", "tap"])
+        .unwrap();
+    // Opened from this thread's namespace, which does not hold ptap2.
+    let netns = Namespace::named(ns.name()).unwrap();
+    let mut tap = Tap::open_in(netns, "ptap2").unwrap_or_else(|e| panic!("{e}"));
+    assert!(!tap.created(), "ptap2 existed: the device attached to it");
+    assert_eq!(tap.netns_name(), Some(ns.name()));
+    ns.ip(&["link", "set", "ptap2", "up"]).unwrap();
+    wait_for_state(&mut tap, LinkState::Up);
+    // A second reader is refused: the TAP is busy.
+    let busy = Tap::open_in(Namespace::named(ns.name()).unwrap(), "ptap2").err();
+    let busy = busy.expect("ptap2 is attached already").to_string();
+    assert!(
+        busy.contains("already attached to another process"),
+        "{busy}"
+    );
+    let missing = Namespace::named("polld-no-such-ns")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(missing.contains("ip netns list"), "{missing}");
 }
 
 #[test]
@@ -457,6 +485,8 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
     assert_eq!(sender.sent + sender.dropped(), 500);
 
     let read = receive_until_quiet(&mut tap, Duration::from_millis(200));
+    // The counter is read at status checks.
+    assert_eq!(tap.check_status(), LinkState::Up);
     let queue_full = tap.hw_stats().rx_ring_full;
     assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
     assert_eq!(read.len() as u64 + queue_full, 500);
