@@ -200,6 +200,9 @@ struct Devices<D, S> {
     tx: TxStaging,
     /// Per interface: got frames in the current transmit batch (needs a flush).
     touched: Vec<bool>,
+    /// Per interface: frames it received found their output full since the scheduler
+    /// last asked (transmit backpressure).
+    output_full: Vec<bool>,
     /// Where frames for the box go; `None` leaves them to the kernel.
     host: Option<usize>,
     work: Work,
@@ -268,10 +271,13 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     self.ifs[input].counters.local += 1
                 }
                 (Some(input), true) => self.ifs[input].counters.forwarded += 1,
-                (Some(input), false) => self.ifs[input]
-                    .counters
-                    .drops
-                    .add(DropReason::TxRingFull, 1),
+                (Some(input), false) => {
+                    self.ifs[input]
+                        .counters
+                        .drops
+                        .add(DropReason::TxRingFull, 1);
+                    self.output_full[input] = true;
+                }
                 (None, true) => self.ifs[s.out].counters.generated += 1,
                 (None, false) => self.ifs[s.out].counters.generated_dropped += 1,
             }
@@ -385,6 +391,10 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
         }
         n as u32
     }
+
+    fn take_output_full(&mut self, id: HandlerId) -> bool {
+        std::mem::take(&mut self.output_full[id])
+    }
 }
 
 /// A mode change or registration that could not be made; nothing changed.
@@ -425,6 +435,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
         let touched = vec![false; devices.len()];
+        let output_full = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
             .map(|mut dev| {
@@ -452,6 +463,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 spare: Vec::new(),
                 tx: TxStaging::default(),
                 touched,
+                output_full,
                 host: None,
                 work: Work::default(),
                 events: Vec::new(),
@@ -517,6 +529,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             // "enable interrupts even in error case"
             let _ = self.poller.deregister(i);
         }
+        // Drops from before polling are no news to the scheduler.
+        self.devs.output_full[i] = false;
         let iface = &mut self.devs.ifs[i];
         iface.mode = mode;
         iface.task_queued = false;

@@ -18,6 +18,16 @@
 //! starts at once (phase 6). So the devices get at most `100 - user_frac` percent of each
 //! tick when there is other work, and the rest of the CPU is left to it.
 //!
+//! Two departures from FreeBSD, both about work the budget cannot buy. *Transmit
+//! backpressure*: a handler whose received frames met a full output
+//! ([`PollHandlers::take_output_full`]) has had its share of the cycle and is skipped in
+//! the chunks left, and the burst does not grow after such a cycle (the output, not the
+//! CPU, was the limit). *Empty rings*: without idle polling, a chunk after which every
+//! handler polled returned less than its count (its ring ran empty) or was blocked ends the
+//! cycle, so an idle interface costs one poll a tick whatever the burst (which still grows
+//! as FreeBSD's, to be ready for the next flood).
+//! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
+//!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
@@ -55,10 +65,18 @@ pub enum PollCmd {
     CheckStatus,
 }
 
-/// The handlers the scheduler calls. Returns the number of frames processed
-/// (ignored by the classic controller, used by the time controller).
+/// The handlers the scheduler calls.
 pub trait PollHandlers {
+    /// Polls handler `id` for up to `count` frames; returns the number processed. A
+    /// return below `count` means the handler's ring ran empty.
     fn poll(&mut self, id: HandlerId, cmd: PollCmd, count: u32) -> u32;
+
+    /// Whether frames `id` received met a full output ring since the last call
+    /// (transmit backpressure): they were dropped after being received. Asked after each
+    /// poll of `id`; handlers without a transmit side never report it.
+    fn take_output_full(&mut self, _id: HandlerId) -> bool {
+        false
+    }
 }
 
 /// Registration errors, with FreeBSD's errno names.
@@ -129,6 +147,12 @@ pub struct Poller {
     /// Time the current cycle's first chunk started, in ns.
     cycle_start: u64,
     table: Vec<HandlerId>,
+    /// Per table entry: its output was full in the current cycle, so its share is over.
+    blocked: Vec<bool>,
+    /// The current cycle met a full output (work not done: the burst must not grow).
+    cycle_blocked: bool,
+    /// The last chunk left every polled ring empty or blocked.
+    chunk_drained: bool,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -157,6 +181,9 @@ impl Poller {
             prev_tick: None,
             cycle_start: 0,
             table: Vec::new(),
+            blocked: Vec::new(),
+            cycle_blocked: false,
+            chunk_drained: false,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -222,6 +249,7 @@ impl Poller {
             return Err(RegError::Eexist);
         }
         self.table.push(id);
+        self.blocked.push(false);
         self.update_idle_sleep();
         Ok(())
     }
@@ -234,6 +262,7 @@ impl Poller {
             .position(|&h| h == id)
             .ok_or(RegError::Enoent)?;
         self.table.swap_remove(pos);
+        self.blocked.swap_remove(pos);
         self.update_idle_sleep();
         Ok(())
     }
@@ -288,6 +317,8 @@ impl Poller {
             // First chunk of a cycle.
             self.cycle_start = now;
             self.cycle_packets = 0;
+            self.cycle_blocked = false;
+            self.blocked.iter_mut().for_each(|b| *b = false);
             self.reg_frac_count += 1;
             if self.reg_frac_count >= self.knobs.reg_frac {
                 cmd = PollCmd::CheckStatus;
@@ -306,11 +337,26 @@ impl Poller {
         };
         self.state.residual_burst -= count;
         let mut max_done = 0;
+        let mut drained = true;
         for i in 0..self.table.len() {
-            let done = handlers.poll(self.table[i], cmd, count);
+            // A handler whose output filled has had its share of this cycle: what it
+            // would receive now could only be dropped after paying to receive it.
+            if self.blocked[i] {
+                continue;
+            }
+            let id = self.table[i];
+            let done = handlers.poll(id, cmd, count);
             max_done = max_done.max(done);
             self.cycle_packets += done as u64;
+            if handlers.take_output_full(id) {
+                self.blocked[i] = true;
+                self.cycle_blocked = true;
+            } else if done >= count {
+                drained = false;
+            }
         }
+        // With idle polling the CPU spins on the rings anyway: keep FreeBSD's full cycle.
+        self.chunk_drained = drained && self.knobs.idle_poll == 0;
         self.last_chunk_max = max_done;
         self.last_chunk_count = count;
         self.state.chunks += 1;
@@ -349,7 +395,7 @@ impl Poller {
             // after a re-registration (spec §9).
             return true;
         }
-        if self.state.residual_burst > 0 && self.more_chunks_wanted(now) {
+        if self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now) {
             self.poll_armed = true;
             self.pollmore_armed = true;
             return true;
@@ -361,7 +407,9 @@ impl Poller {
             Controller::Classic => {
                 if self.state.kern_load > 100 - self.knobs.user_frac {
                     self.state.burst = self.state.burst.saturating_sub(1).max(1);
-                } else if self.state.burst < self.knobs.burst_max {
+                } else if self.state.burst < self.knobs.burst_max && !self.cycle_blocked {
+                    // A full output, not the CPU, limited this cycle: a bigger budget
+                    // would only buy frames to drop.
                     self.state.burst += 1;
                 }
             }

@@ -423,6 +423,12 @@ impl Device for SimNic {
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         self.advance();
+        if !self.armed && self.tx.len() + self.tx_done >= self.cfg.tx_ring {
+            // Polled, the driver reclaims on transmit when the ring looks full (em's
+            // em_xmit cleans below a threshold); with the interrupt armed only the
+            // transmit-complete interrupt does, as in the seed's drivers.
+            self.reclaim();
+        }
         if self.tx.len() + self.tx_done >= self.cfg.tx_ring || self.link != LinkState::Up {
             return Err(TxFull);
         }
