@@ -251,7 +251,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             self.work.enqueued += n;
         }
         self.transmit();
-        self.fold_hw_drops(i);
         n
     }
 
@@ -331,7 +330,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         n as u64
     }
 
+    /// The status check: the link, and the drops the device counted itself (reading
+    /// those can cost a system call, so it is done here, not per receive).
     fn check_status(&mut self, i: usize) {
+        self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
         if state == self.links[i] {
             return;
@@ -551,6 +553,25 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
+    /// Whether interface `i` polls but polling is quiet (every ring was empty for
+    /// `kern.polling.quiet_cycles` cycles): the executor waits on its interrupt instead of
+    /// the tick, and calls [`Dataplane::quiet_wakeup`] when it fires.
+    pub fn wakeup_armed(&self, i: usize) -> bool {
+        self.devs.ifs[i].mode == Mode::Polling
+            && self.poller.state().quiet
+            && self.poller.is_registered(i)
+    }
+
+    /// Polling interface `i` has work while polling is quiet: counts the interrupt and
+    /// resumes polling with a tick now. Returns whether a cycle was scheduled.
+    pub fn quiet_wakeup(&mut self, i: usize, now: u64) -> bool {
+        if !self.wakeup_armed(i) {
+            return false;
+        }
+        self.devs.ifs[i].counters.interrupts += 1;
+        self.poller.wake(now)
+    }
+
     /// Interface `i` raised an interrupt.
     pub fn interrupt(&mut self, i: usize) -> Work {
         if !self.interrupt_armed(i) {
@@ -658,7 +679,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Brings every interface's device-counted drops (rx ring full) into its counters;
-    /// receive paths do this as they go, this catches interfaces that were not serviced.
+    /// status checks do this as they go, this brings them up to date now.
     pub fn sync_hw_drops(&mut self) {
         for i in 0..self.devs.ifs.len() {
             self.devs.fold_hw_drops(i);

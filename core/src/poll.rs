@@ -28,6 +28,12 @@
 //! as FreeBSD's, to be ready for the next flood).
 //! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
 //!
+//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
+//! polling), the poller is `quiet`: the executor stops the tick and waits on the polled
+//! devices' interrupts, and the first one that fires ([`Poller::wake`]) counts as a tick and
+//! resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
+//! few percent of a core in a VM); `quiet_cycles=0` ticks forever, as FreeBSD.
+//!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
@@ -131,6 +137,11 @@ pub struct PollState {
     pub kern_load: u32,
     /// Time controller: moving average of the cost of one packet, in nanoseconds.
     pub ns_per_packet: u64,
+    /// Polling sleeps on the devices' interrupts: `quiet_cycles` cycles in a row found
+    /// every ring empty. The executor stops the tick until [`Poller::wake`].
+    pub quiet: bool,
+    /// Quiet spells ended by a device with work.
+    pub quiet_wakeups: u64,
 }
 
 /// The polling scheduler: knobs, state machine and registration table.
@@ -153,6 +164,8 @@ pub struct Poller {
     cycle_blocked: bool,
     /// The last chunk left every polled ring empty or blocked.
     chunk_drained: bool,
+    /// Closed cycles in a row that moved no frame.
+    empty_cycles: u32,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -184,6 +197,7 @@ impl Poller {
             blocked: Vec::new(),
             cycle_blocked: false,
             chunk_drained: false,
+            empty_cycles: 0,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -237,6 +251,8 @@ impl Poller {
         }
         // Writing idle_poll wakes (or puts to sleep) the idle poller.
         self.update_idle_sleep();
+        // Any write ends a quiet spell: the new settings get a tick to act.
+        self.leave_quiet();
         Ok(())
     }
 
@@ -251,6 +267,7 @@ impl Poller {
         self.table.push(id);
         self.blocked.push(false);
         self.update_idle_sleep();
+        self.leave_quiet();
         Ok(())
     }
 
@@ -416,6 +433,7 @@ impl Poller {
             Controller::Time => self.time_account(now),
         }
         self.state.cycles += 1;
+        self.note_quiet();
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
             self.state.phase = 0;
@@ -427,6 +445,35 @@ impl Poller {
             self.state.phase = 6;
         }
         true
+    }
+
+    /// Counts empty cycles and enters or leaves the quiet state at the close of a cycle.
+    fn note_quiet(&mut self) {
+        if self.cycle_packets > 0 {
+            self.leave_quiet();
+            return;
+        }
+        self.empty_cycles = self.empty_cycles.saturating_add(1);
+        let limit = self.knobs.quiet_cycles;
+        if limit > 0 && self.knobs.idle_poll == 0 && self.empty_cycles >= limit {
+            self.state.quiet = true;
+        }
+    }
+
+    fn leave_quiet(&mut self) {
+        self.empty_cycles = 0;
+        self.state.quiet = false;
+    }
+
+    /// A registered device signalled work while polling was quiet: polling resumes, and
+    /// the wakeup counts as a tick. Returns whether a cycle was scheduled.
+    pub fn wake(&mut self, now: u64) -> bool {
+        if !self.state.quiet {
+            return false;
+        }
+        self.leave_quiet();
+        self.state.quiet_wakeups += 1;
+        self.hardclock(now, 1)
     }
 
     /// Classic: always finish the budget. Time: go on while the time left is worth at
@@ -519,6 +566,9 @@ impl Poller {
             "cycles" => s.cycles.to_string(),
             "kern_load" => s.kern_load.to_string(),
             "ns_per_packet" => s.ns_per_packet.to_string(),
+            "quiet_cycles" => k.quiet_cycles.to_string(),
+            "quiet" => (s.quiet as u32).to_string(),
+            "quiet_wakeups" => s.quiet_wakeups.to_string(),
             _ => return None,
         })
     }

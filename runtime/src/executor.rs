@@ -197,9 +197,14 @@ impl Executor {
                     TOKEN_CONTROL => self.answer_control(),
                     t => {
                         self.set_policy(Policy::Own);
+                        let i = (t - TOKEN_IF) as usize;
                         let dp = &mut self.dp;
                         timed(&mut self.accounts.work_ns, || {
-                            dp.interrupt((t - TOKEN_IF) as usize)
+                            if dp.wakeup_armed(i) {
+                                dp.quiet_wakeup(i, now);
+                            } else {
+                                dp.interrupt(i);
+                            }
                         });
                     }
                 }
@@ -286,9 +291,11 @@ impl Executor {
         unsafe { libc::sched_setscheduler(0, kind, &param) };
     }
 
-    /// Arms the tick timer at `kern.polling.hz` while some interface is registered.
+    /// Arms the tick timer at `kern.polling.hz` while some interface is registered and
+    /// polling is not quiet.
     fn sync_tick(&mut self) -> io::Result<()> {
-        let want = if self.dp.poller().handlers() > 0 {
+        let poller = self.dp.poller();
+        let want = if poller.handlers() > 0 && !poller.state().quiet {
             self.dp.poller().knobs().hz
         } else {
             0
@@ -308,7 +315,8 @@ impl Executor {
     /// Waits on exactly the interrupts the dataplane has armed.
     fn sync_interrupts(&mut self) {
         for i in 0..self.watched.len() {
-            let want = if self.dp.interrupt_armed(i) && self.dp.link(i) == LinkState::Up {
+            let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
+            let want = if armed && self.dp.link(i) == LinkState::Up {
                 self.dp.interfaces()[i].dev.interrupt_fd()
             } else {
                 None
@@ -331,10 +339,11 @@ impl Executor {
         }
     }
 
-    /// Link checks for interfaces the poller does not check.
+    /// Link checks for interfaces the poller does not check (all of them while polling
+    /// is quiet).
     fn status_round(&mut self) {
         for i in 0..self.dp.interfaces().len() {
-            if !self.dp.poller().is_registered(i) {
+            if !self.dp.poller().is_registered(i) || self.dp.poller().state().quiet {
                 self.dp.check_status(i);
                 // A check may have reopened the device, and its new fd may reuse the old
                 // number, which a comparison cannot tell: wait on it afresh.
