@@ -562,13 +562,13 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             && self.poller.is_registered(i)
     }
 
-    /// Polling interface `i` has work while polling is quiet: counts the interrupt and
-    /// resumes polling with a tick now. Returns whether a cycle was scheduled.
+    /// Polling interface `i` has work while polling is quiet: resumes polling with a tick
+    /// now. The wakeup is counted in `kern.polling.quiet_wakeups`, not as an interrupt of
+    /// the interface: its mode stays polling. Returns whether a cycle was scheduled.
     pub fn quiet_wakeup(&mut self, i: usize, now: u64) -> bool {
         if !self.wakeup_armed(i) {
             return false;
         }
-        self.devs.ifs[i].counters.interrupts += 1;
         self.poller.wake(now)
     }
 
