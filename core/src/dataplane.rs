@@ -703,6 +703,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.poller.netisr_pollmore(now)
     }
 
+    /// When to poll again before the next tick, once, after a cycle cut short by a full
+    /// output ([`Poller::take_repoll`]).
+    pub fn take_repoll(&mut self) -> Option<u64> {
+        self.poller.take_repoll()
+    }
+
     /// One idle-poll pass (unaccounted).
     pub fn idle_poll(&mut self) -> Work {
         self.poller.idle_poll(&mut self.devs);

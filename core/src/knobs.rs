@@ -143,6 +143,11 @@ pub const KERN_POLLING: &[(&str, &str, bool)] = &[
         "Times a device's interrupt ended a quiet spell (polld)",
         false,
     ),
+    (
+        "repolls",
+        "Cycles cut short by a full output that polled again before the tick (polld)",
+        false,
+    ),
 ];
 
 /// Why a knob write was refused.

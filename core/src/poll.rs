@@ -28,6 +28,11 @@
 //! as FreeBSD's, to be ready for the next flood).
 //! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
 //!
+//! A cycle cut short by a full output asks to poll again before the next tick
+//! ([`Poller::take_repoll`]), after a wait that keeps the cycle within its share of the time
+//! to the next one: the output drains meanwhile, and the input is served at the rate the
+//! output takes rather than one ring's worth a tick.
+//!
 //! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
 //! polling), the poller is `quiet`: the executor stops the tick and waits on the polled
 //! devices' interrupts, and the first one that fires ([`Poller::wake`]) counts as a tick and
@@ -58,6 +63,9 @@ pub const POLL_LIST_LEN: usize = 128;
 
 /// `pending_polls` above this is taken as a stall and reset (FreeBSD's magic 100).
 const STALL_LIMIT: u32 = 100;
+
+/// The shortest wait before polling again after a cycle that met a full output.
+const MIN_REPOLL_NS: u64 = 5_000;
 
 /// Identifies a registered handler: an index into the dataplane's interfaces.
 pub type HandlerId = usize;
@@ -142,6 +150,8 @@ pub struct PollState {
     pub quiet: bool,
     /// Quiet spells ended by a device with work.
     pub quiet_wakeups: u64,
+    /// Cycles that met a full output and asked to poll again before the next tick.
+    pub repolls: u64,
 }
 
 /// The polling scheduler: knobs, state machine and registration table.
@@ -166,6 +176,14 @@ pub struct Poller {
     chunk_drained: bool,
     /// Closed cycles in a row that moved no frame.
     empty_cycles: u32,
+    /// When to poll again, before the next tick, after a cycle cut short by a full output.
+    repoll_at: Option<u64>,
+    /// The current shortest wait before such a repoll: doubles when a cycle met the full
+    /// output in its first chunk (the output had not drained enough to be worth a cycle),
+    /// halves when it got further.
+    repoll_backoff: u64,
+    /// The current cycle met a full output in its first chunk.
+    blocked_at_once: bool,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -198,6 +216,9 @@ impl Poller {
             cycle_blocked: false,
             chunk_drained: false,
             empty_cycles: 0,
+            repoll_at: None,
+            repoll_backoff: MIN_REPOLL_NS,
+            blocked_at_once: false,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -335,6 +356,7 @@ impl Poller {
             self.cycle_start = now;
             self.cycle_packets = 0;
             self.cycle_blocked = false;
+            self.blocked_at_once = false;
             self.blocked.iter_mut().for_each(|b| *b = false);
             self.reg_frac_count += 1;
             if self.reg_frac_count >= self.knobs.reg_frac {
@@ -353,6 +375,7 @@ impl Poller {
             Controller::Time => self.time_chunk(now),
         };
         self.state.residual_burst -= count;
+        let first_chunk = self.cycle_packets == 0 && !self.cycle_blocked;
         let mut max_done = 0;
         let mut drained = true;
         for i in 0..self.table.len() {
@@ -368,6 +391,7 @@ impl Poller {
             if handlers.take_output_full(id) {
                 self.blocked[i] = true;
                 self.cycle_blocked = true;
+                self.blocked_at_once |= first_chunk;
             } else if done >= count {
                 drained = false;
             }
@@ -437,6 +461,10 @@ impl Poller {
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
             self.state.phase = 0;
+            if self.cycle_blocked {
+                self.repoll_at = Some(now + self.repoll_gap(now));
+                self.state.repolls += 1;
+            }
         } else {
             // The cycle overran one or more ticks: back off and start again at once.
             self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
@@ -458,6 +486,28 @@ impl Poller {
         if limit > 0 && self.knobs.idle_poll == 0 && self.empty_cycles >= limit {
             self.state.quiet = true;
         }
+    }
+
+    /// After a cycle cut short by a full output, the wait before polling again: long
+    /// enough that the cycle's time stays within `100 - user_frac` percent of the time
+    /// from its start to the next one, so the user's share holds however often it
+    /// repeats. The wait is when the output drains (on veth, its NAPI thread runs).
+    fn repoll_gap(&mut self, now: u64) -> u64 {
+        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
+        self.repoll_backoff = if self.blocked_at_once {
+            (self.repoll_backoff * 2).min(tick_ns)
+        } else {
+            (self.repoll_backoff / 2).max(MIN_REPOLL_NS)
+        };
+        let elapsed = now.saturating_sub(self.cycle_start);
+        let user = self.knobs.user_frac as u64;
+        (elapsed * user / (100 - user)).max(self.repoll_backoff)
+    }
+
+    /// When to poll again before the next tick (a cycle met a full output), once: the
+    /// executor moves its next tick there if that is earlier.
+    pub fn take_repoll(&mut self) -> Option<u64> {
+        self.repoll_at.take()
     }
 
     fn leave_quiet(&mut self) {
@@ -569,6 +619,7 @@ impl Poller {
             "quiet_cycles" => k.quiet_cycles.to_string(),
             "quiet" => (s.quiet as u32).to_string(),
             "quiet_wakeups" => s.quiet_wakeups.to_string(),
+            "repolls" => s.repolls.to_string(),
             _ => return None,
         })
     }

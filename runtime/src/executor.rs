@@ -213,7 +213,14 @@ impl Executor {
                 self.set_policy(Policy::Own);
                 let start = now_ns();
                 self.run_due_work();
-                self.accounts.work_ns += now_ns().saturating_sub(start);
+                let end = now_ns();
+                self.accounts.work_ns += end.saturating_sub(start);
+                if let Some(at) = self.dp.take_repoll() {
+                    // A full output cut the cycle short: the next tick comes early, and
+                    // the period runs on from there.
+                    self.tick
+                        .set(at.saturating_sub(end), 1_000_000_000 / self.tick_hz as u64)?;
+                }
             } else if spin {
                 self.spin_once();
             }

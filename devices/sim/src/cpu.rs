@@ -284,6 +284,10 @@ impl Sim {
         }
         if self.dp.netisr_scheduled() {
             self.dp.netisr_pollmore(now);
+            // As the executor does: the tick moves earlier, and the grid with it.
+            if let Some(at) = self.dp.take_repoll() {
+                self.next_tick = self.next_tick.min(at);
+            }
             return Bucket::Kernel;
         }
         if let Some(i) = self.next_busy() {
