@@ -6,7 +6,7 @@ use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, UserTask};
 
 #[derive(Args)]
 pub struct SimArgs {
-    /// A built-in scenario: `rizzo` (seed 000's table, Interrupt vs Polling).
+    /// A built-in scenario: `rizzo` (Rizzo 2002's table, Interrupt vs Polling; docs/sources.md).
     #[arg(long, conflicts_with = "file")]
     scenario: Option<String>,
     /// A scenario file (TOML); see polld-sim's scenario module for the format.

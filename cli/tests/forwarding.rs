@@ -24,7 +24,11 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let copy = dir.join("polld");
-    std::fs::copy(POLLD, &copy).unwrap();
+    // Copied by `cp`, not in this process: a file this multi-threaded test process holds
+    // open for writing is inherited by any child another test thread forks meanwhile, and
+    // exec of the copy then fails with ETXTBSY ("Text file busy").
+    let cp = Command::new("cp").arg(POLLD).arg(&copy).status().unwrap();
+    assert!(cp.success(), "cp {POLLD} {}", copy.display());
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = Command::new(copy);
     // SAFETY: setgid/setuid in the child before exec; no allocation.
@@ -527,10 +531,23 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
         }
     })
     .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    for ((reason, _), before) in cases.iter().zip(before) {
-        let after = counter(&polld, &format!("dev.veth1.drops.{reason}"));
-        assert_eq!(after - before, 3, "three frames dropped as {reason}");
+    // Wait until every reason has counted its three frames (or the deadline passes), then
+    // require exactly three: more would be a frame counted twice.
+    let dropped = |polld: &Polld| -> Vec<u64> {
+        cases
+            .iter()
+            .zip(&before)
+            .map(|((reason, _), before)| {
+                counter(polld, &format!("dev.veth1.drops.{reason}")) - before
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while dropped(&polld).iter().any(|&n| n < 3) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for ((reason, _), n) in cases.iter().zip(dropped(&polld)) {
+        assert_eq!(n, 3, "three frames dropped as {reason}");
     }
     // After all of them, polld still forwards.
     assert_eq!(ping(&tb, 3), 3, "polld survived and forwards");

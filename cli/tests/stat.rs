@@ -8,11 +8,11 @@ mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{testbed, Dir, Polld, POLLD};
-use polld_testbed::{PolldSetup, Role, Testbed, UpOptions};
+use common::{gen, testbed, Dir, Polld, POLLD};
+use polld_testbed::{PolldSetup, Testbed, UpOptions};
 use serde_json::Value;
 
 fn fwd_cpu() -> usize {
@@ -50,30 +50,6 @@ fn stat(polld: &Polld, secs: &str) -> Value {
     serde_json::from_str(&polld.ok(&["stat", "--json", "-w", secs])).unwrap()
 }
 
-/// A child killed (by its pid) on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
-fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
-    let child = tb
-        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
-        .unwrap()
-        .args(["gen", "veth0", "-i", "0", "--rate", rate])
-        .args(["--duration", &secs.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Running(child)
-}
-
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap()
 }
@@ -95,7 +71,7 @@ fn stat_says_plainly_when_no_polld_runs_and_how_to_start_one() {
 }
 
 #[test]
-fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split() {
+fn stat_shows_interrupts_go_away_with_polling() {
     require_root!();
     let tb = testbed("f");
     let dir = Dir::new("flood");
@@ -137,34 +113,10 @@ fn stat_shows_interrupts_go_away_with_polling_and_user_frac_moving_the_cpu_split
     assert!(f(&veth1["polls_per_s"]) > 100.0, "{veth1}");
     drop(load);
 
-    // A flood and a CPU-bound competitor on polld's CPU (niced, so that the kernel's
-    // receive work on that CPU still gets its frames in): the device share follows
-    // 100 - user_frac.
-    let _flood = gen(&tb, "unlimited", 30);
-    let competitor = Command::new("nice")
-        .args(["-n", "19", "taskset", "-c", &fwd_cpu().to_string()])
-        .args(["sh", "-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
-    let _competitor = Running(competitor);
-    let mut device = Vec::new();
-    for user_frac in ["10", "90", "10", "90"] {
-        polld.ok(&["ctl", &format!("kern.polling.user_frac={user_frac}")]);
-        // The burst moves by one per tick: let it settle.
-        std::thread::sleep(Duration::from_millis(1500));
-        let s = stat(&polld, "2");
-        eprintln!(
-            "flood, user_frac={user_frac}: cpu {} scheduler {}",
-            s["cpu"], s["scheduler"]
-        );
-        assert!(f(&s["interfaces"][0]["interrupts_per_s"]) < 5.0);
-        device.push(f(&s["cpu"]["device"]));
-    }
-    let (low_user, high_user) = (device[0] + device[2], device[1] + device[3]);
-    assert!(
-        high_user < 0.75 * low_user,
-        "device share with user_frac 90 not clearly below user_frac 10: {device:?}"
-    );
+    // The CPU split under a flood is not asserted here: on veth the kernel's receive
+    // threads, not polld, do most of the device work, so polld's own share says little
+    // about user_frac, and on a busy machine it says less. The promise (a competitor keeps
+    // user_frac of the poll CPU) is measured on the TAP testbed, where polld owns the work.
     polld.stop();
 }
 

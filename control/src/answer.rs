@@ -11,6 +11,21 @@ use polld_core::{Dataplane, Device, PacketStage, SysctlEntry};
 
 use crate::proto::{daemon_entry, IfStatus, Response, SetResult};
 
+/// The kernel's receive work for the daemon's interfaces, read when it answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelRxStatus {
+    /// CPU time of the kernel receive threads, on any CPU, ns.
+    pub ns: u64,
+    /// The part from threads that may run only on the poll thread's CPU, ns.
+    pub on_cpu_ns: u64,
+    /// The threads, for people.
+    pub threads: String,
+    /// Those that may run on other CPUs.
+    pub elsewhere: String,
+    /// `netlink`, `thread names` or `none`.
+    pub found_by: String,
+}
+
 /// What the daemon adds to the dataplane's entries, under `polld.` (the names are in
 /// [`daemon_entry`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,6 +38,9 @@ pub struct DaemonStatus {
     pub work_ns: u64,
     pub busy_poll_ns: u64,
     pub idle_poll_ns: u64,
+    /// The poll thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns.
+    pub thread_cpu_ns: u64,
+    pub kernel_rx: KernelRxStatus,
     /// Each writable entry's value before the config was applied.
     pub defaults: Vec<(String, String)>,
 }
@@ -72,6 +90,36 @@ impl DaemonStatus {
                 daemon_entry::IDLE_POLL_NS,
                 self.idle_poll_ns.to_string(),
                 "Time idle polling, ns",
+            ),
+            entry(
+                daemon_entry::THREAD_CPU_NS,
+                self.thread_cpu_ns.to_string(),
+                "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID), ns",
+            ),
+            entry(
+                daemon_entry::KERNEL_RX_NS,
+                self.kernel_rx.ns.to_string(),
+                "CPU time of the kernel threads doing the interfaces' receive work, any CPU, ns",
+            ),
+            entry(
+                daemon_entry::KERNEL_RX_ON_CPU_NS,
+                self.kernel_rx.on_cpu_ns.to_string(),
+                "Part of kernel_rx_ns from threads that run only on polld.cpu, ns",
+            ),
+            entry(
+                daemon_entry::KERNEL_RX_THREADS,
+                self.kernel_rx.threads.clone(),
+                "Kernel threads doing the interfaces' receive work (outside polld's budget)",
+            ),
+            entry(
+                daemon_entry::KERNEL_RX_ELSEWHERE,
+                self.kernel_rx.elsewhere.clone(),
+                "Kernel receive threads that may run on other CPUs than polld.cpu",
+            ),
+            entry(
+                daemon_entry::KERNEL_RX_FOUND_BY,
+                self.kernel_rx.found_by.clone(),
+                "How the kernel receive threads were found: netlink, thread names or none",
             ),
         ];
         entries.extend(self.defaults.iter().map(|(name, value)| {
@@ -163,6 +211,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
         mac,
         addresses,
         counters: Vec::new(),
+        rx_work: None,
     };
     for entry in dp.sysctl_entries(prefix.trim_end_matches('.')) {
         let Some(leaf) = entry.name.strip_prefix(&prefix) else {

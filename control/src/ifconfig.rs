@@ -1,7 +1,8 @@
 //! `polld ifconfig`: a running polld's interfaces, like FreeBSD's ifconfig(8).
 //!
 //! ```text
-//! polld ifconfig                      every interface: link, mode, backend, addresses, counters
+//! polld ifconfig                      every interface: link, mode, backend, addresses,
+//!                                     whether its receive work is in polld's budget, counters
 //! polld ifconfig veth1                one interface
 //! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
 //! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
@@ -140,6 +141,16 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
     if let Some(mac) = &iface.mac {
         writeln!(out, "\tether {mac}")?;
     }
+    if let Some(rx) = &iface.rx_work {
+        if rx.in_budget {
+            writeln!(out, "\trx work in polld's budget: {}", rx.runs_in)?;
+        } else {
+            writeln!(out, "\trx work NOT in polld's budget: {}", rx.runs_in)?;
+            if let Some(why) = &rx.why_not {
+                writeln!(out, "\t\t({why})")?;
+            }
+        }
+    }
     for address in &iface.addresses {
         let family = if address.contains(':') {
             "inet6"
@@ -192,5 +203,51 @@ fn print_drops(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "\tdrops {total}")
     } else {
         writeln!(out, "\tdrops {total}: {}", reasons.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::RxWork;
+
+    fn shown(rx_work: Option<RxWork>) -> String {
+        let iface = IfStatus {
+            name: "veth1".into(),
+            backend: "af_xdp".into(),
+            mode: "polling".into(),
+            link: "up".into(),
+            mac: None,
+            addresses: Vec::new(),
+            counters: Vec::new(),
+            rx_work,
+        };
+        let mut out = Vec::new();
+        print_interface(&iface, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn receive_work_says_whether_it_is_in_polld_s_budget_and_where_it_runs() {
+        let outside = shown(Some(RxWork {
+            in_budget: false,
+            runs_in: "napi/veth1-8193 (pid 812, CPU1)".into(),
+            why_not: Some("no preferred busy polling: the socket has no NAPI id".into()),
+        }));
+        assert_eq!(
+            outside,
+            "veth1: link up mode polling backend af_xdp\n\
+             \trx work NOT in polld's budget: napi/veth1-8193 (pid 812, CPU1)\n\
+             \t\t(no preferred busy polling: the socket has no NAPI id)\n\
+             \tdrops 0\n"
+        );
+        let inside = shown(Some(RxWork {
+            in_budget: true,
+            runs_in: "polld's read() of the TAP".into(),
+            why_not: None,
+        }));
+        assert!(inside.contains("\trx work in polld's budget: polld's read() of the TAP\n"));
+        // An older daemon says nothing about it, and nothing is shown.
+        assert!(!shown(None).contains("rx work"));
     }
 }

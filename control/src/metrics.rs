@@ -16,6 +16,8 @@
 //! kern.polling.controller        polld_polling_controller{controller="classic"} 1
 //! net.inet.ip.intr_queue_len     polld_ip_intr_queue_len
 //! polld.work_ns                  polld_device_work_seconds_total                     (seconds)
+//! polld.kernel_rx_ns             polld_kernel_rx_seconds_total                       (seconds)
+//! polld.kernel_rx_found_by       polld_kernel_rx_found_by{method="netlink"} 1
 //! polld.cpu                      polld_poll_thread_cpu
 //! ```
 //!
@@ -52,7 +54,7 @@ const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "st
 /// `dev.<if>.*` read-only entries that are levels; the others count.
 const INTERFACE_GAUGES: [&str; 2] = ["queued", "rx_process_limit"];
 /// `polld.*` time accounts: entry, metric (in seconds), help.
-const TIME_ACCOUNTS: [(&str, &str, &str); 3] = [
+const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
     (
         daemon_entry::WORK_NS,
         "polld_device_work_seconds_total",
@@ -67,6 +69,21 @@ const TIME_ACCOUNTS: [(&str, &str, &str); 3] = [
         daemon_entry::IDLE_POLL_NS,
         "polld_idle_poll_seconds_total",
         "Time spent idle polling",
+    ),
+    (
+        daemon_entry::THREAD_CPU_NS,
+        "polld_poll_thread_cpu_seconds_total",
+        "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID)",
+    ),
+    (
+        daemon_entry::KERNEL_RX_NS,
+        "polld_kernel_rx_seconds_total",
+        "CPU time of the kernel threads doing the interfaces' receive work, outside polld's budget",
+    ),
+    (
+        daemon_entry::KERNEL_RX_ON_CPU_NS,
+        "polld_kernel_rx_on_poll_cpu_seconds_total",
+        "Part of polld_kernel_rx_seconds_total from threads that run only on the poll thread's CPU",
     ),
 ];
 
@@ -247,6 +264,14 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
                 let seconds = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
                 families.add(metric.to_string(), help, Kind::Counter, Vec::new(), seconds);
             }
+        } else if e.name == daemon_entry::KERNEL_RX_FOUND_BY {
+            families.add(
+                "polld_kernel_rx_found_by".into(),
+                &e.descr,
+                Kind::Gauge,
+                vec![("method", e.value.clone())],
+                "1".into(),
+            );
         } else if e.name == daemon_entry::CPU {
             if let Some(value) = number {
                 families.add(

@@ -26,6 +26,20 @@ pub mod daemon_entry {
     pub const BUSY_POLL_NS: &str = "polld.busy_poll_ns";
     /// Time spent idle polling (`kern.polling.idle_poll`), in ns.
     pub const IDLE_POLL_NS: &str = "polld.idle_poll_ns";
+    /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), in ns: a check on the
+    /// monotonic accounts above, which also count time the thread was preempted.
+    pub const THREAD_CPU_NS: &str = "polld.thread_cpu_ns";
+    /// CPU time of the kernel threads doing the receive work of polld's interfaces
+    /// (threaded NAPI), on any CPU, in ns. Outside polld's budget.
+    pub const KERNEL_RX_NS: &str = "polld.kernel_rx_ns";
+    /// The part of [`KERNEL_RX_NS`] from threads that may run only on `polld.cpu`, in ns.
+    pub const KERNEL_RX_ON_CPU_NS: &str = "polld.kernel_rx_on_cpu_ns";
+    /// Those threads: `napi/veth1-8193 (pid 812, CPU1), ...`.
+    pub const KERNEL_RX_THREADS: &str = "polld.kernel_rx_threads";
+    /// Those of them that may run on other CPUs than `polld.cpu`.
+    pub const KERNEL_RX_ELSEWHERE: &str = "polld.kernel_rx_elsewhere";
+    /// How they were found: `netlink` (the interfaces' NAPI ids), `thread names`, `none`.
+    pub const KERNEL_RX_FOUND_BY: &str = "polld.kernel_rx_found_by";
     /// `polld.default.<name>`: the value of each writable entry before the config file's
     /// modes and knobs were applied, which `polld ctl --save` compares against.
     pub const DEFAULT_PREFIX: &str = "polld.default.";
@@ -74,6 +88,21 @@ pub struct IfStatus {
     pub addresses: Vec<String>,
     /// Counter name and value, in display order (rx_packets, forwarded, drops.*, ...).
     pub counters: Vec<(String, u64)>,
+    /// Whether its receive work runs inside polld's budget (absent from older daemons).
+    #[serde(default)]
+    pub rx_work: Option<RxWork>,
+}
+
+/// Where an interface's receive work runs (the work a frame costs before polld sees it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RxWork {
+    /// In polld's thread, so bounded by `kern.polling.user_frac`: TAP reads, AF_XDP under
+    /// preferred busy polling.
+    pub in_budget: bool,
+    /// Where it runs: `polld's read() of the TAP`, `napi/veth1-8193 (pid 812, CPU1)`, ...
+    pub runs_in: String,
+    /// Why polld cannot take it in, when it does not.
+    pub why_not: Option<String>,
 }
 
 /// The daemon's answer.

@@ -196,3 +196,37 @@ polld_device_work_seconds_total 1.500000001
 ";
     assert_eq!(text, expected);
 }
+
+#[test]
+fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics() {
+    let entries = [
+        entry("polld.thread_cpu_ns", "2000000000", "x"),
+        entry("polld.kernel_rx_ns", "3000000000", "x"),
+        entry("polld.kernel_rx_on_cpu_ns", "2500000000", "x"),
+        entry(
+            "polld.kernel_rx_threads",
+            "napi/veth1-8193 (pid 812, CPU1)",
+            "x",
+        ),
+        entry("polld.kernel_rx_found_by", "netlink", "How found"),
+    ];
+    let text = exposition(&entries);
+    let got = samples(&text);
+    assert_eq!(
+        value(&got, "polld_poll_thread_cpu_seconds_total"),
+        "2.000000000"
+    );
+    assert_eq!(value(&got, "polld_kernel_rx_seconds_total"), "3.000000000");
+    assert_eq!(
+        value(&got, "polld_kernel_rx_on_poll_cpu_seconds_total"),
+        "2.500000000"
+    );
+    assert_eq!(
+        value(&got, "polld_kernel_rx_found_by{method=\"netlink\"}"),
+        "1"
+    );
+    assert!(
+        text.contains("# TYPE polld_kernel_rx_seconds_total counter"),
+        "{text}"
+    );
+}

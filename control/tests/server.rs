@@ -15,11 +15,6 @@ use polld_control::server::{
     ControlError, ControlServer, Inbox, MAX_CONNECTIONS, PERMISSION_DENIED,
 };
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Sends raw bytes as one client and returns everything the server wrote back.
 fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
     let mut stream = UnixStream::connect(socket).unwrap();
@@ -125,10 +120,7 @@ fn request_as_nobody(socket: &Path) -> String {
 
 #[test]
 fn a_non_root_client_is_refused_with_the_clear_message() {
-    if !is_root() {
-        eprintln!("skipped: needs root to fork a child that drops to uid 65534");
-        return;
-    }
+    polld_testsupport::require_root!("needs root to fork a child that drops to uid 65534");
     let daemon = Daemon::start();
     // The socket's mode stops nobody at connect; the client says why.
     assert_eq!(
@@ -306,6 +298,7 @@ fn an_answer_larger_than_the_socket_buffer_arrives_whole() {
         mac: None,
         addresses: Vec::new(),
         counters: (0..64).map(|i| (format!("counter_{i}"), i)).collect(),
+        rx_work: None,
     };
     // About 4 MB, far above the default Unix socket buffer.
     let big = Response::Interfaces {

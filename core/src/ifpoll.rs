@@ -1,4 +1,4 @@
-//! Per-CPU polling as DragonFly BSD does it (`sys/net/if_poll.c`, "ifpoll"; spec §7).
+//! Per-CPU polling as DragonFly BSD does it (`sys/net/if_poll.c`, "ifpoll"; docs/algorithm.md §8).
 //!
 //! # The algorithm
 //!

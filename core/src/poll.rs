@@ -45,7 +45,7 @@
 //! with `each_burst` whenever the CPU would otherwise idle; it is not accounted.
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
-//! moving average of the cost per packet (the fork described in spec §7): each chunk polls as
+//! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
 //! many packets as fit in the time left, so the share converges in a few ticks instead of
 //! one packet per tick. `classic` is the default.
 //!
@@ -433,7 +433,7 @@ impl Poller {
         self.state.phase = 5;
         if self.table.is_empty() {
             // FreeBSD returns early here too: the stall detector restarts polling
-            // after a re-registration (spec §9).
+            // after a re-registration (docs/algorithm.md §9, behaviour 9).
             return true;
         }
         if self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now) {

@@ -1,4 +1,4 @@
-//! Spec §10.15, DragonFly per-CPU timing: with pollhz P, tx_frac T and status_frac S, RX
+//! docs/algorithm.md §9 behaviour 15, DragonFly per-CPU timing: with pollhz P, tx_frac T and status_frac S, RX
 //! cycles run P times a second per CPU, TX every T-th tick, status only on CPU 0 every S-th
 //! tick; kern_load uses P, not HZ; a busy interface serializer skips that interface for
 //! one chunk, not for the whole cycle. On virtual time, exactly.

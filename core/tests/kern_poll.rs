@@ -1,4 +1,4 @@
-//! The behaviours of FreeBSD's kern_poll (spec §10, items 1–13), each as its own test, on
+//! The behaviours of FreeBSD's kern_poll (docs/algorithm.md §9, behaviours 1–13), each as its own test, on
 //! virtual time: handlers burn a fixed cost per packet on an unbounded backlog and record
 //! every call. Items 14 (em-style batches) and 15 (per-CPU timing) live with the dataplane
 //! and the per-CPU pollers.
@@ -508,7 +508,7 @@ fn idle_polling_adds_capacity_without_touching_the_accounting() {
     assert!(!r.p.state().idlepoll_sleeping);
 }
 
-// The time controller (kern.polling.controller=time, spec §7's fork) reaches the target share
+// The time controller (kern.polling.controller=time, docs/algorithm.md §4) reaches the target share
 // within a few ticks, where the classic +-1 rule needs about B* - 5 ticks.
 #[test]
 fn time_controller_converges_in_a_few_ticks() {

@@ -1,5 +1,5 @@
 //! Random sequences of knob writes, interleaved with poll cycles, keep the invariants of
-//! spec §2; a rejected write changes nothing.
+//! docs/algorithm.md §9 behaviour 11; a rejected write changes nothing.
 
 use polld_core::{PollCmd, PollHandlers, Poller};
 use proptest::prelude::*;

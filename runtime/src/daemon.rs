@@ -11,15 +11,17 @@ use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
 
-use polld_core::{Dataplane, Device, Poller};
+use polld_core::{Dataplane, Device, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::tap::Tap;
 use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
+use crate::rx_work::RxOwner;
 use crate::sys;
 
 /// `polld run` options.
@@ -102,16 +104,51 @@ fn kept_caps(config: &RunConfig) -> CapSet {
     CapSet::of(&keep)
 }
 
-fn open_device(d: &DeviceConfig) -> Result<Box<dyn Device>, String> {
+/// Opens interface `d`, and says who will do its receive work. AF_XDP asks for
+/// preferred busy polling with a budget of the configured chunk (`each_burst`).
+fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOwner), String> {
     Ok(match d.backend {
-        Backend::AfPacket => {
-            Box::new(AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?)
-        }
-        Backend::AfXdp => Box::new(
-            AfXdp::open(&d.name, d.queue, &AfXdpConfig::default()).map_err(|e| e.to_string())?,
+        Backend::AfPacket => (
+            Box::new(
+                AfPacket::open(&d.name, AfPacketConfig::default()).map_err(|e| e.to_string())?,
+            ),
+            RxOwner::Kernel(
+                "AF_PACKET: the kernel copies each frame into the ring before polld polls it"
+                    .to_string(),
+            ),
         ),
-        Backend::Tap => Box::new(Tap::open(&d.name).map_err(|e| e.to_string())?),
+        Backend::AfXdp => {
+            let config = AfXdpConfig {
+                busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
+                ..AfXdpConfig::default()
+            };
+            let dev = AfXdp::open(&d.name, d.queue, &config).map_err(|e| e.to_string())?;
+            let owner = match dev.busy_poll() {
+                busy if busy.is_active() => RxOwner::Polld(busy.describe()),
+                busy => RxOwner::Kernel(busy.describe()),
+            };
+            (Box::new(dev), owner)
+        }
+        Backend::Tap => (
+            Box::new(Tap::open(&d.name).map_err(|e| e.to_string())?),
+            RxOwner::Polld("polld's read() of the TAP".to_string()),
+        ),
     })
+}
+
+/// The knobs the config file sets, on top of the defaults: what the devices are opened
+/// with (the dataplane validates them again when they are applied).
+fn configured_knobs(config: &RunConfig) -> Knobs {
+    let mut knobs = Knobs::default();
+    for k in &config.knobs {
+        let value = k.value.parse();
+        match (k.name.as_str(), value) {
+            ("kern.polling.each_burst", Ok(v)) => knobs.each_burst = v,
+            ("kern.polling.hz", Ok(v)) => knobs.hz = v,
+            _ => {}
+        }
+    }
+    knobs
 }
 
 /// Runs `polld run`; returns once stopped by a signal.
@@ -134,14 +171,17 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
+    let mut rx_owners = Vec::new();
+    let knobs = configured_knobs(&config);
     for (i, d) in config.devices.iter().enumerate() {
-        let dev = open_device(d).map_err(|e| {
+        let (dev, rx_owner) = open_device(d, &knobs).map_err(|e| {
             RunError::Config(config.error_at_key(
                 "name",
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         })?;
         devices.push(dev);
+        rx_owners.push(rx_owner);
     }
     let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
     let stage = Stage::new(&config.packet, &names)
@@ -165,8 +205,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         .devices
         .iter()
         .zip(&config.packet.interfaces)
-        .map(|(d, ifc)| IfInfo {
+        .zip(rx_owners)
+        .map(|((d, ifc), rx_owner)| IfInfo {
+            name: d.name.clone(),
             backend: d.backend.name().to_string(),
+            rx_owner,
             mac: ifc.mac.map(|m| m.to_string()),
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })

@@ -3,7 +3,7 @@
 //!
 //! The thread sleeps in `epoll_wait` on:
 //! - the **tick** timerfd at `kern.polling.hz`, armed only while some interface polls; a
-//!   read that reports `n` expirations is `n` ticks (owed ticks, as the spec says);
+//!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
@@ -33,6 +33,7 @@ use polld_control::server::Inbox;
 use polld_core::{Dataplane, Device, Event, LinkState, Mode};
 use polld_packet::Stage;
 
+use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
 /// The dataplane on real devices.
@@ -50,7 +51,10 @@ const TOKEN_IF: u64 = 16;
 /// What `polld ifconfig` shows besides the counters: per interface, set at start.
 #[derive(Clone, Debug, Default)]
 pub struct IfInfo {
+    pub name: String,
     pub backend: String,
+    /// Who does its receive work: polld or the kernel.
+    pub rx_owner: crate::rx_work::RxOwner,
     pub mac: Option<String>,
     pub addresses: Vec<String>,
 }
@@ -388,6 +392,7 @@ impl Executor {
     fn daemon_status(&self) -> DaemonStatus {
         // SAFETY: sched_getcpu has no preconditions; -1 means unknown.
         let last_cpu = unsafe { libc::sched_getcpu() };
+        let interfaces = self.info.iter().map(|i| (i.name.as_str(), &i.rx_owner));
         DaemonStatus {
             config: self.daemon.config.clone(),
             pid: std::process::id(),
@@ -400,6 +405,8 @@ impl Executor {
             work_ns: self.accounts.work_ns,
             busy_poll_ns: self.accounts.busy_poll_ns,
             idle_poll_ns: self.accounts.idle_poll_ns,
+            thread_cpu_ns: polld_dev::clock::thread_cpu_ns(),
+            kernel_rx: rx_work::kernel_rx_status(interfaces, self.daemon.pinned_cpu),
             defaults: self.daemon.defaults.clone(),
         }
     }
@@ -442,7 +449,10 @@ pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
     (0..dp.interfaces().len())
         .map(|i| {
             let info = info.get(i).cloned().unwrap_or_default();
-            control::interface_status(dp, i, &info.backend, info.mac, info.addresses)
+            let mut status =
+                control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
+            status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
+            status
         })
         .collect()
 }

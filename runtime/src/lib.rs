@@ -3,6 +3,7 @@
 //! - [`config`]: the TOML file, validated, with errors at file:line;
 //! - [`daemon`]: set-up in privilege order, then the executor, then the final counters;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
+//! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
 
@@ -10,6 +11,7 @@ pub mod caps;
 pub mod config;
 pub mod daemon;
 pub mod executor;
+pub mod rx_work;
 pub mod sys;
 
 pub use daemon::{run, RunArgs, RunError};

@@ -63,6 +63,8 @@ pub enum StatError {
     Sample(SampleError),
     /// polld was restarted between the two samples of `--once`/`--json`.
     Restarted,
+    /// The live view needs a terminal (standard input and output) and has none.
+    NoTerminal,
     /// The terminal could not be set up or drawn on.
     Terminal(io::Error),
     /// Writing the output failed.
@@ -76,6 +78,10 @@ impl fmt::Display for StatError {
             StatError::Restarted => {
                 f.write_str("polld restarted during the interval; run polld stat again")
             }
+            StatError::NoTerminal => f.write_str(
+                "the live view needs a terminal for its input and output; \
+                 use `polld stat --once` (one screen as text) or `polld stat --json`",
+            ),
             StatError::Terminal(e) => write!(f, "terminal: {e}"),
             StatError::Output(e) => write!(f, "cannot write the output: {e}"),
         }
@@ -88,6 +94,11 @@ impl std::error::Error for StatError {}
 /// `out`.
 pub fn run_stat(args: &StatArgs, out: &mut dyn Write) -> Result<(), StatError> {
     let socket = &args.socket.socket;
+    let wants_live_view = !(args.once || args.json);
+    let has_terminal = io::stdout().is_terminal() && io::stdin().is_terminal();
+    if wants_live_view && !has_terminal {
+        return Err(StatError::NoTerminal);
+    }
     let interval = Duration::from_secs_f64(args.wait);
     let first = Sample::take(socket).map_err(StatError::Sample)?;
     let status = Status {

@@ -1,14 +1,27 @@
 //! What `polld stat` measures: a [`Sample`] is one reading of a running polld (every
-//! entry of its control socket's List answer) and of its CPU's time in `/proc/stat`; a
-//! [`Snapshot`] is the rates and the CPU split between two samples, the thing the screen
-//! shows and `--json` prints.
+//! entry of its control socket's List answer) and of `/proc/stat`; a [`Snapshot`] is the
+//! rates and the CPU split between two samples, the thing the screen shows and `--json`
+//! prints.
 //!
-//! The CPU split of the poll thread's core over the interval:
-//! - device: `Δpolld.work_ns / Δpolld.clock_ns` (the daemon's own monotonic accounts);
-//! - busy: the core's non-idle share in `/proc/stat` (everything that ran on it);
-//! - user: `busy − device`, at least 0 (everything else on the core, the kernel's
-//!   receive work included);
+//! The split covers the poll thread's CPU when polld is pinned (`[daemon] cpu`); when it
+//! is not, the thread moves between CPUs and the split covers all of them together (each
+//! share a percentage of the whole machine), which the screen says. Over the interval:
+//! - device: `Δpolld.work_ns / Δpolld.clock_ns` (the daemon's own monotonic accounts),
+//!   and busy poll, idle poll likewise;
+//! - kernel rx: the CPU time of the kernel threads doing polld's interfaces' receive
+//!   work (`polld.kernel_rx_on_cpu_ns`: those that can run only on the poll CPU;
+//!   unpinned, `polld.kernel_rx_ns`);
+//! - softirq: the CPU's softirq time in `/proc/stat` (anyone's, polld's interfaces'
+//!   included when their NAPI is not threaded);
+//! - busy: the CPU's non-idle share in `/proc/stat`; user: what is left of it;
 //! - idle: `100 − busy`.
+//!
+//! device + busy poll + idle poll + kernel rx + softirq + user + idle = 100. The figures
+//! come from different clocks (`/proc/stat` counts in 10 ms ticks): when polld's and the
+//! kernel threads' measured time exceeds `/proc/stat`'s busy time, user is 0 and idle
+//! what is left, and the notes say by how much. The poll thread's own CPU time
+//! (`polld.thread_cpu_ns`) checks the device figure, which the monotonic clock measures
+//! including time the thread was preempted.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,20 +31,23 @@ use polld_control::proto::{daemon_entry, Request, Response};
 use polld_core::SysctlEntry;
 use serde::Serialize;
 
-/// One CPU's jiffies from `/proc/stat`.
+/// Points by which two measures of the same time may differ before a note says so.
+const DISAGREEMENT_POINTS: f64 = 2.0;
+
+/// One CPU's (or all CPUs') time from `/proc/stat`, in its ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTimes {
     pub busy: u64,
+    pub softirq: u64,
     pub total: u64,
 }
 
 impl CpuTimes {
-    /// Reads `cpuN` from the text of `/proc/stat`.
-    pub fn parse(stat: &str, cpu: usize) -> Option<CpuTimes> {
-        let name = format!("cpu{cpu}");
+    /// Reads the line named `name` (`cpu1`, or `cpu` for all CPUs) of `/proc/stat`'s text.
+    pub fn parse_line(stat: &str, name: &str) -> Option<CpuTimes> {
         let line = stat
             .lines()
-            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+            .find(|l| l.split_whitespace().next() == Some(name))?;
         let v: Vec<u64> = line
             .split_whitespace()
             .skip(1)
@@ -42,13 +58,57 @@ impl CpuTimes {
         let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
         Some(CpuTimes {
             busy: total.saturating_sub(idle),
+            softirq: v.get(6).copied().unwrap_or(0),
             total,
         })
+    }
+
+    /// Reads `cpuN` from the text of `/proc/stat`.
+    pub fn parse(stat: &str, cpu: usize) -> Option<CpuTimes> {
+        CpuTimes::parse_line(stat, &format!("cpu{cpu}"))
     }
 
     /// `cpuN` of this machine, if it has that CPU.
     pub fn read(cpu: usize) -> Option<CpuTimes> {
         CpuTimes::parse(&std::fs::read_to_string("/proc/stat").ok()?, cpu)
+    }
+}
+
+/// The parts of `/proc/stat` the split needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Each CPU's line.
+    pub cpus: BTreeMap<usize, CpuTimes>,
+    /// The `cpu` line: all CPUs together.
+    pub all: CpuTimes,
+}
+
+impl ProcStat {
+    pub fn parse(stat: &str) -> Option<ProcStat> {
+        let cpus = stat
+            .lines()
+            .filter_map(|l| {
+                let name = l.split_whitespace().next()?;
+                let cpu: usize = name.strip_prefix("cpu")?.parse().ok()?;
+                Some((cpu, CpuTimes::parse_line(stat, name)?))
+            })
+            .collect();
+        Some(ProcStat {
+            cpus,
+            all: CpuTimes::parse_line(stat, "cpu")?,
+        })
+    }
+
+    pub fn read() -> Option<ProcStat> {
+        ProcStat::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// `cpu`'s times, or all CPUs' for `None`.
+    fn scope(&self, cpu: Option<usize>) -> Option<CpuTimes> {
+        match cpu {
+            Some(c) => self.cpus.get(&c).copied(),
+            None => Some(self.all),
+        }
     }
 }
 
@@ -59,8 +119,8 @@ pub struct Sample {
     pub values: BTreeMap<String, String>,
     /// The interfaces, in the daemon's order.
     pub interfaces: Vec<String>,
-    /// The poll thread's CPU's time, read right after the entries.
-    pub cpu_times: Option<CpuTimes>,
+    /// `/proc/stat`, read right after the entries.
+    pub proc_stat: Option<ProcStat>,
 }
 
 /// Why a sample could not be taken.
@@ -83,7 +143,7 @@ impl std::fmt::Display for SampleError {
 impl std::error::Error for SampleError {}
 
 impl Sample {
-    /// Asks the polld at `socket` for every entry, then reads its CPU's time.
+    /// Asks the polld at `socket` for every entry, then reads `/proc/stat`.
     pub fn take(socket: &Path) -> Result<Sample, SampleError> {
         let entries = match request(
             socket,
@@ -106,11 +166,11 @@ impl Sample {
             }
         };
         let mut sample = Sample::from_entries(entries);
-        sample.cpu_times = sample.cpu().and_then(CpuTimes::read);
+        sample.proc_stat = ProcStat::read();
         Ok(sample)
     }
 
-    /// A sample of `entries`, without CPU times.
+    /// A sample of `entries`, without `/proc/stat`.
     pub fn from_entries(entries: Vec<SysctlEntry>) -> Sample {
         let interfaces = entries
             .iter()
@@ -120,7 +180,7 @@ impl Sample {
         Sample {
             values: entries.into_iter().map(|e| (e.name, e.value)).collect(),
             interfaces,
-            cpu_times: None,
+            proc_stat: None,
         }
     }
 
@@ -140,25 +200,169 @@ impl Sample {
     pub fn cpu(&self) -> Option<usize> {
         self.get(daemon_entry::CPU)?.parse().ok()
     }
+
+    pub fn pinned(&self) -> bool {
+        self.number(daemon_entry::CPU_PINNED) == 1
+    }
 }
 
-/// The poll thread's core over the interval, percent.
+/// The poll thread's CPU (or, unpinned, all CPUs) over the interval, percent. The
+/// shares device + busy poll + idle poll + kernel rx + softirq + user + idle add up to 100.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CpuSplit {
-    /// The core (`None`: unknown, no busy/user/idle split).
+    /// The poll thread's CPU: pinned, else the one it last ran on.
     pub cpu: Option<usize>,
     pub pinned: bool,
+    /// The CPUs the shares are of: 1 when pinned, all of them when not.
+    pub cpus: usize,
     /// Device work: handlers, tasks, ticks, poll chunks, input queue, pollmore.
     pub device: f64,
-    /// Everything else that ran on the core.
-    pub user: Option<f64>,
-    pub idle: Option<f64>,
-    /// The core's busy share from /proc/stat (device + user).
-    pub busy: Option<f64>,
     /// Busy polling (`busy` mode), shown apart from device work.
     pub busy_poll: f64,
     /// Idle polling (`kern.polling.idle_poll`), at idle priority.
     pub idle_poll: f64,
+    /// The kernel threads doing polld's interfaces' receive work, outside polld's budget.
+    pub kernel_rx: f64,
+    /// The kernel's softirq time (`None`: no `/proc/stat`).
+    pub softirq: Option<f64>,
+    /// Everything else that ran.
+    pub user: Option<f64>,
+    pub idle: Option<f64>,
+    /// The non-idle share in `/proc/stat`.
+    pub busy: Option<f64>,
+    /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), a check on device +
+    /// busy poll + idle poll (`None`: a daemon too old to report it).
+    pub polld_thread: Option<f64>,
+    /// The kernel receive threads' time on any CPU, percent of one CPU.
+    pub kernel_rx_anywhere: f64,
+    /// Those threads, and how they were found.
+    pub kernel_rx_threads: String,
+    pub kernel_rx_found_by: String,
+    /// What the split cannot know or had to adjust, in words.
+    pub notes: Vec<String>,
+}
+
+impl CpuSplit {
+    /// The split between `before` and `after`, over `ns` of the daemon's clock.
+    fn between(before: &Sample, after: &Sample, ns: u64) -> CpuSplit {
+        let delta = |name: &str| after.number(name).saturating_sub(before.number(name));
+        let pinned = after.pinned() && before.cpu() == after.cpu();
+        let scope = if pinned { after.cpu() } else { None };
+        let proc_stat = |s: &Sample| s.proc_stat.as_ref().and_then(|p| p.scope(scope));
+        let cpus = if pinned {
+            1
+        } else {
+            after.proc_stat.as_ref().map_or(1, |p| p.cpus.len().max(1))
+        };
+        let share_of = |ns_used: u64, cpus: usize| {
+            if ns > 0 {
+                ns_used as f64 * 100.0 / (ns as f64 * cpus as f64)
+            } else {
+                0.0
+            }
+        };
+        let share = |name: &str| share_of(delta(name), cpus);
+        let kernel_rx = if pinned {
+            share(daemon_entry::KERNEL_RX_ON_CPU_NS)
+        } else {
+            share(daemon_entry::KERNEL_RX_NS)
+        };
+        let mut split = CpuSplit {
+            cpu: after.cpu(),
+            pinned,
+            cpus,
+            device: share(daemon_entry::WORK_NS),
+            busy_poll: share(daemon_entry::BUSY_POLL_NS),
+            idle_poll: share(daemon_entry::IDLE_POLL_NS),
+            kernel_rx,
+            polld_thread: after
+                .get(daemon_entry::THREAD_CPU_NS)
+                .map(|_| share(daemon_entry::THREAD_CPU_NS)),
+            kernel_rx_anywhere: share_of(delta(daemon_entry::KERNEL_RX_NS), 1),
+            kernel_rx_threads: after
+                .get(daemon_entry::KERNEL_RX_THREADS)
+                .unwrap_or("")
+                .to_string(),
+            kernel_rx_found_by: after
+                .get(daemon_entry::KERNEL_RX_FOUND_BY)
+                .unwrap_or("")
+                .to_string(),
+            ..CpuSplit::default()
+        };
+        if !pinned {
+            split.notes.push(format!(
+                "polld is not pinned: shares are of all {cpus} CPUs together (pin it with \
+                 [daemon] cpu for the poll CPU's own split)"
+            ));
+        }
+        if let (Some(b), Some(a)) = (proc_stat(before), proc_stat(after)) {
+            if a.total > b.total {
+                let total = (a.total - b.total) as f64;
+                split.fill_from_proc_stat(
+                    a.busy.saturating_sub(b.busy) as f64 * 100.0 / total,
+                    a.softirq.saturating_sub(b.softirq) as f64 * 100.0 / total,
+                );
+            }
+        }
+        split.check_against_the_thread_clock();
+        split.note_what_is_not_known(after, pinned);
+        split
+    }
+
+    /// Busy, softirq, user and idle from `/proc/stat`'s `busy` and `softirq` shares.
+    fn fill_from_proc_stat(&mut self, busy: f64, softirq: f64) {
+        let measured = self.device + self.busy_poll + self.idle_poll + self.kernel_rx + softirq;
+        let user = busy - measured;
+        if user < -DISAGREEMENT_POINTS {
+            self.notes.push(format!(
+                "polld's and the kernel threads' time exceeds /proc/stat's busy {busy:.1}% by \
+                 {:.1} points (different clocks; /proc/stat counts 10 ms ticks): user shown as 0",
+                -user
+            ));
+        }
+        self.busy = Some(busy.max(measured).min(100.0));
+        self.softirq = Some(softirq);
+        self.user = Some(user.max(0.0));
+        self.idle = Some((100.0 - busy.max(measured)).max(0.0));
+    }
+
+    /// The monotonic device figure against the thread's CPU time: more device time than
+    /// CPU time means the thread was preempted during device work.
+    fn check_against_the_thread_clock(&mut self) {
+        let Some(thread) = self.polld_thread else {
+            return;
+        };
+        let accounted = self.device + self.busy_poll + self.idle_poll;
+        if accounted > thread + DISAGREEMENT_POINTS {
+            self.notes.push(format!(
+                "device work {accounted:.1}% by the monotonic clock, the poll thread ran \
+                 {thread:.1}%: it was preempted during device work"
+            ));
+        }
+    }
+
+    fn note_what_is_not_known(&mut self, after: &Sample, pinned: bool) {
+        let elsewhere = after.get(daemon_entry::KERNEL_RX_ELSEWHERE).unwrap_or("");
+        if pinned && !elsewhere.is_empty() {
+            self.notes.push(format!(
+                "{elsewhere} may run on other CPUs: not in this split ({:.1}% of a CPU \
+                 anywhere)",
+                self.kernel_rx_anywhere
+            ));
+        }
+        if self.kernel_rx_found_by == "thread names" {
+            self.notes.push(
+                "kernel rx threads found by name: they may include other namespaces' \
+                 interfaces of the same name"
+                    .to_string(),
+            );
+        }
+        if self.softirq.is_some_and(|s| s >= 0.5) {
+            self.notes.push(
+                "softirq counts everyone's softirq work, not only polld's interfaces'".into(),
+            );
+        }
+    }
 }
 
 /// The `kern.polling.*` state at the end of the interval.
@@ -224,30 +428,7 @@ impl Snapshot {
                 0.0
             }
         };
-        let share = |name: &str| {
-            if ns > 0 {
-                delta(name) as f64 * 100.0 / ns as f64
-            } else {
-                0.0
-            }
-        };
-        let device = share(daemon_entry::WORK_NS);
-        let busy = match (before.cpu_times, after.cpu_times) {
-            (Some(b), Some(a)) if a.total > b.total => {
-                Some(a.busy.saturating_sub(b.busy) as f64 * 100.0 / (a.total - b.total) as f64)
-            }
-            _ => None,
-        };
-        let cpu = CpuSplit {
-            cpu: after.cpu(),
-            pinned: after.number(daemon_entry::CPU_PINNED) == 1,
-            device,
-            user: busy.map(|b| (b - device).max(0.0)),
-            idle: busy.map(|b| 100.0 - b),
-            busy,
-            busy_poll: share(daemon_entry::BUSY_POLL_NS),
-            idle_poll: share(daemon_entry::IDLE_POLL_NS),
-        };
+        let cpu = CpuSplit::between(before, after, ns);
         let k = |leaf: &str| after.number(&format!("kern.polling.{leaf}"));
         let scheduler = Scheduler {
             hz: k("hz"),

@@ -1,16 +1,20 @@
 //! The `polld stat` screen, laid out like `systat -vmstat`: a header, the poll thread's
-//! core as three bars (device work, user, idle), the scheduler's state, one row per
-//! interface, and the drops per second by reason.
+//! CPU as bars (polld's device work, the kernel's receive work for polld's interfaces,
+//! softirq, user, idle) with the kernel threads and what the split cannot know under
+//! them, the scheduler's state, one row per interface, and the drops per second by reason.
 //!
 //! ```text
 //! polld stat  pid 4242  CPU1 pinned  every 1.0 s                            q quits
 //! config /etc/polld/fwd.toml
 //!
-//! CPU1 busy  62.0%   busy poll   0.0%   idle poll   0.0%
+//! CPU1 busy  92.0%   busy poll   0.0%   idle poll   0.0%   polld thread  41.0%
 //!   device  41.5% |========================                                   |
+//!   kern rx 30.0% |#################                                          |
+//!   softirq  0.0% |                                                           |
 //!   user    20.5% |>>>>>>>>>>>>                                               |
-//!   idle    38.0% |----------------------                                     |
+//!   idle     8.0% |-----                                                      |
 //!                 0    10   20   30   40   50   60   70   80   90  100
+//! kernel rx (netlink): napi/veth1-8193 (pid 812, CPU1)
 //! ...
 //! ```
 //!
@@ -75,6 +79,24 @@ fn scale(width: usize) -> Line<'static> {
     Line::from(marks.into_iter().collect::<String>().trim_end().to_string())
 }
 
+/// `text` broken at spaces into lines of at most `width` columns, the later ones indented.
+fn wrapped(text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
+    const INDENT: &str = "      ";
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.trim().is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(Line::styled(std::mem::take(&mut line), style));
+            line.push_str(INDENT);
+        } else if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(Line::styled(line, style));
+    lines
+}
+
 /// A rate as a whole number (never `-0`).
 fn rate(r: f64) -> String {
     if r >= 0.5 {
@@ -89,17 +111,20 @@ fn rate(r: f64) -> String {
 pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> Vec<Line<'static>> {
     let width = usize::from(width.max(40));
     let s = snapshot;
-    let cpu_name = s
-        .cpu
-        .cpu
-        .map_or_else(|| "CPU?".to_string(), |c| format!("CPU{c}"));
+    let cpu_name = match (s.cpu.pinned, s.cpu.cpu) {
+        (true, Some(c)) => format!("CPU{c}"),
+        _ => format!("{} CPUs", s.cpu.cpus),
+    };
     let mut out = Vec::new();
 
+    let placement = match (s.cpu.pinned, s.cpu.cpu) {
+        (true, _) => "pinned".to_string(),
+        (false, Some(c)) => format!("(not pinned, last ran on CPU{c})"),
+        (false, None) => "(not pinned)".to_string(),
+    };
     let title = format!(
-        "polld stat  pid {}  {cpu_name} {}  every {:.1} s",
-        s.pid,
-        if s.cpu.pinned { "pinned" } else { "last run" },
-        status.interval_s
+        "polld stat  pid {}  {cpu_name} {placement}  every {:.1} s",
+        s.pid, status.interval_s
     );
     let hint = "q quits";
     let gap = width.saturating_sub(title.len() + hint.len()).max(2);
@@ -118,8 +143,12 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
     out.push(Line::from(vec![
         Span::styled(format!("{cpu_name} busy {busy}%"), bold()),
         Span::raw(format!(
-            "   busy poll {:5.1}%   idle poll {:5.1}%",
-            s.cpu.busy_poll, s.cpu.idle_poll
+            "   busy poll {:5.1}%   idle poll {:5.1}%   polld thread {}%",
+            s.cpu.busy_poll,
+            s.cpu.idle_poll,
+            s.cpu
+                .polld_thread
+                .map_or_else(|| "    -".to_string(), |t| format!("{t:5.1}"))
         )),
     ]));
     out.push(bar(
@@ -129,6 +158,20 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         Style::default()
             .fg(Color::Cyan)
             .add_modifier(Modifier::BOLD),
+        width,
+    ));
+    out.push(bar(
+        "kern rx",
+        Some(s.cpu.kernel_rx),
+        '#',
+        Style::default().fg(Color::Magenta),
+        width,
+    ));
+    out.push(bar(
+        "softirq",
+        s.cpu.softirq,
+        '~',
+        Style::default().fg(Color::Blue),
         width,
     ));
     out.push(bar(
@@ -146,6 +189,27 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         width,
     ));
     out.push(scale(width));
+    let threads = if s.cpu.kernel_rx_threads.is_empty() {
+        "no kernel receive thread (TAP, busy polling, or softirq)"
+    } else {
+        s.cpu.kernel_rx_threads.as_str()
+    };
+    let found_by = match s.cpu.kernel_rx_found_by.as_str() {
+        "" => String::new(),
+        by => format!(" ({by})"),
+    };
+    out.extend(wrapped(
+        &format!("kernel rx{found_by}: {threads}"),
+        width,
+        Style::default(),
+    ));
+    for note in &s.cpu.notes {
+        out.extend(wrapped(
+            &format!("note: {note}"),
+            width,
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
     out.push(Line::from(""));
 
     let k = &s.scheduler;

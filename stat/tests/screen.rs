@@ -4,7 +4,7 @@
 
 use polld_control::proto::daemon_entry;
 use polld_core::SysctlEntry;
-use polld_stat::sample::{CpuTimes, Sample, Snapshot};
+use polld_stat::sample::{CpuTimes, ProcStat, Sample, Snapshot};
 use polld_stat::screen::{self, Status};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -63,32 +63,75 @@ fn entries(interfaces: usize, t: u64) -> Vec<SysctlEntry> {
         entry(daemon_entry::CPU, 1),
         entry(daemon_entry::CPU_PINNED, 1),
         entry(daemon_entry::CLOCK_NS, 5_000_000_000 + t * 1_000_000_000),
-        // 40 % of the time in device work, 0 busy polling, 10 % idle polling.
+        // 40 % of the time in device work, 0 busy polling, 10 % idle polling; the thread
+        // ran 52 % (its own overhead besides).
         entry(daemon_entry::WORK_NS, 400_000_000 * t),
         entry(daemon_entry::BUSY_POLL_NS, 0),
         entry(daemon_entry::IDLE_POLL_NS, 100_000_000 * t),
+        entry(daemon_entry::THREAD_CPU_NS, 520_000_000 * t),
+        // The kernel's receive thread, pinned to CPU1, ran 30 %.
+        entry(daemon_entry::KERNEL_RX_NS, 300_000_000 * t),
+        entry(daemon_entry::KERNEL_RX_ON_CPU_NS, 300_000_000 * t),
+        entry(
+            daemon_entry::KERNEL_RX_THREADS,
+            "napi/veth1-8193 (pid 812, CPU1)",
+        ),
+        entry(daemon_entry::KERNEL_RX_ELSEWHERE, ""),
+        entry(daemon_entry::KERNEL_RX_FOUND_BY, "netlink"),
     ]);
     e
 }
 
-/// Two samples one second apart; the core was busy `busy_percent` of that second.
+/// `entries` with `name` set to `value`.
+fn with(mut entries: Vec<SysctlEntry>, name: &str, value: impl ToString) -> Vec<SysctlEntry> {
+    entries.retain(|e| e.name != name);
+    entries.push(entry(name, value));
+    entries
+}
+
+/// `/proc/stat` with CPU1 busy `busy` ticks of `total`, `softirq` of them softirq, and
+/// CPU0 as busy as CPU1 (the `cpu` line sums both).
+fn proc_stat(busy: u64, softirq: u64, total: u64) -> ProcStat {
+    let cpu1 = CpuTimes {
+        busy,
+        softirq,
+        total,
+    };
+    ProcStat {
+        cpus: [(0, cpu1), (1, cpu1)].into_iter().collect(),
+        all: CpuTimes {
+            busy: 2 * busy,
+            softirq: 2 * softirq,
+            total: 2 * total,
+        },
+    }
+}
+
+/// Two samples one second apart; each core was busy `busy_percent` of that second, 2 %
+/// of it in softirq.
 fn samples(interfaces: usize, busy_percent: u64) -> (Sample, Sample) {
     let mut before = Sample::from_entries(entries(interfaces, 10));
     let mut after = Sample::from_entries(entries(interfaces, 11));
-    before.cpu_times = Some(CpuTimes {
-        busy: 1000,
-        total: 5000,
-    });
-    after.cpu_times = Some(CpuTimes {
-        busy: 1000 + busy_percent,
-        total: 5100,
-    });
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1000 + busy_percent, 52, 5100));
     (before, after)
 }
 
 fn snapshot(interfaces: usize) -> Snapshot {
-    let (before, after) = samples(interfaces, 70);
+    let (before, after) = samples(interfaces, 90);
     Snapshot::between(&before, &after)
+}
+
+/// The shares that must add up to 100.
+fn total(s: &Snapshot) -> f64 {
+    let c = &s.cpu;
+    c.device
+        + c.busy_poll
+        + c.idle_poll
+        + c.kernel_rx
+        + c.softirq.unwrap()
+        + c.user.unwrap()
+        + c.idle.unwrap()
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -103,11 +146,21 @@ fn rates_and_the_cpu_split_come_from_the_difference_of_two_samples() {
     assert_eq!(s.config, "/etc/polld/fwd.toml");
     assert_eq!(s.cpu.cpu, Some(1));
     assert!(s.cpu.pinned);
+    assert_eq!(s.cpu.cpus, 1);
     assert!(close(s.cpu.device, 40.0));
-    assert!(close(s.cpu.busy.unwrap(), 70.0));
-    assert!(close(s.cpu.user.unwrap(), 30.0));
-    assert!(close(s.cpu.idle.unwrap(), 30.0));
     assert!(close(s.cpu.idle_poll, 10.0));
+    assert!(close(s.cpu.kernel_rx, 30.0));
+    assert!(close(s.cpu.softirq.unwrap(), 2.0));
+    assert!(close(s.cpu.busy.unwrap(), 90.0));
+    // user is what is left of busy: 90 - 40 - 10 - 30 - 2.
+    assert!(close(s.cpu.user.unwrap(), 8.0));
+    assert!(close(s.cpu.idle.unwrap(), 10.0));
+    assert!(close(total(&s), 100.0));
+    assert!(close(s.cpu.polld_thread.unwrap(), 52.0));
+    assert_eq!(s.cpu.kernel_rx_threads, "napi/veth1-8193 (pid 812, CPU1)");
+    assert_eq!(s.cpu.kernel_rx_found_by, "netlink");
+    assert_eq!(s.cpu.notes.len(), 1, "{:?}", s.cpu.notes);
+    assert!(s.cpu.notes[0].starts_with("softirq counts everyone's"));
     assert!(close(s.scheduler.lost_polls_per_s, 40.0));
     assert_eq!(s.scheduler.burst, 312);
     let names: Vec<&str> = s.interfaces.iter().map(|i| i.name.as_str()).collect();
@@ -126,21 +179,164 @@ fn rates_and_the_cpu_split_come_from_the_difference_of_two_samples() {
 }
 
 #[test]
-fn user_time_is_never_negative_and_an_unknown_cpu_gives_no_split() {
-    // Device work measured above the core's busy time (timer granularity): user is 0.
-    let (before, after) = samples(1, 30);
+fn measured_time_above_proc_stat_busy_leaves_user_at_zero_and_still_adds_to_100() {
+    // /proc/stat saw 60 % busy; polld and the kernel thread measured 82 %.
+    let (before, after) = samples(1, 60);
     let s = Snapshot::between(&before, &after);
-    assert!(close(s.cpu.device, 40.0));
     assert!(close(s.cpu.user.unwrap(), 0.0));
-    assert!(close(s.cpu.idle.unwrap(), 70.0));
+    assert!(close(s.cpu.busy.unwrap(), 82.0));
+    assert!(close(s.cpu.idle.unwrap(), 18.0));
+    assert!(close(total(&s), 100.0));
+    assert!(
+        s.cpu
+            .notes
+            .iter()
+            .any(|n| n.contains("exceeds /proc/stat's busy 60.0% by 22.0")),
+        "{:?}",
+        s.cpu.notes
+    );
 
     let mut before = Sample::from_entries(entries(1, 1));
     let mut after = Sample::from_entries(entries(1, 2));
-    before.cpu_times = None;
-    after.cpu_times = None;
+    before.proc_stat = None;
+    after.proc_stat = None;
     let s = Snapshot::between(&before, &after);
     assert_eq!((s.cpu.busy, s.cpu.user, s.cpu.idle), (None, None, None));
+    assert_eq!(s.cpu.softirq, None);
     assert!(close(s.cpu.device, 40.0));
+}
+
+#[test]
+fn an_unpinned_daemon_is_split_over_all_cpus_even_when_it_moved_between_samples() {
+    let unpinned = |t, cpu| {
+        with(
+            with(entries(1, t), daemon_entry::CPU_PINNED, 0),
+            daemon_entry::CPU,
+            cpu,
+        )
+    };
+    let mut before = Sample::from_entries(unpinned(10, 0));
+    let mut after = Sample::from_entries(unpinned(11, 1));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1090, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert!(!s.cpu.pinned);
+    assert_eq!(s.cpu.cpus, 2);
+    // Shares of two CPUs: half of one CPU's figures.
+    assert!(close(s.cpu.device, 20.0));
+    assert!(close(s.cpu.kernel_rx, 15.0));
+    assert!(close(s.cpu.busy.unwrap(), 90.0));
+    assert!(close(total(&s), 100.0));
+    assert!(s.cpu.notes[0].starts_with("polld is not pinned: shares are of all 2 CPUs"));
+    let text = text_80(&s);
+    assert!(
+        text.starts_with("polld stat  pid 4242  2 CPUs (not pinned, last ran on CPU1)"),
+        "{text}"
+    );
+    assert!(text.contains("2 CPUs busy  90.0%"), "{text}");
+}
+
+#[test]
+fn the_split_says_what_it_cannot_know() {
+    // The thread ran less than the monotonic clock booked as device work: preempted.
+    let preempted = |t| with(entries(1, t), daemon_entry::THREAD_CPU_NS, 300_000_000 * t);
+    // The kernel thread may run anywhere: its time is not on CPU1.
+    let anywhere = |e| {
+        with(
+            with(e, daemon_entry::KERNEL_RX_ON_CPU_NS, 0),
+            daemon_entry::KERNEL_RX_ELSEWHERE,
+            "napi/veth1-8193",
+        )
+    };
+    let mut before = Sample::from_entries(anywhere(preempted(10)));
+    let mut after = Sample::from_entries(anywhere(preempted(11)));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1090, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert!(close(s.cpu.kernel_rx, 0.0));
+    assert!(close(s.cpu.kernel_rx_anywhere, 30.0));
+    assert!(close(s.cpu.user.unwrap(), 38.0));
+    assert!(close(total(&s), 100.0));
+    let notes = s.cpu.notes.join("\n");
+    assert!(
+        notes.contains("it was preempted during device work"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains(
+            "napi/veth1-8193 may run on other CPUs: not in this split (30.0% of a CPU anywhere)"
+        ),
+        "{notes}"
+    );
+    // Each note is on the screen, wrapped to the width.
+    let text = text_80(&s);
+    assert!(text.lines().all(|l| l.chars().count() <= 80));
+    assert!(
+        text.contains("note: device work 50.0% by the monotonic clock"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_daemon_without_the_thread_clock_gets_no_preemption_note() {
+    let old = |t| {
+        entries(1, t)
+            .into_iter()
+            .filter(|e| e.name != daemon_entry::THREAD_CPU_NS)
+            .collect::<Vec<_>>()
+    };
+    let mut before = Sample::from_entries(old(10));
+    let mut after = Sample::from_entries(old(11));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1090, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert_eq!(s.cpu.polld_thread, None);
+    assert!(
+        !s.cpu.notes.iter().any(|n| n.contains("preempted")),
+        "{:?}",
+        s.cpu.notes
+    );
+    assert!(text_80(&s).contains("polld thread     -%"));
+}
+
+#[test]
+fn proc_stat_gives_each_cpu_and_all_of_them_with_softirq() {
+    let text = "cpu  200 0 100 1500 20 5 30 0 0 0\n\
+                cpu0 100 0 50 800 10 2 10 0 0 0\n\
+                cpu1 100 0 50 700 10 3 20 0 0 0\n\
+                intr 12345 0 0\n\
+                ctxt 999\n";
+    let p = ProcStat::parse(text).unwrap();
+    assert_eq!(p.cpus.len(), 2);
+    // busy = user + nice + system + irq + softirq + steal (not idle, not iowait).
+    assert_eq!(
+        p.cpus[&1],
+        CpuTimes {
+            busy: 173,
+            softirq: 20,
+            total: 883
+        }
+    );
+    assert_eq!(
+        p.all,
+        CpuTimes {
+            busy: 335,
+            softirq: 30,
+            total: 1855
+        }
+    );
+    assert_eq!(CpuTimes::parse(text, 0).unwrap().busy, 162);
+    assert_eq!(CpuTimes::parse(text, 2), None);
+    assert_eq!(ProcStat::parse("intr 1\n"), None);
+}
+
+/// `--once` at 80 columns, every second.
+fn text_80(s: &Snapshot) -> String {
+    let status = Status {
+        interval_s: 1.0,
+        problem: None,
+    };
+    screen::to_text(s, &status, 80)
 }
 
 /// The screen rendered at `width` x `height`, one string per row.
@@ -187,14 +383,24 @@ fn the_screen_shows_bars_scheduler_and_one_row_per_device_at_every_size() {
             "{all}"
         );
         assert!(rows[0].ends_with("q quits"), "{all}");
-        assert!(row(&rows, "CPU1 busy").contains("70.0%"), "{all}");
+        assert!(row(&rows, "CPU1 busy").contains("90.0%"), "{all}");
+        assert!(
+            row(&rows, "CPU1 busy").contains("polld thread  52.0%"),
+            "{all}"
+        );
+        assert_eq!(
+            row(&rows, "kernel rx"),
+            "kernel rx (netlink): napi/veth1-8193 (pid 812, CPU1)"
+        );
 
         // The bars: filled in proportion, all the same width, closed on the right.
         let inner = usize::from(width) - 18;
         for (label, fill, percent) in [
             ("device", '=', 40.0),
-            ("user", '>', 30.0),
-            ("idle", '-', 30.0),
+            ("kern rx", '#', 30.0),
+            ("softirq", '~', 2.0),
+            ("user", '>', 8.0),
+            ("idle", '-', 10.0),
         ] {
             let r = row(&rows, label);
             assert!(r.contains(&format!("{percent:.1}%")), "{label}: {r}");

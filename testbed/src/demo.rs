@@ -45,6 +45,9 @@ pub struct DemoRow {
     pub delivered_pps: f64,
     /// polld's CPU time over the run, percent of one CPU (0 for the kernel).
     pub polld_cpu_percent: f64,
+    /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
+    /// NAPI), percent of one CPU: outside polld's budget.
+    pub kernel_rx_cpu_percent: f64,
     /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
     pub interrupts_per_sec: f64,
@@ -136,7 +139,7 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
         write_table(&rows, &format!("polld on {}", args.backend), &options, out);
         let _ = writeln!(
             out,
-            "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its CPU stays within 100 - kern.polling.user_frac percent of the core under any load."
+            "Polling takes no interrupts: polld wakes at kern.polling.hz and polls a bounded burst,\nso its own CPU stays within 100 - kern.polling.user_frac percent of the core under any load.\nThe kernel rx column is the receive work the kernel's NAPI threads do for polld's interfaces,\noutside that budget (`polld ifconfig` says which interfaces)."
         );
     }
     drop(tb);
@@ -209,6 +212,8 @@ pub fn measure(
         Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
         None => Ok(Snapshot::cpu_only(options.cpus.fwd)),
     };
+    let fwd_ifaces = fwd_interfaces(tb);
+    let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let before = snapshot(&daemon)?;
     let veth3_before = tb.counters("veth3")?.rx_packets;
     let gen = tb
@@ -227,6 +232,7 @@ pub fn measure(
         .output()
         .map_err(|e| failed(format!("polld gen: {e}")))?;
     let after = snapshot(&daemon)?;
+    let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let veth3_after = tb.counters("veth3")?.rx_packets;
     let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
         failed(format!(
@@ -271,11 +277,38 @@ pub fn measure(
         delivered_pps,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
+        kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
+            * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
         interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,
         drops,
         polld_rss_kib: after.rss_kib,
     })
+}
+
+/// The interfaces in fwd.
+fn fwd_interfaces(tb: &Testbed) -> Vec<String> {
+    tb.layout()
+        .ifaces()
+        .iter()
+        .filter(|i| i.ns == tb.layout().fwd_ns)
+        .map(|i| i.name.clone())
+        .collect()
+}
+
+/// The CPU time so far of the kernel threads doing the receive work of `ifnames` in
+/// namespace `ns`, ns: found through their NAPI ids inside the namespace (the threads'
+/// names cannot tell one namespace's veth1 from another's). 0 when there are none.
+pub fn kernel_rx_ns(ns: &str, ifnames: &[String]) -> u64 {
+    let ifnames = ifnames.to_vec();
+    let works = polld_dev::netns::in_netns(ns, move || {
+        ifnames
+            .iter()
+            .map(|name| polld_dev::kernel_rx::RxWork::find(name))
+            .collect::<Vec<_>>()
+    })
+    .unwrap_or_default();
+    polld_dev::kernel_rx::RxCpuTime::read(&works, None).total_ns
 }
 
 /// Turns the kernel's forwarding in fwd on or off.
@@ -307,11 +340,12 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>11} {:>12} {:>10} {:>10} {:>13} {:>9}  drops at veth1",
+        "{:<24} {:>11} {:>12} {:>10} {:>10} {:>10} {:>13} {:>9}  drops at veth1",
         "forwarder",
         "offered/s",
         "delivered/s",
         "polld CPU",
+        "kernel rx",
         format!("CPU{fwd} busy"),
         "interrupts/s",
         "polld RSS"
@@ -325,11 +359,12 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
         };
         let _ = writeln!(
             out,
-            "{:<24} {:>11.0} {:>12.0} {:>9.1}% {:>9.1}% {:>13.0} {:>9}  {}",
+            "{:<24} {:>11.0} {:>12.0} {:>9.1}% {:>9.1}% {:>9.1}% {:>13.0} {:>9}  {}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,
             r.polld_cpu_percent,
+            r.kernel_rx_cpu_percent,
             r.fwd_cpu_busy_percent,
             r.interrupts_per_sec,
             rss,

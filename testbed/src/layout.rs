@@ -1,5 +1,5 @@
 //! The testbed's topology: the single source of truth for namespace names, interface
-//! names, MACs, addresses and gateways (the topology of baseline-veth.md).
+//! names, MACs, addresses and gateways (the topology of docs/measuring.md).
 //!
 //! ```text
 //!   gen                       fwd                         sink

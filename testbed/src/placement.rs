@@ -1,4 +1,4 @@
-//! Where each veth's receive work runs (baseline-veth.md, "Important veth facts" and §3).
+//! Where each veth's receive work runs (docs/linux-mapping.md, "Where veth does its work").
 //!
 //! By default veth delivers into the backlog of the *sending* CPU, so the forwarder's
 //! receive work (fwd/veth1) would run on the generator's CPU and cap everything at about

@@ -21,11 +21,7 @@ fn prefix(tag: &str) -> String {
 }
 
 fn root() -> bool {
-    if polld_dev::netns::is_root() {
-        return true;
-    }
-    eprintln!("skipped: needs root for network namespaces");
-    false
+    polld_testsupport::root_or_skip("needs root for network namespaces")
 }
 
 fn up(tag: &str, options: UpOptions) -> Testbed {
@@ -582,4 +578,24 @@ fn napi_threaded_placement_survives_an_xdp_receiver_attaching_to_veth1() {
     }
     drop(link);
     assert!(ping(&testbed, Role::Gen, "10.0.1.2", "1"));
+}
+
+#[test]
+fn the_napi_threads_of_fwd_are_timed_through_their_napi_ids() {
+    if !root() {
+        return;
+    }
+    let testbed = up("krx", UpOptions::default());
+    let fwd = testbed.layout().fwd_ns.clone();
+    let ifaces = vec!["veth1".to_string(), "veth2".to_string()];
+    let before = polld_testbed::demo::kernel_rx_ns(&fwd, &ifaces);
+    // Pings from gen to fwd's own address: veth1's NAPI thread receives them.
+    assert!(ping(&testbed, Role::Gen, "10.0.1.2", "5"));
+    let after = polld_testbed::demo::kernel_rx_ns(&fwd, &ifaces);
+    assert!(after > before, "before {before} ns, after {after} ns");
+    // An interface the namespace does not have has no threads, and costs nothing.
+    assert_eq!(
+        polld_testbed::demo::kernel_rx_ns(&fwd, &["nosuch0".to_string()]),
+        0
+    );
 }

@@ -2,7 +2,7 @@
 //!
 //! Both send 60-byte frames over a veth pair between two namespaces. The peer end runs
 //! an XDP program that counts and drops (native mode; its NAPI is made threaded and
-//! pinned to CPU1 when possible, as in baseline-veth.md §2), so the receive side costs
+//! pinned to CPU1 when possible, as in docs/measuring.md §ref-gen), so the receive side costs
 //! the sender's CPU0 little and every delivered frame is counted. Senders run pinned to
 //! CPU0 and take turns, so machine noise spreads over all of them.
 //!
@@ -167,7 +167,7 @@ fn run_gen(backend: &str, seconds: f64) -> Result<f64, String> {
 }
 
 /// The reference: one raw AF_PACKET socket with qdisc bypass, blocking `sendmmsg` of 64
-/// copies of one prebuilt frame per call (baseline-veth.md §2, "same + bypass").
+/// copies of one prebuilt frame per call (docs/measuring.md §ref-gen).
 fn reference_sender(seconds: f64) -> Result<f64, String> {
     let os_error = |what: &str| {
         format!(
@@ -258,7 +258,7 @@ fn reference_sender(seconds: f64) -> Result<f64, String> {
 }
 
 /// Makes the peer's NAPI a kernel thread pinned to CPU1, so that the XDP program runs
-/// there rather than in the sender's softirq on CPU0 (baseline-veth.md, veth fact 3).
+/// there rather than in the sender's softirq on CPU0 (docs/linux-mapping.md, "Where veth does its work").
 fn pin_peer_napi(peer: &Netns) {
     let threaded = peer.exec("sh", &["-c", "echo 1 > /sys/class/net/bp/threaded"]);
     let pinned = threaded.and_then(|_| {

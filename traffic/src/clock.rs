@@ -4,7 +4,7 @@
 //! and the receive time the sink reads come from one clock (the vDSO makes a read
 //! cost tens of nanoseconds). Sleeps use absolute deadlines with a 1 ns timer slack:
 //! on the reference VM that cuts a short sleep from about 88 µs to about 23 µs
-//! (shared/design/baseline-veth.md §6).
+//! (docs/measuring.md, §ref-timer).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -62,7 +62,7 @@ pub fn stop_on_signals() -> &'static AtomicBool {
 /// Waits shorter than this are spun; longer ones sleep first.
 const SPIN_BELOW_NS: u64 = 80_000;
 /// How early a sleep ends before its target, to absorb wakeup lateness (about 23 µs at
-/// the median and up to 74 µs at p99 on the reference VM, baseline-veth.md §6).
+/// the median and up to 74 µs at p99 on the reference VM, docs/measuring.md §ref-timer).
 const WAKE_EARLY_NS: u64 = 50_000;
 
 /// Moves towards `target_ns`: sleeps if it is far, spins once if it is near.

@@ -37,8 +37,7 @@ struct Pair {
 }
 
 fn pair() -> Option<Pair> {
-    if !netns::is_root() {
-        eprintln!("skipped: needs root for namespaces");
+    if !polld_testsupport::root_or_skip("needs root for namespaces") {
         return None;
     }
     let serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

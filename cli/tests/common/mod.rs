@@ -9,18 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_testbed::{Layout, Testbed, UpOptions};
+use polld_testbed::{Layout, Role, Testbed, UpOptions};
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
-/// Skips the calling test, saying why, unless it runs as root.
+/// Skips the calling test, saying why, unless it runs as root (a failure under CI).
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !polld_dev::netns::is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
+        polld_testsupport::require_root!("needs root to create network namespaces")
     };
 }
 
@@ -142,4 +139,28 @@ impl Drop for Polld {
             let _ = child.wait();
         }
     }
+}
+
+/// A child killed (by its pid) on drop.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
+pub fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
+    let child = tb
+        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
+        .unwrap()
+        .args(["gen", "veth0", "-i", "0", "--rate", rate])
+        .args(["--duration", &secs.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
 }

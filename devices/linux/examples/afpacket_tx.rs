@@ -4,7 +4,7 @@
 //! Commit bf50ff9 also had a PACKET_TX_RING path and ran this example on both; they came
 //! out equal (see the `afpacket` module docs), so only `sendmmsg` was kept.
 //!
-//! Topology as in baseline-veth.md §2: namespace `a` holds `txb0` (10.0.1.1), namespace `b`
+//! Topology as in docs/measuring.md §ref-gen: namespace `a` holds `txb0` (10.0.1.1), namespace `b`
 //! holds its peer `txb1` (10.0.1.2). Frames are Eth/IPv4/UDP 10.0.1.1:9 → 10.0.2.100:9 to
 //! txb1's MAC; b does not own 10.0.2.100 and does not forward, so it drops them in
 //! `ip_rcv`, cheaply. veth runs that receive work on the sender's CPU, so the number is

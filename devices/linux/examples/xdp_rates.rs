@@ -1,7 +1,7 @@
 //! Measures what the XDP consumers of polld-dev take from a veth pair: the count-and-drop
 //! program, and the AF_XDP device busy-polling or sleeping in `poll()`.
 //!
-//! Placement follows baseline-veth.md: the generator (AF_PACKET `sendmmsg`, 64 frames per
+//! Placement follows docs/measuring.md: the generator (AF_PACKET `sendmmsg`, 64 frames per
 //! call, 60-byte frames) runs on CPU0 in namespace b; the AF_XDP receiver on CPU1 in
 //! namespace a. veth runs the receive side (XDP included) on the sender's CPU.
 //!

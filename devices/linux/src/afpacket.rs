@@ -58,7 +58,7 @@ pub struct AfPacketConfig {
 }
 
 impl Default for AfPacketConfig {
-    /// The geometry measured in baseline-veth.md §4: 64 blocks of 64 KiB, 1 ms timeout.
+    /// The geometry measured for docs/measuring.md §ref-rx: 64 blocks of 64 KiB, 1 ms timeout.
     fn default() -> Self {
         AfPacketConfig {
             block_size: 64 * 1024,
@@ -373,7 +373,7 @@ pub fn raw_socket(ifname: &str, protocol: u16) -> Result<OwnedFd, OpenError> {
 
 /// The transmit socket: protocol 0 so the kernel never queues received frames on it,
 /// and PACKET_QDISC_BYPASS so frames go straight to the driver (veth has no qdisc work
-/// to do; baseline-veth.md §2 measured bypass at least as fast).
+/// to do; docs/measuring.md §ref-gen measured bypass at least as fast).
 fn open_tx_socket(name: &IfName, ifindex: u32) -> Result<OwnedFd, OpenError> {
     let socket = packet_socket(name, 0)?;
     set_packet_option(socket.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1i32).map_err(|e| {

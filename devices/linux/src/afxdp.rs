@@ -29,6 +29,7 @@ use polld_core::{Device, HwStats, LinkState, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
+use crate::busy_poll::{BusyPoll, BusyPollConfig};
 use crate::iface::{self, IfName, Namespace};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
@@ -61,6 +62,9 @@ pub struct AfXdpConfig {
     /// the socket opens) go to the kernel instead of the socket, so the host stays
     /// reachable on the interface. Everything else, IPv6 included, goes to the socket.
     pub pass_local: bool,
+    /// Preferred busy polling where the socket's queue has a NAPI id (see
+    /// [`crate::busy_poll`]); `None` leaves the receive work where the kernel puts it.
+    pub busy_poll: Option<BusyPollConfig>,
 }
 
 impl Default for AfXdpConfig {
@@ -72,6 +76,7 @@ impl Default for AfXdpConfig {
             xdp_mode: XdpMode::Auto,
             bind_mode: BindMode::Auto,
             pass_local: false,
+            busy_poll: None,
         }
     }
 }
@@ -222,6 +227,8 @@ pub struct AfXdp {
     stats: AfXdpStats,
     /// A datagram socket for interface-flag ioctls (an XDP socket does not take them).
     ioctl_socket: OwnedFd,
+    /// Whether receive calls run the queue's NAPI poll in polld's thread.
+    busy_poll: BusyPoll,
     attachment: Arc<Attachment>,
     umem_area: UmemArea,
 }
@@ -388,6 +395,22 @@ impl AfXdp {
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
 
         let netns = Namespace::of_this_thread(ifname)?;
+        let busy_poll = match &config.busy_poll {
+            Some(wanted) => {
+                let busy_poll = BusyPoll::enable(sock.as_raw_fd(), wanted);
+                eprintln!(
+                    "polld: af_xdp: `{ifname}` queue {queue}: {}{}",
+                    busy_poll.describe(),
+                    if busy_poll.is_active() {
+                        ""
+                    } else {
+                        "; its receive work runs in the kernel, outside polld's budget"
+                    }
+                );
+                busy_poll
+            }
+            None => BusyPoll::Unavailable("not asked for".to_string()),
+        };
         // The rings now live on in the socket; `umem` only held the setup state.
         drop(umem);
         let mut device = AfXdp {
@@ -407,6 +430,7 @@ impl AfXdp {
             interrupt_armed: false,
             stats: AfXdpStats::default(),
             ioctl_socket,
+            busy_poll,
             attachment,
             umem_area,
         };
@@ -421,6 +445,11 @@ impl AfXdp {
     /// Whether the socket shares frames with the driver (zero-copy) rather than copying.
     pub fn zero_copy(&self) -> bool {
         self.zero_copy
+    }
+
+    /// Whether receive calls run the queue's NAPI poll in polld's thread.
+    pub fn busy_poll(&self) -> &BusyPoll {
+        &self.busy_poll
     }
 
     /// Where the redirect program runs: native or generic XDP.
@@ -526,6 +555,21 @@ impl Device for AfXdp {
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         let budget = u32::try_from(budget).unwrap_or(u32::MAX);
+        if self.busy_poll.is_active() {
+            // Under preferred busy polling the device's interrupt stays masked: this
+            // call runs the driver's NAPI poll (at most SO_BUSY_POLL_BUDGET frames) here.
+            // SAFETY: a zero-length non-blocking recvfrom on our own socket.
+            unsafe {
+                libc::recvfrom(
+                    self.socket.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    0,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
         let frame_mask = !(u64::from(self.config.frame_size) - 1);
         let mut reader = self.rx.receive(budget);
         let mut handed = 0;

@@ -202,10 +202,7 @@ mod tests {
 
     #[test]
     fn namespaces_are_created_connected_and_removed() {
-        if !is_root() {
-            eprintln!("skipped: needs root");
-            return;
-        }
+        polld_testsupport::require_root!("needs root to create namespaces");
         let a = Netns::create("pt-a").unwrap();
         let b = Netns::create("pt-b").unwrap();
         let name_a = a.name().to_string();

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use polld_core::{Device, LinkState, TxFull};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
+use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::xdp::{CountProgram, DropProgram, RedirectProgram, XdpError, XdpMode};
 
@@ -358,6 +359,32 @@ fn afxdp_on_veth_binds_in_copy_mode_and_refuses_forced_zero_copy() {
     };
     let err = inside(&p.a, move || AfXdp::open("va", 0, &config)).unwrap_err();
     assert!(matches!(err, XdpError::ZeroCopyUnsupported { .. }), "{err}");
+}
+
+#[test]
+fn a_veth_socket_has_no_napi_id_so_busy_polling_falls_back_but_its_options_read_back() {
+    require_root!();
+    let p = pair();
+    let config = AfXdpConfig {
+        busy_poll: Some(BusyPollConfig::for_polling(50, 1000)),
+        ..AfXdpConfig::default()
+    };
+    let dev = open_afxdp(&p.a, config);
+    let fd = dev.interrupt_fd().unwrap();
+    assert_eq!(busy_poll::incoming_napi_id(fd).unwrap(), 0);
+    match dev.busy_poll() {
+        BusyPoll::Unavailable(why) => assert!(why.contains("no NAPI id"), "{why}"),
+        active => panic!("veth copy mode cannot busy poll: {active:?}"),
+    }
+    // Not set on this socket: the options stay at the kernel's defaults.
+    assert!(!busy_poll::socket_options(fd).unwrap().prefer);
+    // The options themselves, as a zero-copy socket gets them, set and read back (the
+    // budget only where the kernel answers getsockopt for it).
+    busy_poll::set_socket_options(fd, 50).unwrap();
+    let options = busy_poll::socket_options(fd).unwrap();
+    assert!(options.prefer);
+    assert!(matches!(options.budget, None | Some(50)), "{options:?}");
+    assert!(options.usecs > 0);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! - [`cpu`]: the virtual CPU that runs ticks, interrupts, tasks, the netisr, busy polling,
 //!   a user task and the idle poller by priority, attributing every nanosecond;
 //! - [`scenario`]: scenarios from flags or a TOML file, and their report;
-//! - [`rizzo`]: seed 000's table (Interrupt against Polling) reproduced on virtual time.
+//! - [`rizzo`]: Rizzo 2002's table (docs/sources.md) (Interrupt against Polling) reproduced on virtual time.
 
 pub mod cpu;
 pub mod nic;

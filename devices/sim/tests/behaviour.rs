@@ -1,6 +1,6 @@
 //! What the core issue says polld must show, on virtual time: livelock and its cure,
 //! user_frac holding, conservation across mode switches, em-style bounded batches
-//! (spec §10.14), and clear errors for bad scenarios.
+//! (docs/algorithm.md §9 behaviour 14), and clear errors for bad scenarios.
 
 use polld_core::{DropReason, Mode, Poller};
 use polld_sim::scenario::{check_conservation, report};
@@ -205,7 +205,7 @@ fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_ret
     assert!(after > gone + 1000, "forwarding resumed: {gone} -> {after}");
 }
 
-/// Spec §10.14: backlog N, limit L: the task runs ceil(N/L) times, no interrupt while work
+/// docs/algorithm.md §9 behaviour 14: backlog N, limit L: the task runs ceil(N/L) times, no interrupt while work
 /// remains, the ring is released once per run, the limit counts frames not descriptors,
 /// and L = -1 drains everything in one run.
 #[test]

@@ -467,14 +467,9 @@ mod tests {
         assert_eq!(parse_cpu_list("x"), None);
     }
 
-    use crate::netns::is_root;
-
     #[test]
     fn a_rejected_program_carries_the_verifier_log() {
-        if !is_root() {
-            eprintln!("skipped: needs root");
-            return;
-        }
+        polld_testsupport::require_root!("needs root to load a BPF program");
         // `return r0` with r0 never written: the verifier must refuse it.
         let err = XdpProgram::load("polld_bad", &[insn::Insn::exit()]).unwrap_err();
         match &err {

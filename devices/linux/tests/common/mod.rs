@@ -1,12 +1,9 @@
 //! Shared by the device integration tests.
 
 /// Returns from a test early (saying so) unless we run as root, which namespaces, raw
-/// sockets and BPF need. CI runs as root.
+/// sockets and BPF need; under CI (`POLLD_REQUIRE_ROOT`) that is a failure instead.
 macro_rules! require_root {
     () => {
-        if !polld_dev::netns::is_root() {
-            eprintln!("skipped: needs root");
-            return;
-        }
+        polld_testsupport::require_root!("needs root for namespaces, raw sockets and BPF")
     };
 }
