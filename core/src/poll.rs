@@ -477,7 +477,7 @@ impl Poller {
 
     /// Counts empty cycles and enters or leaves the quiet state at the close of a cycle.
     fn note_quiet(&mut self) {
-        if self.cycle_packets > 0 {
+        if self.cycle_packets > 0 || self.cycle_blocked {
             self.leave_quiet();
             return;
         }

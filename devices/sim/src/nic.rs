@@ -442,6 +442,16 @@ impl Device for SimNic {
         Ok(())
     }
 
+    fn tx_room(&mut self) -> usize {
+        self.advance();
+        if !self.armed {
+            self.reclaim();
+        }
+        self.cfg
+            .tx_ring
+            .saturating_sub(self.tx.len() + self.tx_done)
+    }
+
     fn flush(&mut self) {
         if !self.armed {
             self.reclaim();
