@@ -11,7 +11,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{testbed, Dir, Polld, POLLD};
+use common::{assert_conserved, count, testbed, Dir, Polld, POLLD};
 use polld_testbed::{Layout, PolldSetup, Role, Testbed};
 use serde_json::Value;
 
@@ -100,39 +100,6 @@ fn stop(polld: Polld) -> Vec<Value> {
         assert_conserved(iface);
     }
     interfaces
-}
-
-fn count(iface: &Value, name: &str) -> u64 {
-    iface["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c[0] == name)
-        .map_or(0, |c| c[1].as_u64().unwrap())
-}
-
-/// rx = forwarded + local + consumed + queued + every named drop, except the frames the
-/// ring had no room for: those never reached rx (arrived = rx + drops.rx_ring_full).
-fn assert_conserved(iface: &Value) {
-    let drops: u64 = iface["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            let name = c[0].as_str().unwrap();
-            name.starts_with("drops.") && name != "drops.rx_ring_full"
-        })
-        .map(|c| c[1].as_u64().unwrap())
-        .sum();
-    let out = ["forwarded", "local", "consumed", "queued"]
-        .iter()
-        .map(|n| count(iface, n))
-        .sum::<u64>();
-    assert_eq!(
-        count(iface, "rx_packets"),
-        out + drops,
-        "conservation: {iface}"
-    );
 }
 
 /// Pings sink from gen; returns the replies received.
@@ -481,8 +448,9 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
         (
             "ip_options",
             frame(&l, 18, |f| {
-                // IHL 6: one 4-byte option (NOPs) before the UDP header.
-                f.splice(34..34, [1, 1, 1, 0]);
+                // IHL 6: one malformed option before the UDP header, a record route
+                // whose length (1) is below 2; well-formed options are forwarded.
+                f.splice(34..34, [7, 1, 0, 0]);
                 f[14] = 0x46;
                 let total = (f.len() - 14) as u16;
                 f[16..18].copy_from_slice(&total.to_be_bytes());
@@ -506,7 +474,14 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
                 f.splice(12..12, [0x81, 0x00, 0x00, 0x07]);
             }),
         ),
-        ("oversize", frame(&l, 1600 - 42, good)),
+        (
+            "oversize",
+            // Larger than veth2's MTU with DF set; with DF clear it would be fragmented.
+            frame(&l, 1600 - 42, |f| {
+                f[20] = 0x40;
+                fix_ip_checksum(f)
+            }),
+        ),
         (
             "unknown_ethertype",
             frame(&l, 18, |f| {

@@ -229,6 +229,12 @@ fn print_saved(saved: &SaveReport, out: &mut dyn Write) -> io::Result<()> {
     for (ifname, mode) in &saved.modes {
         writeln!(out, "{path}: interfaces {ifname}: mode = \"{mode}\"")?;
     }
+    for name in &saved.removed {
+        writeln!(
+            out,
+            "{path}: [knobs] \"{name}\" removed: the interface modes hold it"
+        )?;
+    }
     if saved.reordered {
         writeln!(
             out,

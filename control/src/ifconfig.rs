@@ -168,15 +168,20 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         if !shown.is_empty() {
             writeln!(out, "\t{}", shown.join(" "))?;
         }
-        if line_no == 0 {
-            print_drops(iface, out)?;
+        match line_no {
+            0 => print_drops(iface, "drops", out)?,
+            // Transmit drops are rare: shown only when there are some.
+            1 if tx_dropped(iface) => print_drops(iface, "tx_drops", out)?,
+            _ => {}
         }
     }
     let others: Vec<String> = iface
         .counters
         .iter()
         .filter(|(n, _)| {
-            !n.starts_with("drops.") && !COUNTER_LINES.iter().any(|l| l.contains(&n.as_str()))
+            !n.starts_with("drops.")
+                && !n.starts_with("tx_drops.")
+                && !COUNTER_LINES.iter().any(|l| l.contains(&n.as_str()))
         })
         .map(|(n, v)| format!("{n} {v}"))
         .collect();
@@ -186,12 +191,21 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// `drops N: reason n, ...` with the non-zero reasons by name.
-fn print_drops(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
+fn tx_dropped(iface: &IfStatus) -> bool {
+    iface
+        .counters
+        .iter()
+        .any(|(n, v)| n.starts_with("tx_drops.") && *v > 0)
+}
+
+/// `<kind> N: reason n, ...` with the non-zero reasons by name (kind: `drops` of received
+/// frames, `tx_drops` of frames the device accepted for transmission).
+fn print_drops(iface: &IfStatus, kind: &str, out: &mut dyn Write) -> io::Result<()> {
+    let prefix = format!("{kind}.");
     let drops: Vec<(&str, u64)> = iface
         .counters
         .iter()
-        .filter_map(|(n, v)| n.strip_prefix("drops.").map(|reason| (reason, *v)))
+        .filter_map(|(n, v)| n.strip_prefix(prefix.as_str()).map(|reason| (reason, *v)))
         .collect();
     let total: u64 = drops.iter().map(|d| d.1).sum();
     let reasons: Vec<String> = drops
@@ -200,9 +214,9 @@ fn print_drops(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         .map(|(reason, v)| format!("{reason} {v}"))
         .collect();
     if reasons.is_empty() {
-        writeln!(out, "\tdrops {total}")
+        writeln!(out, "\t{kind} {total}")
     } else {
-        writeln!(out, "\tdrops {total}: {}", reasons.join(", "))
+        writeln!(out, "\t{kind} {total}: {}", reasons.join(", "))
     }
 }
 

@@ -8,6 +8,7 @@
 //! ```text
 //! dev.veth1.rx_packets           polld_interface_rx_packets_total{interface="veth1"}
 //! dev.veth1.drops.ttl_exceeded   polld_interface_drops_total{interface="veth1",reason="ttl_exceeded"}
+//! dev.veth2.tx_drops.too_long    polld_interface_tx_drops_total{interface="veth2",reason="too_long"}
 //! dev.veth1.mode                 polld_interface_mode{interface="veth1",mode="polling"} 1 (0 for the others)
 //! dev.veth1.link                 polld_interface_link{interface="veth1",state="up"} 1 (0 for the others)
 //! dev.veth1.queued               polld_interface_queued{interface="veth1"}          (a gauge)
@@ -170,10 +171,10 @@ fn one_of(current: &str, choices: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Splits `dev.<if>.<leaf>` (an interface name may hold dots; a leaf is one word or
-/// `drops.<reason>`).
+/// Splits `dev.<if>.<leaf>` (an interface name may hold dots; a leaf is one word,
+/// `drops.<reason>` or `tx_drops.<reason>`).
 fn split_interface(rest: &str) -> Option<(&str, &str)> {
-    match rest.rfind(".drops.") {
+    match rest.rfind(".drops.").or_else(|| rest.rfind(".tx_drops.")) {
         Some(i) => Some((&rest[..i], &rest[i + 1..])),
         None => rest.rsplit_once('.'),
     }
@@ -231,9 +232,12 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
                     );
                 }
             } else if let Some(value) = number {
-                if let Some(reason) = leaf.strip_prefix("drops.") {
+                let drops = leaf
+                    .split_once('.')
+                    .filter(|(kind, _)| ["drops", "tx_drops"].contains(kind));
+                if let Some((kind, reason)) = drops {
                     families.add(
-                        "polld_interface_drops_total".into(),
+                        format!("polld_interface_{kind}_total"),
                         &e.descr,
                         Kind::Counter,
                         vec![interface(), ("reason", reason.to_string())],

@@ -48,6 +48,23 @@ pub mod daemon_entry {
 /// Requests are refused above this many bytes (one line, newline included).
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
+/// Parses one request line (without its newline) as the server does; the error is the
+/// message the client gets back.
+pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+    // The limit counts the newline.
+    if line.len() + 1 > MAX_REQUEST_BYTES {
+        return Err(format!(
+            "request too large (limit {MAX_REQUEST_BYTES} bytes)"
+        ));
+    }
+    serde_json::from_slice::<Request>(line).map_err(|e| {
+        format!(
+            "invalid request: {e}; send one JSON object on one line, \
+             e.g. {{\"op\":\"list\",\"prefix\":\"kern.polling\"}}"
+        )
+    })
+}
+
 /// What a client asks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

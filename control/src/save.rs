@@ -6,7 +6,10 @@
 //!   goes into `[knobs]`; a knob the file already sets is updated to the running value and
 //!   kept even when that is the default, because the user wrote it there;
 //! - each interface's mode goes into the `mode` key of its `[[interfaces]]` entry (an
-//!   absent `mode` means `interrupt`, and stays absent while the mode is `interrupt`).
+//!   absent `mode` means `interrupt`, and stays absent while the mode is `interrupt`);
+//! - `kern.polling.enable` is a view of those modes, applied after them at start: it is
+//!   never saved, and removed from `[knobs]` if the file sets it, so that it cannot
+//!   override the saved modes.
 //!
 //! The file is edited with `toml_edit`: comments, blank lines, key order and formatting of
 //! everything not changed are kept, and so are the decorations of changed values. If the
@@ -24,6 +27,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use polld_core::dataplane::ENABLE;
 use polld_core::{Poller, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
@@ -41,6 +45,9 @@ pub struct SaveReport {
     pub modes: Vec<(String, String)>,
     /// The `[knobs]` keys were put in the daemon's order so that they apply as running.
     pub reordered: bool,
+    /// `[knobs]` entries removed because the saved modes hold them.
+    #[serde(default)]
+    pub removed: Vec<String>,
     /// The file was rewritten (false: it already held the running state).
     pub written: bool,
 }
@@ -129,7 +136,7 @@ impl<'a> Running<'a> {
             at_default: Vec::new(),
             modes: Vec::new(),
         };
-        for e in entries.iter().filter(|e| e.writable) {
+        for e in entries.iter().filter(|e| e.writable && e.name != ENABLE) {
             let mode_of = e
                 .name
                 .strip_prefix("dev.")
@@ -271,6 +278,9 @@ pub fn update_config(
             report.knobs.push((name.to_string(), value.to_string()));
         }
     };
+    if knobs.remove(ENABLE).is_some() {
+        report.removed.push(ENABLE.to_string());
+    }
     for &(name, value) in &running.knobs {
         update(knobs, name, value, &mut report);
     }
@@ -291,7 +301,10 @@ pub fn update_config(
     if empty_new_table {
         doc.remove("knobs");
     }
-    let changed = !report.knobs.is_empty() || !report.modes.is_empty() || report.reordered;
+    let changed = !report.knobs.is_empty()
+        || !report.modes.is_empty()
+        || !report.removed.is_empty()
+        || report.reordered;
     let text = if changed {
         doc.to_string()
     } else {

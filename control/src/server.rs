@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::proto::{Request, Response, MAX_REQUEST_BYTES};
+use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -89,11 +89,12 @@ impl std::error::Error for ControlError {
     }
 }
 
-/// A non-blocking eventfd used as a doorbell between threads.
-pub(crate) struct EventFd(OwnedFd);
+/// A non-blocking eventfd used as a doorbell between threads (also the idle poller's, in
+/// polld-runtime).
+pub struct EventFd(OwnedFd);
 
 impl EventFd {
-    pub(crate) fn new() -> io::Result<EventFd> {
+    pub fn new() -> io::Result<EventFd> {
         // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
@@ -103,20 +104,20 @@ impl EventFd {
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
 
     /// Makes the fd readable. The write can only fail when the counter is about to
     /// overflow, and then the fd is readable already.
-    pub(crate) fn signal(&self) {
+    pub fn signal(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a live u64 to an fd we own.
         unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
     }
 
     /// Resets the fd to not readable. EAGAIN (nothing signalled) is the expected failure.
-    fn clear(&self) {
+    pub fn clear(&self) {
         let mut count: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from an fd we own.
         unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
@@ -343,23 +344,48 @@ impl Drop for ControlServer {
 
 /// Creates the parent directory if missing; clears a stale socket; refuses a live one.
 fn prepare_path(path: &Path) -> Result<(), ControlError> {
-    let io_err = |action, source| ControlError::Io {
-        action,
-        path: path.to_path_buf(),
-        source,
-    };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| io_err("create the directory of", e))?;
+                .map_err(|source| ControlError::Io {
+                    action: "create the directory of",
+                    path: path.to_path_buf(),
+                    source,
+                })?;
         }
     }
+    if check_socket_path(path)? == SocketPath::Stale {
+        fs::remove_file(path).map_err(|source| ControlError::Io {
+            action: "remove the stale socket",
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// What is at a control socket path that a new server may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketPath {
+    Free,
+    /// A socket left by a dead polld: the server replaces it.
+    Stale,
+}
+
+/// Whether a server could take the control socket `path`, changing nothing: a live
+/// polld there, or a file that is not a socket, is an error.
+pub fn check_socket_path(path: &Path) -> Result<SocketPath, ControlError> {
+    let io_err = |action, source| ControlError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(SocketPath::Free),
         Err(e) => return Err(io_err("inspect", e)),
     };
     if !meta.file_type().is_socket() {
@@ -372,9 +398,7 @@ fn prepare_path(path: &Path) -> Result<(), ControlError> {
             path: path.to_path_buf(),
             pid: peer_cred(&stream).ok().map(|c| c.pid),
         }),
-        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-            fs::remove_file(path).map_err(|e| io_err("remove the stale socket", e))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Ok(SocketPath::Stale),
         Err(e) => Err(io_err("probe the existing socket", e)),
     }
 }
@@ -451,20 +475,10 @@ impl Conn {
                 }
             }
         };
-        // The limit counts the newline.
-        if line_end + 1 > MAX_REQUEST_BYTES {
-            self.refuse(format!(
-                "request too large (limit {MAX_REQUEST_BYTES} bytes)"
-            ));
-            return None;
-        }
-        match serde_json::from_slice::<Request>(&buf[..line_end]) {
+        match parse_request(&buf[..line_end]) {
             Ok(request) => Some(request),
-            Err(e) => {
-                self.refuse(format!(
-                    "invalid request: {e}; send one JSON object on one line, \
-                     e.g. {{\"op\":\"list\",\"prefix\":\"kern.polling\"}}"
-                ));
+            Err(message) => {
+                self.refuse(message);
                 None
             }
         }

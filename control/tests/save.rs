@@ -39,6 +39,7 @@ fn entry(name: &str, value: &str, writable: bool) -> SysctlEntry {
 /// A daemon's List of everything: `running` (writable name, value) over the defaults.
 fn entries(path: &Path, running: &[(&str, &str)]) -> Vec<SysctlEntry> {
     let defaults = [
+        ("kern.polling.enable", "0"),
         ("kern.polling.hz", "1000"),
         ("kern.polling.controller", "classic"),
         ("kern.polling.user_frac", "50"),
@@ -161,6 +162,29 @@ fn a_file_without_knobs_gets_a_knobs_table_only_when_something_differs() {
         Some(1)
     );
     assert_eq!(parsed["interfaces"].as_array().unwrap().len(), 2);
+}
+
+/// `kern.polling.enable` only reflects the modes, and is applied after them at start: it
+/// is never saved, and taken out of a file that sets it, so the saved modes hold.
+#[test]
+fn polling_enable_is_left_to_the_modes() {
+    let path = Path::new("/x.toml");
+    let text = "[knobs]\n\"kern.polling.enable\" = 1\n\n[[interfaces]]\nname = \"veth1\"\n\n[[interfaces]]\nname = \"veth2\"\n";
+    let running = [
+        ("kern.polling.enable", "1"),
+        ("dev.veth1.mode", "polling"),
+        ("dev.veth2.mode", "polling"),
+    ];
+    let (saved, report) = update_config(path, text, &entries(path, &running)).unwrap();
+    assert_eq!(report.removed, ["kern.polling.enable"]);
+    let parsed: toml::Table = saved.parse().unwrap();
+    assert!(parsed.get("knobs").unwrap().as_table().unwrap().is_empty());
+    for iface in parsed["interfaces"].as_array().unwrap() {
+        assert_eq!(iface["mode"].as_str(), Some("polling"));
+    }
+    let (again, report) = update_config(path, &saved, &entries(path, &running)).unwrap();
+    assert_eq!(again, saved);
+    assert!(report.removed.is_empty() && report.knobs.is_empty());
 }
 
 #[test]

@@ -19,15 +19,21 @@
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
-//! that interface waiting in the input queue.
+//! that interface waiting in the input queue. `forwarded` counts frames the output
+//! device accepted; one it drops afterwards (too long, refused by the kernel) is counted
+//! on the output interface in `tx_drops`, by reason, so a forwarded frame is delivered or
+//! counted there.
 
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::device::{Device, LinkState};
+use crate::device::{Device, HwStats, LinkState, TxDrop, TxDrops};
 use crate::knobs::{in_range, parse_int, KnobError};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller, RegError, SysctlEntry};
 use crate::stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+
+/// The global polling switch: a view of the interfaces' modes, so the dataplane's.
+pub const ENABLE: &str = "kern.polling.enable";
 
 /// How an interface is serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -84,8 +90,10 @@ pub struct IfCounters {
     pub tasks: u64,
     /// Frames received from the device.
     pub rx_packets: u64,
-    /// Frames handed to this device for transmission.
+    /// Frames handed to this device for transmission (accepted by its `send`).
     pub tx_packets: u64,
+    /// Of those, frames the device dropped afterwards, by reason.
+    pub tx_drops: TxDrops,
     /// Frames received here and transmitted on another interface.
     pub forwarded: u64,
     /// Frames received here for the box itself.
@@ -98,17 +106,23 @@ pub struct IfCounters {
     pub generated_dropped: u64,
     /// Frames received here now waiting in the IP input queue.
     pub queued: u64,
-    /// Drops of frames received here, by reason (rx_ring_full: dropped by the device).
+    /// Drops of frames received here, by reason (rx_ring_full, fault_injected: dropped by
+    /// the device before it handed them up).
     pub drops: DropCounters,
 }
 
 impl IfCounters {
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
-        let ring = self.drops.get(DropReason::RxRingFull);
+        let after_rx: u64 = self
+            .drops
+            .nonzero()
+            .filter(|(r, _)| !r.before_rx())
+            .map(|(_, n)| n)
+            .sum();
         self.rx_packets as i64
             - (self.forwarded + self.local + self.consumed + self.queued) as i64
-            - (self.drops.total() - ring) as i64
+            - after_rx as i64
     }
 }
 
@@ -124,7 +138,7 @@ pub struct Interface<D> {
     /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
     rx_process_limit: i64,
     /// Device drops already folded into `counters`.
-    hw_seen: u64,
+    hw_seen: HwStats,
 }
 
 impl<D: Device> Interface<D> {
@@ -145,11 +159,23 @@ struct Queued {
     frame: Vec<u8>,
 }
 
+/// Whose frame a staged frame is, which decides the counter it ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Made up by the stage (ARP, ICMP): `generated` on the output.
+    Generated,
+    /// A frame received on `input`, forwarded or handed to the host; `more` when later
+    /// staged frames belong to the same datagram (its fragments), which counts once.
+    Received { input: usize, more: bool },
+    /// A part of a forwarded datagram whose verdict has not been applied yet; parts the
+    /// verdict did not claim (the output went down) are never sent.
+    Part,
+}
+
 /// A frame staged for transmission: the output, who to charge, and where its bytes are.
 struct Staged {
     out: usize,
-    /// The input interface of a forwarded frame, `None` for a generated one.
-    input: Option<usize>,
+    origin: Origin,
     start: usize,
     len: usize,
 }
@@ -159,23 +185,51 @@ struct Staged {
 struct TxStaging {
     bytes: Vec<u8>,
     frames: Vec<Staged>,
+    /// Where the parts of the datagram being forwarded start in `frames`.
+    parts_from: Option<usize>,
 }
 
 impl TxStaging {
-    fn push(&mut self, out: usize, input: Option<usize>, frame: &[u8]) {
+    fn push(&mut self, out: usize, origin: Origin, frame: &[u8]) {
         self.frames.push(Staged {
             out,
-            input,
+            origin,
             start: self.bytes.len(),
             len: frame.len(),
         });
         self.bytes.extend_from_slice(frame);
     }
+
+    /// Gives the parts staged since the last verdict to the datagram received on `input`
+    /// (`Some`), or leaves them unsent (`None`); returns how many there were.
+    fn settle_parts(&mut self, input: Option<usize>) -> usize {
+        let Some(from) = self.parts_from.take() else {
+            return 0;
+        };
+        let mut parts = self.frames[from..]
+            .iter_mut()
+            .filter(|s| s.origin == Origin::Part)
+            .peekable();
+        let mut n = 0;
+        while let Some(s) = parts.next() {
+            n += 1;
+            if let Some(input) = input {
+                let more = parts.peek().is_some();
+                s.origin = Origin::Received { input, more };
+            }
+        }
+        n
+    }
 }
 
 impl Emit for TxStaging {
     fn emit(&mut self, out: usize, frame: &[u8]) {
-        self.push(out, None, frame);
+        self.push(out, Origin::Generated, frame);
+    }
+
+    fn forward_part(&mut self, out: usize, frame: &[u8]) {
+        self.parts_from.get_or_insert(self.frames.len());
+        self.push(out, Origin::Part, frame);
     }
 }
 
@@ -270,29 +324,42 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         if self.tx.frames.is_empty() {
             return;
         }
+        // Whether every frame so far of the datagram being sent was taken.
+        let mut datagram_sent = true;
         for s in &self.tx.frames {
+            let (input, more) = match s.origin {
+                Origin::Part => continue,
+                Origin::Generated => (None, false),
+                Origin::Received { input, more } => (Some(input), more),
+            };
             let frame = &self.tx.bytes[s.start..s.start + s.len];
             let sent = self.ifs[s.out].dev.send(frame).is_ok();
             if sent {
                 self.ifs[s.out].counters.tx_packets += 1;
             }
-            match (s.input, sent) {
-                (Some(input), true) if self.host == Some(s.out) => {
-                    self.ifs[input].counters.local += 1
+            match input {
+                Some(_) if more => datagram_sent &= sent,
+                Some(input) => {
+                    // The datagram's last (or only) frame: it counts now, as a whole.
+                    let whole = datagram_sent && sent;
+                    datagram_sent = true;
+                    let counters = &mut self.ifs[input].counters;
+                    if !whole {
+                        counters.drops.add(DropReason::TxRingFull, 1);
+                        self.output_full[input] = true;
+                    } else if self.host == Some(s.out) {
+                        counters.local += 1;
+                    } else {
+                        counters.forwarded += 1;
+                    }
                 }
-                (Some(input), true) => self.ifs[input].counters.forwarded += 1,
-                (Some(input), false) => {
-                    self.ifs[input]
-                        .counters
-                        .drops
-                        .add(DropReason::TxRingFull, 1);
-                    self.output_full[input] = true;
-                }
-                (None, true) => self.ifs[s.out].counters.generated += 1,
-                (None, false) => self.ifs[s.out].counters.generated_dropped += 1,
+                None if sent => self.ifs[s.out].counters.generated += 1,
+                None => self.ifs[s.out].counters.generated_dropped += 1,
             }
             self.touched[s.out] = true;
         }
+        // Transmit drops the devices count are folded by `sync_hw_drops` (the executor's
+        // status timer), not here: reading them may cost a system call per batch.
         for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
             if std::mem::take(touched) {
                 iface.dev.flush();
@@ -305,14 +372,24 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     /// Folds the drops devices counted on their own into the interface counters.
     fn fold_hw_drops(&mut self, i: usize) {
         let iface = &mut self.ifs[i];
-        let total = iface.dev.hw_stats().rx_ring_full;
-        if total > iface.hw_seen {
-            iface
-                .counters
-                .drops
-                .add(DropReason::RxRingFull, total - iface.hw_seen);
-            iface.hw_seen = total;
+        let now = iface.dev.hw_stats();
+        let seen = &mut iface.hw_seen;
+        let counters = &mut iface.counters;
+        // A reopened device starts its totals again from zero.
+        let new = |total: u64, seen: u64| total.saturating_sub(seen);
+        counters.drops.add(
+            DropReason::RxRingFull,
+            new(now.rx_ring_full, seen.rx_ring_full),
+        );
+        counters
+            .drops
+            .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));
+        for r in TxDrop::ALL {
+            counters
+                .tx_drops
+                .add(r, new(now.tx_drops.get(r), seen.tx_drops.get(r)));
         }
+        *seen = now;
     }
 
     /// Processes up to `max` frames from the IP input queue (the netisr's protocol work).
@@ -375,13 +452,23 @@ fn apply(
     host: Option<usize>,
     tx: &mut TxStaging,
 ) {
+    let received = Origin::Received { input, more: false };
+    let link_up = |out: usize| links.get(out) == Some(&LinkState::Up);
+    let parts = match verdict {
+        Verdict::ForwardEmitted { out } if link_up(out) => tx.settle_parts(Some(input)),
+        _ => tx.settle_parts(None),
+    };
     match verdict {
-        Verdict::Forward { out } if out >= links.len() || links[out] != LinkState::Up => {
+        Verdict::Forward { out } | Verdict::ForwardEmitted { out } if !link_up(out) => {
             counters.drops.add(DropReason::LinkDown, 1)
         }
-        Verdict::Forward { out } => tx.push(out, Some(input), frame),
+        Verdict::Forward { out } => tx.push(out, received, frame),
+        // Counted when the parts are sent; a datagram that became no frame at all was
+        // used up by the stage.
+        Verdict::ForwardEmitted { .. } if parts == 0 => counters.consumed += 1,
+        Verdict::ForwardEmitted { .. } => {}
         Verdict::Local => match host {
-            Some(h) => tx.push(h, Some(input), frame),
+            Some(h) => tx.push(h, received, frame),
             None => counters.local += 1,
         },
         Verdict::Consumed => counters.consumed += 1,
@@ -478,7 +565,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     task_queued: false,
                     in_handler: false,
                     rx_process_limit: RX_PROCESS_LIMIT,
-                    hw_seen: 0,
+                    hw_seen: HwStats::default(),
                 }
             })
             .collect();
@@ -569,6 +656,39 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface
             .dev
             .set_interrupt(matches!(mode, Mode::Interrupt | Mode::Adaptive));
+        Ok(())
+    }
+
+    /// `kern.polling.enable`: whether every interface polls (FreeBSD 6 reads its own
+    /// flag; polld reads the modes, which `polld ifconfig` may have changed since).
+    pub fn polling_enabled(&self) -> bool {
+        !self.devs.ifs.is_empty() && self.devs.ifs.iter().all(|i| i.mode == Mode::Polling)
+    }
+
+    /// Writes `kern.polling.enable` as FreeBSD 6's compatibility handler does: 1 puts
+    /// every interface into polling, 0 takes every polling interface out (to interrupt
+    /// mode); other modes stay. Values other than 0 and 1 are refused. If an interface
+    /// cannot register, the interfaces already switched go back and nothing changes.
+    fn set_polling_enable(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        let on = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
+        let before: Vec<Mode> = self.devs.ifs.iter().map(|i| i.mode).collect();
+        for (i, &old) in before.iter().enumerate() {
+            let new = match (on, old) {
+                (true, _) => Mode::Polling,
+                (false, Mode::Polling) => Mode::Interrupt,
+                (false, other) => other,
+            };
+            if let Err(e) = self.set_mode(i, new) {
+                for (j, &mode) in before.iter().enumerate().take(i) {
+                    let _ = self.set_mode(j, mode);
+                }
+                return Err(KnobError::Invalid {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    allowed: format!("0 or 1, and {e}"),
+                });
+            }
+        }
         Ok(())
     }
 
@@ -707,8 +827,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.poller.netisr_scheduled()
     }
 
-    /// Brings every interface's device-counted drops (rx ring full) into its counters;
-    /// status checks do this as they go, this brings them up to date now.
+    /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
+    /// its counters; status checks fold their own interface's as they go, this catches
+    /// the outputs and brings everything up to date now.
     pub fn sync_hw_drops(&mut self) {
         for i in 0..self.devs.ifs.len() {
             self.devs.fold_hw_drops(i);
@@ -788,13 +909,20 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Every entry under `prefix` (a whole name, a subtree like `kern.polling`, or `""`).
     pub fn sysctl_entries(&self, prefix: &str) -> Vec<SysctlEntry> {
-        let mut all = self.poller.entries();
         let entry = |name: &str, value: String, descr: &str, writable: bool| SysctlEntry {
             name: name.to_string(),
             value,
             descr: descr.to_string(),
             writable,
         };
+        // First, where FreeBSD listed it.
+        let mut all = vec![entry(
+            ENABLE,
+            (self.polling_enabled() as u8).to_string(),
+            "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
+            true,
+        )];
+        all.extend(self.poller.entries());
         all.push(entry(
             "net.inet.ip.fastforwarding",
             (self.devs.fastforwarding as u8).to_string(),
@@ -813,6 +941,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             "Frames in the IP input queue",
             false,
         ));
+        for (name, value, descr) in self.devs.stage.sysctl_counters() {
+            let name = format!("net.inet.ip.{name}");
+            all.push(entry(&name, value.to_string(), descr, false));
+        }
         for (iface, link) in self.devs.ifs.iter().zip(&self.devs.links) {
             let c = &iface.counters;
             let p = format!("dev.{}.", iface.dev.name());
@@ -874,6 +1006,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     false,
                 ));
             }
+            for r in TxDrop::ALL {
+                all.push(entry(
+                    &n(&format!("tx_drops.{}", r.name())),
+                    c.tx_drops.get(r).to_string(),
+                    "Frames the device accepted for transmission and then dropped, by reason",
+                    false,
+                ));
+            }
         }
         let dotted = format!("{prefix}.");
         all.retain(|e| prefix.is_empty() || e.name == prefix || e.name.starts_with(&dotted));
@@ -882,6 +1022,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Writes a sysctl with validation; a rejected write changes nothing.
     pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        if name == ENABLE {
+            return self.set_polling_enable(name, value);
+        }
         if name.starts_with("kern.polling.") {
             return self.poller.set_knob(name, value);
         }

@@ -10,6 +10,8 @@
 
 use std::os::fd::RawFd;
 
+use crate::stage::{Counts, Reason};
+
 /// Link state reported by a status check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 pub enum LinkState {
@@ -38,11 +40,64 @@ impl LinkState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxFull;
 
+/// Why a device dropped a frame that [`Device::send`] had accepted. A transmit drop the
+/// device discovers later (at [`Device::flush`], or in the kernel) cannot be charged to
+/// the frame's input interface, so it is counted on the output interface by this reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum TxDrop {
+    /// Longer than the device's transmit frame (AF_PACKET slot, AF_XDP UMEM frame, MTU).
+    TooLong,
+    /// The kernel had no buffer for it (ENOBUFS: a full driver queue).
+    NoBufs,
+    /// The kernel refused it for another reason (ENETDOWN, EMSGSIZE, EIO, ...).
+    Refused,
+    /// A fault injector failed it on purpose (a test tool).
+    Fault,
+}
+
+impl TxDrop {
+    /// Every reason, in counter order.
+    pub const ALL: [TxDrop; 4] = [
+        TxDrop::TooLong,
+        TxDrop::NoBufs,
+        TxDrop::Refused,
+        TxDrop::Fault,
+    ];
+
+    /// The counter name: `dev.<if>.tx_drops.<name>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxDrop::TooLong => "too_long",
+            TxDrop::NoBufs => "nobufs",
+            TxDrop::Refused => "refused",
+            TxDrop::Fault => "fault",
+        }
+    }
+}
+
+impl Reason for TxDrop {
+    const ALL: &'static [TxDrop] = &TxDrop::ALL;
+    fn name(self) -> &'static str {
+        TxDrop::name(self)
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Transmit drops, one counter per [`TxDrop`].
+pub type TxDrops = Counts<TxDrop, { TxDrop::ALL.len() }>;
+
 /// Counters the device itself keeps, outside polld's view (kernel or hardware drops).
+/// Every field is a running total since the device was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HwStats {
     /// Frames the device dropped because its receive ring was full.
     pub rx_ring_full: u64,
+    /// Received frames a fault injector dropped before handing them up (a test tool).
+    pub rx_fault: u64,
+    /// Frames `send` accepted and the device then dropped, by reason.
+    pub tx_drops: TxDrops,
 }
 
 /// A network device as the polling scheduler sees it.
@@ -62,7 +117,9 @@ pub trait Device {
     /// is shared memory.
     fn rx_ready(&mut self) -> bool;
 
-    /// Copies `frame` into the transmit ring, or reports that the ring is full.
+    /// Copies `frame` into the transmit ring, or reports that the ring is full. A frame
+    /// accepted here and dropped later (too long, refused by the kernel) is counted in
+    /// [`HwStats::tx_drops`], never lost silently.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull>;
 
     /// Frames `send` would take now without refusing, as far as the device knows

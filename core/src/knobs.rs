@@ -101,6 +101,11 @@ pub const KERN_POLLING: &[(&str, &str, bool)] = &[
         "Empty cycles after which polling sleeps on the interrupts, 0 never (polld)",
         true,
     ),
+    (
+        "poll_in_trap",
+        "Poll on trap entry: 0 only, user space cannot hook traps",
+        true,
+    ),
     ("handlers", "Number of registered poll handlers", false),
     (
         "residual_burst",
@@ -203,6 +208,11 @@ impl fmt::Display for KnobError {
 
 impl std::error::Error for KnobError {}
 
+/// Why `kern.polling.poll_in_trap` takes only 0 in polld.
+pub const POLL_IN_TRAP_REFUSAL: &str = "0 only: FreeBSD polled on every trap and system call \
+    entry, which the kernel takes and a user-space poller cannot hook; for lower latency on \
+    a partly idle CPU use kern.polling.idle_poll=1";
+
 /// Parses an integer knob value, naming the knob on failure.
 pub fn parse_int(name: &str, value: &str) -> Result<i64, KnobError> {
     value
@@ -294,6 +304,16 @@ impl Knobs {
             "quiet_cycles" => {
                 self.quiet_cycles =
                     in_range(&full, parse_int(&full, value)?, 0, MAX_QUIET_CYCLES as i64)?
+            }
+            // Accepted as 0, FreeBSD's default, so that FreeBSD settings carry over.
+            "poll_in_trap" => {
+                if parse_int(&full, value)? != 0 {
+                    return Err(KnobError::Invalid {
+                        name: full,
+                        value: value.to_string(),
+                        allowed: POLL_IN_TRAP_REFUSAL.to_string(),
+                    });
+                }
             }
             _ if KERN_POLLING.iter().any(|(n, _, _)| *n == short) => {
                 return Err(KnobError::ReadOnly { name: full })

@@ -11,6 +11,7 @@
 //! - [`ifpoll`]: DragonFly's per-CPU pollers (RX, TX every `tx_frac` ticks, status on CPU 0);
 //! - [`knobs`]: `kern.polling.*` names, defaults and validation;
 //! - [`device`]: the [`Device`] trait every backend implements;
+//! - [`rng`]: a seeded generator for simulated arrivals and fault injection;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
 
 pub mod dataplane;
@@ -18,10 +19,11 @@ pub mod device;
 pub mod ifpoll;
 pub mod knobs;
 pub mod poll;
+pub mod rng;
 pub mod stage;
 
 pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Work};
-pub use device::{Device, HwStats, LinkState, TxFull};
+pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};

@@ -604,6 +604,7 @@ impl Poller {
             "each_burst" => k.each_burst.to_string(),
             "reg_frac" => k.reg_frac.to_string(),
             "idle_poll" => k.idle_poll.to_string(),
+            "poll_in_trap" => "0".to_string(),
             "handlers" => self.table.len().to_string(),
             "residual_burst" => s.residual_burst.to_string(),
             "pending_polls" => s.pending_polls.to_string(),

@@ -10,6 +10,8 @@
 pub enum DropReason {
     /// The device's receive ring was full when the frame arrived.
     RxRingFull,
+    /// A fault injector dropped the frame before the device handed it up (a test tool).
+    FaultInjected,
     /// The IP input queue (`net.inet.ip.intr_queue_maxlen`) was full.
     IntrQueueFull,
     /// The output device's transmit ring was full.
@@ -18,7 +20,7 @@ pub enum DropReason {
     LinkDown,
     /// Shorter than the headers it claims.
     Truncated,
-    /// Longer than the interface MTU allows.
+    /// Longer than the output MTU, and not to be fragmented (DF set).
     Oversize,
     /// An ethertype polld does not handle.
     UnknownEthertype,
@@ -34,7 +36,8 @@ pub enum DropReason {
     BadChecksum,
     /// Invalid source or destination address (RFC 1812 §5.3.7).
     Martian,
-    /// IPv4 options present (not forwarded on the fast path).
+    /// An IPv4 option list that is malformed (an ICMP parameter problem may have been
+    /// sent) or asks for what polld refuses (source routing).
     IpOptions,
     /// A fragment polld does not reassemble or forward.
     Fragment,
@@ -52,8 +55,9 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 20] = [
+    pub const ALL: [DropReason; 21] = [
         DropReason::RxRingFull,
+        DropReason::FaultInjected,
         DropReason::IntrQueueFull,
         DropReason::TxRingFull,
         DropReason::LinkDown,
@@ -79,6 +83,7 @@ impl DropReason {
     pub fn name(self) -> &'static str {
         match self {
             DropReason::RxRingFull => "rx_ring_full",
+            DropReason::FaultInjected => "fault_injected",
             DropReason::IntrQueueFull => "intr_queue_full",
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::LinkDown => "link_down",
@@ -101,51 +106,93 @@ impl DropReason {
         }
     }
 
+    /// Whether the device dropped the frame before handing it up: such a frame is not in
+    /// `rx_packets` (arrived = rx_packets + these drops).
+    pub fn before_rx(self) -> bool {
+        matches!(self, DropReason::RxRingFull | DropReason::FaultInjected)
+    }
+
     /// Index into a `[u64; DropReason::ALL.len()]` counter array.
     pub fn index(self) -> usize {
         self as usize
     }
 }
 
-/// Drop counters, one per [`DropReason`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DropCounters([u64; DropReason::ALL.len()]);
+/// A set of named reasons, each with its own counter ([`DropReason`], [`TxDrop`]).
+///
+/// [`TxDrop`]: crate::device::TxDrop
+pub trait Reason: Copy + 'static {
+    /// Every reason, in counter order.
+    const ALL: &'static [Self];
+    /// The counter name.
+    fn name(self) -> &'static str;
+    /// The position in [`Reason::ALL`].
+    fn index(self) -> usize;
+}
 
-impl DropCounters {
-    pub fn add(&mut self, reason: DropReason, n: u64) {
+impl Reason for DropReason {
+    const ALL: &'static [DropReason] = &DropReason::ALL;
+    fn name(self) -> &'static str {
+        DropReason::name(self)
+    }
+    fn index(self) -> usize {
+        DropReason::index(self)
+    }
+}
+
+/// One counter per reason `R` (`N` is `R::ALL.len()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts<R, const N: usize>([u64; N], std::marker::PhantomData<R>);
+
+impl<R, const N: usize> Default for Counts<R, N> {
+    fn default() -> Self {
+        Counts([0; N], std::marker::PhantomData)
+    }
+}
+
+impl<R: Reason, const N: usize> Counts<R, N> {
+    pub fn add(&mut self, reason: R, n: u64) {
         self.0[reason.index()] += n;
     }
-    pub fn get(&self, reason: DropReason) -> u64 {
+    pub fn get(&self, reason: R) -> u64 {
         self.0[reason.index()]
     }
     pub fn total(&self) -> u64 {
         self.0.iter().sum()
     }
-    /// The non-zero counters, by name.
-    pub fn nonzero(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
-        DropReason::ALL
+    /// The non-zero counters, by reason.
+    pub fn nonzero(&self) -> impl Iterator<Item = (R, u64)> + '_ {
+        R::ALL
             .iter()
             .map(|&r| (r, self.get(r)))
             .filter(|&(_, n)| n > 0)
     }
 }
 
-impl serde::Serialize for DropCounters {
+impl<R: Reason, const N: usize> serde::Serialize for Counts<R, N> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(DropReason::ALL.len()))?;
-        for r in DropReason::ALL {
+        let mut m = s.serialize_map(Some(N))?;
+        for &r in R::ALL {
             m.serialize_entry(r.name(), &self.get(r))?;
         }
         m.end()
     }
 }
 
+/// Drop counters, one per [`DropReason`].
+pub type DropCounters = Counts<DropReason, { DropReason::ALL.len() }>;
+
 /// What the stage decided for one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Rewritten in place; transmit it on device `out` (an index into the dataplane's devices).
     Forward { out: usize },
+    /// Forwarded on device `out`, not as the input buffer but as the frames the stage
+    /// handed to [`Emit::forward_part`]: its fragments, or the datagram trimmed of
+    /// link-layer padding. One forwarded frame in the counters, however many frames it
+    /// became; lost as a whole if the device refuses any of them.
+    ForwardEmitted { out: usize },
     /// Addressed to this box: hand it to the host's stack.
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
@@ -154,10 +201,16 @@ pub enum Verdict {
     Drop(DropReason),
 }
 
-/// Frames the stage generates on its own (ARP requests and replies, ICMP errors).
+/// Where the stage puts frames other than the rewritten input buffer.
 pub trait Emit {
-    /// Queues `frame` for transmission on device `out`.
+    /// Queues a frame the stage generates on its own (ARP requests and replies, ICMP
+    /// messages) for transmission on device `out`.
     fn emit(&mut self, out: usize, frame: &[u8]);
+
+    /// Queues one frame of the datagram being forwarded on device `out`, when it does
+    /// not leave as the input buffer (a fragment, or the datagram without its link-layer
+    /// padding); the stage then returns [`Verdict::ForwardEmitted`].
+    fn forward_part(&mut self, out: usize, frame: &[u8]);
 }
 
 /// The processing a received frame goes through.
@@ -165,4 +218,10 @@ pub trait PacketStage {
     /// Decides the fate of `frame`, received on device `input`; may rewrite it in place
     /// and may emit frames of its own.
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
+
+    /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
+    /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        Vec::new()
+    }
 }

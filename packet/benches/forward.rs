@@ -18,6 +18,7 @@ struct Discard;
 
 impl Emit for Discard {
     fn emit(&mut self, _out: usize, _frame: &[u8]) {}
+    fn forward_part(&mut self, _out: usize, _frame: &[u8]) {}
 }
 
 fn udp_frame() -> [u8; 60] {

@@ -110,7 +110,8 @@ pub struct InterfaceConfig {
     /// The interface's addresses with their prefix lengths (router mode).
     #[serde(default)]
     pub addresses: Vec<Ipv4Net>,
-    /// The IP MTU: the largest IPv4 packet sent out of this interface.
+    /// The IP MTU: the largest IPv4 packet sent out of this interface. `polld run`
+    /// takes the kernel's MTU of the interface when the key is absent.
     #[serde(default = "default_mtu")]
     pub mtu: u16,
 }

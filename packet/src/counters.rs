@@ -4,8 +4,10 @@
 //! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
 //! (ARP requests and replies, ICMP messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
-//! equation.
+//! equation. A forwarded datagram counts once in `forwarded` however many fragments it
+//! left as; the fragments are counted apart (`ofragments`).
 
+use crate::options::OptionCounters;
 use crate::rules::RuleHits;
 use crate::table::TableStats;
 use polld_core::{DropCounters, DropReason, Verdict};
@@ -44,6 +46,19 @@ pub struct StageCounters {
     pub generated: GeneratedCounters,
     /// ICMP errors that were due but suppressed by the rate limit.
     pub icmp_rate_limited: u64,
+    /// Datagrams forwarded as fragments (each is one `forwarded`), and the fragments
+    /// they became (FreeBSD's `ips_fragmented`, `ips_ofragments`).
+    pub fragmented: u64,
+    pub ofragments: u64,
+    /// Datagrams larger than the output MTU that could not be fragmented: DF set
+    /// (`oversize`), or fragments that would end past the largest datagram
+    /// (`fragment`). FreeBSD's `ips_cantfrag`.
+    pub cantfrag: u64,
+    /// Forwarded frames that arrived with link-layer padding or a trailer after the IP
+    /// total length, and left without it.
+    pub padding_trimmed: u64,
+    /// The IP options of datagrams to be forwarded.
+    pub options: OptionCounters,
 }
 
 impl StageCounters {
@@ -51,7 +66,7 @@ impl StageCounters {
     pub fn record(&mut self, verdict: Verdict) {
         self.received += 1;
         match verdict {
-            Verdict::Forward { .. } => self.forwarded += 1,
+            Verdict::Forward { .. } | Verdict::ForwardEmitted { .. } => self.forwarded += 1,
             Verdict::Local => self.local += 1,
             Verdict::Consumed => self.consumed += 1,
             Verdict::Drop(reason) => self.drops.add(reason, 1),
@@ -60,6 +75,67 @@ impl StageCounters {
 
     pub fn dropped(&self, reason: DropReason) -> u64 {
         self.drops.get(reason)
+    }
+
+    /// What the stage counts beyond the verdicts, as `net.inet.ip.*` entries (FreeBSD's
+    /// `ipstat` names where it has them).
+    pub fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        let o = &self.options;
+        vec![
+            (
+                "fragmented",
+                self.fragmented,
+                "Datagrams forwarded as fragments",
+            ),
+            ("ofragments", self.ofragments, "Fragments created"),
+            (
+                "cantfrag",
+                self.cantfrag,
+                "Datagrams too big that could not be fragmented",
+            ),
+            (
+                "padding_trimmed",
+                self.padding_trimmed,
+                "Frames forwarded without their link padding",
+            ),
+            (
+                "options_datagrams",
+                o.datagrams,
+                "Datagrams to forward with IP options",
+            ),
+            (
+                "options_record_route",
+                o.record_route,
+                "Record route options",
+            ),
+            (
+                "options_record_route_full",
+                o.record_route_full,
+                "Record route options without room",
+            ),
+            ("options_timestamp", o.timestamp, "Timestamp options"),
+            (
+                "options_timestamp_overflow",
+                o.timestamp_overflow,
+                "Timestamp options without room",
+            ),
+            (
+                "options_router_alert",
+                o.router_alert,
+                "Router alert options",
+            ),
+            (
+                "options_source_route",
+                o.source_route,
+                "Source route options (refused)",
+            ),
+            ("options_other", o.other, "Other options, passed through"),
+            (
+                "options_malformed",
+                o.malformed,
+                "Malformed option lists (dropped)",
+            ),
+        ]
     }
 
     /// Checks `received = forwarded + local + consumed + drops`.

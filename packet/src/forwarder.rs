@@ -19,12 +19,17 @@
 //!    are answered by polld itself when `icmp.answer_echo` is set (`Consumed`), so that a
 //!    router without a host path still answers ping.
 //! 6. Forwarding: a unicast IP packet received as link-layer broadcast → `Martian`
-//!    (§5.3.4); IP options → `IpOptions` (not forwarded on the fast path, no ICMP);
+//!    (§5.3.4); IP options checked ([`crate::options`]): a malformed list →
+//!    `IpOptions` with an ICMP parameter problem pointing at the fault, a source route
+//!    → `IpOptions`;
 //!    fragments that defeat port filtering (RFC 1858) → `Fragment`; TTL ≤ 1 →
 //!    `TtlExceeded` + ICMP time exceeded; no route → `NoRoute` + ICMP net unreachable;
-//!    larger than the output MTU → `Oversize` (+ ICMP fragmentation needed with the MTU
-//!    when DF is set); next hop not resolved → `Unresolved`; otherwise TTL − 1 with an
-//!    incremental checksum update, MACs rewritten, `Forward { out }`.
+//!    larger than the output MTU with DF set → `Oversize` + ICMP fragmentation needed
+//!    with the MTU (RFC 1191); next hop not resolved → `Unresolved`; otherwise record
+//!    route and timestamp entries added, TTL − 1 (an incremental checksum update, or a
+//!    full one when options changed), MACs rewritten, and `Forward { out }` — or
+//!    `ForwardEmitted { out }` when the datagram leaves as fragments, or without the
+//!    link-layer padding or trailer it arrived with.
 //!
 //! Decisions worth knowing:
 //! - **Fragments are forwarded.** IP leaves reassembly to the destination host (RFC 791,
@@ -32,9 +37,12 @@
 //!   dropped as `Fragment`: a first fragment too short to hold the 8-byte transport
 //!   header, and a TCP fragment at offset 8 (which can overwrite the TCP flags). Rules
 //!   with port conditions never match non-first fragments (their ports are unknown).
-//! - **No fragmentation.** A packet above the output MTU is dropped, not fragmented; with
-//!   DF clear this departs from RFC 1812, which has routers fragment (the sender gets no
-//!   ICMP either).
+//! - **Fragmentation** (DF clear, larger than the output MTU) follows RFC 791 in Linux's
+//!   layout: every fragment carries the input's header length, the options that are not
+//!   copied turned into NOPs after the first fragment; data in multiples of 8 bytes;
+//!   offsets and the last MF flag continue those of an input that was itself a
+//!   fragment. The datagram counts once as forwarded; `ofragments` counts the pieces.
+//!   One whose fragments would end past 65535 bytes is dropped as `Fragment`.
 //! - **Unresolved next hop: drop, not queue.** The frame is borrowed from the device
 //!   ring for the duration of the call, so holding it would mean copying; instead the
 //!   frame is dropped as `Unresolved` and an ARP request goes out (at most one per
@@ -55,6 +63,7 @@ use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
 use crate::frames::{self, IcmpHeader, Link};
 use crate::net::{is_martian_destination, is_martian_source, Ipv4Net};
+use crate::options::{self, Malformed, Recorder};
 use crate::ratelimit::TokenBucket;
 use crate::route::{NextHop, Route, RouteTable};
 use crate::rules::{Action, FiveTuple, RuleSet};
@@ -70,6 +79,8 @@ const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 /// Bytes of the offending packet's payload an ICMP error quotes after its header.
 const QUOTED_PAYLOAD: usize = 8;
 const NS_PER_MS: u64 = 1_000_000;
+/// The largest IPv4 datagram: where the last fragment must end.
+const MAX_DATAGRAM: usize = 65_535;
 
 /// A configured interface, stored at its device index.
 #[derive(Clone, Debug)]
@@ -107,6 +118,8 @@ pub struct Forwarder {
     own_addresses: Vec<Ipv4Addr>,
     directed_broadcasts: Vec<Ipv4Addr>,
     now_ns: u64,
+    /// Wall-clock minus monotonic time, for timestamp options.
+    utc_offset_ns: Option<u64>,
     next_ident: u16,
     scratch: Vec<u8>,
     counters: StageCounters,
@@ -179,6 +192,7 @@ impl Forwarder {
             directed_broadcasts,
             interfaces,
             now_ns: 0,
+            utc_offset_ns: None,
             next_ident: 0,
             scratch: Vec::with_capacity(2048),
             counters: StageCounters::default(),
@@ -189,6 +203,12 @@ impl Forwarder {
     /// dataplane calls it once per batch.
     pub fn set_now(&mut self, now_ns: u64) {
         self.now_ns = now_ns;
+    }
+
+    /// Sets the wall clock as an offset from `set_now`'s clock (nanoseconds since the
+    /// Unix epoch minus monotonic nanoseconds), for the timestamps of IP options.
+    pub fn set_utc_offset(&mut self, offset_ns: u64) {
+        self.utc_offset_ns = Some(offset_ns);
     }
 
     pub fn counters(&self) -> &StageCounters {
@@ -309,8 +329,21 @@ impl Forwarder {
         if link_group {
             return Verdict::Drop(DropReason::Martian);
         }
+        let mut records = false;
         if ip.has_options() {
-            return Verdict::Drop(DropReason::IpOptions);
+            match options::check(ip.header(), &mut self.counters.options) {
+                Err(Malformed { pointer }) => {
+                    let header = IcmpHeader {
+                        msg_type: icmp_type::PARAMETER_PROBLEM,
+                        code: 0,
+                        rest: (pointer as u32) << 24,
+                    };
+                    self.icmp_error(input, frame, header, emit);
+                    return Verdict::Drop(DropReason::IpOptions);
+                }
+                Ok(found) if found.source_route => return Verdict::Drop(DropReason::IpOptions),
+                Ok(found) => records = found.records,
+            }
         }
         if defeats_port_filtering(&ip) {
             return Verdict::Drop(DropReason::Fragment);
@@ -335,17 +368,22 @@ impl Forwarder {
             return Verdict::Drop(DropReason::NoRoute);
         };
         let out = &self.interfaces[route.out];
-        let out_mac = out.mac;
-        if total_len > out.mtu {
-            if dont_fragment {
-                let header = IcmpHeader {
-                    msg_type: icmp_type::DEST_UNREACHABLE,
-                    code: unreachable_code::FRAG_NEEDED,
-                    rest: u32::from(out.mtu),
-                };
-                self.icmp_error(input, frame, header, emit);
-            }
+        let (out_mac, mtu) = (out.mac, out.mtu);
+        let fragment = total_len > mtu;
+        if fragment && dont_fragment {
+            self.counters.cantfrag += 1;
+            let header = IcmpHeader {
+                msg_type: icmp_type::DEST_UNREACHABLE,
+                code: unreachable_code::FRAG_NEEDED,
+                rest: u32::from(mtu),
+            };
+            self.icmp_error(input, frame, header, emit);
             return Verdict::Drop(DropReason::Oversize);
+        }
+        if fragment && ip.frag_offset() + ip.payload().len() > MAX_DATAGRAM {
+            // Its last fragment's offset would not fit the 13-bit field.
+            self.counters.cantfrag += 1;
+            return Verdict::Drop(DropReason::Fragment);
         }
         let next_hop = route.next_hop_addr(dst);
         let resolution = self.arp.resolve(next_hop, self.now_ns);
@@ -355,11 +393,85 @@ impl Forwarder {
         let Some(next_hop_mac) = resolution.mac else {
             return Verdict::Drop(DropReason::Unresolved);
         };
-        Ipv4Packet::new_unchecked(&mut frame[ETH..]).decrement_ttl();
-        let mut eth = EthernetFrame::new_unchecked(frame);
+        let ip_end = ETH + usize::from(total_len);
+        let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH..ip_end]);
+        if records {
+            // Routes only lead to interfaces with addresses, and a frame from a martian
+            // source never gets here: the fallbacks are never used.
+            let address = |i: usize, peer| {
+                self.interfaces[i]
+                    .source_for(peer)
+                    .unwrap_or(Ipv4Addr::UNSPECIFIED)
+            };
+            let by = Recorder {
+                out_addr: address(route.out, next_hop),
+                in_addr: address(input, src),
+                own: &self.own_addresses,
+                timestamp: self.timestamp(),
+            };
+            options::record(ip.header_mut(), &by);
+            ip.set_ttl(ttl - 1);
+            ip.fill_checksum();
+        } else {
+            ip.decrement_ttl();
+        }
+        let mut eth = EthernetFrame::new_unchecked(&mut *frame);
         eth.set_src_addr(out_mac);
         eth.set_dst_addr(next_hop_mac);
+        if fragment {
+            self.fragment(route.out, &frame[..ip_end], mtu, emit);
+            return Verdict::ForwardEmitted { out: route.out };
+        }
+        if frame.len() > ip_end {
+            self.counters.padding_trimmed += 1;
+            emit.forward_part(route.out, &frame[..ip_end]);
+            return Verdict::ForwardEmitted { out: route.out };
+        }
         Verdict::Forward { out: route.out }
+    }
+
+    /// Sends `frame`, a datagram rewritten for output `out` and larger than its `mtu`,
+    /// as fragments (RFC 791 §3.2, in Linux's layout): each carries the whole header,
+    /// with the options not to be copied turned into NOPs after the first, and as many
+    /// 8-byte units of data as fit; offsets continue the input's, and the last fragment
+    /// keeps the input's MF flag.
+    fn fragment(&mut self, out: usize, frame: &[u8], mtu: u16, emit: &mut dyn Emit) {
+        let ip = Ipv4Packet::new_unchecked(&frame[ETH..]);
+        let header_end = ETH + ip.header_len();
+        let (base, more_after) = (ip.frag_offset(), ip.more_fragments());
+        // The config's MTU floor (68) leaves at least 8 bytes past a 60-byte header.
+        let step = (usize::from(mtu) + ETH - header_end) & !7;
+        let data = ip.payload();
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&frame[..header_end]);
+        for (n, chunk) in data.chunks(step).enumerate() {
+            let offset = n * step;
+            self.scratch.truncate(header_end);
+            self.scratch.extend_from_slice(chunk);
+            let mut piece = Ipv4Packet::new_unchecked(&mut self.scratch[ETH..]);
+            if n == 1 {
+                options::blank_uncopied(piece.header_mut());
+            }
+            let more = more_after || offset + chunk.len() < data.len();
+            piece.set_total_len((header_end - ETH + chunk.len()) as u16);
+            piece.set_fragment(false, more, base + offset);
+            piece.fill_checksum();
+            emit.forward_part(out, &self.scratch);
+            self.counters.ofragments += 1;
+        }
+        self.counters.fragmented += 1;
+    }
+
+    /// The value of a timestamp option entry: milliseconds since midnight UT once the
+    /// wall clock is known ([`Forwarder::set_utc_offset`]); until then milliseconds of
+    /// the monotonic clock with the high-order bit set, which RFC 791 allows for a time
+    /// not relative to midnight UT.
+    fn timestamp(&self) -> u32 {
+        const MS_PER_DAY: u64 = 86_400_000;
+        match self.utc_offset_ns {
+            Some(offset) => ((self.now_ns.wrapping_add(offset) / NS_PER_MS) % MS_PER_DAY) as u32,
+            None => ((self.now_ns / NS_PER_MS) as u32) | 0x8000_0000,
+        }
     }
 
     /// A packet for one of our addresses: answer it if it is a ping, else hand it up.
@@ -482,5 +594,9 @@ impl PacketStage for Forwarder {
         let verdict = self.decide(input, frame, emit);
         self.counters.record(verdict);
         verdict
+    }
+
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        self.counters.sysctl_counters()
     }
 }

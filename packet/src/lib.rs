@@ -2,7 +2,8 @@
 //!
 //! - [`wire`]: zero-copy typed views (Ethernet, ARP, IPv4, UDP, ICMP) and the Internet
 //!   checksum with its incremental update.
-//! - [`Forwarder`]: the IPv4 router (RFC 1812 checks, ARP, ICMP errors, LPM routing).
+//! - [`Forwarder`]: the IPv4 router (RFC 1812 checks, ARP, ICMP errors, LPM routing,
+//!   fragmentation); [`options`]: the IP options it processes.
 //! - [`Bridge`]: an L2 learning bridge.
 //! - [`rules`]: ipfw-style 5-tuple allow/deny rules, used by both.
 //! - [`config`]: the serde configuration embedded in `polld run`'s TOML, and validation.
@@ -19,6 +20,7 @@ mod fasthash;
 pub mod forwarder;
 mod frames;
 pub mod net;
+pub mod options;
 pub mod ratelimit;
 pub mod route;
 pub mod rules;

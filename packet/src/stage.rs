@@ -34,6 +34,14 @@ impl Stage {
         }
     }
 
+    /// Sets the wall clock for IP timestamp options ([`Forwarder::set_utc_offset`]); the
+    /// bridge does not look at IP options.
+    pub fn set_utc_offset(&mut self, offset_ns: u64) {
+        if let Stage::Router(f) = self {
+            f.set_utc_offset(offset_ns);
+        }
+    }
+
     pub fn counters(&self) -> &StageCounters {
         match self {
             Stage::Router(f) => f.counters(),
@@ -54,6 +62,14 @@ impl PacketStage for Stage {
         match self {
             Stage::Router(f) => f.process(input, frame, emit),
             Stage::Bridge(b) => b.process(input, frame, emit),
+        }
+    }
+
+    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+        match self {
+            Stage::Router(f) => f.sysctl_counters(),
+            // A bridge neither fragments nor reads IP options.
+            Stage::Bridge(_) => Vec::new(),
         }
     }
 }

@@ -157,7 +157,7 @@ fn forwards_with_rewritten_macs_ttl_and_valid_checksum() {
 fn connected_destination_needs_arp_then_forwards() {
     let mut rig = Rig::new();
     let host_b = ip("10.0.2.77");
-    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 10);
+    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 32);
     assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
     let sent = rig.sent.take();
     assert_eq!(sent.len(), 1, "one ARP request");
@@ -306,15 +306,267 @@ fn ttl_0_is_exceeded() {
     assert_eq!(rig.drop_from_a(&packet), DropReason::TtlExceeded);
 }
 
+/// Forwards `packet` from host A, expecting it in place on port 1; returns the IP bytes.
+fn forwarded_in_place(rig: &mut Rig, packet: &Ip) -> Vec<u8> {
+    let (verdict, frame) = rig.send_from_a(packet);
+    assert_eq!(verdict, Verdict::Forward { out: 1 });
+    let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+    assert!(naive_checksum_ok(ip.header()), "forwarded header checksum");
+    ip.packet().to_vec()
+}
+
 #[test]
-fn ip_options_are_not_forwarded() {
+fn record_route_gets_the_output_address() {
     let mut rig = Rig::new();
-    // Record route (type 7), 3 bytes, then end-of-list padding to a 4-byte boundary.
+    // Room for two addresses, then end-of-list padding.
     let packet = Ip {
-        options: vec![7, 3, 4, 0],
+        options: vec![7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         ..udp_to_net9()
     };
-    assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+    let out = forwarded_in_place(&mut rig, &packet);
+    assert_eq!(out[20..32], [7, 11, 8, 10, 0, 2, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(out[8], 63, "TTL");
+    assert_eq!(out[32..], packet.bytes()[32..], "payload untouched");
+    // Full: forwarded untouched.
+    let full = Ip {
+        options: vec![7, 7, 8, 9, 9, 9, 9, 0],
+        ..udp_to_net9()
+    };
+    assert_eq!(
+        forwarded_in_place(&mut rig, &full)[20..28],
+        full.options[..]
+    );
+    let c = rig.fwd.counters().options;
+    assert_eq!(
+        (c.datagrams, c.record_route, c.record_route_full),
+        (2, 2, 1)
+    );
+}
+
+#[test]
+fn timestamps_in_all_three_forms() {
+    let mut rig = Rig::new();
+    rig.fwd.set_now(5 * SEC);
+    // The wall clock is 3 days, 1.5 s past midnight UT at monotonic 5 s.
+    rig.fwd
+        .set_utc_offset(3 * 86_400 * SEC + 1_500_000_000 - 5 * SEC);
+    let ms = 1500u32.to_be_bytes();
+    let with = |options: Vec<u8>| Ip {
+        options,
+        ..udp_to_net9()
+    };
+    let only = forwarded_in_place(&mut rig, &with(vec![68, 8, 5, 0, 0, 0, 0, 0]));
+    assert_eq!(only[20..24], [68, 8, 9, 0]);
+    assert_eq!(only[24..28], ms);
+    let addressed = forwarded_in_place(&mut rig, &with(vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0]));
+    assert_eq!(
+        addressed[20..28],
+        [68, 12, 13, 1, 10, 0, 1, 1],
+        "the input's address"
+    );
+    assert_eq!(addressed[28..32], ms);
+    // Prespecified: only the listed router (10.0.1.1, ours) stamps; 10.9.9.9 is not us.
+    let listed = vec![
+        68, 20, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0, 10, 9, 9, 9, 0, 0, 0, 0,
+    ];
+    let stamped = forwarded_in_place(&mut rig, &with(listed.clone()));
+    assert_eq!(stamped[22], 13);
+    assert_eq!(stamped[28..32], ms);
+    let mut not_us = listed;
+    not_us[2] = 13;
+    let skipped = forwarded_in_place(&mut rig, &with(not_us.clone()));
+    assert_eq!(skipped[20..40], not_us[..], "not ours: untouched");
+    // Full: the overflow count goes from 1 to 2.
+    let full = forwarded_in_place(&mut rig, &with(vec![68, 8, 13, 0x10, 0, 0, 0, 0]));
+    assert_eq!(full[20..24], [68, 8, 13, 0x20]);
+    let c = rig.fwd.counters().options;
+    assert_eq!((c.timestamp, c.timestamp_overflow), (5, 1));
+}
+
+#[test]
+fn malformed_options_get_parameter_problem() {
+    let mut rig = Rig::new();
+    for (options, pointer) in [
+        (vec![7, 1, 0, 0], 20),                // option length below 2
+        (vec![68, 8, 5, 0xF0, 0, 0, 0, 0], 0), // fine: pointer 5 has room
+        (vec![68, 4, 5, 0xF0], 23),            // full, and the overflow count is at 15
+        (vec![148, 2, 0, 0], 21),              // router alert shorter than 4
+    ] {
+        let packet = Ip {
+            options,
+            ..udp_to_net9()
+        };
+        if pointer == 0 {
+            forwarded_in_place(&mut rig, &packet);
+            continue;
+        }
+        assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+        let sent = rig.sent.take();
+        assert_eq!(sent.len(), 1, "{packet:?}");
+        let (_, _, icmp) = parse_icmp(&sent[0].1);
+        assert_eq!(
+            (icmp.msg_type(), icmp.code()),
+            (icmp_type::PARAMETER_PROBLEM, 0)
+        );
+        assert_eq!(icmp.rest_of_header() >> 24, pointer, "{packet:?}");
+    }
+    assert_eq!(rig.fwd.counters().options.malformed, 3);
+}
+
+#[test]
+fn source_routes_are_refused_silently() {
+    let mut rig = Rig::new();
+    for kind in [131, 137] {
+        let packet = Ip {
+            options: vec![kind, 7, 4, 10, 9, 1, 1, 0],
+            ..udp_to_net9()
+        };
+        assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+    }
+    assert!(
+        rig.sent.take().is_empty(),
+        "as Linux with accept_source_route=0"
+    );
+    assert_eq!(rig.fwd.counters().options.source_route, 2);
+}
+
+#[test]
+fn router_alert_nop_eol_and_unknown_options_pass_through() {
+    let mut rig = Rig::new();
+    let options = vec![148, 4, 0, 0, 1, 130, 3, 0, 25, 2, 0, 0];
+    let packet = Ip {
+        options: options.clone(),
+        ..udp_to_net9()
+    };
+    let out = forwarded_in_place(&mut rig, &packet);
+    assert_eq!(out[20..32], options[..]);
+    let c = rig.fwd.counters().options;
+    assert_eq!(
+        (c.router_alert, c.nop, c.other, c.end_of_list),
+        (1, 1, 2, 1)
+    );
+}
+
+/// The fragments `parts` put back together: (first header, payload), checking each
+/// fragment's checksum, size, 8-byte alignment and that they tile without gaps.
+fn reassemble(parts: &[(usize, Vec<u8>)], mtu: usize) -> (Vec<u8>, Vec<u8>) {
+    let mut data = Vec::new();
+    let mut first_header = Vec::new();
+    for (n, (out, frame)) in parts.iter().enumerate() {
+        assert_eq!(*out, 1);
+        let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+        assert_eq!(frame.len(), 14 + usize::from(ip.total_len()), "no padding");
+        assert!(naive_checksum_ok(ip.header()), "fragment {n} checksum");
+        assert!(
+            usize::from(ip.total_len()) <= mtu,
+            "fragment {n} fits the MTU"
+        );
+        let last = n + 1 == parts.len();
+        if !last {
+            assert!(ip.more_fragments(), "fragment {n}: MF");
+            assert_eq!(ip.payload().len() % 8, 0, "fragment {n}: 8-byte units");
+        }
+        if n == 0 {
+            first_header = ip.header().to_vec();
+        }
+        let base = Ipv4Packet::new_unchecked(&parts[0].1[14..]).frag_offset();
+        assert_eq!(ip.frag_offset(), base + data.len(), "fragment {n} offset");
+        data.extend_from_slice(ip.payload());
+    }
+    (first_header, data)
+}
+
+#[test]
+fn larger_than_the_mtu_with_df_clear_is_fragmented() {
+    let mut rig = Rig::new();
+    let big = Ip::udp("10.0.1.2", "10.9.1.1", 9, 3000);
+    assert_eq!(rig.verdict_from_a(&big), Verdict::ForwardEmitted { out: 1 });
+    let parts = rig.sent.take_parts();
+    assert_eq!(parts.len(), 3, "3008 bytes of UDP in 1376-byte pieces");
+    let (header, data) = reassemble(&parts, 1400);
+    assert_eq!(data, big.payload);
+    assert_eq!(header[8], 63, "TTL");
+    let offsets: Vec<usize> = parts
+        .iter()
+        .map(|(_, f)| Ipv4Packet::new_unchecked(&f[14..]).frag_offset())
+        .collect();
+    assert_eq!(offsets, [0, 1376, 2752]);
+    let eth = EthernetFrame::new_checked(&parts[2].1[..]).unwrap();
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (r2(), gw()));
+    let c = rig.fwd.counters();
+    assert_eq!((c.forwarded, c.fragmented, c.ofragments), (1, 1, 3));
+    assert!(rig.sent.take().is_empty(), "no ICMP");
+}
+
+#[test]
+fn fragmenting_a_fragment_continues_its_offset_and_mf() {
+    let mut rig = Rig::new();
+    let middle = Ip {
+        more_fragments: true,
+        frag_offset: 800,
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 2000)
+    };
+    rig.verdict_from_a(&middle);
+    let parts = rig.sent.take_parts();
+    let (_, data) = reassemble(&parts, 1400);
+    assert_eq!(data, middle.payload);
+    for (n, (_, f)) in parts.iter().enumerate() {
+        let ip = Ipv4Packet::new_unchecked(&f[14..]);
+        assert!(
+            ip.more_fragments(),
+            "fragment {n}: more of the datagram follows"
+        );
+        assert_eq!(ip.frag_offset(), 800 + n * 1376);
+    }
+}
+
+#[test]
+fn only_copied_options_go_into_later_fragments() {
+    let mut rig = Rig::new();
+    // Router alert (copied), record route with room (not copied), end of list.
+    let options = vec![148, 4, 0, 0, 7, 7, 4, 0, 0, 0, 0, 0];
+    let big = Ip {
+        options,
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 2000)
+    };
+    rig.verdict_from_a(&big);
+    let parts = rig.sent.take_parts();
+    let (first, data) = reassemble(&parts, 1400);
+    assert_eq!(data, big.payload);
+    assert_eq!(first[20..32], [148, 4, 0, 0, 7, 7, 8, 10, 0, 2, 1, 0]);
+    let second = Ipv4Packet::new_checked(&parts[1].1[14..]).unwrap();
+    assert_eq!(
+        second.header()[20..32],
+        [148, 4, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0]
+    );
+}
+
+#[test]
+fn fragments_ending_past_the_largest_datagram_are_dropped() {
+    let mut rig = Rig::new();
+    let late = Ip {
+        frag_offset: 65528 - 8 * 8,
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 1500)
+    };
+    assert_eq!(rig.drop_from_a(&late), DropReason::Fragment);
+    assert_eq!(rig.fwd.counters().cantfrag, 1);
+}
+
+#[test]
+fn link_padding_is_trimmed() {
+    let mut rig = Rig::new();
+    let small = Ip::udp("10.0.1.2", "10.9.1.1", 9, 4);
+    let mut frame = small.frame(host_a(), r1());
+    frame.extend_from_slice(&[0xEE; 4]); // a trailer after the padding
+    assert_eq!(
+        rig.process(0, &mut frame),
+        Verdict::ForwardEmitted { out: 1 }
+    );
+    let parts = rig.sent.take_parts();
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].1.len(), 14 + 32);
+    assert_eq!(parts[0].1[..], frame[..14 + 32], "the rewritten frame, cut");
+    assert_eq!(rig.fwd.counters().padding_trimmed, 1);
 }
 
 #[test]
@@ -337,7 +589,7 @@ fn fragments_are_forwarded() {
     assert_eq!(rig.verdict_from_a(&first), Verdict::Forward { out: 1 });
     let later = Ip {
         frag_offset: 40,
-        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 16)
+        ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 32)
     };
     assert_eq!(rig.verdict_from_a(&later), Verdict::Forward { out: 1 });
 }
@@ -385,12 +637,7 @@ fn oversize_with_df_gets_frag_needed() {
     );
     assert_eq!(icmp.rest_of_header(), 1400, "next-hop MTU (RFC 1191)");
 
-    let no_df = Ip {
-        dont_fragment: false,
-        ..big
-    };
-    assert_eq!(rig.drop_from_a(&no_df), DropReason::Oversize);
-    assert!(rig.sent.take().is_empty());
+    assert_eq!(rig.fwd.counters().cantfrag, 1);
     let fits = Ip::udp("10.0.1.2", "10.9.1.1", 9, 1400 - 28);
     assert_eq!(rig.verdict_from_a(&fits), Verdict::Forward { out: 1 });
 }
@@ -658,7 +905,7 @@ fn arp_request_for_us_is_answered_and_learned() {
     );
     // RFC 826: the requester is learned, so traffic to it needs no request of ours.
     assert_eq!(rig.fwd.arp_lookup(ip("10.0.1.2")), Some(host_a()));
-    let mut to_a = Ip::udp("10.0.2.2", "10.0.1.2", 9, 8).frame(gw(), r2());
+    let mut to_a = Ip::udp("10.0.2.2", "10.0.1.2", 9, 32).frame(gw(), r2());
     assert_eq!(rig.process(1, &mut to_a), Verdict::Forward { out: 0 });
 }
 
@@ -692,7 +939,7 @@ fn arp_for_other_hosts_is_consumed_silently() {
 #[test]
 fn arp_entries_age_out() {
     let mut rig = Rig::with("[arp]\nmax_age_ms = 10000\n");
-    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 8);
+    let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 32);
     assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
     rig.arp_reply_from(1, ip("10.0.2.77"), mac(77, 2));
     rig.sent.take();
@@ -775,11 +1022,11 @@ fn rules_filter_first_match_and_count() {
         "#,
     );
     assert_eq!(
-        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 53, 8)),
+        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 53, 32)),
         Verdict::Forward { out: 1 }
     );
     assert_eq!(
-        rig.drop_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 80, 8)),
+        rig.drop_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 80, 32)),
         DropReason::Filtered
     );
     let ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"");
@@ -789,7 +1036,7 @@ fn rules_filter_first_match_and_count() {
         "rules apply to local traffic"
     );
     assert_eq!(
-        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.0.2.2", 80, 8)),
+        rig.verdict_from_a(&Ip::udp("10.0.1.2", "10.0.2.2", 80, 32)),
         Verdict::Forward { out: 1 }
     );
     let stats = rig.fwd.stats();

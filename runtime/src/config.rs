@@ -24,6 +24,13 @@
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
+//! mtu = 1500                     # the largest IP packet sent out of it (default: the
+//!                                # kernel's MTU of the interface, else 1500); bigger ones
+//!                                # are fragmented (DF clear) or refused with ICMP (DF set)
+//!
+//! [interfaces.fault]             # a test tool: seeded faults on this interface, rates
+//! seed = 1                       # per mille, each counted by name (see polld-middleware)
+//! rx_drop = 10                   # also rx_truncate, rx_corrupt, rx_duplicate, tx_fail
 //!
 //! [[routes]]
 //! prefix = "0.0.0.0/0"
@@ -37,6 +44,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use polld_core::Mode;
+use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
 use serde::Deserialize;
 
@@ -125,6 +133,8 @@ pub struct DeviceConfig {
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
+    /// Faults to inject (a test tool), from `[interfaces.fault]`.
+    pub fault: Option<FaultConfig>,
 }
 
 /// A knob write from `[knobs]`, with the line it came from.
@@ -189,6 +199,7 @@ struct DeviceKeys {
     mode: ModeName,
     #[serde(default)]
     queue: u32,
+    fault: Option<FaultConfig>,
 }
 
 struct ModeName(Mode);
@@ -211,7 +222,7 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-const DEVICE_KEYS: [&str; 3] = ["backend", "mode", "queue"];
+const DEVICE_KEYS: [&str; 4] = ["backend", "mode", "queue", "fault"];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -245,6 +256,7 @@ impl RunConfig {
 
         let mut devices = Vec::new();
         let mut stage_interfaces = Vec::new();
+        let mut explicit_mtu = Vec::new();
         for (i, entry) in file.interfaces.iter().enumerate() {
             let (device_part, stage_part): (toml::Table, toml::Table) = entry
                 .clone()
@@ -272,12 +284,18 @@ impl RunConfig {
                 .and_then(|v| v.as_str())
                 .unwrap_or_default()
                 .to_string();
+            if let Some(Err(e)) = keys.fault.as_ref().map(FaultConfig::validate) {
+                let field = format!("interfaces[{i}].fault.{}", e.field);
+                return Err(fail(locate(&field), format!("interfaces[{i}].{e}")));
+            }
             devices.push(DeviceConfig {
                 name,
                 backend: keys.backend,
                 mode: keys.mode.0,
                 queue: keys.queue,
+                fault: keys.fault,
             });
+            explicit_mtu.push(stage_part.contains_key("mtu"));
             stage_interfaces.push(toml::Value::Table(stage_part));
         }
         let mut packet = file.packet;
@@ -291,7 +309,19 @@ impl RunConfig {
                 })?;
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
+                // The MAC defaults to the interface's own: say so when there is none.
+                if dev.backend != Backend::Tap
+                    && matches!(polld_dev::iface::exists(&dev.name), Ok(false))
+                {
+                    let field = format!("interfaces[{i}].name");
+                    return Err(fail(locate(&field), no_such_interface(i, &dev.name)));
+                }
                 packet.interfaces[i].mac = kernel_mac(&dev.name);
+            }
+            if !explicit_mtu[i] {
+                if let Some(mtu) = kernel_mtu(&dev.name) {
+                    packet.interfaces[i].mtu = mtu;
+                }
             }
         }
         let config_error =
@@ -346,6 +376,20 @@ impl RunConfig {
         })
     }
 
+    /// An error about `field` (such as `interfaces[1].queue`), at its line.
+    pub fn error_at_field(&self, field: &str, message: String) -> RunConfigError {
+        let line = self
+            .source
+            .parse::<toml_edit::ImDocument<String>>()
+            .ok()
+            .and_then(|doc| field_line(&doc, &self.source, field));
+        RunConfigError {
+            path: self.path.clone(),
+            line,
+            message,
+        }
+    }
+
     /// An error about the key `key` of this file, at its line.
     pub fn error_at_key(&self, key: &str, message: String) -> RunConfigError {
         RunConfigError {
@@ -356,11 +400,27 @@ impl RunConfig {
     }
 }
 
+/// The error for an interface polld must open but which this namespace does not have.
+pub fn no_such_interface(i: usize, ifname: &str) -> String {
+    format!(
+        "interfaces[{i}].name: there is no interface {ifname:?} in {}; run polld in the \
+         namespace that has it (--netns NAME; `ip netns list`), or check the name (`ip link`)",
+        polld_dev::netns::describe_current()
+    )
+}
+
 /// The MAC the kernel gives `ifname`, if it exists in this namespace.
 fn kernel_mac(ifname: &str) -> Option<polld_packet::wire::MacAddr> {
     polld_dev::iface::hardware_address(ifname)
         .ok()
         .map(polld_packet::wire::MacAddr)
+}
+
+/// The MTU the kernel gives `ifname`, if it exists in this namespace and the forwarder
+/// can use it (68 and up, RFC 791's minimum).
+fn kernel_mtu(ifname: &str) -> Option<u16> {
+    let mtu = polld_dev::iface::mtu(ifname).ok()?;
+    (mtu >= 68).then(|| mtu.min(u32::from(u16::MAX)) as u16)
 }
 
 fn line_of_offset(source: &str, offset: usize) -> usize {

@@ -1,7 +1,9 @@
 //! `polld run -c FILE`: set-up in the order privileges demand, then the executor.
 //!
 //! 1. enter the network namespace; read and validate the config (errors at file:line);
-//! 2. check capabilities, block SIGINT/SIGTERM;
+//! 2. [`crate::check::preflight`]: capabilities, interfaces, queues, CPU, realtime, the
+//!    control socket (`--check` adds the stage, modes and knobs on unopened devices, and
+//!    stops there); block SIGINT/SIGTERM;
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
 //!    interface, start the control socket;
@@ -9,16 +11,18 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use polld_core::{Dataplane, Device, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::tap::Tap;
+use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::Stage;
 
 use crate::caps::{self, Cap, CapSet};
+use crate::check::{self, CheckReport};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::rx_work::RxOwner;
@@ -42,6 +46,10 @@ pub struct RunArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Record every interface's frames, received and sent, to PREFIX.IFNAME.pcap (classic
+    /// pcap, readable by tcpdump -r); a write error stops that recording and is printed.
+    #[arg(long, value_name = "PREFIX")]
+    pub pcap: Option<String>,
 }
 
 /// Why `polld run` could not start or stopped with an error.
@@ -68,7 +76,7 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {}
 
 /// The capabilities set-up needs, with why.
-fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
+pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
     let mut needed = Vec::new();
     for d in &config.devices {
         let why = |what: &str| format!("to {what} {} ({})", d.name, d.backend.name());
@@ -136,6 +144,71 @@ fn open_device(d: &DeviceConfig, knobs: &Knobs) -> Result<(Box<dyn Device>, RxOw
     })
 }
 
+/// Wraps an opened device in the middleware asked for: the fault injector of
+/// `[interfaces.fault]`, then the pcap writer of `--pcap` (outermost, so the file holds
+/// the frames the dataplane saw and counted).
+fn wrap_device(
+    mut dev: Box<dyn Device>,
+    d: &DeviceConfig,
+    pcap: Option<&str>,
+) -> Result<Box<dyn Device>, String> {
+    if let Some(fault) = d.fault {
+        dev = Box::new(FaultInjector::new(dev, fault).map_err(|e| format!("{}: {e}", d.name))?);
+    }
+    if let Some(prefix) = pcap {
+        let path = PathBuf::from(format!("{prefix}.{}.pcap", d.name));
+        let file = std::fs::File::create(&path).map_err(|e| {
+            format!(
+                "--pcap: cannot create {}: {e}; give a PREFIX in a writable directory",
+                path.display()
+            )
+        })?;
+        let out = PcapFile {
+            path: path.clone(),
+            file: std::io::BufWriter::new(file),
+        };
+        let wall_clock = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_nanos() as u64)
+        };
+        let writer = PcapWriter::new(dev, out, Box::new(wall_clock))
+            .map_err(|e| format!("--pcap: cannot write {}: {e}", path.display()))?;
+        dev = Box::new(writer);
+    }
+    Ok(dev)
+}
+
+/// A `--pcap` file: says on stderr when a write fails (the recording stops there, the
+/// forwarding goes on).
+struct PcapFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl PcapFile {
+    fn report<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &result {
+            eprintln!(
+                "polld: --pcap {}: {e}; the recording of this interface stops here",
+                self.path.display()
+            );
+        }
+        result
+    }
+}
+
+impl Write for PcapFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let result = self.file.write(buf);
+        self.report(result)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let result = self.file.flush();
+        self.report(result)
+    }
+}
+
 /// The knobs the config file sets, on top of the defaults: what the devices are opened
 /// with (the dataplane validates them again when they are applied).
 fn configured_knobs(config: &RunConfig) -> Knobs {
@@ -162,11 +235,16 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         })?;
     }
     let config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    let socket = args
+        .socket
+        .clone()
+        .or(config.daemon.socket.clone())
+        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     if args.check {
-        writeln!(out, "{}: configuration OK", args.config.display()).map_err(RunError::Io)?;
-        return Ok(());
+        let report = check::check(&config, &socket)?;
+        return print_check(&args.config, &report, out).map_err(RunError::Io);
     }
-    caps::require(&needed_caps(&config)).map_err(RunError::Privileges)?;
+    check::preflight(&config, &socket)?;
     // Before any thread exists, so every thread inherits the mask.
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
@@ -180,27 +258,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         })?;
+        let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
     }
-    let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
-    let stage = Stage::new(&config.packet, &names)
-        .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
-    let mut dp: RealDataplane = Dataplane::new(Poller::default(), devices, stage);
-    let defaults = polld_control::answer::writable_values(&dp);
-    for (i, d) in config.devices.iter().enumerate() {
-        dp.set_mode(i, d.mode)
-            .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
-    }
-    for knob in &config.knobs {
-        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
-            RunError::Config(RunConfigError {
-                path: config.path.clone(),
-                line: Some(knob.line),
-                message: e.to_string(),
-            })
-        })?;
-    }
+    let (dp, defaults) = build_dataplane(&config, devices)?;
     let info: Vec<IfInfo> = config
         .devices
         .iter()
@@ -216,11 +278,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         .collect();
 
     if let Some(cpu) = config.daemon.cpu {
-        sys::pin_to_cpu(cpu).map_err(|e| {
-            RunError::Setup(format!(
-                "[daemon] cpu = {cpu}: {e}; pick a CPU this machine has"
-            ))
-        })?;
+        sys::pin_to_cpu(cpu).map_err(|e| RunError::Setup(check::cpu_error(cpu, &e)))?;
     }
     let policy = if config.daemon.realtime {
         sys::make_realtime()
@@ -232,11 +290,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     caps::drop_all_but(kept_caps(&config))
         .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
 
-    let socket = args
-        .socket
-        .clone()
-        .or(config.daemon.socket.clone())
-        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     let (server, inbox) = polld_control::server::ControlServer::start(&socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
     let metrics = match config.daemon.metrics {
@@ -276,6 +329,54 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     report(exec.dataplane(), &info, signal, args.json, out).map_err(RunError::Io)
 }
 
+/// Each writable entry and its value before the config was applied.
+pub(crate) type Defaults = Vec<(String, String)>;
+
+/// The packet stage and the dataplane on `devices`, with the config's modes and knobs
+/// applied in order; also the writable values before they were applied (the defaults).
+pub(crate) fn build_dataplane<D: Device>(
+    config: &RunConfig,
+    devices: Vec<D>,
+) -> Result<(Dataplane<D, Stage>, Defaults), RunError> {
+    let names: Vec<&str> = config.devices.iter().map(|d| d.name.as_str()).collect();
+    let mut stage = Stage::new(&config.packet, &names)
+        .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?;
+    // IP timestamp options want milliseconds since midnight UT; the stage's clock is
+    // the monotonic one.
+    if let Ok(since_epoch) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        let wall_ns = since_epoch.as_nanos() as u64;
+        stage.set_utc_offset(wall_ns.wrapping_sub(polld_dev::clock::monotonic_ns()));
+    }
+    let mut dp = Dataplane::new(Poller::default(), devices, stage);
+    let defaults = polld_control::answer::writable_values(&dp);
+    for (i, d) in config.devices.iter().enumerate() {
+        dp.set_mode(i, d.mode)
+            .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
+    }
+    for knob in &config.knobs {
+        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
+            RunError::Config(RunConfigError {
+                path: config.path.clone(),
+                line: Some(knob.line),
+                message: e.to_string(),
+            })
+        })?;
+    }
+    Ok((dp, defaults))
+}
+
+/// What `--check` found: OK, what it checked, and what it could not check.
+fn print_check(path: &Path, report: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{}: configuration OK", path.display())?;
+    for line in &report.checked {
+        writeln!(out, "  checked: {line}")?;
+    }
+    for line in &report.not_checked {
+        writeln!(out, "  not checked (opening it has side effects): {line}")?;
+    }
+    Ok(())
+}
+
 /// The final counters, and the conservation check per interface.
 fn report(
     dp: &RealDataplane,
@@ -305,6 +406,9 @@ fn report(
         )?;
         for (reason, n) in c.drops.nonzero() {
             writeln!(out, "    dropped {n} {}", reason.name())?;
+        }
+        for (reason, n) in c.tx_drops.nonzero() {
+            writeln!(out, "    dropped on transmit {n} {}", reason.name())?;
         }
         let unaccounted = c.unaccounted();
         if unaccounted != 0 {

@@ -8,16 +8,18 @@
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a device reopens itself there when its interface returns);
-//! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd.
+//! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
+//! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on.
 //!
 //! After each wakeup it runs the work that is due by the priorities of the simulated CPU:
 //! a running interrupt handler to completion, adaptive tasks, the armed poll chunk, the
-//! IP input queue, the pollmore; then busy interfaces; idle polling last. When nothing is
-//! due it sleeps again, which is what leaves the rest of the core to user work.
+//! IP input queue, the pollmore; then busy interfaces; an idle-poll pass last, when the
+//! idle thread reported an idle CPU. When nothing is due it sleeps again, which is what
+//! leaves the rest of the core to user work.
 //!
-//! Idle polling and busy polling spin; while spinning only for idle polling the thread
-//! runs `SCHED_IDLE`, so that it takes nothing from other work on the core, and returns to
-//! its own policy for accounted work.
+//! Busy polling spins at the thread's own policy. Idle polling waits for the idle thread
+//! (`SCHED_IDLE`) to find the CPU idle, so the poll thread's policy never changes after
+//! set-up (it could not return from `SCHED_IDLE` without the CAP_SYS_NICE it dropped).
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -33,6 +35,7 @@ use polld_control::server::Inbox;
 use polld_core::{Dataplane, Device, Event, LinkState, Mode};
 use polld_packet::Stage;
 
+use crate::idle::IdlePoller;
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -46,6 +49,7 @@ const TOKEN_TICK: u64 = 0;
 const TOKEN_STATUS: u64 = 1;
 const TOKEN_SIGNAL: u64 = 2;
 const TOKEN_CONTROL: u64 = 3;
+const TOKEN_IDLE: u64 = 4;
 const TOKEN_IF: u64 = 16;
 
 /// What `polld ifconfig` shows besides the counters: per interface, set at start.
@@ -89,13 +93,6 @@ fn timed<T>(account: &mut u64, f: impl FnOnce() -> T) -> T {
     result
 }
 
-/// The poll thread's scheduling policy while it does accounted work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Policy {
-    Own,
-    Idle,
-}
-
 pub struct Executor {
     dp: RealDataplane,
     info: Vec<IfInfo>,
@@ -109,9 +106,7 @@ pub struct Executor {
     inbox: Option<Inbox>,
     /// The fd each interface has in the epoll set, if any.
     watched: Vec<Option<RawFd>>,
-    /// The thread's policy outside idle polling (SCHED_FIFO or SCHED_OTHER).
-    own_policy: (libc::c_int, libc::sched_param),
-    policy: Policy,
+    idle: IdlePoller,
 }
 
 impl Executor {
@@ -132,13 +127,9 @@ impl Executor {
             epoll.add(inbox.wake_fd(), TOKEN_CONTROL)?;
         }
         status.set_period(STATUS_PERIOD_NS)?;
+        let idle = IdlePoller::start()?;
+        epoll.add(idle.fd(), TOKEN_IDLE)?;
         let n = dp.interfaces().len();
-        let mut param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: reads the calling thread's policy into `param`.
-        let policy = unsafe {
-            libc::sched_getparam(0, &mut param);
-            libc::sched_getscheduler(0)
-        };
         Ok(Executor {
             dp,
             info,
@@ -151,8 +142,7 @@ impl Executor {
             signals,
             inbox,
             watched: vec![None; n],
-            own_policy: (policy, param),
-            policy: Policy::Own,
+            idle,
         })
     }
 
@@ -170,17 +160,20 @@ impl Executor {
         loop {
             self.sync_tick()?;
             self.sync_interrupts();
-            let spin = self.spinning();
+            if self.dp.poller().idle_poll_active() {
+                self.idle.ask();
+            }
+            let spin = self.any_busy();
             let timeout = if self.work_due() || spin { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
             let now = now_ns();
             self.dp.stage_mut().set_now(now);
+            let mut idle_pass = false;
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
                         let n = self.tick.expirations();
                         if n > 0 {
-                            self.set_policy(Policy::Own);
                             let dp = &mut self.dp;
                             timed(&mut self.accounts.work_ns, || {
                                 dp.hardclock(now, n.min(u32::MAX as u64) as u32)
@@ -193,14 +186,13 @@ impl Executor {
                     }
                     TOKEN_SIGNAL => {
                         if let Some(sig) = self.signals.take() {
-                            self.set_policy(Policy::Own);
                             self.drain();
                             return Ok(sig);
                         }
                     }
                     TOKEN_CONTROL => self.answer_control(),
+                    TOKEN_IDLE => idle_pass = self.idle.take(),
                     t => {
-                        self.set_policy(Policy::Own);
                         let i = (t - TOKEN_IF) as usize;
                         let dp = &mut self.dp;
                         timed(&mut self.accounts.work_ns, || {
@@ -214,19 +206,23 @@ impl Executor {
                 }
             }
             if self.work_due() {
-                self.set_policy(Policy::Own);
                 let start = now_ns();
                 self.run_due_work();
                 let end = now_ns();
                 self.accounts.work_ns += end.saturating_sub(start);
-                if let Some(at) = self.dp.take_repoll() {
+                let repoll = self.dp.take_repoll();
+                if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
                     // A full output cut the cycle short: the next tick comes early, and
-                    // the period runs on from there.
+                    // the period runs on from there. (A stopped tick, just woken from
+                    // quiet, is armed afresh at the top of the loop.)
                     self.tick
                         .set(at.saturating_sub(end), 1_000_000_000 / self.tick_hz as u64)?;
                 }
             } else if spin {
-                self.spin_once();
+                self.busy_poll();
+            } else if idle_pass && self.dp.poller().idle_poll_active() {
+                let dp = &mut self.dp;
+                timed(&mut self.accounts.idle_poll_ns, || dp.idle_poll());
             }
             self.log_events();
         }
@@ -242,10 +238,6 @@ impl Executor {
 
     fn any_busy(&self) -> bool {
         (0..self.dp.interfaces().len()).any(|i| busy(&self.dp, i))
-    }
-
-    fn spinning(&self) -> bool {
-        self.any_busy() || self.dp.poller().idle_poll_active()
     }
 
     /// One round of due work, by the simulated CPU's priorities.
@@ -269,37 +261,16 @@ impl Executor {
         }
     }
 
-    /// One pass of busy polling, else one of idle polling (at idle priority).
-    fn spin_once(&mut self) {
-        if self.any_busy() {
-            self.set_policy(Policy::Own);
-            let dp = &mut self.dp;
-            timed(&mut self.accounts.busy_poll_ns, || {
-                for i in 0..dp.interfaces().len() {
-                    if busy(dp, i) {
-                        dp.busy_poll(i);
-                    }
+    /// One pass of busy polling over the busy interfaces.
+    fn busy_poll(&mut self) {
+        let dp = &mut self.dp;
+        timed(&mut self.accounts.busy_poll_ns, || {
+            for i in 0..dp.interfaces().len() {
+                if busy(dp, i) {
+                    dp.busy_poll(i);
                 }
-            });
-        } else if self.dp.poller().idle_poll_active() {
-            self.set_policy(Policy::Idle);
-            let dp = &mut self.dp;
-            timed(&mut self.accounts.idle_poll_ns, || dp.idle_poll());
-        }
-    }
-
-    fn set_policy(&mut self, policy: Policy) {
-        if self.policy == policy {
-            return;
-        }
-        self.policy = policy;
-        let (kind, param) = match policy {
-            Policy::Own => self.own_policy,
-            Policy::Idle => (libc::SCHED_IDLE, libc::sched_param { sched_priority: 0 }),
-        };
-        // SAFETY: valid policy and parameters for the calling thread. Failure only leaves
-        // the thread at its current policy.
-        unsafe { libc::sched_setscheduler(0, kind, &param) };
+            }
+        });
     }
 
     /// Arms the tick timer at `kern.polling.hz` while some interface is registered and

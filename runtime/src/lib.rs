@@ -2,15 +2,19 @@
 //!
 //! - [`config`]: the TOML file, validated, with errors at file:line;
 //! - [`daemon`]: set-up in privilege order, then the executor, then the final counters;
+//! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
+//! - [`idle`]: idle polling's own thread at idle priority;
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
 
 pub mod caps;
+pub mod check;
 pub mod config;
 pub mod daemon;
 pub mod executor;
+pub mod idle;
 pub mod rx_work;
 pub mod sys;
 

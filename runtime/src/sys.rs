@@ -196,8 +196,29 @@ impl Signals {
     }
 }
 
+/// The CPUs the calling thread may run on (its affinity mask), in order.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: the set is zeroed, then filled by the kernel; CPU_ISSET reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        check(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            "sched_getaffinity",
+        )?;
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect())
+    }
+}
+
 /// Pins the calling thread to `cpu`.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("sched_setaffinity: CPU {cpu} is beyond the kernel's CPU set"),
+        ));
+    }
     // SAFETY: the set is zeroed then filled; the call reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();

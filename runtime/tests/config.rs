@@ -158,3 +158,45 @@ fn metrics_mistakes_are_refused_at_their_line_with_the_fix() {
         "{err}"
     );
 }
+
+#[test]
+fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
+    let with_fault = |table: &str| {
+        GOOD.replace(
+            "addresses = [\"10.0.1.2/24\"]",
+            &format!("addresses = [\"10.0.1.2/24\"]\n\n[interfaces.fault]\n{table}"),
+        )
+    };
+    let c = parse(&with_fault("seed = 9\nrx_drop = 5\ntx_fail = 1000\n")).unwrap();
+    let fault = c.devices[0].fault.unwrap();
+    assert_eq!((fault.seed, fault.rx_drop, fault.tx_fail), (9, 5, 1000));
+    assert_eq!(c.devices[1].fault, None);
+    // The packet stage does not see the table.
+    assert_eq!(c.packet.interfaces.len(), 2);
+
+    let err = parse(&with_fault("seed = 9\nrx_corrupt = 1500\n")).unwrap_err();
+    assert_eq!(
+        err,
+        "fwd.toml:21: interfaces[0].fault.rx_corrupt = 1500: a rate is per mille, use 0 to 1000"
+    );
+    let err = parse(&with_fault("rx_drops = 5\n")).unwrap_err();
+    assert!(err.contains("unknown field `rx_drops`"), "{err}");
+}
+
+#[test]
+fn an_interface_without_mtu_takes_the_kernels() {
+    let lo = |mtu: &str| {
+        format!(
+            "[[interfaces]]\nname = \"lo\"\nmac = \"02:00:00:00:00:01\"\naddresses = [\"10.0.1.1/24\"]\n{mtu}"
+        )
+    };
+    // Loopback's MTU is 65536, more than an IPv4 datagram can be: the largest one.
+    assert_eq!(parse(&lo("")).unwrap().packet.interfaces[0].mtu, 65535);
+    assert_eq!(
+        parse(&lo("mtu = 1400")).unwrap().packet.interfaces[0].mtu,
+        1400
+    );
+    // An interface this namespace does not have keeps the default.
+    let c = parse(GOOD).unwrap();
+    assert!(c.packet.interfaces.iter().all(|i| i.mtu == 1500));
+}

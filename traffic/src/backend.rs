@@ -24,7 +24,7 @@ pub trait TxDevice: Device {
 
 impl TxDevice for AfPacket {
     fn tx_dropped(&mut self) -> u64 {
-        self.tx_stats().dropped
+        self.tx_stats().dropped()
     }
 
     fn tx_pushbacks(&mut self) -> u64 {

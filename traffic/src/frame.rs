@@ -17,6 +17,15 @@
 //! The generator keeps one [`FlowTemplate`] per flow: headers and IPv4 checksum are
 //! computed once, and each frame only patches sequence number and timestamp (the UDP
 //! checksum is 0, so the payload is not covered by any checksum).
+//!
+//! At the end of a run the generator sends **end-of-run records** ([`end_of_run_frames`]),
+//! with flow 0's headers, so that the sink can count what it never received (whole flows,
+//! and the frames after the last one it saw):
+//!
+//! ```text
+//! 42  payload: magic u32 "pldE" | generator start u64 (CLOCK_MONOTONIC ns) | flows u32 |
+//!     first flow u16 | n u16 | n x (sequence numbers issued to that flow, u64)
+//! ```
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -27,6 +36,10 @@ pub const MIN_FRAME: usize = 60;
 pub const MAX_FRAME: usize = 1514;
 /// Identifies our frames: ASCII "pld1" (polld, format 1).
 pub const MAGIC: u32 = u32::from_be_bytes(*b"pld1");
+/// Identifies an end-of-run record: ASCII "pldE".
+pub const END_MAGIC: u32 = u32::from_be_bytes(*b"pldE");
+/// Flows per end-of-run record: as many issued counts as a 1514-byte frame holds.
+pub const END_FLOWS_PER_FRAME: usize = (MAX_FRAME - END_COUNTS_AT) / 8;
 
 const ETH_HEADER: usize = 14;
 const IP_HEADER: usize = 20;
@@ -37,6 +50,11 @@ const FLOW_AT: usize = PAYLOAD + 4;
 const SEQ_AT: usize = PAYLOAD + 6;
 const TIME_AT: usize = PAYLOAD + 14;
 const PAYLOAD_END: usize = PAYLOAD + 18;
+const END_START_AT: usize = PAYLOAD + 4;
+const END_FLOWS_AT: usize = PAYLOAD + 12;
+const END_FIRST_AT: usize = PAYLOAD + 16;
+const END_LEN_AT: usize = PAYLOAD + 18;
+const END_COUNTS_AT: usize = PAYLOAD + 20;
 
 /// A MAC address, parsed from and printed as `02:00:00:00:01:01`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +165,68 @@ impl FlowTemplate {
     }
 }
 
+/// What a generator run issued, as its end-of-run records carry it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndOfRun {
+    /// When the generator started (CLOCK_MONOTONIC ns).
+    pub gen_start_ns: u64,
+    /// How many flows the run had.
+    pub flows: u32,
+    /// The first flow this record covers.
+    pub first: u16,
+    /// Per flow from `first`: how many sequence numbers were issued (0..n), including
+    /// numbers skipped on purpose (`--inject-gap`).
+    pub issued: Vec<u64>,
+}
+
+/// The end-of-run records of a run whose flow `i` was issued `issued[i]` sequence
+/// numbers, addressed like flow 0 (`addrs`) so that they take its path.
+pub fn end_of_run_frames(addrs: &FlowAddrs, gen_start_ns: u64, issued: &[u64]) -> Vec<Vec<u8>> {
+    issued
+        .chunks(END_FLOWS_PER_FRAME)
+        .enumerate()
+        .map(|(k, counts)| {
+            let size = (END_COUNTS_AT + 8 * counts.len()).max(MIN_FRAME);
+            let mut f = FlowTemplate::new(addrs, 0, size)
+                .expect("end-of-run records fit in MIN_FRAME..=MAX_FRAME")
+                .frame;
+            f[MAGIC_AT..END_START_AT].copy_from_slice(&END_MAGIC.to_be_bytes());
+            f[END_START_AT..END_FLOWS_AT].copy_from_slice(&gen_start_ns.to_be_bytes());
+            f[END_FLOWS_AT..END_FIRST_AT].copy_from_slice(&(issued.len() as u32).to_be_bytes());
+            let first = (k * END_FLOWS_PER_FRAME) as u16;
+            f[END_FIRST_AT..END_LEN_AT].copy_from_slice(&first.to_be_bytes());
+            f[END_LEN_AT..END_COUNTS_AT].copy_from_slice(&(counts.len() as u16).to_be_bytes());
+            for (i, n) in counts.iter().enumerate() {
+                let at = END_COUNTS_AT + 8 * i;
+                f[at..at + 8].copy_from_slice(&n.to_be_bytes());
+            }
+            f
+        })
+        .collect()
+}
+
+/// Reads an end-of-run record ([`parse`] said [`Parsed::EndOfRun`]); `None` if it is
+/// truncated.
+pub fn parse_end_of_run(frame: &[u8]) -> Option<EndOfRun> {
+    let ihl = usize::from(*frame.get(ETH_HEADER)? & 0x0f) * 4;
+    let payload = frame.get(ETH_HEADER + ihl + UDP_HEADER..)?;
+    let be = |at: usize, len: usize| {
+        let at = at - PAYLOAD;
+        payload
+            .get(at..at + len)
+            .map(|b| b.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b)))
+    };
+    let n = be(END_LEN_AT, 2)? as usize;
+    Some(EndOfRun {
+        gen_start_ns: be(END_START_AT, 8)?,
+        flows: be(END_FLOWS_AT, 4)? as u32,
+        first: be(END_FIRST_AT, 2)? as u16,
+        issued: (0..n)
+            .map(|i| be(END_COUNTS_AT + 8 * i, 8))
+            .collect::<Option<Vec<_>>>()?,
+    })
+}
+
 /// The IPv4 header checksum of `header` with its checksum field taken as zero.
 pub fn ipv4_checksum(header: &[u8]) -> u16 {
     let mut sum: u32 = 0;
@@ -174,6 +254,8 @@ pub enum Parsed {
         /// Low 32 bits of the send time in CLOCK_MONOTONIC ns.
         sent_ns_low: u32,
     },
+    /// A generator's end-of-run record ([`parse_end_of_run`] reads it).
+    EndOfRun,
     /// Carries our magic but its IPv4 header checksum is wrong (a broken forwarder).
     BadChecksum,
     /// Not a frame of ours: other ethertype, protocol, too short, or no magic.
@@ -196,12 +278,16 @@ pub fn parse(frame: &[u8]) -> Parsed {
     }
     let field =
         |at: usize, len: usize| &frame[payload + at - PAYLOAD..payload + at - PAYLOAD + len];
-    if field(MAGIC_AT, 4) != MAGIC.to_be_bytes() {
+    let end_of_run = field(MAGIC_AT, 4) == END_MAGIC.to_be_bytes();
+    if field(MAGIC_AT, 4) != MAGIC.to_be_bytes() && !end_of_run {
         return Parsed::Foreign;
     }
     let header = &frame[ETH_HEADER..ETH_HEADER + ihl];
     if ipv4_checksum(header) != u16::from_be_bytes([header[10], header[11]]) {
         return Parsed::BadChecksum;
+    }
+    if end_of_run {
+        return Parsed::EndOfRun;
     }
     let be = |bytes: &[u8]| bytes.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
     Parsed::Ours {
@@ -310,6 +396,26 @@ mod tests {
         for frame in [&no_magic[..], &arp, &tcp, &good[..50], &[]] {
             assert_eq!(parse(frame), Parsed::Foreign);
         }
+    }
+
+    #[test]
+    fn end_of_run_records_carry_every_flows_count_across_frames() {
+        let issued: Vec<u64> = (0..400).map(|i| i * 1000 + 7).collect();
+        let frames = end_of_run_frames(&addrs(), 0x1234_5678_9abc, &issued);
+        assert_eq!(frames.len(), 3, "{END_FLOWS_PER_FRAME} flows per frame");
+        let mut read = Vec::new();
+        for f in &frames {
+            assert!(f.len() >= MIN_FRAME && f.len() <= MAX_FRAME);
+            assert_eq!(parse(f), Parsed::EndOfRun);
+            let e = parse_end_of_run(f).unwrap();
+            assert_eq!((e.gen_start_ns, e.flows), (0x1234_5678_9abc, 400));
+            assert_eq!(usize::from(e.first), read.len());
+            read.extend(e.issued);
+        }
+        assert_eq!(read, issued);
+        let one = end_of_run_frames(&addrs(), 1, &[5]);
+        assert_eq!(one[0].len(), 70);
+        assert_eq!(parse_end_of_run(&one[0][..MIN_FRAME]), None, "truncated");
     }
 
     #[test]

@@ -5,7 +5,13 @@
 //! 2, ... and the frame carries its send time, so `polld sink` can count loss and
 //! reordering and measure one-way latency. The rate is held by [`Pacer`]; when the
 //! device pushes back (its ring is full, or the kernel said ENOBUFS/EAGAIN) the frame is
-//! retried, never dropped, and the push-back is counted.
+//! retried, never dropped, and the push-back is counted. At the end it sends end-of-run
+//! records ([`end_of_run_frames`]) with each flow's count of issued numbers, so that the
+//! sink counts as lost what it never received.
+//!
+//! Flows differ in their UDP ports by default: on a router (the testbed) every flow then
+//! takes flow 0's route and neighbour. `--vary src-ip,dst-ip` gives each flow its own
+//! addresses, which must then be routable (and not the router's own).
 
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +22,9 @@ use serde::Serialize;
 use crate::backend::{TxBackend, TxDevice};
 use crate::clock::{monotonic_ns, tighten_timer_slack, wait_towards};
 use crate::faults::{Gap, SeqSchedule};
-use crate::frame::{check_frame_size, parse_frame_size, FlowAddrs, FlowTemplate, Mac};
+use crate::frame::{
+    check_frame_size, end_of_run_frames, parse_frame_size, FlowAddrs, FlowTemplate, Mac,
+};
 use crate::pace::{Pacer, CATCH_UP_WINDOW_NS};
 use crate::rate::{bitrate_to_pps, parse_bitrate, parse_rate, Rate};
 use crate::report::{format_pps, mbit_per_s, per_second, Reporter};
@@ -26,6 +34,10 @@ use crate::{parse_duration, parse_seconds, seconds_to_ns, Error};
 const MAX_BATCH: u64 = 64;
 /// Most flows: the flow id is 16 bits in the frame.
 pub const MAX_FLOWS: u32 = 1 << 16;
+/// Each end-of-run record is sent this many times, this far apart, so that one lost
+/// copy does not hide the run's tail from the sink.
+const END_COPIES: u32 = 3;
+const END_COPY_GAP_NS: u64 = 1_000_000;
 
 /// The header fields that differ between flows: flow `i` adds `i` to each chosen field.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +75,8 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 60, value_parser = parse_frame_size)]
     pub size: usize,
 
-    /// Number of flows; flow i adds i to every field named by --vary.
+    /// Number of flows; flow i adds i to every field named by --vary (by default the
+    /// UDP ports, so that every flow takes flow 0's route).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_FLOWS as i64))]
     pub flows: u32,
 
@@ -72,7 +85,7 @@ pub struct GenArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "src-ip,dst-ip,src-port,dst-port"
+        default_value = "src-port,dst-port"
     )]
     pub vary: Vec<FlowField>,
 
@@ -197,6 +210,8 @@ pub struct GenSummary {
     pub skipped: u64,
     /// Frames still staged in the device when the run ended (not sent).
     pub unsent: u64,
+    /// End-of-run records the device accepted (each record goes out several times).
+    pub end_records: u64,
 }
 
 /// A validated generator configuration, ready to run on a device.
@@ -212,6 +227,8 @@ pub struct Generator {
     interval_ns: Option<u64>,
     json: bool,
     schedule: SeqSchedule,
+    /// Flow 0's addresses, which the end-of-run records take.
+    base: FlowAddrs,
 }
 
 impl Generator {
@@ -251,6 +268,7 @@ impl Generator {
             interval_ns: Some(seconds_to_ns(args.interval)).filter(|&ns| ns > 0),
             json: args.json,
             schedule: SeqSchedule::new(&args.inject_gap, &args.inject_reorder),
+            base: flow_addrs(args, 0),
         })
     }
 
@@ -304,6 +322,8 @@ impl Generator {
         let mut reported = (start, total);
         let mut flow = 0;
         let mut seq = self.schedule.next_seq();
+        // Per flow, one past the highest number sent (gaps included, as the sink counts).
+        let mut issued = vec![0u64; self.flows.len()];
         let mut now = start;
 
         loop {
@@ -354,6 +374,7 @@ impl Generator {
                     break;
                 }
                 sent += 1;
+                issued[flow] = issued[flow].max(seq + 1);
                 flow += 1;
                 if flow == self.flows.len() {
                     flow = 0;
@@ -368,11 +389,8 @@ impl Generator {
             now = monotonic_ns();
         }
 
-        let drain_until = monotonic_ns() + DRAIN_NS;
-        while dev.tx_pending() > 0 && monotonic_ns() < drain_until {
-            dev.flush();
-            wait_towards(monotonic_ns() + 50_000);
-        }
+        self.drain(dev);
+        let end_records = self.send_end_of_run(dev, start, &issued);
         total.refresh(dev, pacer.as_ref(), &link);
         if self.interval_ns.is_some() && now > reported.0 && total != reported.1 {
             self.report_interval(&mut report, start, reported, (now, total));
@@ -396,6 +414,7 @@ impl Generator {
             link_dropped: link.base.map(|_| total.link_dropped),
             skipped: total.skipped,
             unsent: dev.tx_pending(),
+            end_records,
         };
         report.emit("summary", &summary, || {
             let mut text = format!(
@@ -419,6 +438,35 @@ impl Generator {
             text
         });
         summary
+    }
+
+    /// Waits (a bounded time) for the frames still staged in the device.
+    fn drain(&self, dev: &mut dyn TxDevice) {
+        let drain_until = monotonic_ns() + DRAIN_NS;
+        while dev.tx_pending() > 0 && monotonic_ns() < drain_until {
+            dev.flush();
+            wait_towards(monotonic_ns() + 50_000);
+        }
+    }
+
+    /// Sends the end-of-run records [`END_COPIES`] times; returns how many the device
+    /// accepted. A copy the device refuses is not retried: the others stand in for it.
+    fn send_end_of_run(&self, dev: &mut dyn TxDevice, start: u64, issued: &[u64]) -> u64 {
+        let frames = end_of_run_frames(&self.base, start, issued);
+        let mut accepted = 0;
+        for copy in 0..END_COPIES {
+            if copy > 0 {
+                wait_towards(monotonic_ns() + END_COPY_GAP_NS);
+            }
+            for frame in &frames {
+                if dev.send(frame).is_ok() {
+                    accepted += 1;
+                }
+                dev.flush();
+            }
+        }
+        self.drain(dev);
+        accepted
     }
 
     fn report_interval(

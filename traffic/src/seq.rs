@@ -10,8 +10,14 @@
 //! generator does not count the frames sent before it as lost; a frame that arrives
 //! late with a number below the flow's start moves the start down (it is reordered,
 //! and the numbers between it and the old start become lost until they arrive).
-//! One generator run per sink run: a restarted generator's numbers count as stale. Frames lost at the end of
-//! a run (after the last one received) are invisible to any sequence-based count.
+//! One generator run per sink run: a restarted generator's numbers count as stale.
+//!
+//! Frames lost after the last one received, and flows never received at all, are
+//! invisible to sequence numbers alone; the generator's end-of-run records
+//! ([`crate::frame::EndOfRun`]) tell how many numbers each flow was issued
+//! ([`SeqTracker::issued`]). From then on a flow's loss is what it was issued less what
+//! arrived, counted from 0 when the sink started before the generator (else from the
+//! lowest number seen, and flows never seen are left out: their start is unknown).
 
 use serde::Serialize;
 
@@ -119,6 +125,10 @@ impl FlowSeq {
 #[derive(Clone, Debug, Default)]
 pub struct SeqTracker {
     flows: Vec<Option<Box<FlowSeq>>>,
+    /// Per flow, the numbers the generator issued, once its end-of-run record came.
+    issued: Vec<Option<u64>>,
+    /// The sink started before the generator: every flow counts from 0.
+    from_zero: bool,
 }
 
 impl SeqTracker {
@@ -138,24 +148,57 @@ impl SeqTracker {
         }
     }
 
+    /// Takes the generator's count of issued numbers for flow `flow`; `from_zero` when
+    /// the sink was running before the generator started.
+    pub fn issued(&mut self, flow: u16, issued: u64, from_zero: bool) {
+        let index = usize::from(flow);
+        if index >= self.issued.len() {
+            self.issued.resize(index + 1, None);
+        }
+        self.issued[index] = Some(issued);
+        self.from_zero = from_zero;
+    }
+
+    /// How many flows the generator's end-of-run records named.
+    pub fn flows_issued(&self) -> usize {
+        self.issued.iter().filter(|n| n.is_some()).count()
+    }
+
     /// How many flows have been seen.
     pub fn flows_seen(&self) -> usize {
         self.flows.iter().filter(|f| f.is_some()).count()
     }
 
-    /// The counts of one flow, if it has been seen.
+    /// The counts of one flow, if it has been seen or the generator named it.
     pub fn flow(&self, flow: u16) -> Option<SeqCounts> {
-        self.flows
-            .get(usize::from(flow))?
-            .as_ref()
-            .map(|f| f.counts)
+        let index = usize::from(flow);
+        let seen = self.flows.get(index).and_then(|f| f.as_deref());
+        let issued = self.issued.get(index).copied().flatten();
+        match (seen, issued) {
+            (None, None) => None,
+            (Some(f), None) => Some(f.counts),
+            (None, Some(n)) => Some(SeqCounts {
+                lost: if self.from_zero { n } else { 0 },
+                ..SeqCounts::default()
+            }),
+            (Some(f), Some(n)) => {
+                let first = if self.from_zero { 0 } else { f.lowest };
+                let arrived = f.counts.received - f.counts.duplicates - f.counts.stale;
+                Some(SeqCounts {
+                    lost: n.saturating_sub(first).saturating_sub(arrived),
+                    ..f.counts
+                })
+            }
+        }
     }
 
     /// The counts summed over all flows.
     pub fn total(&self) -> SeqCounts {
         let mut sum = SeqCounts::default();
-        for flow in self.flows.iter().flatten() {
-            sum.add(&flow.counts);
+        for flow in 0..self.flows.len().max(self.issued.len()) {
+            if let Some(counts) = self.flow(flow as u16) {
+                sum.add(&counts);
+            }
         }
         sum
     }
@@ -228,6 +271,37 @@ mod tests {
             counts(3, WINDOW - 1, 1, 0, 0)
         );
         assert_eq!(feed([3, 3 + WINDOW - 1, 3]), counts(3, WINDOW - 2, 0, 1, 0));
+    }
+
+    #[test]
+    fn the_generators_issued_counts_reveal_tail_loss_and_flows_never_seen() {
+        let mut t = SeqTracker::new();
+        for s in 0..10 {
+            t.record(0, s);
+        }
+        for s in [0, 2, 3] {
+            t.record(1, s);
+        }
+        assert_eq!(t.total().lost, 1, "only the gap in flow 1 is visible");
+        // Flow 0 was issued 15 (5 lost at the end), flow 1 was issued 4 (1 lost), flow 2
+        // was issued 7 and never arrived.
+        for (flow, n) in [(0, 15), (1, 4), (2, 7)] {
+            t.issued(flow, n, true);
+        }
+        assert_eq!(t.flow(0), Some(counts(10, 5, 0, 0, 0)));
+        assert_eq!(t.flow(1), Some(counts(3, 1, 0, 0, 0)));
+        assert_eq!(t.flow(2), Some(counts(0, 7, 0, 0, 0)));
+        assert_eq!(t.total(), counts(13, 13, 0, 0, 0));
+        assert_eq!((t.flows_seen(), t.flows_issued()), (2, 3));
+        // A sink started after the generator counts from the lowest number it saw, and
+        // cannot tell how much of an unseen flow it should have seen.
+        let mut late = SeqTracker::new();
+        for s in 100..110 {
+            late.record(0, s);
+        }
+        late.issued(0, 112, false);
+        late.issued(1, 112, false);
+        assert_eq!(late.total(), counts(10, 2, 0, 0, 0));
     }
 
     #[test]

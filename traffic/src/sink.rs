@@ -1,8 +1,10 @@
 //! `polld sink`: a loop of `Device::receive` that counts, sequences and times every frame.
 //!
 //! Every received frame is classified ([`crate::frame::parse`]): ours (counted per flow
-//! by [`SeqTracker`] and timed into an HDR histogram), ours with a broken IPv4 checksum,
-//! or foreign. So `frames = ours + bad_checksum + foreign` holds for every report.
+//! by [`SeqTracker`] and timed into an HDR histogram), a generator's end-of-run record
+//! (how many numbers each flow was issued, so that loss counts what never arrived), ours
+//! with a broken IPv4 checksum, or foreign. So
+//! `frames = ours + end_records + bad_checksum + foreign` holds for every report.
 //! Latency is one-way: the generator's send time against the sink's CLOCK_MONOTONIC
 //! when user space sees the frame (both run on one machine and share the clock).
 
@@ -15,7 +17,7 @@ use serde::Serialize;
 
 use crate::backend::{RxBackend, XdpCounter};
 use crate::clock::monotonic_ns;
-use crate::frame::{latency_ns, parse, Parsed};
+use crate::frame::{latency_ns, parse, parse_end_of_run, Parsed};
 use crate::report::{format_pps, mbit_per_s, per_second, Reporter};
 use crate::seq::{SeqCounts, SeqTracker};
 use crate::{parse_duration, parse_seconds, seconds_to_ns, Error};
@@ -94,11 +96,12 @@ impl LatencySummary {
     }
 }
 
-/// Frame counts by class; `frames = ours + bad_checksum + foreign`.
+/// Frame counts by class; `frames = ours + end_records + bad_checksum + foreign`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct RxCounts {
     frames: u64,
     bytes: u64,
+    end_records: u64,
     bad_checksum: u64,
     foreign: u64,
 }
@@ -129,17 +132,24 @@ pub struct SinkInterval {
 }
 
 /// What the sink learned from the frames of a whole run (absent with `xdp-count`).
-/// `frames = sequence.received + bad_checksum + foreign`.
+/// `frames = sequence.received + end_records + bad_checksum + foreign`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Analysis {
-    /// Our frames, by sequence number, summed over flows.
+    /// Our frames, by sequence number, summed over flows; with the generator's end-of-run
+    /// records, `lost` includes what never arrived.
     pub sequence: SeqCounts,
+    /// The generator's end-of-run records received (it sends each more than once).
+    pub end_records: u64,
+    /// Flows the end-of-run records named; `None` without a record (loss after the
+    /// last frame received, and flows never received, are then not counted).
     /// Frames with our magic whose IPv4 header checksum is wrong (a broken forwarder).
     pub bad_checksum: u64,
     /// Frames that are not ours (no magic, not IPv4/UDP, too short).
     pub foreign: u64,
     /// lost / (lost + frames received once), in percent.
     pub loss_percent: f64,
+    pub flows_issued: Option<usize>,
+    /// Flows received.
     pub flows: usize,
     pub latency: Option<LatencySummary>,
 }
@@ -160,6 +170,8 @@ pub struct SinkSummary {
 
 /// Everything the sink has counted so far.
 struct Tally {
+    /// When the sink started (CLOCK_MONOTONIC ns), against the generator's start.
+    start_ns: u64,
     counts: RxCounts,
     seq: SeqTracker,
     /// Latencies of the current interval, merged into `latency_total` at each report.
@@ -168,13 +180,14 @@ struct Tally {
 }
 
 impl Tally {
-    fn new() -> Tally {
+    fn new(start_ns: u64) -> Tally {
         // Latencies are known modulo 2^32 ns (see frame.rs), so that bounds the range.
         let histogram = || {
             Histogram::new_with_bounds(1, u64::from(u32::MAX), 3)
                 .expect("constant histogram bounds are valid")
         };
         Tally {
+            start_ns,
             counts: RxCounts::default(),
             seq: SeqTracker::new(),
             latency_interval: histogram(),
@@ -194,6 +207,15 @@ impl Tally {
                 self.seq.record(flow, seq);
                 self.latency_interval
                     .saturating_record(latency_ns(sent_ns_low, now_ns).max(1));
+            }
+            Parsed::EndOfRun => {
+                self.counts.end_records += 1;
+                if let Some(end) = parse_end_of_run(frame) {
+                    let from_zero = end.gen_start_ns >= self.start_ns;
+                    for (flow, &n) in (end.first..).zip(&end.issued) {
+                        self.seq.issued(flow, n, from_zero);
+                    }
+                }
             }
             Parsed::BadChecksum => self.counts.bad_checksum += 1,
             Parsed::Foreign => self.counts.foreign += 1,
@@ -216,6 +238,8 @@ impl Tally {
         let expected = sequence.lost + received_once;
         Analysis {
             sequence,
+            end_records: self.counts.end_records,
+            flows_issued: (self.counts.end_records > 0).then(|| self.seq.flows_issued()),
             bad_checksum: self.counts.bad_checksum,
             foreign: self.counts.foreign,
             loss_percent: if expected > 0 {
@@ -274,8 +298,8 @@ impl Sink {
         out: &mut dyn std::io::Write,
     ) -> SinkSummary {
         let mut report = self.start_report(out);
-        let mut tally = Tally::new();
         let start = monotonic_ns();
+        let mut tally = Tally::new(start);
         let deadline = self.duration_ns.map(|d| start + d);
         let mut next_report = self.interval_ns.map(|i| start + i);
         let mut mark = Mark {
@@ -536,11 +560,14 @@ fn summary_text(s: &SinkSummary) -> String {
         return text;
     };
     let q = &a.sequence;
+    let flows = match a.flows_issued {
+        Some(issued) => format!("{} of the generator's {issued} flow(s)", a.flows),
+        None => format!("{} flow(s)", a.flows),
+    };
     text += &format!(
-        "\n[sink] ours {} in {} flow(s): lost {} ({:.3} %), reordered {}, duplicates {}, stale {}\n\
+        "\n[sink] ours {} in {flows}: lost {} ({:.3} %), reordered {}, duplicates {}, stale {}\n\
          [sink] not ours: foreign {}, bad IPv4 checksum {}",
         q.received,
-        a.flows,
         q.lost,
         a.loss_percent,
         q.reordered,
@@ -549,6 +576,15 @@ fn summary_text(s: &SinkSummary) -> String {
         a.foreign,
         a.bad_checksum
     );
+    text += &match a.flows_issued {
+        Some(_) => format!(
+            "\n[sink] the generator's end-of-run record came ({} copies): loss counts every frame it sent",
+            a.end_records
+        ),
+        None => "\n[sink] no end-of-run record from the generator: frames lost after the last one \
+                 received, and flows never received, are not in the loss"
+            .to_string(),
+    };
     if let Some(l) = &a.latency {
         let us = |ns: u64| ns as f64 / 1e3;
         text += &format!(

@@ -206,17 +206,18 @@ fn the_xdp_counter_sees_every_frame() {
             "--backend",
             "xdp-count",
             "--count",
-            "5000",
+            "5003",
             "--duration",
             "30",
         ],
     );
     let (gen, _) = generate(&p, &["--rate", "50k", "--count", "5000", "--size", "100"]);
     let (summary, text) = sink.join().unwrap();
-    assert_eq!(gen.frames, 5000);
+    assert_eq!((gen.frames, gen.end_records), (5000, 3));
+    // The three copies of the generator's 70-byte end-of-run record come last.
     assert_eq!(
         (summary.frames, summary.bytes),
-        (5000, 5000 * 100),
+        (5003, 5000 * 100 + 3 * 70),
         "{text}"
     );
     assert!(summary.analysis.is_none());
@@ -261,6 +262,11 @@ fn sigint_stops_the_sink_which_still_returns_its_summary() {
         libc::signal(libc::SIGINT, libc::SIG_DFL);
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
     }
-    assert_eq!(summary.frames, 1000, "{summary:?}");
+    assert_eq!(
+        summary.frames,
+        1000 + 3,
+        "ours and the end-of-run records: {summary:?}"
+    );
+    assert_eq!(conserved(&summary).end_records, 3);
     assert_eq!(conserved(&summary).sequence.lost, 0);
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_testbed::{Layout, Role, Testbed, UpOptions};
+use polld_testbed::{Layout, PolldSetup, Role, Testbed, UpOptions};
+use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
@@ -46,6 +47,32 @@ impl Drop for Dir {
     }
 }
 
+/// Writes `fwd.toml` in `dir`: the testbed's router config with `backend` and `mode` on
+/// both interfaces, the poll thread on `cpu` (any if `None`), `realtime`, `knobs`, and the
+/// control socket `polld.sock` in `dir`. Returns the config's path and the socket.
+pub fn router_config(
+    tb: &Testbed,
+    dir: &Dir,
+    backend: &str,
+    mode: &str,
+    cpu: Option<usize>,
+    realtime: bool,
+    knobs: &[(&str, &str)],
+) -> (PathBuf, PathBuf) {
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("fwd.toml");
+    let setup = PolldSetup {
+        backend,
+        mode,
+        socket: &socket,
+        cpu,
+        realtime,
+        knobs,
+    };
+    std::fs::write(&path, polld_testbed::polld_config(tb.layout(), &setup)).unwrap();
+    (path, socket)
+}
+
 /// A running `polld run --json -c CONFIG` in the testbed's fwd namespace; killed on drop
 /// if still running.
 pub struct Polld {
@@ -54,12 +81,25 @@ pub struct Polld {
 }
 
 impl Polld {
-    /// Starts polld and waits until its control socket exists.
+    /// Starts polld in the testbed's fwd namespace and waits until its control socket
+    /// exists.
     pub fn start(tb: &Testbed, config: &Path, socket: &Path) -> Polld {
+        Polld::start_in(&tb.layout().fwd_ns, config, socket, &[])
+    }
+
+    /// Starts polld with more `polld run` options (`--pcap PREFIX`).
+    pub fn start_with(tb: &Testbed, config: &Path, socket: &Path, extra: &[&str]) -> Polld {
+        Polld::start_in(&tb.layout().fwd_ns, config, socket, extra)
+    }
+
+    /// Starts polld in namespace `netns`, with more `polld run` options `extra`, and waits
+    /// until its control socket exists.
+    pub fn start_in(netns: &str, config: &Path, socket: &Path, extra: &[&str]) -> Polld {
         let child = Command::new(POLLD)
             .args(["run", "--json", "-c"])
             .arg(config)
-            .args(["--netns", &tb.layout().fwd_ns])
+            .args(["--netns", netns])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -78,6 +118,13 @@ impl Polld {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
+    }
+
+    /// SIGKILL, as a crash would end it; waits for it to be gone.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     /// `polld ARGS` against this daemon's socket.
@@ -163,4 +210,42 @@ pub fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
         .spawn()
         .unwrap();
     Running(child)
+}
+
+/// A counter of one interface of `polld run --json`'s final report (0 when absent).
+pub fn count(iface: &Value, name: &str) -> u64 {
+    iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c[0] == name)
+        .map_or(0, |c| c[1].as_u64().unwrap())
+}
+
+/// Asserts, on one interface of `polld run --json`'s final report:
+/// rx = forwarded + local + consumed + queued + every named drop, except the frames the
+/// device dropped before handing them up: those never reached rx (arrived = rx +
+/// drops.rx_ring_full + drops.fault_injected). Transmit drops (`tx_drops.*`) are the
+/// output's: a forwarded frame is delivered or counted there.
+pub fn assert_conserved(iface: &Value) {
+    let drops: u64 = iface["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let name = c[0].as_str().unwrap();
+            name.starts_with("drops.")
+                && !["drops.rx_ring_full", "drops.fault_injected"].contains(&name)
+        })
+        .map(|c| c[1].as_u64().unwrap())
+        .sum();
+    let out = ["forwarded", "local", "consumed", "queued"]
+        .iter()
+        .map(|n| count(iface, n))
+        .sum::<u64>();
+    assert_eq!(
+        count(iface, "rx_packets"),
+        out + drops,
+        "conservation: {iface}"
+    );
 }

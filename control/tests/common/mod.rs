@@ -52,7 +52,7 @@ impl Drop for TestDir {
 /// mode gets starved by sim0's flood (the receive livelock).
 pub const INTERFACES: [&str; 2] = ["sim0", "sim1"];
 
-fn simulation() -> Sim {
+pub fn simulation() -> Sim {
     let nics = vec![
         NicConfig::new(INTERFACES[0], Arrivals::Constant { pps: 1_000_000.0 }),
         NicConfig::new(INTERFACES[1], Arrivals::Constant { pps: 10_000.0 }),
@@ -71,7 +71,7 @@ fn simulation() -> Sim {
 }
 
 /// How the test daemon answers: the way `polld run` does, from the dataplane.
-fn answer(sim: &mut Sim, request: Request) -> Response {
+pub fn answer(sim: &mut Sim, request: Request) -> Response {
     let dp = sim.dataplane_mut();
     match request {
         Request::List { prefix } => answer::list(dp, None, &prefix),

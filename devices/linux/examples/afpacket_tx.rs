@@ -156,7 +156,7 @@ fn run_once(a: &Netns, b: &Netns, options: &Options) -> Result<Run, String> {
     Ok(Run {
         accepted_kpps: stats.sent as f64 / elapsed / 1e3,
         delivered_kpps: delivered as f64 / elapsed / 1e3,
-        dropped: stats.dropped,
+        dropped: stats.dropped(),
         pushbacks: stats.pushbacks,
         cpu_percent: cpu_seconds / elapsed * 100.0,
     })

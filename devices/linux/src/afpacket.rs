@@ -30,7 +30,7 @@ use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
-use polld_core::device::{Device, HwStats, LinkState, TxFull};
+use polld_core::device::{Device, HwStats, LinkState, TxDrops, TxFull};
 
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
@@ -118,14 +118,22 @@ impl AfPacketConfig {
 pub struct TxStats {
     /// Frames the kernel accepted for transmission.
     pub sent: u64,
-    /// Frames refused: larger than `tx_frame_size`, or rejected by the kernel (ENOBUFS when
-    /// the driver queue is full, ENETDOWN, EMSGSIZE, ...).
-    pub dropped: u64,
+    /// Frames refused, by reason: larger than `tx_frame_size` or the MTU (`too_long`), or
+    /// rejected by the kernel (`nobufs` when the driver queue is full; `refused` for
+    /// ENETDOWN, ...).
+    pub drops: TxDrops,
     /// Frames staged and not yet accepted by the kernel.
     pub pending: u64,
     /// Times a flush stopped early because the socket send buffer was full (EAGAIN); its
     /// frames stayed staged for the next flush.
     pub pushbacks: u64,
+}
+
+impl TxStats {
+    /// Frames dropped, whatever the reason.
+    pub fn dropped(&self) -> u64 {
+        self.drops.total()
+    }
 }
 
 /// An AF_PACKET device bound to one interface.
@@ -258,6 +266,8 @@ impl Device for AfPacket {
         self.collect_ring_drops();
         HwStats {
             rx_ring_full: self.rx_ring_full,
+            tx_drops: self.tx.stats().drops,
+            ..HwStats::default()
         }
     }
 }

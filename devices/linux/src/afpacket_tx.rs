@@ -3,16 +3,16 @@
 //!
 //! Nothing is lost silently. When the socket send buffer is full the kernel answers
 //! EAGAIN: the unsent frames stay staged for the next flush (a *pushback*), and once the
-//! batch is full `send` reports [`TxFull`] so the caller counts its own drop. A frame the
-//! kernel refuses outright (ENOBUFS from a full driver queue, ENETDOWN, EMSGSIZE) is
-//! counted in `dropped` and skipped. A refusal in the middle of a batch is not reported
+//! batch is full `send` reports [`TxFull`] so the caller counts its own drop. A frame too
+//! long for a slot or the MTU (EMSGSIZE), or one the kernel refuses outright (ENOBUFS from
+//! a full driver queue, ENETDOWN), is counted in `drops` by reason and skipped. A refusal in the middle of a batch is not reported
 //! by `sendmmsg` (it returns the frames sent before it), so that frame is retried once
 //! as the head of the next call.
 
 use std::io;
 use std::os::fd::RawFd;
 
-use polld_core::device::TxFull;
+use polld_core::device::{TxDrop, TxFull};
 
 use crate::afpacket::TxStats;
 
@@ -58,7 +58,7 @@ impl TxBatch {
     pub(crate) fn stage(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         if frame.len() > self.slot_size {
             // The kernel would refuse it too (EMSGSIZE); counted, not reported as full.
-            self.stats.dropped += 1;
+            self.stats.drops.add(TxDrop::TooLong, 1);
             return Ok(());
         }
         let slot = self.staged.len();
@@ -86,8 +86,13 @@ impl TxBatch {
                         self.stats.pushbacks += 1;
                         break;
                     }
-                    _ => {
-                        self.stats.dropped += 1;
+                    errno => {
+                        let reason = match errno {
+                            Some(libc::ENOBUFS) => TxDrop::NoBufs,
+                            Some(libc::EMSGSIZE) => TxDrop::TooLong,
+                            _ => TxDrop::Refused,
+                        };
+                        self.stats.drops.add(reason, 1);
                         done += 1;
                     }
                 },
@@ -186,7 +191,14 @@ mod tests {
         assert_eq!(batch.stage(&[2; 8]), Ok(()));
         assert_eq!(batch.stage(&[3; 8]), Err(TxFull));
         let stats = batch.stats();
-        assert_eq!((stats.dropped, stats.pending), (1, 2));
+        assert_eq!(
+            (
+                stats.drops.get(TxDrop::TooLong),
+                stats.dropped(),
+                stats.pending
+            ),
+            (1, 1, 2)
+        );
     }
 
     #[test]
@@ -226,6 +238,9 @@ mod tests {
         batch.stage(b"b").unwrap();
         batch.push(ours.as_raw_fd());
         let stats = batch.stats();
-        assert_eq!((stats.sent, stats.dropped, stats.pending), (0, 2, 0));
+        assert_eq!(
+            (stats.sent, stats.drops.get(TxDrop::Refused), stats.pending),
+            (0, 2, 0)
+        );
     }
 }

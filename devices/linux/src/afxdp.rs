@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::{fmt, io};
 
-use polld_core::{Device, HwStats, LinkState, TxFull};
+use polld_core::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -118,7 +118,7 @@ pub struct AfXdpStats {
     pub tx_completed: u64,
     /// `send` calls refused with [`TxFull`].
     pub tx_full: u64,
-    /// Frames longer than a UMEM frame, dropped by `send`.
+    /// Frames longer than a UMEM frame or than the MTU allows, dropped by `send`.
     pub tx_too_long: u64,
     /// `sendto` kicks issued because the tx ring asked for a wakeup.
     pub tx_kicks: u64,
@@ -227,6 +227,9 @@ pub struct AfXdp {
     stats: AfXdpStats,
     /// A datagram socket for interface-flag ioctls (an XDP socket does not take them).
     ioctl_socket: OwnedFd,
+    /// The longest frame `send` takes: the smaller of a UMEM frame and what the MTU
+    /// allows (read at open and at every status check).
+    max_frame: usize,
     /// Whether receive calls run the queue's NAPI poll in polld's thread.
     busy_poll: BusyPoll,
     attachment: Arc<Attachment>,
@@ -429,11 +432,13 @@ impl AfXdp {
             tx_queued: Vec::with_capacity(config.tx_frames as usize),
             interrupt_armed: false,
             stats: AfXdpStats::default(),
+            max_frame: 0,
             ioctl_socket,
             busy_poll,
             attachment,
             umem_area,
         };
+        device.read_mtu();
         device.refill();
         Ok(device)
     }
@@ -491,6 +496,16 @@ impl AfXdp {
             self.stats.fill_wakeups += 1;
             self.fill_completion.wake();
         }
+    }
+
+    /// Bounds `send` by the interface's MTU: the kernel drops a longer frame after
+    /// completing its descriptor, and counts it nowhere this socket can read.
+    fn read_mtu(&mut self) {
+        let umem_frame = self.config.frame_size as usize;
+        self.max_frame = match iface::mtu_on(self.ioctl_socket.as_raw_fd(), &self.name) {
+            Some(mtu) => iface::max_frame(mtu).min(umem_frame),
+            None => umem_frame,
+        };
     }
 
     /// Takes transmitted frames back from the completion ring.
@@ -598,7 +613,7 @@ impl Device for AfXdp {
     }
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        if frame.len() > self.config.frame_size as usize {
+        if frame.len() > self.max_frame {
             self.stats.tx_too_long += 1;
             return Ok(());
         }
@@ -643,7 +658,10 @@ impl Device for AfXdp {
         let fd = self.ioctl_socket.as_raw_fd();
         match iface::index(fd, &self.name) {
             None => LinkState::Gone,
-            Some(index) if index == self.ifindex => iface::link_state(fd, &self.name),
+            Some(index) if index == self.ifindex => {
+                self.read_mtu();
+                iface::link_state(fd, &self.name)
+            }
             Some(_) => {
                 let reopened = self.netns.run(&self.name, || {
                     AfXdp::open(self.name.as_str(), self.queue, &self.config)
@@ -676,8 +694,14 @@ impl Device for AfXdp {
         let stats = self.stats().unwrap_or(self.stats);
         // Frames the kernel could not put on the rx ring: no free fill-ring frame (or one
         // too small for the frame), or a full rx ring.
+        let mut tx_drops = TxDrops::default();
+        tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
+        // Descriptors the kernel found invalid were not sent.
+        tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
         HwStats {
             rx_ring_full: stats.rx_dropped + stats.rx_ring_full,
+            tx_drops,
+            ..HwStats::default()
         }
     }
 }

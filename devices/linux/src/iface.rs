@@ -70,6 +70,26 @@ pub(crate) fn index(fd: RawFd, name: &IfName) -> Option<u32> {
     Some(unsafe { req.ifr_ifru.ifru_ifindex } as u32)
 }
 
+/// Reads the interface MTU with SIOCGIFMTU on any socket `fd`; `None` if the interface
+/// is gone.
+pub(crate) fn mtu_on(fd: RawFd, name: &IfName) -> Option<u32> {
+    let mut req = name.ifreq();
+    // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `req`.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: on success the kernel filled the mtu member of the union.
+    Some(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+}
+
+/// The longest frame an interface of MTU `mtu` transmits: the MTU, the Ethernet header
+/// and one VLAN tag (the kernel's `is_skb_forwardable` bound). Longer frames are dropped
+/// by the kernel without a count polld could read, so the devices drop them first.
+pub(crate) fn max_frame(mtu: u32) -> usize {
+    mtu as usize + 14 + 4
+}
+
 /// Reads the interface flags with SIOCGIFFLAGS on any socket `fd`: up and running is
 /// [`LinkState::Up`], a missing interface [`LinkState::Gone`], anything else `Down`.
 pub(crate) fn link_state(fd: RawFd, name: &IfName) -> LinkState {
@@ -201,27 +221,106 @@ fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
     ))
 }
 
-/// The MAC address of interface `name` in the calling thread's network namespace
-/// (SIOCGIFHWADDR; unlike /sys/class/net it follows `setns`).
-pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
-    let ifname = IfName::new(name)?;
-    let os = |source| OpenError::Os {
-        interface: name.to_string(),
-        action: "read the interface's MAC address",
-        source,
-    };
+/// A datagram socket for interface ioctls in the calling thread's network namespace
+/// (unlike /sys/class/net, sockets follow `setns`).
+fn ioctl_socket() -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; the result is checked and owned.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
-        return Err(os(io::Error::last_os_error()));
+        return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh fd we own.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether interface `name` exists in the calling thread's network namespace.
+pub fn exists(name: &str) -> Result<bool, OpenError> {
+    let ifname = IfName::new(name)?;
+    let socket = ioctl_socket().map_err(|source| OpenError::Os {
+        interface: name.to_string(),
+        action: "look the interface up",
+        source,
+    })?;
+    Ok(index(socket.as_raw_fd(), &ifname).is_some())
+}
+
+/// `struct ethtool_channels` of linux/ethtool.h.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// How many receive queues interface `name` has (ETHTOOL_GCHANNELS: receive-only plus
+/// combined channels), in the calling thread's namespace; `None` when its driver does
+/// not report channels. Needs no privilege.
+pub fn rx_queues(name: &str) -> Result<Option<u32>, OpenError> {
+    let ifname = IfName::new(name)?;
+    let os = |source| OpenError::Os {
+        interface: name.to_string(),
+        action: "read the interface's channels (ETHTOOL_GCHANNELS)",
+        source,
+    };
+    let socket = ioctl_socket().map_err(os)?;
+    let mut channels = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
     let mut req = ifname.ifreq();
-    // SAFETY: SIOCGIFHWADDR reads the name from and writes the address into `req`.
-    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) } != 0 {
+    req.ifr_ifru.ifru_data = (&mut channels as *mut EthtoolChannels).cast();
+    // SAFETY: SIOCETHTOOL reads the command from and writes the channels into `channels`,
+    // which outlives the call.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCETHTOOL, &mut req) } != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(None),
+            Some(libc::ENODEV) => Err(OpenError::InterfaceNotFound {
+                interface: name.to_string(),
+            }),
+            _ => Err(os(e)),
+        };
+    }
+    let queues = channels.rx_count + channels.combined_count;
+    Ok((queues > 0).then_some(queues))
+}
+
+/// Asks the kernel about interface `name` in the calling thread's network namespace
+/// with the `SIOCGIF*` ioctl `request` (unlike /sys/class/net it follows `setns`);
+/// `action` says what for, in the error.
+fn query(name: &str, request: libc::Ioctl, action: &'static str) -> Result<libc::ifreq, OpenError> {
+    let ifname = IfName::new(name)?;
+    let os = |source| OpenError::Os {
+        interface: name.to_string(),
+        action,
+        source,
+    };
+    let socket = ioctl_socket().map_err(os)?;
+    let mut req = ifname.ifreq();
+    // SAFETY: a SIOCGIF* request reads the name from and writes its answer into `req`.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), request, &mut req) } != 0 {
         return Err(os(io::Error::last_os_error()));
     }
+    Ok(req)
+}
+
+/// The MAC address of interface `name` in the calling thread's network namespace
+/// (SIOCGIFHWADDR).
+pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
+    let req = query(
+        name,
+        libc::SIOCGIFHWADDR,
+        "read the interface's MAC address",
+    )?;
     // SAFETY: on success the kernel filled the hwaddr member of the union.
     let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
     let mut mac = [0u8; 6];
@@ -229,6 +328,13 @@ pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
         *dst = src as u8;
     }
     Ok(mac)
+}
+
+/// The MTU of interface `name` in the calling thread's network namespace (SIOCGIFMTU).
+pub fn mtu(name: &str) -> Result<u32, OpenError> {
+    let req = query(name, libc::SIOCGIFMTU, "read the interface's MTU")?;
+    // SAFETY: on success the kernel filled the mtu member of the union.
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
 }
 
 /// The network namespace a device was opened in, so that it can be reopened there from
@@ -290,6 +396,13 @@ mod tests {
             let err = IfName::new(bad).unwrap_err().to_string();
             assert!(err.contains("not a valid interface name"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn loopback_mtu_and_a_missing_name() {
+        assert_eq!(mtu("lo").unwrap(), 65536);
+        let err = mtu("polld-nosuch0").unwrap_err().to_string();
+        assert!(err.contains("polld-nosuch0"), "{err}");
     }
 
     #[test]

@@ -182,6 +182,33 @@ pub fn enter(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The inode number of the initial network namespace (`PROC_NET_INIT_INO`, fixed by the
+/// kernel).
+const INIT_NET_INO: u64 = 0xEFFF_FFF9;
+
+/// The calling thread's network namespace in words, for messages: "network namespace
+/// `fwd`" for a named one (/var/run/netns), "the host's network namespace" for the
+/// initial one.
+pub fn describe_current() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let id = |path: &std::path::Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let Some(current) = id("/proc/thread-self/ns/net".as_ref()) else {
+        return "the current network namespace".to_string();
+    };
+    if current.1 == INIT_NET_INO {
+        return "the host's network namespace".to_string();
+    }
+    let named = std::fs::read_dir("/var/run/netns").ok().and_then(|dir| {
+        dir.flatten()
+            .find(|e| id(&e.path()) == Some(current))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+    });
+    match named {
+        Some(name) => format!("network namespace `{name}`"),
+        None => "the current (unnamed) network namespace".to_string(),
+    }
+}
+
 /// Runs `f` on a new thread inside namespace `name` and returns its result.
 pub fn in_netns<T: Send + 'static>(
     name: &str,

@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use polld_core::device::{Device, HwStats, LinkState, TxFull};
+use polld_core::device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 
 use crate::error::OpenError;
 use crate::iface::{self, IfName, LinkCounters};
@@ -206,8 +206,12 @@ impl Device for Tap {
         if let Ok(drops) = self.counters.tx_dropped() {
             self.drops_now = drops;
         }
+        let mut tx_drops = TxDrops::default();
+        tx_drops.add(TxDrop::Refused, self.tx_dropped);
         HwStats {
             rx_ring_full: self.drops_now.saturating_sub(self.drops_at_open),
+            tx_drops,
+            ..HwStats::default()
         }
     }
 }

@@ -10,7 +10,7 @@ mod common;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use polld_core::device::{Device, LinkState, TxFull};
+use polld_core::device::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::tap::Tap;
@@ -177,8 +177,33 @@ fn frames_cross_the_veth_intact_in_order_and_exactly_once() {
     let extra = receive_until_quiet(&mut receiver, Duration::from_millis(100));
     assert!(extra.is_empty(), "{} unexpected frames", extra.len());
     let stats = sender.tx_stats();
-    assert_eq!((stats.sent, stats.dropped, stats.pending), (3000, 0, 0));
+    assert_eq!((stats.sent, stats.dropped(), stats.pending), (3000, 0, 0));
     assert_eq!(receiver.hw_stats().rx_ring_full, 0);
+}
+
+#[test]
+fn frames_too_long_to_transmit_are_counted_as_transmit_drops() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
+    // 1600 bytes: within a 2048-byte slot but over the 1500-byte MTU (the kernel says
+    // EMSGSIZE); 3000 bytes: over the slot itself.
+    let frames = [
+        test_frame(0, 60),
+        test_frame(1, 1600),
+        test_frame(2, 3000),
+        test_frame(3, 60),
+    ];
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    let received = receive_frames(&mut receiver, 2, 64);
+    assert_eq!(received, [frames[0].clone(), frames[3].clone()]);
+    let drops = sender.hw_stats().tx_drops;
+    assert_eq!(drops.get(TxDrop::TooLong), 2, "{drops:?}");
+    assert_eq!(drops.total(), 2, "{drops:?}");
+    let stats = sender.tx_stats();
+    assert_eq!((stats.sent, stats.dropped(), stats.pending), (2, 2, 0));
 }
 
 #[test]
@@ -429,13 +454,13 @@ fn tap_queue_overflow_is_counted_in_hw_stats() {
     flush_until_sent(&mut kernel_side);
     // The TAP refuses what it cannot queue, and the sending socket hears ENOBUFS.
     let sender = kernel_side.tx_stats();
-    assert_eq!(sender.sent + sender.dropped, 500);
+    assert_eq!(sender.sent + sender.dropped(), 500);
 
     let read = receive_until_quiet(&mut tap, Duration::from_millis(200));
     let queue_full = tap.hw_stats().rx_ring_full;
     assert!(queue_full > 0, "a 100-frame queue cannot hold 500 frames");
     assert_eq!(read.len() as u64 + queue_full, 500);
-    assert_eq!(sender.dropped, queue_full);
+    assert_eq!(sender.drops.get(TxDrop::NoBufs), queue_full);
 }
 
 /// Runs `f` on a thread whose effective capability set lacks `capability` (capabilities

@@ -13,7 +13,8 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use polld_core::{Device, HwStats, LinkState, Mode, TxFull};
+pub use polld_core::rng::Rng;
+use polld_core::{Device, HwStats, LinkState, Mode, TxDrop, TxDrops, TxFull};
 
 /// The shared virtual clock, in nanoseconds.
 pub type Clock = Rc<Cell<u64>>;
@@ -90,6 +91,11 @@ pub struct NicConfig {
     /// Frame length handed to the stage.
     #[serde(default = "default_frame_len")]
     pub frame_len: usize,
+    /// Longest frame the transmit side sends (the default: a 9000-byte jumbo MTU plus
+    /// Ethernet header and tag); a longer one is accepted and dropped, counted as
+    /// `tx_drops.too_long`.
+    #[serde(default = "default_max_frame")]
+    pub max_frame: usize,
     #[serde(default)]
     pub costs: DriverCosts,
     /// The interface's mode at start.
@@ -118,6 +124,9 @@ fn one() -> usize {
 fn default_frame_len() -> usize {
     60
 }
+fn default_max_frame() -> usize {
+    9018
+}
 
 impl NicConfig {
     pub fn new(name: &str, arrivals: Arrivals) -> NicConfig {
@@ -129,6 +138,7 @@ impl NicConfig {
             line_pps: default_line_rate(),
             descriptors_per_frame: 1,
             frame_len: default_frame_len(),
+            max_frame: default_max_frame(),
             costs: DriverCosts::default(),
             mode: Mode::Interrupt,
             route: None,
@@ -152,6 +162,9 @@ impl NicConfig {
         }
         if !(14..=9018).contains(&self.frame_len) {
             return Err(format!("nic '{n}': frame_len must be 14..=9018 bytes"));
+        }
+        if self.max_frame < 14 {
+            return Err(format!("nic '{n}': max_frame must be at least 14 bytes"));
         }
         let pps = self.arrivals.pps();
         if !pps.is_finite() || pps < 0.0 {
@@ -183,6 +196,8 @@ pub struct NicStats {
     pub rx_publishes: u64,
     /// Frames accepted into the tx ring.
     pub tx_queued: u64,
+    /// Frames `send` accepted and dropped: longer than `max_frame`.
+    pub tx_too_long: u64,
     /// Frames that left on the wire.
     pub tx_wire: u64,
     /// Transmit-complete interrupts taken.
@@ -193,27 +208,6 @@ pub struct NicStats {
     pub latency_sum_ns: u64,
     /// Largest such latency, ns.
     pub latency_max_ns: u64,
-}
-
-/// splitmix64: a small, seeded, repeatable generator for Poisson gaps.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in (0, 1].
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
 }
 
 /// Frames carry their arrival time in these bytes, so latency is measured at the wire.
@@ -432,6 +426,10 @@ impl Device for SimNic {
         if self.tx.len() + self.tx_done >= self.cfg.tx_ring || self.link != LinkState::Up {
             return Err(TxFull);
         }
+        if frame.len() > self.cfg.max_frame {
+            self.stats.tx_too_long += 1;
+            return Ok(());
+        }
         self.charge(self.cfg.costs.tx_ns);
         let now = self.clock.get();
         let start = self.wire_free.max(now);
@@ -467,8 +465,12 @@ impl Device for SimNic {
     }
 
     fn hw_stats(&mut self) -> HwStats {
+        let mut tx_drops = TxDrops::default();
+        tx_drops.add(TxDrop::TooLong, self.stats.tx_too_long);
         HwStats {
             rx_ring_full: self.stats.rx_ring_full,
+            tx_drops,
+            ..HwStats::default()
         }
     }
 }

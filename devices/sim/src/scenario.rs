@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use polld_core::{DropCounters, IfCounters, Mode, PollState, Poller};
+use polld_core::{DropCounters, IfCounters, Mode, PollState, Poller, TxDrop};
 
 use crate::cpu::{CpuCosts, CpuSplit, Sim, UserTask};
 use crate::nic::{NicConfig, NicStats};
@@ -237,10 +237,11 @@ pub fn report(name: &str, sim: &Sim) -> Report {
 /// Checks that every frame is accounted for, at the NIC and at the dataplane:
 /// `arrived = rx_ring_full + received + in the ring`, `received = rx_packets`,
 /// `rx_packets = forwarded + local + consumed + drops + queued`, and every frame taken by
-/// a transmit ring either left on the wire or is still in it.
+/// a transmit side either left on the wire, is still in the ring, or was dropped as too
+/// long and counted in the output's `tx_drops`.
 pub fn check_conservation(sim: &Sim) -> Result<(), String> {
     let mut forwarded = 0;
-    let mut tx_queued = 0;
+    let mut tx_taken = 0;
     for f in sim.dataplane().interfaces() {
         let (s, c, name) = (f.dev.stats, f.counters, &f.dev.config().name);
         if s.arrived != s.rx_ring_full + s.received + f.dev.rx_backlog() as u64 {
@@ -267,12 +268,19 @@ pub fn check_conservation(sim: &Sim) -> Result<(), String> {
         if s.tx_queued != s.tx_wire + f.dev.tx_backlog() as u64 {
             return Err(format!("{name}: tx ring lost frames"));
         }
+        if c.tx_drops.get(TxDrop::TooLong) != s.tx_too_long {
+            return Err(format!(
+                "{name}: the NIC dropped {} frames too long to send, the dataplane counted {}",
+                s.tx_too_long,
+                c.tx_drops.get(TxDrop::TooLong)
+            ));
+        }
         forwarded += c.forwarded;
-        tx_queued += s.tx_queued;
+        tx_taken += s.tx_queued + s.tx_too_long;
     }
-    if tx_queued != forwarded + sim.generated {
+    if tx_taken != forwarded + sim.generated {
         return Err(format!(
-            "transmit rings took {tx_queued} frames, but {forwarded} were forwarded and {} generated",
+            "transmit sides took {tx_taken} frames (queued or dropped), but {forwarded} were forwarded and {} generated",
             sim.generated
         ));
     }

@@ -2,7 +2,7 @@
 //! user_frac holding, conservation across mode switches, em-style bounded batches
 //! (docs/algorithm.md §9 behaviour 14), and clear errors for bad scenarios.
 
-use polld_core::{DropReason, Mode, Poller};
+use polld_core::{DropReason, Mode, Poller, TxDrop};
 use polld_sim::scenario::{check_conservation, report};
 use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
 
@@ -166,6 +166,56 @@ fn switching_modes_under_load_loses_no_frame() {
     assert!(c.interrupts > 0 && c.polls > 0 && c.tasks > 0);
 }
 
+/// FreeBSD 6's `kern.polling.enable`: 1 polls every interface, 0 takes every polling one
+/// out; it reads 1 only while all poll. `poll_in_trap` takes only 0, and says why.
+#[test]
+fn polling_enable_switches_every_interface_and_poll_in_trap_is_refused_with_the_reason() {
+    let s = one_stream(100_000.0, Mode::Interrupt, true, UserTask::None, &[]);
+    let mut sim = s.build().unwrap();
+    sim.run_until(10 * MS);
+    let dp = sim.dataplane_mut();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("0"));
+    dp.set_mode(1, Mode::Adaptive).unwrap();
+    dp.sysctl_set("kern.polling.enable", "1").unwrap();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("1"));
+    assert!((0..2).all(|i| dp.interfaces()[i].mode() == Mode::Polling));
+    assert_eq!(dp.poller().handlers(), 2);
+    sim.run_until(30 * MS);
+    let dp = sim.dataplane_mut();
+    // One interface out by hand: enable reads 0; writing 0 takes the other out too.
+    dp.set_mode(0, Mode::Busy).unwrap();
+    assert_eq!(dp.sysctl_get("kern.polling.enable").as_deref(), Some("0"));
+    dp.sysctl_set("kern.polling.enable", "0").unwrap();
+    assert_eq!(
+        dp.interfaces()[0].mode(),
+        Mode::Busy,
+        "not polling: unchanged"
+    );
+    assert_eq!(dp.interfaces()[1].mode(), Mode::Interrupt);
+    assert_eq!(dp.poller().handlers(), 0);
+    for bad in ["2", "-1", "on"] {
+        let e = dp.sysctl_set("kern.polling.enable", bad).unwrap_err();
+        assert!(e.to_string().contains("kern.polling.enable"), "{e}");
+    }
+    assert_eq!(
+        dp.interfaces()[0].mode(),
+        Mode::Busy,
+        "refused writes change nothing"
+    );
+    assert_eq!(
+        dp.sysctl_get("kern.polling.poll_in_trap").as_deref(),
+        Some("0")
+    );
+    dp.sysctl_set("kern.polling.poll_in_trap", "0").unwrap();
+    let e = dp
+        .sysctl_set("kern.polling.poll_in_trap", "5")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("system call") && e.contains("idle_poll"), "{e}");
+    sim.run_until(50 * MS);
+    check_conservation(&sim).unwrap();
+}
+
 #[test]
 fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_returns() {
     let s = one_stream(100_000.0, Mode::Polling, true, UserTask::None, &[]);
@@ -258,6 +308,22 @@ fn interrupt_mode_input_queue_overflow_is_a_named_drop() {
     check_conservation(&sim).unwrap();
     let c = sim.dataplane().interfaces()[0].counters;
     assert!(c.drops.get(DropReason::IntrQueueFull) > 0, "{c:?}");
+}
+
+#[test]
+fn frames_too_long_for_the_output_are_counted_there_not_lost() {
+    let mut s = one_stream(10_000.0, Mode::Polling, true, UserTask::None, &[]);
+    s.nics[0].frame_len = 1000;
+    s.nics[1].max_frame = 600;
+    let mut sim = s.build().unwrap();
+    sim.run_until(100 * MS);
+    check_conservation(&sim).unwrap();
+    let ifs = sim.dataplane().interfaces();
+    let (input, output) = (ifs[0].counters, ifs[1].counters);
+    assert!(input.forwarded > 500, "{input:?}");
+    assert_eq!(output.tx_packets, input.forwarded);
+    assert_eq!(output.tx_drops.get(TxDrop::TooLong), input.forwarded);
+    assert_eq!(ifs[1].dev.stats.tx_wire, 0);
 }
 
 #[test]

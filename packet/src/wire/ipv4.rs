@@ -220,6 +220,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.set_checksum(updated);
     }
 
+    /// The header, options included.
+    pub fn header_mut(&mut self) -> &mut [u8] {
+        let len = self.header_len();
+        &mut self.buffer.as_mut()[..len]
+    }
+
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let start = self.header_len();
         let end = usize::from(self.total_len());

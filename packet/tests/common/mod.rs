@@ -8,11 +8,12 @@ use std::net::Ipv4Addr;
 
 pub const SEC: u64 = 1_000_000_000;
 
-/// Records emitted frames.
+/// Records emitted frames, generated ones and forwarded parts apart.
 #[derive(Default)]
 pub struct Sent {
     frames: Vec<(usize, Vec<u8>)>,
-    /// Frames emitted since the start, taken or not.
+    parts: Vec<(usize, Vec<u8>)>,
+    /// Frames generated since the start, taken or not.
     pub total: u64,
 }
 
@@ -21,12 +22,21 @@ impl Emit for Sent {
         self.frames.push((out, frame.to_vec()));
         self.total += 1;
     }
+
+    fn forward_part(&mut self, out: usize, frame: &[u8]) {
+        self.parts.push((out, frame.to_vec()));
+    }
 }
 
 impl Sent {
-    /// The frames emitted since the last take, with their output device.
+    /// The frames generated since the last take, with their output device.
     pub fn take(&mut self) -> Vec<(usize, Vec<u8>)> {
         std::mem::take(&mut self.frames)
+    }
+
+    /// The parts of forwarded datagrams (fragments, trimmed frames) since the last take.
+    pub fn take_parts(&mut self) -> Vec<(usize, Vec<u8>)> {
+        std::mem::take(&mut self.parts)
     }
 }
 

@@ -23,7 +23,7 @@ pub fn conserved(s: &SinkSummary) -> &Analysis {
     let a = s.analysis.as_ref().expect("a device sink analyses frames");
     assert_eq!(
         s.frames,
-        a.sequence.received + a.foreign + a.bad_checksum,
+        a.sequence.received + a.end_records + a.foreign + a.bad_checksum,
         "every frame is ours, foreign or bad: {s:?}"
     );
     a

@@ -1,0 +1,100 @@
+//! The README's traffic example on the testbed, as written (root only; CI runs as root):
+//! `polld gen veth0 --flows 4 ...` through polld reaches `polld sink veth3` in all four
+//! flows, and flows that cannot be forwarded are counted lost by the sink, which never
+//! saw them, thanks to the generator's end-of-run record.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{router_config, testbed, Dir, Polld, POLLD};
+use polld_testbed::Testbed;
+use serde_json::Value;
+
+/// The `"type": "summary"` line of JSON-lines output.
+fn summary(out: Vec<u8>) -> Value {
+    let text = String::from_utf8(out).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap_or_else(|| panic!("no summary in {text}"))
+}
+
+/// `polld sink veth3 --netns SINK -i 1 --json` for a few seconds around
+/// `polld gen veth0 --netns GEN --rate 20k --size 60 --flows 4 --duration 1 -i 1 EXTRA`
+/// (the README's, slower and shorter, with `--json`); returns both summaries.
+fn gen_into_sink(tb: &Testbed, extra: &[&str]) -> (Value, Value) {
+    let l = tb.layout();
+    let sink = Command::new(POLLD)
+        .args(["sink", "veth3", "--netns", &l.sink_ns, "-i", "1", "--json"])
+        .args(["--duration", "3"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let gen = Command::new(POLLD)
+        .args(["gen", "veth0", "--netns", &l.gen_ns, "--rate", "20k"])
+        .args([
+            "--size",
+            "60",
+            "--flows",
+            "4",
+            "--duration",
+            "1",
+            "-i",
+            "1",
+            "--json",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "{gen:?}");
+    let out = sink.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    (summary(out.stdout), summary(gen.stdout))
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+/// Runs `gen_into_sink` with `extra`; checks that every frame sent was received or counted
+/// lost in the `flows` flows received of the generator's 4, and returns (sent, lost).
+fn every_frame_accounted(tb: &Testbed, extra: &[&str], flows: u64) -> (u64, u64) {
+    let (sink, gen) = gen_into_sink(tb, extra);
+    let a = &sink["analysis"];
+    let (sent, received, lost) = (
+        n(&gen["frames"]),
+        n(&a["sequence"]["received"]),
+        n(&a["sequence"]["lost"]),
+    );
+    eprintln!("gen {extra:?}: sent {sent}, sink {a}");
+    assert_eq!(n(&a["flows"]), flows, "{a}");
+    assert_eq!(n(&a["flows_issued"]), 4, "{a}");
+    assert_eq!(received + lost, sent, "{a}");
+    (sent, lost)
+}
+
+#[test]
+fn the_readme_gen_example_delivers_every_flow_and_unroutable_flows_count_as_lost() {
+    require_root!();
+    let tb = testbed("x");
+    let dir = Dir::new("examples");
+    let (path, socket) = router_config(&tb, &dir, "af_packet", "polling", None, false, &[]);
+    let polld = Polld::start(&tb, &path, &socket);
+
+    // Every flow arrives (a loaded machine may lose a few frames).
+    let (sent, lost) = every_frame_accounted(&tb, &[], 4);
+    assert!(lost * 100 < sent, "lost {lost} of {sent}");
+
+    // Each flow its own addresses: flow 1 comes from polld's own address (a martian),
+    // flows 2 and 3 go to addresses without a neighbour. The sink never sees them, and
+    // still counts them lost.
+    let (sent, lost) = every_frame_accounted(&tb, &["--vary", "src-ip,dst-ip"], 1);
+    assert!(
+        lost >= sent / 4 * 3,
+        "three flows of four lost: {lost} of {sent}"
+    );
+    polld.stop();
+}

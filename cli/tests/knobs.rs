@@ -1,0 +1,155 @@
+//! FreeBSD's polling switches on a running polld (root only; CI runs as root):
+//! `kern.polling.idle_poll` runs in its own idle-priority thread and leaves the poll
+//! thread's policy alone.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{router_config, testbed, Dir, Polld};
+use polld_testbed::{Testbed, UpOptions};
+
+fn fwd_cpu() -> usize {
+    UpOptions::default().cpus.fwd
+}
+
+/// The testbed's polld config on AF_PACKET, pinned to the fwd CPU.
+fn config(tb: &Testbed, dir: &Dir, mode: &str, realtime: bool) -> (PathBuf, PathBuf) {
+    router_config(tb, dir, "af_packet", mode, Some(fwd_cpu()), realtime, &[])
+}
+
+fn value(polld: &Polld, name: &str) -> u64 {
+    polld.ok(&["ctl", "-n", name]).trim().parse().unwrap()
+}
+
+/// The scheduling policy of thread `tid` (SCHED_OTHER 0, SCHED_FIFO 1, SCHED_IDLE 5).
+fn policy(tid: u32) -> i32 {
+    // SAFETY: reads another thread's policy; no pointers.
+    let p = unsafe { libc::sched_getscheduler(tid as libc::pid_t) };
+    assert!(p >= 0, "sched_getscheduler({tid}) failed");
+    p
+}
+
+/// The thread of process `pid` named `name`.
+fn thread_named(pid: u32, name: &str) -> u32 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|tid| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim() == name)
+        })
+        .unwrap_or_else(|| panic!("polld has no thread named {name}"))
+}
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The share of `cpu` a CPU-bound thread pinned there gets over `window`.
+fn competitor_share(cpu: usize, window: Duration) -> f64 {
+    std::thread::spawn(move || {
+        // SAFETY: the set is zeroed then filled; pins this thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+        }
+        let (start, cpu0) = (Instant::now(), thread_cpu());
+        let mut x = 0u64;
+        while start.elapsed() < window {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        (thread_cpu() - cpu0).as_secs_f64() / start.elapsed().as_secs_f64()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alone() {
+    require_root!();
+    let tb = testbed("i");
+    let dir = Dir::new("idle");
+    let (path, socket) = config(&tb, &dir, "polling", true);
+    let polld = Polld::start(&tb, &path, &socket);
+    let poll_thread = polld.pid();
+    let idle_thread = thread_named(polld.pid(), polld_runtime::idle::THREAD_NAME);
+    assert_eq!(policy(poll_thread), libc::SCHED_FIFO);
+    assert_eq!(policy(idle_thread), libc::SCHED_IDLE);
+
+    let window = Duration::from_secs(2);
+    let share_off = competitor_share(fwd_cpu(), window);
+    polld.ok(&["ctl", "kern.polling.idle_poll=1"]);
+    assert_eq!(value(&polld, "kern.polling.idlepoll_sleeping"), 0);
+    let idle_ns = value(&polld, "polld.idle_poll_ns");
+    let share_on = competitor_share(fwd_cpu(), window);
+    // With the CPU to itself between the windows, the idle thread polls.
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_ns_after = value(&polld, "polld.idle_poll_ns");
+    polld.ok(&["ctl", "kern.polling.idle_poll=0"]);
+    eprintln!(
+        "competitor share: idle_poll=0 {share_off:.3}, idle_poll=1 {share_on:.3}; idle poll time {} us",
+        (idle_ns_after - idle_ns) / 1000
+    );
+    assert!(idle_ns_after > idle_ns, "idle polling never ran");
+    assert!(
+        share_on > 0.8 * share_off,
+        "idle polling took the competitor's CPU: {share_on:.3} against {share_off:.3}"
+    );
+    assert_eq!(value(&polld, "kern.polling.idlepoll_sleeping"), 1);
+    // The poll thread never changed policy; ticks still run SCHED_FIFO.
+    assert_eq!(policy(poll_thread), libc::SCHED_FIFO);
+    assert_eq!(policy(idle_thread), libc::SCHED_IDLE);
+    let cycles = value(&polld, "kern.polling.cycles");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(value(&polld, "kern.polling.cycles") > cycles);
+    polld.stop();
+}
+
+/// The tutorials' `sysctl kern.polling.enable=1` through `polld ctl`, with FreeBSD's
+/// validation; `poll_in_trap` refused with the reason.
+#[test]
+fn polling_enable_switches_every_interface_and_poll_in_trap_says_why_not() {
+    require_root!();
+    let tb = testbed("e");
+    let dir = Dir::new("enable");
+    let (path, socket) = config(&tb, &dir, "interrupt", false);
+    let polld = Polld::start(&tb, &path, &socket);
+    let modes = |polld: &Polld| {
+        let out = polld.ok(&["ctl", "-n", "dev.veth1.mode", "dev.veth2.mode"]);
+        out.split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(value(&polld, "kern.polling.enable"), 0);
+    polld.ok(&["ctl", "kern.polling.enable=1"]);
+    assert_eq!(modes(&polld), ["polling", "polling"]);
+    assert_eq!(value(&polld, "kern.polling.handlers"), 2);
+    assert_eq!(value(&polld, "kern.polling.enable"), 1);
+    polld.ok(&["ifconfig", "veth2", "-polling"]);
+    assert_eq!(value(&polld, "kern.polling.enable"), 0);
+    polld.ok(&["ctl", "kern.polling.enable=0"]);
+    assert_eq!(modes(&polld), ["interrupt", "interrupt"]);
+    for (write, says) in [
+        ("kern.polling.enable=2", "out of range (allowed 0..1)"),
+        ("kern.polling.poll_in_trap=1", "system call"),
+    ] {
+        let out = polld.run(&["ctl", write]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(says),
+            "{write}: {stderr}"
+        );
+    }
+    assert_eq!(modes(&polld), ["interrupt", "interrupt"]);
+    polld.stop();
+}

@@ -1,0 +1,156 @@
+//! Honest devices under `polld run`, each test on a testbed of its own (root only; CI runs
+//! as root): `--pcap` files are readable and hold exactly the frames the counters show,
+//! `[interfaces.fault]` faults are counted by name with conservation exact, and frames the
+//! output device cannot send are its named transmit drops.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{assert_conserved, count, gen, testbed, Dir, Polld};
+use polld_testbed::{PolldSetup, Testbed};
+use serde_json::Value;
+
+/// The number of records of a classic pcap file, after checking its global header and
+/// that the last record is whole.
+fn pcap_records(path: &Path) -> u64 {
+    let file = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let word = |at: usize| u32::from_ne_bytes(file[at..at + 4].try_into().unwrap());
+    assert!(file.len() >= 24, "{}: no pcap header", path.display());
+    assert_eq!(word(0), 0xa1b2_c3d4, "magic");
+    assert_eq!(word(20), 1, "LINKTYPE_ETHERNET");
+    let (mut at, mut records) = (24, 0);
+    while at < file.len() {
+        let (caught, orig) = (word(at + 8), word(at + 12));
+        assert!(caught <= orig && caught <= 65_535, "record {records}");
+        at += 16 + caught as usize;
+        records += 1;
+    }
+    assert_eq!(at, file.len(), "{}: a cut record", path.display());
+    records
+}
+
+/// polld routing in fwd on AF_PACKET in `mode`: its socket, the config path in `dir`, and
+/// the config text (to be written there, edited or not).
+fn router_config(tb: &Testbed, dir: &Dir, mode: &str) -> (PathBuf, PathBuf, String) {
+    let socket = dir.0.join("polld.sock");
+    let setup = PolldSetup {
+        backend: "af_packet",
+        mode,
+        socket: &socket,
+        cpu: None,
+        realtime: false,
+        knobs: &[],
+    };
+    let text = polld_testbed::polld_config(tb.layout(), &setup);
+    (socket.clone(), dir.0.join("fwd.toml"), text)
+}
+
+#[test]
+fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact() {
+    require_root!();
+    let tb = testbed("mw");
+    let dir = Dir::new(&format!("{}-mw", tb.layout().prefix));
+    let (socket, config, text) = router_config(&tb, &dir, "polling");
+    // veth1 (from gen) misbehaves on receive, veth2 (to sink) on transmit.
+    let rx_faults = "[interfaces.fault]\nseed = 3\nrx_drop = 50\nrx_truncate = 50\n\
+                     rx_corrupt = 50\nrx_duplicate = 50\n";
+    let tx_faults = "[interfaces.fault]\nseed = 4\ntx_fail = 100\n";
+    let second = text.match_indices("\n[[interfaces]]").nth(1).unwrap().0;
+    let arp = text.find("\n[[static_arp]]").unwrap();
+    let text = format!(
+        "{}\n{rx_faults}{}\n{tx_faults}{}",
+        &text[..second],
+        &text[second..arp],
+        &text[arp..]
+    );
+    std::fs::write(&config, text).unwrap();
+    let prefix = dir.0.join("cap");
+    let prefix = prefix.to_str().unwrap();
+    let polld = Polld::start_with(&tb, &config, &socket, &["--pcap", prefix]);
+
+    let mut load = gen(&tb, "5k", 1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while load.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "polld gen did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
+    for iface in &interfaces {
+        assert_conserved(iface);
+        let name = iface["name"].as_str().unwrap();
+        let records = pcap_records(Path::new(&format!("{prefix}.{name}.pcap")));
+        assert_eq!(
+            records,
+            count(iface, "rx_packets") + count(iface, "tx_packets"),
+            "{name}: pcap records = rx_packets + tx_packets: {iface}"
+        );
+    }
+    let (veth1, veth2) = (&interfaces[0], &interfaces[1]);
+    assert!(count(veth1, "rx_packets") > 500, "{veth1}");
+    assert!(count(veth1, "drops.fault_injected") > 0, "{veth1}");
+    // Cut or flipped frames fail the stage's checks, under their own names.
+    let malformed: u64 = [
+        "truncated",
+        "bad_length",
+        "bad_checksum",
+        "bad_version",
+        "bad_ihl",
+    ]
+    .iter()
+    .map(|r| count(veth1, &format!("drops.{r}")))
+    .sum();
+    assert!(malformed > 0, "{veth1}");
+    assert!(count(veth2, "tx_drops.fault") > 0, "{veth2}");
+    assert!(count(veth2, "tx_drops.fault") < count(veth2, "tx_packets"));
+}
+
+/// Frames the output cannot send (its MTU shrank under polld) are transmit drops of the
+/// output, by name: forwarded = tx_packets there, and every one is delivered or counted.
+#[test]
+fn frames_too_long_for_the_output_are_counted_on_it_by_name() {
+    require_root!();
+    let tb = testbed("mt");
+    let dir = Dir::new(&format!("{}-mt", tb.layout().prefix));
+    let (socket, config, text) = router_config(&tb, &dir, "interrupt");
+    std::fs::write(&config, text).unwrap();
+    let polld = Polld::start(&tb, &config, &socket);
+    let layout = tb.layout();
+    let shrink = std::process::Command::new("ip")
+        .args([
+            "-n",
+            &layout.fwd_ns,
+            "link",
+            "set",
+            &layout.veth2.name,
+            "mtu",
+            "1000",
+        ])
+        .status()
+        .unwrap();
+    assert!(shrink.success());
+    let sent = tb
+        .command_in(polld_testbed::Role::Gen, None, common::POLLD)
+        .unwrap()
+        .args([
+            "gen", "veth0", "--size", "1400", "--count", "200", "--rate", "2k",
+        ])
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{sent:?}");
+    let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
+    for iface in &interfaces {
+        assert_conserved(iface);
+    }
+    let (veth1, veth2) = (&interfaces[0], &interfaces[1]);
+    let forwarded = count(veth1, "forwarded");
+    assert_eq!(
+        forwarded + count(veth1, "drops.rx_ring_full"),
+        200,
+        "{veth1}"
+    );
+    assert!(forwarded > 0, "{veth1}");
+    assert_eq!(count(veth2, "tx_packets"), forwarded, "{veth2}");
+    assert_eq!(count(veth2, "tx_drops.too_long"), forwarded, "{veth2}");
+}

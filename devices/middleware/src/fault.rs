@@ -1,0 +1,182 @@
+//! A device that misbehaves on purpose, at seeded rates: a test tool for the reliability
+//! tests (`[interfaces.fault]` in the `polld run` configuration), never for production.
+//!
+//! On receive, each frame the inner device hands up is, in this order of precedence,
+//! dropped (never handed up), truncated (handed up cut short), corrupted (one byte
+//! flipped), or handed up as is; any frame handed up may also be duplicated (handed up
+//! twice). On transmit, a frame may be failed: accepted and not sent. Every effect is
+//! counted, and the two that lose a frame enter conservation through [`HwStats`]: a
+//! dropped receive as `rx_fault` (the dataplane's `drops.fault_injected`, like a ring
+//! drop it never reaches `rx_packets`), a failed transmit as `tx_drops.fault`. Truncated
+//! and corrupted frames are counted again by whatever the packet stage decides for them;
+//! a duplicate is one more received frame.
+
+use std::fmt;
+
+use polld_core::device::{Device, HwStats, TxDrop, TxFull};
+use polld_core::rng::Rng;
+
+/// Rates per mille (0 to 1000) of each fault, and the seed that makes a run repeatable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    pub seed: u64,
+    /// Received frames dropped before they are handed up.
+    pub rx_drop: u16,
+    /// Received frames cut to a random shorter length (at least one byte).
+    pub rx_truncate: u16,
+    /// Received frames with one random byte flipped.
+    pub rx_corrupt: u16,
+    /// Received frames handed up twice.
+    pub rx_duplicate: u16,
+    /// Frames accepted for transmission and not sent.
+    pub tx_fail: u16,
+}
+
+/// A rate outside 0..=1000.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRate {
+    pub field: &'static str,
+    pub value: u16,
+}
+
+impl fmt::Display for BadRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fault.{} = {}: a rate is per mille, use 0 to 1000",
+            self.field, self.value
+        )
+    }
+}
+
+impl std::error::Error for BadRate {}
+
+impl FaultConfig {
+    fn rates(&self) -> [(&'static str, u16); 5] {
+        [
+            ("rx_drop", self.rx_drop),
+            ("rx_truncate", self.rx_truncate),
+            ("rx_corrupt", self.rx_corrupt),
+            ("rx_duplicate", self.rx_duplicate),
+            ("tx_fail", self.tx_fail),
+        ]
+    }
+
+    /// Checks every rate is per mille; the error names the field.
+    pub fn validate(&self) -> Result<(), BadRate> {
+        match self.rates().into_iter().find(|&(_, v)| v > 1000) {
+            Some((field, value)) => Err(BadRate { field, value }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a [`FaultInjector`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FaultStats {
+    pub rx_dropped: u64,
+    pub rx_truncated: u64,
+    pub rx_corrupted: u64,
+    pub rx_duplicated: u64,
+    pub tx_failed: u64,
+}
+
+/// Wraps a device and injects the faults of a [`FaultConfig`].
+pub struct FaultInjector<D> {
+    inner: D,
+    config: FaultConfig,
+    rng: Rng,
+    stats: FaultStats,
+}
+
+impl<D: Device> FaultInjector<D> {
+    pub fn new(inner: D, config: FaultConfig) -> Result<FaultInjector<D>, BadRate> {
+        config.validate()?;
+        Ok(FaultInjector {
+            inner,
+            config,
+            rng: Rng::new(config.seed),
+            stats: FaultStats::default(),
+        })
+    }
+
+    pub fn stats(&self) -> FaultStats {
+        self.stats
+    }
+
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    /// The wrapped device, for what the [`Device`] trait does not reach.
+    pub fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+}
+
+/// Whether a fault at `per_mille` strikes this time.
+fn strikes(rng: &mut Rng, per_mille: u16) -> bool {
+    per_mille > 0 && rng.below(1000) < u64::from(per_mille)
+}
+
+impl<D: Device> Device for FaultInjector<D> {
+    pass_through_to_inner!();
+
+    /// Returns the frames handed up, duplicates included, so it may exceed `budget` by
+    /// the duplicates; dropped frames are not handed up and not returned.
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        let FaultInjector {
+            inner,
+            config,
+            rng,
+            stats,
+        } = self;
+        let mut handed = 0;
+        inner.receive(budget, &mut |frame: &mut [u8]| {
+            if strikes(rng, config.rx_drop) {
+                stats.rx_dropped += 1;
+                return;
+            }
+            let mut len = frame.len();
+            if len > 1 && strikes(rng, config.rx_truncate) {
+                len = 1 + rng.below(len as u64 - 1) as usize;
+                stats.rx_truncated += 1;
+            } else if len > 0 && strikes(rng, config.rx_corrupt) {
+                let at = rng.below(len as u64) as usize;
+                frame[at] ^= 0xff;
+                stats.rx_corrupted += 1;
+            }
+            // The stage may rewrite the frame in place: the duplicate is a copy of it
+            // as received.
+            let duplicate = strikes(rng, config.rx_duplicate).then(|| frame[..len].to_vec());
+            rx(&mut frame[..len]);
+            handed += 1;
+            if let Some(mut copy) = duplicate {
+                stats.rx_duplicated += 1;
+                rx(&mut copy);
+                handed += 1;
+            }
+        });
+        handed
+    }
+
+    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        if strikes(&mut self.rng, self.config.tx_fail) {
+            self.stats.tx_failed += 1;
+            return Ok(());
+        }
+        self.inner.send(frame)
+    }
+
+    fn flush(&mut self) {
+        self.inner.flush()
+    }
+
+    fn hw_stats(&mut self) -> HwStats {
+        let mut stats = self.inner.hw_stats();
+        stats.rx_fault += self.stats.rx_dropped;
+        stats.tx_drops.add(TxDrop::Fault, self.stats.tx_failed);
+        stats
+    }
+}

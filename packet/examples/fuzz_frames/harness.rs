@@ -1,0 +1,489 @@
+//! The frame-path fuzzer: mutates a seed corpus of frames with a seeded generator and
+//! feeds them to a three-port forwarder (a jumbo-MTU port, a 1500 one and a 576 one),
+//! checking after every frame that:
+//! - nothing panics;
+//! - every frame it emits parses (Ethernet, then ARP or IPv4 with a valid header
+//!   checksum, and ICMP with a valid checksum);
+//! - a forwarded datagram leaves within the output MTU, without padding, with a valid
+//!   header checksum; its fragments tile the input's payload exactly (8-byte offsets,
+//!   MF on all but the last, which keeps the input's);
+//! - the counters add up: one verdict per frame, every emitted frame counted.
+
+use crate::common::{arp_frame, eth_frame, ip, mac, naive_checksum_ok, Ip};
+use polld_core::{Emit, PacketStage, Verdict};
+use polld_packet::wire::arp::operation;
+use polld_packet::wire::ethernet::ethertype;
+use polld_packet::wire::icmp::icmp_type;
+use polld_packet::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use polld_packet::{Forwarder, PacketConfig};
+use polld_sim::nic::Rng;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+const CONFIG: &str = r#"
+[[interfaces]]
+name = "jumbo0"
+mac = "02:00:00:00:01:01"
+addresses = ["10.0.1.1/24"]
+mtu = 9000
+
+[[interfaces]]
+name = "eth1"
+mac = "02:00:00:00:02:01"
+addresses = ["10.0.2.1/24"]
+mtu = 1500
+
+[[interfaces]]
+name = "slow2"
+mac = "02:00:00:00:03:01"
+addresses = ["10.0.3.1/24"]
+mtu = 576
+
+[[routes]]
+prefix = "10.9.0.0/16"
+gateway = "10.0.2.2"
+
+[[routes]]
+prefix = "10.8.0.0/16"
+gateway = "10.0.3.2"
+
+[[static_arp]]
+ip = "10.0.2.2"
+mac = "02:00:00:00:02:02"
+
+[[static_arp]]
+ip = "10.0.3.2"
+mac = "02:00:00:00:03:02"
+
+[icmp]
+rate_per_sec = 1000000
+burst = 1000
+
+[[rules]]
+action = "deny"
+proto = "tcp"
+dst_ports = 23
+"#;
+
+const MTU: [usize; 3] = [9000, 1500, 576];
+
+/// What one run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summary {
+    pub inputs: u64,
+    pub forwarded: u64,
+    pub fragments: u64,
+    pub generated: u64,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} inputs, {} forwarded, {} extra fragments, {} generated",
+            self.inputs, self.forwarded, self.fragments, self.generated
+        )
+    }
+}
+
+/// An input that broke an invariant: enough to replay it.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub seed: u64,
+    pub iteration: u64,
+    pub input: usize,
+    pub frame: Vec<u8>,
+    pub problem: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex: String = self.frame.iter().map(|b| format!("{b:02x}")).collect();
+        write!(
+            f,
+            "seed {} iteration {}: {} (input port {}, frame {hex})",
+            self.seed, self.iteration, self.problem, self.input
+        )
+    }
+}
+
+/// Frames in hand of one `process` call.
+#[derive(Default)]
+struct Caught {
+    generated: Vec<(usize, Vec<u8>)>,
+    parts: Vec<(usize, Vec<u8>)>,
+    generated_total: u64,
+}
+
+impl Emit for Caught {
+    fn emit(&mut self, out: usize, frame: &[u8]) {
+        self.generated.push((out, frame.to_vec()));
+        self.generated_total += 1;
+    }
+    fn forward_part(&mut self, out: usize, frame: &[u8]) {
+        self.parts.push((out, frame.to_vec()));
+    }
+}
+
+fn port_mac(port: u8) -> MacAddr {
+    mac(1, port + 1)
+}
+
+/// Valid frames reaching every path: forwarding, fragmentation (DF clear and set, of
+/// fragments too), options of every kind, padding, ICMP, ARP, broadcast, rules.
+fn corpus() -> Vec<Vec<u8>> {
+    let host = mac(2, 1);
+    let to = |p: &Ip| p.frame(host, port_mac(0));
+    let udp = |dst: &str, len: usize| Ip::udp("10.0.1.2", dst, 9, len);
+    let with_options = |options: Vec<u8>, dst: &str, len: usize| Ip {
+        options,
+        ..udp(dst, len)
+    };
+    let mut seeds = vec![
+        to(&udp("10.9.1.1", 32)),
+        to(&udp("10.9.1.1", 2)),
+        to(&udp("10.9.1.1", 8000)),
+        to(&Ip {
+            dont_fragment: true,
+            ..udp("10.9.1.1", 3000)
+        }),
+        to(&Ip {
+            more_fragments: true,
+            frag_offset: 1480,
+            ..udp("10.8.1.1", 1400)
+        }),
+        to(&Ip {
+            frag_offset: 64000,
+            ..udp("10.9.1.1", 2000)
+        }),
+        to(&with_options(
+            vec![7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            "10.9.1.1",
+            32,
+        )),
+        to(&with_options(
+            vec![68, 12, 5, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+            "10.8.1.1",
+            900,
+        )),
+        to(&with_options(
+            vec![68, 12, 5, 3, 10, 0, 1, 1, 0, 0, 0, 0],
+            "10.9.1.1",
+            40,
+        )),
+        to(&with_options(
+            vec![68, 8, 13, 0xE0, 0, 0, 0, 0],
+            "10.9.1.1",
+            40,
+        )),
+        to(&with_options(
+            vec![148, 4, 0, 0, 1, 130, 3, 0, 7, 7, 4, 0, 0, 0, 0, 0],
+            "10.8.1.1",
+            1200,
+        )),
+        to(&with_options(
+            vec![131, 7, 4, 10, 9, 1, 1, 0],
+            "10.9.1.1",
+            8,
+        )),
+        to(&with_options(vec![7, 1, 0, 0], "10.9.1.1", 8)),
+        to(&Ip {
+            ttl: 1,
+            ..udp("10.9.1.1", 32)
+        }),
+        to(&udp("10.7.7.7", 32)),
+        to(&udp("10.0.2.99", 32)),
+        to(&udp("255.255.255.255", 8)),
+        to(&Ip::with_payload("10.0.1.2", "10.9.1.1", 6, {
+            let mut tcp = vec![0u8; 20];
+            tcp[2..4].copy_from_slice(&23u16.to_be_bytes());
+            tcp
+        })),
+        to(&Ip::icmp(
+            "10.0.1.2",
+            "10.0.1.1",
+            icmp_type::ECHO_REQUEST,
+            7,
+            &[1; 56],
+        )),
+        to(&Ip::icmp(
+            "10.0.1.2",
+            "10.9.1.1",
+            icmp_type::DEST_UNREACHABLE,
+            0,
+            &[0x45; 28],
+        )),
+        arp_frame(
+            operation::REQUEST,
+            MacAddr::BROADCAST,
+            (host, ip("10.0.1.2")),
+            (MacAddr::ZERO, ip("10.0.1.1")),
+        ),
+        arp_frame(
+            operation::REPLY,
+            port_mac(1),
+            (mac(9, 2), ip("10.0.2.99")),
+            (port_mac(1), ip("10.0.2.1")),
+        ),
+    ];
+    seeds.push(eth_frame(host, port_mac(0), ethertype::VLAN, &[0; 50]));
+    seeds
+}
+
+/// Option-like byte strings the mutator writes into headers.
+const OPTION_BYTES: [&[u8]; 8] = [
+    &[0],
+    &[1],
+    &[7, 3, 4],
+    &[7, 7, 4, 0, 0, 0, 0],
+    &[68, 4, 5, 0xF0],
+    &[68, 8, 5, 3],
+    &[148, 4, 0, 0],
+    &[137, 3, 4],
+];
+
+fn below(rng: &mut Rng, n: usize) -> usize {
+    (rng.next_u64() % n.max(1) as u64) as usize
+}
+
+/// One to four mutations of a copy of a seed, then, half the time, a header checksum
+/// that verifies so that the deeper checks see the damage.
+fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    let mut frame = seeds[below(rng, seeds.len())].clone();
+    for _ in 0..1 + below(rng, 4) {
+        // Mostly the headers: Ethernet, IPv4 and its options, the transport header.
+        let hot = 14 + below(rng, 60);
+        let at = if below(rng, 4) == 0 {
+            below(rng, frame.len())
+        } else {
+            hot
+        };
+        match below(rng, 9) {
+            0 | 1 => {
+                if let Some(b) = frame.get_mut(at) {
+                    *b = rng.next_u64() as u8;
+                }
+            }
+            2 => {
+                if let Some(b) = frame.get_mut(at) {
+                    *b ^= 1 << below(rng, 8);
+                }
+            }
+            3 => frame.truncate(below(rng, frame.len() + 1)),
+            4 => frame.extend((0..1 + below(rng, 40)).map(|_| rng.next_u64() as u8)),
+            5 => {
+                // IHL and total length, the fields every later offset hangs on.
+                if frame.len() > 18 {
+                    frame[14] = 0x40 | (rng.next_u64() as u8 & 0x0F);
+                    let len = below(rng, frame.len() + 64) as u16;
+                    frame[16..18].copy_from_slice(&len.to_be_bytes());
+                }
+            }
+            6 => {
+                let option = OPTION_BYTES[below(rng, OPTION_BYTES.len())];
+                let at = 34 + below(rng, 20);
+                for (i, &b) in option.iter().enumerate() {
+                    if let Some(slot) = frame.get_mut(at + i) {
+                        *slot = b;
+                    }
+                }
+            }
+            7 => {
+                // Flags and fragment offset.
+                if frame.len() > 22 {
+                    frame[20] = rng.next_u64() as u8;
+                    frame[21] = rng.next_u64() as u8;
+                }
+            }
+            _ => {
+                let other = &seeds[below(rng, seeds.len())];
+                let cut = below(rng, frame.len().min(other.len()));
+                frame.truncate(cut);
+                frame.extend_from_slice(&other[cut..]);
+            }
+        }
+    }
+    if below(rng, 2) == 0 {
+        fix_header_checksum(&mut frame);
+    }
+    frame
+}
+
+fn fix_header_checksum(frame: &mut [u8]) {
+    if frame.len() < 34 {
+        return;
+    }
+    let header_len = usize::from(frame[14] & 0x0F) * 4;
+    if header_len >= 20 && 14 + header_len <= frame.len() {
+        let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..14 + header_len]);
+        ip.fill_checksum();
+    }
+}
+
+/// Checks one IPv4 frame polld sent: header, checksum, no padding past the total
+/// length unless it is a generated frame padded to the Ethernet minimum.
+fn check_ipv4(frame: &[u8], padded_ok: bool) -> Result<Ipv4Packet<&[u8]>, String> {
+    let ip = Ipv4Packet::new_checked(&frame[14..]).map_err(|e| format!("emitted IPv4: {e}"))?;
+    if !naive_checksum_ok(ip.header()) {
+        return Err("emitted IPv4 header checksum does not verify".into());
+    }
+    let exact = frame.len() == 14 + usize::from(ip.total_len());
+    if !(exact || padded_ok && frame.len() == 60) {
+        return Err(format!(
+            "emitted frame of {} bytes for IP total length {}",
+            frame.len(),
+            ip.total_len()
+        ));
+    }
+    Ok(ip)
+}
+
+fn check_generated(out: usize, frame: &[u8]) -> Result<(), String> {
+    if out >= MTU.len() {
+        return Err(format!("generated frame on port {out}"));
+    }
+    let eth = EthernetFrame::new_checked(frame).map_err(|e| format!("generated: {e}"))?;
+    if !(0..3).any(|p| eth.src_addr() == port_mac(p)) {
+        return Err(format!("generated frame from {}", eth.src_addr()));
+    }
+    match eth.ethertype() {
+        ethertype::ARP => ArpPacket::new_checked(eth.payload())
+            .map(|_| ())
+            .map_err(|e| format!("generated ARP: {e}")),
+        ethertype::IPV4 => {
+            let ip = check_ipv4(frame, true)?;
+            let icmp = IcmpPacket::new_checked(ip.payload()).map_err(|e| format!("ICMP: {e}"))?;
+            if !naive_checksum_ok(icmp.as_bytes()) {
+                return Err("generated ICMP checksum does not verify".into());
+            }
+            if icmp_type::is_error(icmp.msg_type()) && icmp.data().len() > 60 + 8 {
+                return Err(format!("ICMP error quoting {} bytes", icmp.data().len()));
+            }
+            Ok(())
+        }
+        other => Err(format!("generated ethertype {other:#06x}")),
+    }
+}
+
+/// Checks the frames a forwarded datagram left as against the input datagram.
+fn check_forwarded(input: &[u8], out: usize, parts: &[&[u8]]) -> Result<(), String> {
+    let original = Ipv4Packet::new_checked(&input[14..]).map_err(|e| format!("input: {e}"))?;
+    let mut data = Vec::new();
+    for (n, part) in parts.iter().enumerate() {
+        let ip = check_ipv4(part, false)?;
+        if usize::from(ip.total_len()) > MTU[out] {
+            return Err(format!(
+                "{} bytes out of a {}-byte MTU",
+                ip.total_len(),
+                MTU[out]
+            ));
+        }
+        if ip.ident() != original.ident() || ip.ttl() + 1 != original.ttl() {
+            return Err("fragment ident or TTL".into());
+        }
+        if ip.frag_offset() != original.frag_offset() + data.len() {
+            return Err(format!("fragment {n} at offset {}", ip.frag_offset()));
+        }
+        let last = n + 1 == parts.len();
+        let expect_mf = !last || original.more_fragments();
+        if ip.more_fragments() != expect_mf || (!last && ip.payload().len() % 8 != 0) {
+            return Err(format!("fragment {n}: MF or 8-byte units"));
+        }
+        data.extend_from_slice(ip.payload());
+    }
+    if data != original.payload() {
+        return Err("the fragments do not carry the input's payload".into());
+    }
+    Ok(())
+}
+
+/// Feeds `iterations` mutated frames, calling `progress` every million; stops at the
+/// first finding.
+pub fn run(
+    seed: u64,
+    iterations: u64,
+    progress: &mut dyn FnMut(&Summary),
+) -> Result<Summary, Finding> {
+    let config: PacketConfig = toml::from_str(CONFIG).expect("the fuzz config parses");
+    let mut fwd = Forwarder::new(&config, &["jumbo0", "eth1", "slow2"]).expect("valid");
+    let seeds = corpus();
+    let mut rng = Rng::new(seed);
+    let mut summary = Summary::default();
+    let mut caught = Caught::default();
+    let mut now = 0u64;
+    for iteration in 0..iterations {
+        let frame = mutate(&mut rng, &seeds);
+        let input = if below(&mut rng, 8) == 0 {
+            below(&mut rng, 4)
+        } else {
+            0
+        };
+        now += rng.next_u64() % 2_000_000;
+        fwd.set_now(now);
+        caught.generated.clear();
+        caught.parts.clear();
+        let mut buf = frame.clone();
+        let finding = |problem: String| Finding {
+            seed,
+            iteration,
+            input,
+            frame: frame.clone(),
+            problem,
+        };
+        let verdict = catch_unwind(AssertUnwindSafe(|| {
+            fwd.process(input, &mut buf, &mut caught)
+        }))
+        .map_err(|panic| {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            finding(format!("panic: {text}"))
+        })?;
+        summary.inputs += 1;
+        let parts: Vec<&[u8]> = caught.parts.iter().map(|(_, f)| &f[..]).collect();
+        let checked = match verdict {
+            Verdict::Forward { out } if parts.is_empty() => {
+                check_forwarded(&frame, out, &[&buf[..]])
+            }
+            Verdict::ForwardEmitted { out }
+                if !parts.is_empty() && caught.parts.iter().all(|(o, _)| *o == out) =>
+            {
+                check_forwarded(&frame, out, &parts)
+            }
+            Verdict::Forward { .. } | Verdict::ForwardEmitted { .. } => Err(format!(
+                "verdict {verdict:?} with {} forwarded parts",
+                parts.len()
+            )),
+            _ if !parts.is_empty() => Err(format!("verdict {verdict:?} with forwarded parts")),
+            _ => Ok(()),
+        };
+        checked.map_err(&finding)?;
+        for (out, f) in &caught.generated {
+            check_generated(*out, f).map_err(&finding)?;
+        }
+        if matches!(
+            verdict,
+            Verdict::Forward { .. } | Verdict::ForwardEmitted { .. }
+        ) {
+            summary.forwarded += 1;
+            summary.fragments += parts.len().saturating_sub(1) as u64;
+        }
+        let c = fwd.counters();
+        if c.received != summary.inputs {
+            return Err(finding(format!(
+                "received {} after {} frames",
+                c.received, summary.inputs
+            )));
+        }
+        c.check_conservation().map_err(|e| finding(e.to_string()))?;
+        if c.generated.total() != caught.generated_total {
+            return Err(finding("an emitted frame went uncounted".into()));
+        }
+        summary.generated = caught.generated_total;
+        if (iteration + 1) % 1_000_000 == 0 {
+            progress(&summary);
+        }
+    }
+    Ok(summary)
+}

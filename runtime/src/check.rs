@@ -1,0 +1,199 @@
+//! What `polld run` checks before it opens anything, and `polld run --check`.
+//!
+//! [`preflight`] runs at the start of both: the capabilities set-up needs, each
+//! interface polld opens exists in the namespace, an AF_XDP queue exists on its
+//! interface, `[daemon] cpu` and `realtime` work (tried on a scratch thread that exits),
+//! and the control socket is free. `--check` then builds the packet stage and a dataplane
+//! on [`Unopened`] devices and applies the modes and `[knobs]` exactly as `run` does, so a
+//! knob `run` would refuse fails here at its line. What cannot be checked without side
+//! effects (loading and attaching XDP programs, creating TAP devices, allocating rings,
+//! binding the metrics address) is listed in the report as not checked.
+
+use std::os::fd::RawFd;
+use std::path::Path;
+
+use polld_core::{Device, LinkState, TxFull};
+
+use crate::caps;
+use crate::config::{self, Backend, RunConfig};
+use crate::daemon::{self, RunError};
+use crate::sys;
+
+/// What `--check` verified and what it could not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    pub checked: Vec<String>,
+    pub not_checked: Vec<String>,
+}
+
+/// A device `--check` does not open: it has the interface's name, receives nothing and
+/// sends nowhere, so that modes and knobs can be applied to a dataplane without I/O.
+pub struct Unopened(pub String);
+
+impl Device for Unopened {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn receive(&mut self, _budget: usize, _rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        0
+    }
+    fn rx_ready(&mut self) -> bool {
+        false
+    }
+    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
+        Err(TxFull)
+    }
+    fn flush(&mut self) {}
+    fn check_status(&mut self) -> LinkState {
+        LinkState::Up
+    }
+    fn set_interrupt(&mut self, _armed: bool) {}
+    fn interrupt_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+/// The checks `run` makes before opening anything; see the module doc.
+pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
+    let mut report = CheckReport::default();
+    let needed = daemon::needed_caps(config);
+    caps::require(&needed).map_err(RunError::Privileges)?;
+    let mut names: Vec<&str> = needed.iter().map(|(c, _)| c.name()).collect();
+    names.sort();
+    names.dedup();
+    report
+        .checked
+        .push(format!("capabilities: {}", names.join(", ")));
+
+    let namespace = polld_dev::netns::describe_current();
+    for (i, d) in config.devices.iter().enumerate() {
+        if d.backend == Backend::Tap {
+            report.not_checked.push(format!(
+                "interfaces[{i}] ({}): creating the TAP device",
+                d.name
+            ));
+            continue;
+        }
+        let field = format!("interfaces[{i}].name");
+        let exists = polld_dev::iface::exists(&d.name).map_err(|e| {
+            RunError::Config(config.error_at_field(&field, format!("{field}: {e}")))
+        })?;
+        if !exists {
+            return Err(RunError::Config(
+                config.error_at_field(&field, config::no_such_interface(i, &d.name)),
+            ));
+        }
+        report
+            .checked
+            .push(format!("interfaces[{i}]: {} exists in {namespace}", d.name));
+        if d.backend == Backend::AfXdp {
+            check_queue(config, i, &mut report)?;
+            report.not_checked.push(format!(
+                "interfaces[{i}] ({}): loading and attaching the XDP program, the AF_XDP socket and its rings",
+                d.name
+            ));
+        } else {
+            report.not_checked.push(format!(
+                "interfaces[{i}] ({}): the AF_PACKET socket and its rings",
+                d.name
+            ));
+        }
+    }
+
+    if let Some(cpu) = config.daemon.cpu {
+        scratch_thread(|| sys::pin_to_cpu(cpu))
+            .map_err(|e| RunError::Config(config.error_at_key("cpu", cpu_error(cpu, &e))))?;
+        report.checked.push(format!("[daemon] cpu = {cpu}"));
+    }
+    if config.daemon.realtime {
+        scratch_thread(sys::make_realtime).map_err(|e| {
+            RunError::Config(
+                config.error_at_key("realtime", format!("[daemon] realtime = true: {e}")),
+            )
+        })?;
+        report
+            .checked
+            .push("[daemon] realtime = true (SCHED_FIFO)".to_string());
+    }
+    polld_control::server::check_socket_path(socket)
+        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+    report
+        .checked
+        .push(format!("control socket {} is free", socket.display()));
+    if let Some(addr) = config.daemon.metrics {
+        report.not_checked.push(format!(
+            "whether the metrics address {addr} is free (binding it is the check)"
+        ));
+    }
+    Ok(report)
+}
+
+/// An AF_XDP interface's queue must be one of its receive queues.
+fn check_queue(config: &RunConfig, i: usize, report: &mut CheckReport) -> Result<(), RunError> {
+    let d = &config.devices[i];
+    let field = format!("interfaces[{i}].queue");
+    let queues = polld_dev::iface::rx_queues(&d.name)
+        .map_err(|e| RunError::Config(config.error_at_field(&field, format!("{field}: {e}"))))?;
+    match queues {
+        Some(n) if d.queue >= n => Err(RunError::Config(config.error_at_field(
+            &field,
+            format!(
+                "{field}: {} has {n} receive queue(s), 0..{}; pick one of them (`ethtool -l {}`)",
+                d.name,
+                n - 1,
+                d.name
+            ),
+        ))),
+        Some(n) => {
+            report.checked.push(format!(
+                "interfaces[{i}]: queue {} of {}'s {n} receive queue(s)",
+                d.queue, d.name
+            ));
+            Ok(())
+        }
+        None => {
+            report.not_checked.push(format!(
+                "interfaces[{i}]: whether {} has queue {} (its driver does not report channels)",
+                d.name, d.queue
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// `[daemon] cpu = N` that the poll thread cannot be pinned to.
+pub fn cpu_error(cpu: usize, e: &std::io::Error) -> String {
+    let allowed = sys::allowed_cpus()
+        .map(|cpus| {
+            cpus.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_else(|_| "?".to_string());
+    format!("[daemon] cpu = {cpu}: {e}; polld may run on CPUs {allowed}: pick one of them")
+}
+
+/// Runs `f` on a thread that exits afterwards, so that what it changes about its
+/// thread (affinity, policy) changes nothing else.
+fn scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().expect("scratch thread"))
+}
+
+/// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
+/// to a dataplane on unopened devices.
+pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
+    let mut report = preflight(config, socket)?;
+    let devices = config
+        .devices
+        .iter()
+        .map(|d| Unopened(d.name.clone()))
+        .collect();
+    daemon::build_dataplane(config, devices)?;
+    report.checked.push(format!(
+        "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
+        config.devices.len(),
+        config.knobs.len()
+    ));
+    Ok(report)
+}
