@@ -1,9 +1,9 @@
 //! Forwarding benchmark on the testbed (root): 64-byte frames from `polld gen` on CPU0 as
 //! fast as it sends, through fwd to `polld sink`, with the forwarder and its receive work on
 //! CPU1 (threaded NAPI pinned there). In one run it measures the kernel's own forwarding
-//! (`ip_forward=1`, the baseline measured 751 kpps) and polld in polling mode on each
-//! backend, and prints polld's delivered rate as a ratio of the kernel's, with polld's CPU
-//! and resident memory.
+//! (`ip_forward=1`, the baseline measured 751 kpps) and polld in interrupt and polling mode
+//! on each backend (polling with the README's recommended knobs), and prints polld's
+//! delivered rate as a ratio of the kernel's, with polld's CPU and resident memory.
 //!
 //! `cargo bench -p polld --bench forward [-- --duration 5]`
 
@@ -34,28 +34,20 @@ fn main() {
     };
     let dir = std::env::temp_dir().join(format!("polld-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let trials = [
-        ("kernel (threaded NAPI)", Forwarder::Kernel),
-        (
-            "polld af_xdp polling",
-            Forwarder::Polld {
-                backend: "af_xdp",
-                mode: "polling",
-            },
-        ),
-        (
-            "polld af_packet polling",
-            Forwarder::Polld {
-                backend: "af_packet",
-                mode: "polling",
-            },
-        ),
-    ];
+    let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
+    for backend in ["af_xdp", "af_packet"] {
+        for mode in ["interrupt", "polling"] {
+            trials.push((
+                format!("polld {backend} {mode}"),
+                Forwarder::Polld { backend, mode },
+            ));
+        }
+    }
     let mut rows = Vec::new();
     for (label, forwarder) in trials {
         eprintln!("forward bench: {label}, {duration} s ...");
         let trial = Trial {
-            label: label.to_string(),
+            label: label.clone(),
             forwarder,
             rate: "unlimited",
             duration,
@@ -86,5 +78,17 @@ fn main() {
             r.delivered_pps / kernel,
             r.polld_rss_kib as f64 / 1024.0
         );
+    }
+    // Rows 1..: each backend's interrupt row, then its polling row.
+    for pair in rows[1..].chunks(2) {
+        if let [interrupt, polling] = pair {
+            println!(
+                "{}: {:.2}x interrupt mode's delivered rate ({:.0} against {:.0} frames/s)",
+                polling.mode,
+                polling.delivered_pps / interrupt.delivered_pps.max(1.0),
+                polling.delivered_pps,
+                interrupt.delivered_pps
+            );
+        }
     }
 }

@@ -254,6 +254,9 @@ struct Devices<D, S> {
     tx: TxStaging,
     /// Per interface: got frames in the current transmit batch (needs a flush).
     touched: Vec<bool>,
+    /// Per interface: frames it received found their output full since the scheduler
+    /// last asked (transmit backpressure).
+    output_full: Vec<bool>,
     /// Where frames for the box go; `None` leaves them to the kernel.
     host: Option<usize>,
     work: Work,
@@ -302,8 +305,18 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             self.work.enqueued += n;
         }
         self.transmit();
-        self.fold_hw_drops(i);
         n
+    }
+
+    /// The least transmit room among the interfaces other than `i` whose link is up.
+    fn tx_room_besides(&mut self, i: usize) -> usize {
+        let mut room = usize::MAX;
+        for (j, iface) in self.ifs.iter_mut().enumerate() {
+            if j != i && self.links[j] == LinkState::Up {
+                room = room.min(iface.dev.tx_room());
+            }
+        }
+        room
     }
 
     /// Sends the staged frames and flushes every device that got some.
@@ -333,6 +346,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     let counters = &mut self.ifs[input].counters;
                     if !whole {
                         counters.drops.add(DropReason::TxRingFull, 1);
+                        self.output_full[input] = true;
                     } else if self.host == Some(s.out) {
                         counters.local += 1;
                     } else {
@@ -404,7 +418,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         n as u64
     }
 
+    /// The status check: the link, and the drops the device counted itself (reading
+    /// those can cost a system call, so it is done here, not per receive).
     fn check_status(&mut self, i: usize) {
+        self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
         if state == self.links[i] {
             return;
@@ -468,11 +485,33 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
         if self.links[id] != LinkState::Up {
             return 0;
         }
-        let n = self.receive(id, count as usize);
+        // Forwarding now, a poll takes no more frames than the fullest other interface can
+        // send: what would not fit is better left in the input ring (where the kernel drops
+        // it for free) than received and dropped at transmit. With two interfaces that is
+        // exact; with more, a full output slows every input, as a shared buffer would.
+        // (Only polls: an interrupt handler that left frames would be woken again at once.)
+        let mut budget = count as usize;
+        if self.fastforwarding {
+            let room = self.tx_room_besides(id);
+            if room < budget {
+                // Backpressure, though nothing was dropped: the output set the limit.
+                self.output_full[id] = true;
+                budget = room;
+            }
+        }
+        let n = if budget == 0 {
+            0
+        } else {
+            self.receive(id, budget)
+        };
         if n == 0 {
             self.ifs[id].counters.empty_polls += 1;
         }
         n as u32
+    }
+
+    fn take_output_full(&mut self, id: HandlerId) -> bool {
+        std::mem::take(&mut self.output_full[id])
     }
 }
 
@@ -514,6 +553,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
         let touched = vec![false; devices.len()];
+        let output_full = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
             .map(|mut dev| {
@@ -541,6 +581,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 spare: Vec::new(),
                 tx: TxStaging::default(),
                 touched,
+                output_full,
                 host: None,
                 work: Work::default(),
                 events: Vec::new(),
@@ -606,6 +647,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             // "enable interrupts even in error case"
             let _ = self.poller.deregister(i);
         }
+        // Drops from before polling are no news to the scheduler.
+        self.devs.output_full[i] = false;
         let iface = &mut self.devs.ifs[i];
         iface.mode = mode;
         iface.task_queued = false;
@@ -657,6 +700,25 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             Mode::Adaptive => !iface.task_queued,
             Mode::Polling | Mode::Busy => false,
         }
+    }
+
+    /// Whether interface `i` polls but polling is quiet (every ring was empty for
+    /// `kern.polling.quiet_cycles` cycles): the executor waits on its interrupt instead of
+    /// the tick, and calls [`Dataplane::quiet_wakeup`] when it fires.
+    pub fn wakeup_armed(&self, i: usize) -> bool {
+        self.devs.ifs[i].mode == Mode::Polling
+            && self.poller.state().quiet
+            && self.poller.is_registered(i)
+    }
+
+    /// Polling interface `i` has work while polling is quiet: resumes polling with a tick
+    /// now. The wakeup is counted in `kern.polling.quiet_wakeups`, not as an interrupt of
+    /// the interface: its mode stays polling. Returns whether a cycle was scheduled.
+    pub fn quiet_wakeup(&mut self, i: usize, now: u64) -> bool {
+        if !self.wakeup_armed(i) {
+            return false;
+        }
+        self.poller.wake(now)
     }
 
     /// Interface `i` raised an interrupt.
@@ -766,8 +828,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
-    /// its counters; receive paths fold their own interface's as they go, this catches the
-    /// outputs and the interfaces that were not serviced.
+    /// its counters; status checks fold their own interface's as they go, this catches
+    /// the outputs and brings everything up to date now.
     pub fn sync_hw_drops(&mut self) {
         for i in 0..self.devs.ifs.len() {
             self.devs.fold_hw_drops(i);
@@ -789,6 +851,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// The end of a chunk: schedules the next chunk or closes the cycle.
     pub fn netisr_pollmore(&mut self, now: u64) -> bool {
         self.poller.netisr_pollmore(now)
+    }
+
+    /// When to poll again before the next tick, once, after a cycle cut short by a full
+    /// output ([`Poller::take_repoll`]).
+    pub fn take_repoll(&mut self) -> Option<u64> {
+        self.poller.take_repoll()
     }
 
     /// One idle-poll pass (unaccounted).

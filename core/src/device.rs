@@ -122,6 +122,12 @@ pub trait Device {
     /// [`HwStats::tx_drops`], never lost silently.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull>;
 
+    /// Frames `send` would take now without refusing, as far as the device knows
+    /// (reclaiming completed ones first); `usize::MAX` if it cannot tell.
+    fn tx_room(&mut self) -> usize {
+        usize::MAX
+    }
+
     /// Pushes queued transmit frames out (a kick) and reclaims completed ones.
     /// Called once per batch, after the sends of that batch.
     fn flush(&mut self);
@@ -156,6 +162,9 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         (**self).send(frame)
+    }
+    fn tx_room(&mut self) -> usize {
+        (**self).tx_room()
     }
     fn flush(&mut self) {
         (**self).flush()

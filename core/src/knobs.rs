@@ -14,6 +14,12 @@ pub const MAX_POLL_BURST_MAX: u32 = 20_000;
 pub const MIN_HZ: u32 = 100;
 pub const MAX_HZ: u32 = 20_000;
 
+/// Default `kern.polling.quiet_cycles`: 100 empty cycles, 100 ms at hz=1000. On the
+/// development VM a bare 1000 Hz timer wakeup alone costs 2.3 % of a core.
+pub const DEFAULT_QUIET_CYCLES: u32 = 100;
+/// Upper bound of `kern.polling.quiet_cycles`.
+pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
+
 /// Which control loop adapts the per-tick budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,6 +57,10 @@ pub struct Knobs {
     pub idle_poll: i64,
     /// `kern.polling.controller`: `classic` or `time`.
     pub controller: Controller,
+    /// `kern.polling.quiet_cycles`: after this many cycles in a row that found every ring
+    /// empty, polling stops the tick and sleeps on the devices' interrupts until one has
+    /// work; 0 ticks forever, as FreeBSD.
+    pub quiet_cycles: u32,
 }
 
 impl Default for Knobs {
@@ -63,6 +73,7 @@ impl Default for Knobs {
             reg_frac: 20,
             idle_poll: 0,
             controller: Controller::Classic,
+            quiet_cycles: DEFAULT_QUIET_CYCLES,
         }
     }
 }
@@ -85,6 +96,11 @@ pub const KERN_POLLING: &[(&str, &str, bool)] = &[
     ("each_burst", "Max size of each burst", true),
     ("reg_frac", "Every this many cycles check registers", true),
     ("idle_poll", "Enable device polling in idle loop", true),
+    (
+        "quiet_cycles",
+        "Empty cycles after which polling sleeps on the interrupts, 0 never (polld)",
+        true,
+    ),
     (
         "poll_in_trap",
         "Poll on trap entry: 0 only, user space cannot hook traps",
@@ -120,6 +136,21 @@ pub const KERN_POLLING: &[(&str, &str, bool)] = &[
     (
         "ns_per_packet",
         "Time controller: average cost of one packet in ns (polld)",
+        false,
+    ),
+    (
+        "quiet",
+        "Polling sleeps on the devices' interrupts: every ring was empty (polld)",
+        false,
+    ),
+    (
+        "quiet_wakeups",
+        "Times a device's interrupt ended a quiet spell (polld)",
+        false,
+    ),
+    (
+        "repolls",
+        "Cycles cut short by a full output that polled again before the tick (polld)",
         false,
     ),
 ];
@@ -270,6 +301,10 @@ impl Knobs {
                 self.reg_frac = in_range(&full, parse_int(&full, value)?, 1, self.hz as i64)?
             }
             "idle_poll" => self.idle_poll = parse_int(&full, value)?,
+            "quiet_cycles" => {
+                self.quiet_cycles =
+                    in_range(&full, parse_int(&full, value)?, 0, MAX_QUIET_CYCLES as i64)?
+            }
             // Accepted as 0, FreeBSD's default, so that FreeBSD settings carry over.
             "poll_in_trap" => {
                 if parse_int(&full, value)? != 0 {

@@ -18,6 +18,27 @@
 //! starts at once (phase 6). So the devices get at most `100 - user_frac` percent of each
 //! tick when there is other work, and the rest of the CPU is left to it.
 //!
+//! Two departures from FreeBSD, both about work the budget cannot buy. *Transmit
+//! backpressure*: a handler whose received frames met a full output
+//! ([`PollHandlers::take_output_full`]) has had its share of the cycle and is skipped in
+//! the chunks left, and the burst does not grow after such a cycle (the output, not the
+//! CPU, was the limit). *Empty rings*: without idle polling, a chunk after which every
+//! handler polled returned less than its count (its ring ran empty) or was blocked ends the
+//! cycle, so an idle interface costs one poll a tick whatever the burst (which still grows
+//! as FreeBSD's, to be ready for the next flood).
+//! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
+//!
+//! A cycle cut short by a full output asks to poll again before the next tick
+//! ([`Poller::take_repoll`]), after a wait that keeps the cycle within its share of the time
+//! to the next one: the output drains meanwhile, and the input is served at the rate the
+//! output takes rather than one ring's worth a tick.
+//!
+//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
+//! polling), the poller is `quiet`: the executor stops the tick and waits on the polled
+//! devices' interrupts, and the first one that fires ([`Poller::wake`]) counts as a tick and
+//! resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
+//! few percent of a core in a VM); `quiet_cycles=0` ticks forever, as FreeBSD.
+//!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
@@ -43,6 +64,9 @@ pub const POLL_LIST_LEN: usize = 128;
 /// `pending_polls` above this is taken as a stall and reset (FreeBSD's magic 100).
 const STALL_LIMIT: u32 = 100;
 
+/// The shortest wait before polling again after a cycle that met a full output.
+const MIN_REPOLL_NS: u64 = 5_000;
+
 /// Identifies a registered handler: an index into the dataplane's interfaces.
 pub type HandlerId = usize;
 
@@ -55,10 +79,18 @@ pub enum PollCmd {
     CheckStatus,
 }
 
-/// The handlers the scheduler calls. Returns the number of frames processed
-/// (ignored by the classic controller, used by the time controller).
+/// The handlers the scheduler calls.
 pub trait PollHandlers {
+    /// Polls handler `id` for up to `count` frames; returns the number processed. A
+    /// return below `count` means the handler's ring ran empty.
     fn poll(&mut self, id: HandlerId, cmd: PollCmd, count: u32) -> u32;
+
+    /// Whether frames `id` received met a full output ring since the last call
+    /// (transmit backpressure): they were dropped after being received. Asked after each
+    /// poll of `id`; handlers without a transmit side never report it.
+    fn take_output_full(&mut self, _id: HandlerId) -> bool {
+        false
+    }
 }
 
 /// Registration errors, with FreeBSD's errno names.
@@ -113,6 +145,13 @@ pub struct PollState {
     pub kern_load: u32,
     /// Time controller: moving average of the cost of one packet, in nanoseconds.
     pub ns_per_packet: u64,
+    /// Polling sleeps on the devices' interrupts: `quiet_cycles` cycles in a row found
+    /// every ring empty. The executor stops the tick until [`Poller::wake`].
+    pub quiet: bool,
+    /// Quiet spells ended by a device with work.
+    pub quiet_wakeups: u64,
+    /// Cycles that met a full output and asked to poll again before the next tick.
+    pub repolls: u64,
 }
 
 /// The polling scheduler: knobs, state machine and registration table.
@@ -129,6 +168,22 @@ pub struct Poller {
     /// Time the current cycle's first chunk started, in ns.
     cycle_start: u64,
     table: Vec<HandlerId>,
+    /// Per table entry: its output was full in the current cycle, so its share is over.
+    blocked: Vec<bool>,
+    /// The current cycle met a full output (work not done: the burst must not grow).
+    cycle_blocked: bool,
+    /// The last chunk left every polled ring empty or blocked.
+    chunk_drained: bool,
+    /// Closed cycles in a row that moved no frame.
+    empty_cycles: u32,
+    /// When to poll again, before the next tick, after a cycle cut short by a full output.
+    repoll_at: Option<u64>,
+    /// The current shortest wait before such a repoll: doubles when a cycle met the full
+    /// output in its first chunk (the output had not drained enough to be worth a cycle),
+    /// halves when it got further.
+    repoll_backoff: u64,
+    /// The current cycle met a full output in its first chunk.
+    blocked_at_once: bool,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -157,6 +212,13 @@ impl Poller {
             prev_tick: None,
             cycle_start: 0,
             table: Vec::new(),
+            blocked: Vec::new(),
+            cycle_blocked: false,
+            chunk_drained: false,
+            empty_cycles: 0,
+            repoll_at: None,
+            repoll_backoff: MIN_REPOLL_NS,
+            blocked_at_once: false,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -210,6 +272,8 @@ impl Poller {
         }
         // Writing idle_poll wakes (or puts to sleep) the idle poller.
         self.update_idle_sleep();
+        // Any write ends a quiet spell: the new settings get a tick to act.
+        self.leave_quiet();
         Ok(())
     }
 
@@ -222,7 +286,9 @@ impl Poller {
             return Err(RegError::Eexist);
         }
         self.table.push(id);
+        self.blocked.push(false);
         self.update_idle_sleep();
+        self.leave_quiet();
         Ok(())
     }
 
@@ -234,6 +300,7 @@ impl Poller {
             .position(|&h| h == id)
             .ok_or(RegError::Enoent)?;
         self.table.swap_remove(pos);
+        self.blocked.swap_remove(pos);
         self.update_idle_sleep();
         Ok(())
     }
@@ -288,6 +355,9 @@ impl Poller {
             // First chunk of a cycle.
             self.cycle_start = now;
             self.cycle_packets = 0;
+            self.cycle_blocked = false;
+            self.blocked_at_once = false;
+            self.blocked.iter_mut().for_each(|b| *b = false);
             self.reg_frac_count += 1;
             if self.reg_frac_count >= self.knobs.reg_frac {
                 cmd = PollCmd::CheckStatus;
@@ -305,12 +375,29 @@ impl Poller {
             Controller::Time => self.time_chunk(now),
         };
         self.state.residual_burst -= count;
+        let first_chunk = self.cycle_packets == 0 && !self.cycle_blocked;
         let mut max_done = 0;
+        let mut drained = true;
         for i in 0..self.table.len() {
-            let done = handlers.poll(self.table[i], cmd, count);
+            // A handler whose output filled has had its share of this cycle: what it
+            // would receive now could only be dropped after paying to receive it.
+            if self.blocked[i] {
+                continue;
+            }
+            let id = self.table[i];
+            let done = handlers.poll(id, cmd, count);
             max_done = max_done.max(done);
             self.cycle_packets += done as u64;
+            if handlers.take_output_full(id) {
+                self.blocked[i] = true;
+                self.cycle_blocked = true;
+                self.blocked_at_once |= first_chunk;
+            } else if done >= count {
+                drained = false;
+            }
         }
+        // With idle polling the CPU spins on the rings anyway: keep FreeBSD's full cycle.
+        self.chunk_drained = drained && self.knobs.idle_poll == 0;
         self.last_chunk_max = max_done;
         self.last_chunk_count = count;
         self.state.chunks += 1;
@@ -349,7 +436,7 @@ impl Poller {
             // after a re-registration (docs/algorithm.md §9, behaviour 9).
             return true;
         }
-        if self.state.residual_burst > 0 && self.more_chunks_wanted(now) {
+        if self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now) {
             self.poll_armed = true;
             self.pollmore_armed = true;
             return true;
@@ -361,16 +448,23 @@ impl Poller {
             Controller::Classic => {
                 if self.state.kern_load > 100 - self.knobs.user_frac {
                     self.state.burst = self.state.burst.saturating_sub(1).max(1);
-                } else if self.state.burst < self.knobs.burst_max {
+                } else if self.state.burst < self.knobs.burst_max && !self.cycle_blocked {
+                    // A full output, not the CPU, limited this cycle: a bigger budget
+                    // would only buy frames to drop.
                     self.state.burst += 1;
                 }
             }
             Controller::Time => self.time_account(now),
         }
         self.state.cycles += 1;
+        self.note_quiet();
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
             self.state.phase = 0;
+            if self.cycle_blocked {
+                self.repoll_at = Some(now + self.repoll_gap(now));
+                self.state.repolls += 1;
+            }
         } else {
             // The cycle overran one or more ticks: back off and start again at once.
             self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
@@ -379,6 +473,57 @@ impl Poller {
             self.state.phase = 6;
         }
         true
+    }
+
+    /// Counts empty cycles and enters or leaves the quiet state at the close of a cycle.
+    fn note_quiet(&mut self) {
+        if self.cycle_packets > 0 || self.cycle_blocked {
+            self.leave_quiet();
+            return;
+        }
+        self.empty_cycles = self.empty_cycles.saturating_add(1);
+        let limit = self.knobs.quiet_cycles;
+        if limit > 0 && self.knobs.idle_poll == 0 && self.empty_cycles >= limit {
+            self.state.quiet = true;
+        }
+    }
+
+    /// After a cycle cut short by a full output, the wait before polling again: long
+    /// enough that the cycle's time stays within `100 - user_frac` percent of the time
+    /// from its start to the next one, so the user's share holds however often it
+    /// repeats. The wait is when the output drains (on veth, its NAPI thread runs).
+    fn repoll_gap(&mut self, now: u64) -> u64 {
+        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
+        self.repoll_backoff = if self.blocked_at_once {
+            (self.repoll_backoff * 2).min(tick_ns)
+        } else {
+            (self.repoll_backoff / 2).max(MIN_REPOLL_NS)
+        };
+        let elapsed = now.saturating_sub(self.cycle_start);
+        let user = self.knobs.user_frac as u64;
+        (elapsed * user / (100 - user)).max(self.repoll_backoff)
+    }
+
+    /// When to poll again before the next tick (a cycle met a full output), once: the
+    /// executor moves its next tick there if that is earlier.
+    pub fn take_repoll(&mut self) -> Option<u64> {
+        self.repoll_at.take()
+    }
+
+    fn leave_quiet(&mut self) {
+        self.empty_cycles = 0;
+        self.state.quiet = false;
+    }
+
+    /// A registered device signalled work while polling was quiet: polling resumes, and
+    /// the wakeup counts as a tick. Returns whether a cycle was scheduled.
+    pub fn wake(&mut self, now: u64) -> bool {
+        if !self.state.quiet {
+            return false;
+        }
+        self.leave_quiet();
+        self.state.quiet_wakeups += 1;
+        self.hardclock(now, 1)
     }
 
     /// Classic: always finish the budget. Time: go on while the time left is worth at
@@ -472,6 +617,10 @@ impl Poller {
             "cycles" => s.cycles.to_string(),
             "kern_load" => s.kern_load.to_string(),
             "ns_per_packet" => s.ns_per_packet.to_string(),
+            "quiet_cycles" => k.quiet_cycles.to_string(),
+            "quiet" => (s.quiet as u32).to_string(),
+            "quiet_wakeups" => s.quiet_wakeups.to_string(),
+            "repolls" => s.repolls.to_string(),
             _ => return None,
         })
     }

@@ -193,9 +193,14 @@ impl Executor {
                     TOKEN_CONTROL => self.answer_control(),
                     TOKEN_IDLE => idle_pass = self.idle.take(),
                     t => {
+                        let i = (t - TOKEN_IF) as usize;
                         let dp = &mut self.dp;
                         timed(&mut self.accounts.work_ns, || {
-                            dp.interrupt((t - TOKEN_IF) as usize)
+                            if dp.wakeup_armed(i) {
+                                dp.quiet_wakeup(i, now);
+                            } else {
+                                dp.interrupt(i);
+                            }
                         });
                     }
                 }
@@ -203,7 +208,16 @@ impl Executor {
             if self.work_due() {
                 let start = now_ns();
                 self.run_due_work();
-                self.accounts.work_ns += now_ns().saturating_sub(start);
+                let end = now_ns();
+                self.accounts.work_ns += end.saturating_sub(start);
+                let repoll = self.dp.take_repoll();
+                if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
+                    // A full output cut the cycle short: the next tick comes early, and
+                    // the period runs on from there. (A stopped tick, just woken from
+                    // quiet, is armed afresh at the top of the loop.)
+                    self.tick
+                        .set(at.saturating_sub(end), 1_000_000_000 / self.tick_hz as u64)?;
+                }
             } else if spin {
                 self.busy_poll();
             } else if idle_pass && self.dp.poller().idle_poll_active() {
@@ -259,9 +273,11 @@ impl Executor {
         });
     }
 
-    /// Arms the tick timer at `kern.polling.hz` while some interface is registered.
+    /// Arms the tick timer at `kern.polling.hz` while some interface is registered and
+    /// polling is not quiet.
     fn sync_tick(&mut self) -> io::Result<()> {
-        let want = if self.dp.poller().handlers() > 0 {
+        let poller = self.dp.poller();
+        let want = if poller.handlers() > 0 && !poller.state().quiet {
             self.dp.poller().knobs().hz
         } else {
             0
@@ -281,7 +297,8 @@ impl Executor {
     /// Waits on exactly the interrupts the dataplane has armed.
     fn sync_interrupts(&mut self) {
         for i in 0..self.watched.len() {
-            let want = if self.dp.interrupt_armed(i) && self.dp.link(i) == LinkState::Up {
+            let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
+            let want = if armed && self.dp.link(i) == LinkState::Up {
                 self.dp.interfaces()[i].dev.interrupt_fd()
             } else {
                 None
@@ -304,10 +321,11 @@ impl Executor {
         }
     }
 
-    /// Link checks for interfaces the poller does not check.
+    /// Link checks for interfaces the poller does not check (all of them while polling
+    /// is quiet).
     fn status_round(&mut self) {
         for i in 0..self.dp.interfaces().len() {
-            if !self.dp.poller().is_registered(i) {
+            if !self.dp.poller().is_registered(i) || self.dp.poller().state().quiet {
                 self.dp.check_status(i);
                 // A check may have reopened the device, and its new fd may reuse the old
                 // number, which a comparison cannot tell: wait on it afresh.

@@ -107,13 +107,20 @@ impl Timer {
 
     /// Fires every `period_ns` from now on; 0 stops it.
     pub fn set_period(&self, period_ns: u64) -> io::Result<()> {
-        let ts = libc::timespec {
-            tv_sec: (period_ns / 1_000_000_000) as i64,
-            tv_nsec: (period_ns % 1_000_000_000) as i64,
+        self.set(period_ns, period_ns)
+    }
+
+    /// Fires in `first_ns` (at least 1 ns if the timer runs), then every `period_ns`;
+    /// a period of 0 stops it.
+    pub fn set(&self, first_ns: u64, period_ns: u64) -> io::Result<()> {
+        let ts = |ns: u64| libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
         };
+        let first = if period_ns == 0 { 0 } else { first_ns.max(1) };
         let spec = libc::itimerspec {
-            it_interval: ts,
-            it_value: ts,
+            it_interval: ts(period_ns),
+            it_value: ts(first),
         };
         // SAFETY: `spec` is valid; the old value is not wanted.
         check(

@@ -638,6 +638,11 @@ impl Device for AfXdp {
         Ok(())
     }
 
+    fn tx_room(&mut self) -> usize {
+        self.reclaim();
+        self.tx_free.len()
+    }
+
     fn flush(&mut self) {
         self.publish_tx();
         self.kick_tx();

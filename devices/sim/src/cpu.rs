@@ -234,9 +234,19 @@ impl Sim {
             let tick = self.tick_ns();
             let n = (now - self.next_tick) / tick + 1;
             self.next_tick += n * tick;
-            self.ticks += n;
-            self.charge(self.costs.tick_ns);
-            self.dp.hardclock(now, n as u32);
+            // Quiet polling has stopped its tick: the clock passes unseen.
+            if !self.dp.poller().state().quiet {
+                self.ticks += n;
+                self.charge(self.costs.tick_ns);
+                self.dp.hardclock(now, n as u32);
+                return Bucket::Intr;
+            }
+        }
+        let waking = (0..self.dp.interfaces().len())
+            .find(|&i| self.dp.wakeup_armed(i) && self.nic(i).rx_backlog() > 0);
+        if let Some(i) = waking {
+            self.charge(self.costs.intr_ns);
+            self.dp.quiet_wakeup(i, now);
             return Bucket::Intr;
         }
         if let Some(i) = self.dp.handler_running() {
@@ -274,6 +284,10 @@ impl Sim {
         }
         if self.dp.netisr_scheduled() {
             self.dp.netisr_pollmore(now);
+            // As the executor does: the tick moves earlier, and the grid with it.
+            if let Some(at) = self.dp.take_repoll() {
+                self.next_tick = self.next_tick.min(at);
+            }
             return Bucket::Kernel;
         }
         if let Some(i) = self.next_busy() {

@@ -417,6 +417,12 @@ impl Device for SimNic {
 
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         self.advance();
+        if !self.armed && self.tx.len() + self.tx_done >= self.cfg.tx_ring {
+            // Polled, the driver reclaims on transmit when the ring looks full (em's
+            // em_xmit cleans below a threshold); with the interrupt armed only the
+            // transmit-complete interrupt does, as in the seed's drivers.
+            self.reclaim();
+        }
         if self.tx.len() + self.tx_done >= self.cfg.tx_ring || self.link != LinkState::Up {
             return Err(TxFull);
         }
@@ -432,6 +438,16 @@ impl Device for SimNic {
         self.tx.push_back((done, stamp_of(frame)));
         self.stats.tx_queued += 1;
         Ok(())
+    }
+
+    fn tx_room(&mut self) -> usize {
+        self.advance();
+        if !self.armed {
+            self.reclaim();
+        }
+        self.cfg
+            .tx_ring
+            .saturating_sub(self.tx.len() + self.tx_done)
     }
 
     fn flush(&mut self) {

@@ -1,0 +1,72 @@
+//! Quiet polling on virtual time: with every ring empty for `kern.polling.quiet_cycles`
+//! cycles the tick stops; the first frame wakes polling at once, through the device's
+//! interrupt, and is forwarded without waiting for a tick.
+
+use polld_core::Mode;
+use polld_core::Poller;
+use polld_sim::scenario::check_conservation;
+use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
+
+const MS: u64 = 1_000_000;
+
+fn idle_pair(quiet_cycles: &str) -> Sim {
+    let mut poller = Poller::default();
+    poller
+        .set_knob("kern.polling.quiet_cycles", quiet_cycles)
+        .unwrap();
+    let nics = vec![
+        NicConfig::new("in0", Arrivals::None),
+        NicConfig::new("out0", Arrivals::None),
+    ];
+    let mut sim = Sim::new(
+        poller,
+        nics,
+        vec![Some(1), None],
+        CpuCosts::default(),
+        UserTask::None,
+        1,
+    );
+    for i in 0..2 {
+        sim.dataplane_mut().set_mode(i, Mode::Polling).unwrap();
+    }
+    sim
+}
+
+#[test]
+fn an_idle_poller_stops_ticking_and_the_first_frame_wakes_it_at_once() {
+    let mut sim = idle_pair("100");
+    sim.run_until(500 * MS);
+    let state = *sim.dataplane().poller().state();
+    assert!(state.quiet);
+    assert_eq!(sim.ticks, 100, "ticks stop after 100 empty cycles");
+    let cpu = sim.split;
+    assert!(
+        cpu.pct(cpu.device_ns() + cpu.intr_ns) < 0.1,
+        "an idle quiet poller costs nothing: {cpu:?}"
+    );
+    // Ten frames arrive between ticks: an interrupt wakes polling and they leave within
+    // microseconds, not at the next tick.
+    sim.run_until(500 * MS + 300_000);
+    sim.dataplane_mut().interface_mut(0).dev.inject(10);
+    sim.run_until(500 * MS + 400_000);
+    let out = sim.nic(1).stats;
+    assert_eq!(out.tx_wire, 10, "forwarded before the next tick");
+    assert!(out.latency_max_ns < 100_000, "{out:?}");
+    let state = *sim.dataplane().poller().state();
+    assert!(!state.quiet);
+    assert_eq!(state.quiet_wakeups, 1);
+    assert_eq!(sim.dataplane().interfaces()[0].counters.interrupts, 0);
+    // 100 empty cycles later it is quiet again.
+    sim.run_until(700 * MS);
+    assert!(sim.dataplane().poller().state().quiet);
+    assert!((200..=202).contains(&sim.ticks), "ticks {}", sim.ticks);
+    check_conservation(&sim).unwrap();
+}
+
+#[test]
+fn quiet_cycles_zero_ticks_forever_as_freebsd() {
+    let mut sim = idle_pair("0");
+    sim.run_until(500 * MS);
+    assert!(!sim.dataplane().poller().state().quiet);
+    assert_eq!(sim.ticks, 500);
+}
