@@ -9,18 +9,19 @@
 #     third of the run when SECONDS < 180);
 #   - its log has no error line.
 #
-# Usage: scripts/soak.sh SECONDS [BACKEND...]   (root; default backends: af_xdp af_packet)
+# Usage: scripts/soak.sh SECONDS [BACKEND...]   (root; default backends: af_xdp af_packet tap)
 # POLLD=path/to/polld overrides the binary (default: target/release/polld, built if
 # missing). 2x overload: the generator sends at twice polld's capacity, the most it
 # forwarded in a calibration that offers 100k, 200k, 400k, 800k frames/s until it falls
-# behind. A backend is a set of functions
-# (backend_BACKEND_config); adding one (TAP) means writing its config function.
+# behind. A backend is a config function (backend_BACKEND_config) and a testbed kind
+# (backend_BACKEND_devices: veth, or tap for the TAP testbed, where polld opens tap0 in gen
+# and tap1 in sink through their `netns` keys). Each backend gets a testbed of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_BACKEND=${1:?usage: scripts/soak.sh SECONDS [BACKEND...]}
 shift
-BACKENDS=(af_xdp af_packet)
+BACKENDS=(af_xdp af_packet tap)
 [ $# -eq 0 ] || BACKENDS=("$@")
 STEP=5
 MODES=(interrupt polling adaptive busy)
@@ -44,10 +45,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The testbed's router config for the AF_XDP and AF_PACKET backends (as polld-testbed's
-# polld_config writes it): both veths, the layout's MACs and addresses, static ARP.
-veth_config() {
-    local backend=$1 socket=$2
+# The testbed's router config (as polld-testbed's polld_config writes it): polld's two
+# interfaces IN and OUT (with `netns` keys on TAP), the layout's MACs and addresses, static
+# ARP; the generator's destination 10.0.2.100 gets UNOWNED_MAC, which sink drops.
+router_config() {
+    local backend=$1 socket=$2 in_keys=$3 out_keys=$4 unowned_mac=$5
     cat <<EOF
 [daemon]
 socket = "$socket"
@@ -58,14 +60,14 @@ cpu = 1
 "kern.polling.each_burst" = 50
 
 [[interfaces]]
-name = "veth1"
+$in_keys
 backend = "$backend"
 mode = "polling"
 mac = "02:00:00:00:01:02"
 addresses = ["10.0.1.2/24"]
 
 [[interfaces]]
-name = "veth2"
+$out_keys
 backend = "$backend"
 mode = "polling"
 mac = "02:00:00:00:02:01"
@@ -81,30 +83,55 @@ mac = "02:00:00:00:02:02"
 
 [[static_arp]]
 ip = "10.0.2.100"
-mac = "02:00:00:00:02:02"
+mac = "$unowned_mac"
 EOF
 }
+veth_config() {
+    router_config "$1" "$2" 'name = "veth1"' 'name = "veth2"' "02:00:00:00:02:02"
+}
 backend_af_xdp_config() { veth_config af_xdp "$1"; }
+backend_af_xdp_devices() { echo veth; }
 backend_af_packet_config() { veth_config af_packet "$1"; }
+backend_af_packet_devices() { echo veth; }
+backend_tap_config() {
+    router_config tap "$1" "name = \"tap0\"
+netns = \"${PREFIX}gen\"" "name = \"tap1\"
+netns = \"${PREFIX}sink\"" "02:00:00:00:02:64"
+}
+backend_tap_devices() { echo tap; }
+
+# The interfaces of the testbed kind in use: the generator's, and polld's two.
+GEN_IF=veth0
+IN_IF=veth1
+OUT_IF=veth2
 
 ctl() { "$POLLD" ctl --socket "$SOCKET" "$@"; }
-forwarded() { ctl -n dev.veth1.forwarded; }
+forwarded() { ctl -n "dev.$IN_IF.forwarded"; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$POLLD_PID/status"; }
 
 # Mode change number N: even steps through ctl, odd ones through ifconfig.
 change_mode() {
     local n=$1 mode=${MODES[$(( $1 % ${#MODES[@]} ))]}
     if (( n % 2 == 0 )); then
-        ctl "dev.veth1.mode=$mode" "dev.veth2.mode=$mode" >/dev/null
+        ctl "dev.$IN_IF.mode=$mode" "dev.$OUT_IF.mode=$mode" >/dev/null
     else
-        "$POLLD" ifconfig --socket "$SOCKET" veth1 mode "$mode" >/dev/null
-        "$POLLD" ifconfig --socket "$SOCKET" veth2 mode "$mode" >/dev/null
+        "$POLLD" ifconfig --socket "$SOCKET" "$IN_IF" mode "$mode" >/dev/null
+        "$POLLD" ifconfig --socket "$SOCKET" "$OUT_IF" mode "$mode" >/dev/null
     fi
     echo "$mode"
 }
 
 soak_backend() {
-    local backend=$1
+    local backend=$1 devices
+    devices=$("backend_${backend}_devices")
+    if [ "$devices" = tap ]; then
+        GEN_IF=tap0 IN_IF=tap0 OUT_IF=tap1
+    else
+        GEN_IF=veth0 IN_IF=veth1 OUT_IF=veth2
+    fi
+    "$POLLD" testbed down --prefix "$PREFIX" >/dev/null 2>&1 || true
+    "$POLLD" testbed up --prefix "$PREFIX" --devices "$devices" >/dev/null \
+        || { fail "$backend: testbed up --devices $devices failed"; return; }
     SOCKET="$WORK/$backend.sock"
     local config="$WORK/$backend.toml" out="$WORK/$backend.out" err="$WORK/$backend.err"
     "backend_${backend}_config" "$SOCKET" >"$config"
@@ -117,7 +144,7 @@ soak_backend() {
     # 100k, 200k, ... frames/s (until it falls behind); the soak offers 2C.
     local offer before after got capacity=0 rate
     for offer in 100000 200000 400000 800000; do
-        "$POLLD" gen veth0 --netns "${PREFIX}gen" -i 0 --rate "$offer" --duration 3 >/dev/null 2>&1 &
+        "$POLLD" gen "$GEN_IF" --netns "${PREFIX}gen" -i 0 --rate "$offer" --duration 3 >/dev/null 2>&1 &
         GEN_PID=$!
         sleep 1
         before=$(forwarded)
@@ -134,7 +161,7 @@ soak_backend() {
     log "$backend: capacity $capacity frames/s; offering $rate/s (2x)"
     [ "$rate" -gt 0 ] || { fail "$backend: nothing forwarded in calibration"; rate=100000; }
 
-    "$POLLD" gen veth0 --netns "${PREFIX}gen" -i 0 --rate "$rate" \
+    "$POLLD" gen "$GEN_IF" --netns "${PREFIX}gen" -i 0 --rate "$rate" \
         --duration $(( SECONDS_PER_BACKEND + 10 )) >"$WORK/$backend.gen" 2>&1 &
     GEN_PID=$!
     local start=$SECONDS step=0 baseline= baseline_at rss mode last now
@@ -173,7 +200,6 @@ soak_backend() {
     if grep -Ei "error|cannot|fail|panick|violat" "$err"; then fail "$backend: errors in the log"; fi
 }
 
-"$POLLD" testbed up --prefix "$PREFIX" >/dev/null
 for backend in "${BACKENDS[@]}"; do
     declare -F "backend_${backend}_config" >/dev/null || { fail "unknown backend $backend"; continue; }
     log "== $backend: ${SECONDS_PER_BACKEND} s at 2x overload, mode change every ${STEP} s"
