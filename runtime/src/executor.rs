@@ -299,7 +299,7 @@ impl Executor {
         for i in 0..self.watched.len() {
             let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
             let want = if armed && self.dp.link(i) == LinkState::Up {
-                self.dp.interfaces()[i].dev.interrupt_fd()
+                self.dp.interfaces()[i].dev().interrupt_fd()
             } else {
                 None
             };
@@ -314,7 +314,7 @@ impl Executor {
                     Ok(()) => self.watched[i] = Some(fd),
                     Err(e) => eprintln!(
                         "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
-                        self.dp.interfaces()[i].dev.name()
+                        self.dp.interfaces()[i].dev().name()
                     ),
                 }
             }

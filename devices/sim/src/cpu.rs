@@ -19,7 +19,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use polld_core::{Dataplane, Device, Emit, Mode, PacketStage, Poller, Verdict};
+use polld_core::{Dataplane, Emit, Mode, PacketStage, Poller, Verdict};
 
 use crate::nic::{Clock, SimNic};
 
@@ -195,7 +195,7 @@ impl Sim {
         &mut self.dp
     }
     pub fn nic(&self, i: usize) -> &SimNic {
-        &self.dp.interfaces()[i].dev
+        self.dp.interfaces()[i].dev()
     }
 
     fn tick_ns(&self) -> u64 {
@@ -228,7 +228,7 @@ impl Sim {
     fn step(&mut self, end: u64) -> Bucket {
         let now = self.now();
         for i in 0..self.dp.interfaces().len() {
-            self.dp.interface_mut(i).dev.advance();
+            self.dp.interface_mut(i).dev_mut().advance();
         }
         if now >= self.next_tick {
             let tick = self.tick_ns();
@@ -262,7 +262,7 @@ impl Sim {
                 self.charge(work.enqueued * self.costs.enqueue_ns);
             }
             if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
-                self.dp.interface_mut(i).dev.tx_interrupt();
+                self.dp.interface_mut(i).dev_mut().tx_interrupt();
             }
             return Bucket::Intr;
         }
@@ -339,10 +339,9 @@ impl Sim {
     fn generate(&mut self, nic: usize) -> bool {
         let frame = [0u8; 60];
         self.charge(self.costs.gen_ns);
-        match self.dp.interface_mut(nic).dev.send(&frame) {
+        match self.dp.send_from_user(nic, &frame) {
             Ok(()) => {
                 self.generated += 1;
-                self.dp.interface_mut(nic).counters.tx_packets += 1;
                 true
             }
             Err(_) => {

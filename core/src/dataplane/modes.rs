@@ -1,0 +1,263 @@
+//! The per-interface modes and their state machine: entering and leaving polling
+//! (registration with the [`Poller`]), interrupt masking, the interrupt handler that runs to
+//! completion, the adaptive task, busy polling, and an interface coming back.
+
+use std::fmt;
+
+use crate::device::{Device, LinkState};
+use crate::knobs::{in_range, parse_int, KnobError};
+use crate::poll::{PollCmd, PollHandlers, RegError};
+use crate::stage::PacketStage;
+
+use super::{Dataplane, Work, BATCH};
+
+/// How an interface is serviced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Interrupt,
+    Polling,
+    Adaptive,
+    Busy,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Interrupt, Mode::Polling, Mode::Adaptive, Mode::Busy];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Interrupt => "interrupt",
+            Mode::Polling => "polling",
+            Mode::Adaptive => "adaptive",
+            Mode::Busy => "busy",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode '{s}': use interrupt, polling, adaptive or busy"))
+    }
+}
+
+/// A mode change or registration that could not be made; nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModeError {
+    NoSuchInterface(String),
+    Register { ifname: String, err: RegError },
+}
+
+impl fmt::Display for ModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModeError::NoSuchInterface(name) => {
+                write!(f, "no interface '{name}': list them with `polld ifconfig`")
+            }
+            ModeError::Register { ifname, err } => write!(f, "{ifname}: polling: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for ModeError {}
+
+/// Default `dev.<if>.rx_process_limit` (em(4)'s `hw.em.rx_process_limit`).
+pub const RX_PROCESS_LIMIT: i64 = 100;
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// Puts interface `i` in `mode`. Entering polling registers it (masking its
+    /// interrupt only if registration succeeded); leaving polling deregisters it and
+    /// unmasks the interrupt even if deregistration failed, as FreeBSD does. Frames the
+    /// device already accepted stay in its ring and are picked up in the new mode.
+    pub fn set_mode(&mut self, i: usize, mode: Mode) -> Result<(), ModeError> {
+        let old = self.devs.ifs[i].mode;
+        if old == mode {
+            return Ok(());
+        }
+        if mode == Mode::Polling {
+            self.poller.register(i).map_err(|err| ModeError::Register {
+                ifname: self.devs.ifs[i].dev.name().to_string(),
+                err,
+            })?;
+        } else if old == Mode::Polling {
+            // "enable interrupts even in error case"
+            let _ = self.poller.deregister(i);
+        }
+        // Drops from before polling are no news to the scheduler.
+        self.devs.output_full[i] = false;
+        let iface = &mut self.devs.ifs[i];
+        iface.mode = mode;
+        iface.task_queued = false;
+        iface.in_handler = false;
+        iface
+            .dev
+            .set_interrupt(matches!(mode, Mode::Interrupt | Mode::Adaptive));
+        Ok(())
+    }
+
+    /// `kern.polling.enable`: whether every interface polls (FreeBSD 6 reads its own
+    /// flag; polld reads the modes, which `polld ifconfig` may have changed since).
+    pub fn polling_enabled(&self) -> bool {
+        !self.devs.ifs.is_empty() && self.devs.ifs.iter().all(|i| i.mode == Mode::Polling)
+    }
+
+    /// Writes `kern.polling.enable` as FreeBSD 6's compatibility handler does: 1 puts
+    /// every interface into polling, 0 takes every polling interface out (to interrupt
+    /// mode); other modes stay. Values other than 0 and 1 are refused. If an interface
+    /// cannot register, the interfaces already switched go back and nothing changes.
+    pub(super) fn set_polling_enable(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
+        let on = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
+        let before: Vec<Mode> = self.devs.ifs.iter().map(|i| i.mode).collect();
+        for (i, &old) in before.iter().enumerate() {
+            let new = match (on, old) {
+                (true, _) => Mode::Polling,
+                (false, Mode::Polling) => Mode::Interrupt,
+                (false, other) => other,
+            };
+            if let Err(e) = self.set_mode(i, new) {
+                for (j, &mode) in before.iter().enumerate().take(i) {
+                    let _ = self.set_mode(j, mode);
+                }
+                return Err(KnobError::Invalid {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    allowed: format!("0 or 1, and {e}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether interface `i`'s interrupt is armed: the executor waits on it only then.
+    pub fn interrupt_armed(&self, i: usize) -> bool {
+        let iface = &self.devs.ifs[i];
+        match iface.mode {
+            Mode::Interrupt => true,
+            Mode::Adaptive => !iface.task_queued,
+            Mode::Polling | Mode::Busy => false,
+        }
+    }
+
+    /// Whether interface `i` polls but polling is quiet (every ring was empty for
+    /// `kern.polling.quiet_cycles` cycles): the executor waits on its interrupt instead of
+    /// the tick, and calls [`Dataplane::quiet_wakeup`] when it fires.
+    pub fn wakeup_armed(&self, i: usize) -> bool {
+        self.devs.ifs[i].mode == Mode::Polling
+            && self.poller.state().quiet
+            && self.poller.is_registered(i)
+    }
+
+    /// Polling interface `i` has work while polling is quiet: resumes polling with a tick
+    /// now. The wakeup is counted in `kern.polling.quiet_wakeups`, not as an interrupt of
+    /// the interface: its mode stays polling. Returns whether a cycle was scheduled.
+    pub fn quiet_wakeup(&mut self, i: usize, now: u64) -> bool {
+        if !self.wakeup_armed(i) {
+            return false;
+        }
+        self.poller.wake(now)
+    }
+
+    /// Interface `i` raised an interrupt.
+    pub fn interrupt(&mut self, i: usize) -> Work {
+        if !self.interrupt_armed(i) {
+            // A masked device's spurious wakeup (a shared line): ignored, as FreeBSD does.
+            return Work::default();
+        }
+        let d = &mut self.devs;
+        d.ifs[i].counters.interrupts += 1;
+        match d.ifs[i].mode {
+            Mode::Adaptive => {
+                // Mask the device and hand the work to the task.
+                d.ifs[i].task_queued = true;
+                d.ifs[i].dev.set_interrupt(false);
+            }
+            _ => {
+                d.ifs[i].in_handler = true;
+                return self.continue_handler(i);
+            }
+        }
+        d.take_work()
+    }
+
+    /// The interface whose interrupt handler is still running, if any. A handler runs to
+    /// completion: the executor calls [`Dataplane::continue_handler`] at interrupt
+    /// priority until it returns, one batch at a time so that virtual and real time both
+    /// advance (and a clock tick can still preempt it).
+    pub fn handler_running(&self) -> Option<usize> {
+        self.devs.ifs.iter().position(|f| f.in_handler)
+    }
+
+    /// One more batch of a running interrupt handler; it returns when the ring is empty.
+    pub fn continue_handler(&mut self, i: usize) -> Work {
+        let d = &mut self.devs;
+        if d.ifs[i].in_handler && d.links[i] == LinkState::Up {
+            d.receive(i, BATCH);
+        }
+        let iface = &mut d.ifs[i];
+        if d.links[i] != LinkState::Up || !iface.dev.rx_ready() {
+            iface.in_handler = false;
+        }
+        d.take_work()
+    }
+
+    /// Interfaces whose adaptive task is queued.
+    pub fn tasks_queued(&self) -> impl Iterator<Item = usize> + '_ {
+        self.devs
+            .ifs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.task_queued)
+            .map(|(i, _)| i)
+    }
+
+    /// Runs interface `i`'s adaptive task once: at most `rx_process_limit` frames, in
+    /// one receive call so the ring's consumer index is published once. Requeues itself
+    /// while frames remain; re-arms the interrupt only when the ring is drained.
+    pub fn run_task(&mut self, i: usize) -> Work {
+        let d = &mut self.devs;
+        if !d.ifs[i].task_queued {
+            return Work::default();
+        }
+        d.ifs[i].counters.tasks += 1;
+        let limit = d.ifs[i].rx_process_limit;
+        let budget = if limit < 0 {
+            usize::MAX
+        } else {
+            limit as usize
+        };
+        if d.links[i] == LinkState::Up {
+            d.receive(i, budget);
+        }
+        let iface = &mut d.ifs[i];
+        if !iface.dev.rx_ready() || d.links[i] != LinkState::Up {
+            iface.task_queued = false;
+            iface.dev.set_interrupt(true);
+        }
+        d.take_work()
+    }
+
+    /// One busy-poll pass over interface `i` (busy mode): never sleeps.
+    pub fn busy_poll(&mut self, i: usize) -> Work {
+        self.devs.poll(i, PollCmd::PollOnly, BATCH as u32);
+        self.devs.take_work()
+    }
+
+    /// An interface that was gone is back (the device reopened it, or the executor
+    /// replaced it): a polling interface registers again, the others re-arm.
+    pub(super) fn revive(&mut self, i: usize) {
+        let mode = self.devs.ifs[i].mode;
+        if mode == Mode::Polling && self.poller.register(i).is_err() {
+            // The table is full now: fall back to interrupts rather than go deaf.
+            self.devs.ifs[i].mode = Mode::Interrupt;
+        }
+        let iface = &mut self.devs.ifs[i];
+        iface.task_queued = false;
+        iface.in_handler = false;
+        iface
+            .dev
+            .set_interrupt(matches!(iface.mode, Mode::Interrupt | Mode::Adaptive));
+    }
+}
