@@ -13,9 +13,10 @@
 //!   work remains; the interrupt is re-armed only once the ring is drained.
 //! - `busy`: the executor spins on the device and never sleeps.
 //!
-//! The dataplane does no I/O and reads no clock: an executor (the virtual CPU of
-//! `polld-sim`, or the real poller thread) decides *when* each piece runs and calls in with
-//! the time. Each call returns the [`Work`] it did so the executor can account for it.
+//! The dataplane does no I/O and reads no clock: it decides which piece of work is due
+//! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
+//! `polld-sim`, or the real poller thread) runs it with the time. Each run returns the
+//! [`Work`] it did so the executor can account for it.
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
@@ -25,17 +26,19 @@
 //! counted there.
 
 //!
-//! One file per reason to change: [`modes`] (the per-interface state machine),
+//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`] (the per-interface state machine),
 //! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
 mod counters;
+mod decision;
 mod input_queue;
 mod modes;
 mod sysctl;
 mod transmit;
 
 pub use counters::IfCounters;
+pub use decision::Due;
 pub use modes::{Mode, ModeError};
 pub use sysctl::ENABLE;
 
@@ -43,6 +46,7 @@ use crate::device::{Device, HwStats, LinkState};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
+use decision::Pending;
 use input_queue::InputQueue;
 use transmit::{apply, TxStaging};
 
@@ -228,6 +232,7 @@ const BATCH: usize = 64;
 pub struct Dataplane<D, S> {
     poller: Poller,
     devs: Devices<D, S>,
+    pending: Pending,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -253,6 +258,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             .collect();
         Dataplane {
             poller,
+            pending: Pending::new(links.len()),
             devs: Devices {
                 ifs,
                 links,
@@ -282,9 +288,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn stage(&self) -> &S {
         &self.devs.stage
     }
-    pub fn stage_mut(&mut self) -> &mut S {
-        &mut self.devs.stage
-    }
     pub fn link(&self, i: usize) -> LinkState {
         self.devs.links[i]
     }
@@ -308,27 +311,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn index_of(&self, ifname: &str) -> Option<usize> {
         self.devs.ifs.iter().position(|i| i.dev.name() == ifname)
     }
-    /// Whether the IP input queue has frames (the netisr's protocol work).
-    pub fn queue_pending(&self) -> bool {
-        self.devs.queue.len() > 0
-    }
-
-    /// Drains up to `max` frames of the IP input queue.
-    pub fn drain_queue(&mut self, max: usize) -> Work {
-        self.devs.drain_queue(max);
-        self.devs.take_work()
-    }
-
-    /// The clock tick (see [`Poller::hardclock`]).
-    pub fn hardclock(&mut self, now: u64, expirations: u32) -> bool {
-        self.poller.hardclock(now, expirations)
-    }
-
-    /// Whether the scheduler has a chunk or pollmore armed.
-    pub fn netisr_scheduled(&self) -> bool {
-        self.poller.netisr_scheduled()
-    }
-
     /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
     /// its counters; status checks fold their own interface's as they go, this catches
     /// the outputs and brings everything up to date now.
@@ -338,34 +320,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
-    /// Whether a chunk of a poll cycle is armed.
-    pub fn poll_armed(&self) -> bool {
-        self.poller.poll_armed()
-    }
-
-    /// One chunk of a poll cycle over every registered interface.
-    pub fn netisr_poll(&mut self, now: u64) -> Work {
-        self.poller.netisr_poll(now, &mut self.devs);
-        self.deregister_gone();
-        self.devs.take_work()
-    }
-
-    /// The end of a chunk: schedules the next chunk or closes the cycle.
-    pub fn netisr_pollmore(&mut self, now: u64) -> bool {
-        self.poller.netisr_pollmore(now)
-    }
-
     /// When to poll again before the next tick, once, after a cycle cut short by a full
     /// output ([`Poller::take_repoll`]).
     pub fn take_repoll(&mut self) -> Option<u64> {
         self.poller.take_repoll()
-    }
-
-    /// One idle-poll pass (unaccounted).
-    pub fn idle_poll(&mut self) -> Work {
-        self.poller.idle_poll(&mut self.devs);
-        self.deregister_gone();
-        self.devs.take_work()
     }
 
     /// Checks the status of interface `i` outside the poll cycle (interfaces that are

@@ -6,10 +6,10 @@ use std::fmt;
 
 use crate::device::{Device, LinkState};
 use crate::knobs::{in_range, parse_int, KnobError};
-use crate::poll::{PollCmd, PollHandlers, RegError};
+use crate::poll::RegError;
 use crate::stage::PacketStage;
 
-use super::{Dataplane, Work, BATCH};
+use super::{Dataplane, BATCH};
 
 /// How an interface is serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -86,8 +86,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             // "enable interrupts even in error case"
             let _ = self.poller.deregister(i);
         }
-        // Drops from before polling are no news to the scheduler.
+        // Drops from before polling are no news to the scheduler, nor is an interrupt
+        // raised for the old mode.
         self.devs.output_full[i] = false;
+        self.pending.lower(i);
         let iface = &mut self.devs.ifs[i];
         iface.mode = mode;
         iface.task_queued = false;
@@ -143,55 +145,41 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Whether interface `i` polls but polling is quiet (every ring was empty for
     /// `kern.polling.quiet_cycles` cycles): the executor waits on its interrupt instead of
-    /// the tick, and calls [`Dataplane::quiet_wakeup`] when it fires.
+    /// the tick, and reports it with [`Dataplane::interrupt_line`] when it fires
+    /// ([`super::Due::QuietWakeup`]: counted in `kern.polling.quiet_wakeups`, not as an
+    /// interrupt of the interface, whose mode stays polling).
     pub fn wakeup_armed(&self, i: usize) -> bool {
         self.devs.ifs[i].mode == Mode::Polling
             && self.poller.state().quiet
             && self.poller.is_registered(i)
     }
 
-    /// Polling interface `i` has work while polling is quiet: resumes polling with a tick
-    /// now. The wakeup is counted in `kern.polling.quiet_wakeups`, not as an interrupt of
-    /// the interface: its mode stays polling. Returns whether a cycle was scheduled.
-    pub fn quiet_wakeup(&mut self, i: usize, now: u64) -> bool {
-        if !self.wakeup_armed(i) {
-            return false;
+    /// Interface `i` raised an interrupt: in interrupt mode the handler starts (it runs to
+    /// completion, [`super::Due::Handler`]); in adaptive mode the device is masked and its
+    /// task queued. An interrupt with no received frame (a transmit completion, a masked
+    /// device's spurious wakeup on a shared line) runs no receive handler and is not
+    /// counted, as FreeBSD ignores it.
+    pub(super) fn interrupt(&mut self, i: usize) {
+        if !self.interrupt_armed(i) || !self.devs.ifs[i].dev.rx_ready() {
+            return;
         }
-        self.poller.wake(now)
-    }
-
-    /// Interface `i` raised an interrupt.
-    pub fn interrupt(&mut self, i: usize) -> Work {
-        if !self.interrupt_armed(i) {
-            // A masked device's spurious wakeup (a shared line): ignored, as FreeBSD does.
-            return Work::default();
-        }
-        let d = &mut self.devs;
-        d.ifs[i].counters.interrupts += 1;
-        match d.ifs[i].mode {
+        let iface = &mut self.devs.ifs[i];
+        iface.counters.interrupts += 1;
+        match iface.mode {
             Mode::Adaptive => {
                 // Mask the device and hand the work to the task.
-                d.ifs[i].task_queued = true;
-                d.ifs[i].dev.set_interrupt(false);
+                iface.task_queued = true;
+                iface.dev.set_interrupt(false);
             }
             _ => {
-                d.ifs[i].in_handler = true;
-                return self.continue_handler(i);
+                iface.in_handler = true;
+                self.continue_handler(i);
             }
         }
-        d.take_work()
-    }
-
-    /// The interface whose interrupt handler is still running, if any. A handler runs to
-    /// completion: the executor calls [`Dataplane::continue_handler`] at interrupt
-    /// priority until it returns, one batch at a time so that virtual and real time both
-    /// advance (and a clock tick can still preempt it).
-    pub fn handler_running(&self) -> Option<usize> {
-        self.devs.ifs.iter().position(|f| f.in_handler)
     }
 
     /// One more batch of a running interrupt handler; it returns when the ring is empty.
-    pub fn continue_handler(&mut self, i: usize) -> Work {
+    pub(super) fn continue_handler(&mut self, i: usize) {
         let d = &mut self.devs;
         if d.ifs[i].in_handler && d.links[i] == LinkState::Up {
             d.receive(i, BATCH);
@@ -200,26 +188,15 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if d.links[i] != LinkState::Up || !iface.dev.rx_ready() {
             iface.in_handler = false;
         }
-        d.take_work()
-    }
-
-    /// Interfaces whose adaptive task is queued.
-    pub fn tasks_queued(&self) -> impl Iterator<Item = usize> + '_ {
-        self.devs
-            .ifs
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.task_queued)
-            .map(|(i, _)| i)
     }
 
     /// Runs interface `i`'s adaptive task once: at most `rx_process_limit` frames, in
     /// one receive call so the ring's consumer index is published once. Requeues itself
     /// while frames remain; re-arms the interrupt only when the ring is drained.
-    pub fn run_task(&mut self, i: usize) -> Work {
+    pub(super) fn run_task(&mut self, i: usize) {
         let d = &mut self.devs;
         if !d.ifs[i].task_queued {
-            return Work::default();
+            return;
         }
         d.ifs[i].counters.tasks += 1;
         let limit = d.ifs[i].rx_process_limit;
@@ -236,13 +213,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             iface.task_queued = false;
             iface.dev.set_interrupt(true);
         }
-        d.take_work()
-    }
-
-    /// One busy-poll pass over interface `i` (busy mode): never sleeps.
-    pub fn busy_poll(&mut self, i: usize) -> Work {
-        self.devs.poll(i, PollCmd::PollOnly, BATCH as u32);
-        self.devs.take_work()
     }
 
     /// An interface that was gone is back (the device reopened it, or the executor

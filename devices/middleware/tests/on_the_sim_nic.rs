@@ -47,10 +47,8 @@ fn nic(name: &str, clock: &Rc<Cell<u64>>) -> SimNic {
 
 /// Runs interface 0's interrupt handler until its ring is empty.
 fn handle<D: Device>(dp: &mut Dataplane<D, ToOne>) {
-    dp.interrupt(0);
-    while dp.handler_running().is_some() {
-        dp.continue_handler(0);
-    }
+    dp.interrupt_line(0, true);
+    dp.run_accounted(0);
     dp.sync_hw_drops();
 }
 
