@@ -6,7 +6,8 @@
 //! lines ([`Dataplane::interrupt_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
 //! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::run`], passing the
 //! time. The order of priorities, highest first, follows a uniprocessor FreeBSD box
-//! (docs/algorithm.md §2 for the tick and the netisr, §3 for the modes):
+//! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
+//! chunks, §5 idle polling, §7 the modes):
 //!
 //! 1. [`Due::Tick`]: the clock interrupt (hardclock and the polling hook), owed ticks at once;
 //! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling;
