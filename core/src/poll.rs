@@ -634,6 +634,7 @@ impl Poller {
             "kern_load" => s.kern_load.to_string(),
             "ns_per_packet" => s.ns_per_packet.to_string(),
             "quiet_cycles" => k.quiet_cycles.to_string(),
+            "auto_empty_polls" => k.auto_empty_polls.to_string(),
             "quiet" => (s.quiet as u32).to_string(),
             "quiet_wakeups" => s.quiet_wakeups.to_string(),
             "repolls" => s.repolls.to_string(),

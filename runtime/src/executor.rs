@@ -201,6 +201,7 @@ impl Executor {
             self.dp.run(due, start);
             let end = now_ns();
             *account += end.saturating_sub(start);
+            self.dp.ran(due, end.saturating_sub(start));
             if due == Due::Pollmore {
                 let repoll = self.dp.take_repoll();
                 if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {

@@ -14,6 +14,8 @@ pub struct IfCounters {
     pub empty_polls: u64,
     /// Adaptive-mode task runs.
     pub tasks: u64,
+    /// Auto mode: switches between interrupts and polling, either way.
+    pub auto_switches: u64,
     /// Frames received from the device.
     pub rx_packets: u64,
     /// Frames handed to this device for transmission (accepted by its `send`).

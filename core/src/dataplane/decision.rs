@@ -167,6 +167,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// too) and returns the work done, for the executor's cost accounting.
     pub fn run(&mut self, due: Due, now: u64) -> Work {
         self.devs.stage.set_now(now);
+        self.auto_check_overload(now);
         match due {
             Due::Tick(n) => {
                 self.pending.ticks = self.pending.ticks.saturating_sub(n);
@@ -187,6 +188,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             Due::PollChunk => {
                 self.poller.netisr_poll(now, &mut self.devs);
                 self.deregister_gone();
+                self.auto_check_idle();
             }
             Due::InputQueue => {
                 self.devs.drain_queue(1);
@@ -202,6 +204,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 self.pending.idle = false;
                 self.poller.idle_poll(&mut self.devs);
                 self.deregister_gone();
+                self.auto_check_idle();
             }
         }
         self.devs.take_work()

@@ -12,6 +12,9 @@
 //!   task that handles at most `dev.<if>.rx_process_limit` frames and requeues itself while
 //!   work remains; the interrupt is re-armed only once the ring is drained.
 //! - `busy`: the executor spins on the device and never sleeps.
+//! - `auto`: interrupts under light load, polling when interrupt work would take more than
+//!   `100 - user_frac` of a tick, back to interrupts after `kern.polling.auto_empty_polls`
+//!   empty polls ([`auto`]).
 //!
 //! The dataplane does no I/O and reads no clock: it decides which piece of work is due
 //! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
@@ -26,10 +29,12 @@
 //! counted there.
 
 //!
-//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`] (the per-interface state machine),
+//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`],
+//! [`auto`] (when an `auto` interface switches) (the per-interface state machine),
 //! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
+mod auto;
 mod counters;
 mod decision;
 mod input_queue;
@@ -46,6 +51,7 @@ use crate::device::{Device, HwStats, LinkState};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
+use auto::AutoWindow;
 use decision::Pending;
 use input_queue::InputQueue;
 use transmit::{apply, TxStaging};
@@ -72,6 +78,12 @@ pub struct Interface<D> {
     rx_process_limit: i64,
     /// Device drops already folded into `counters`.
     hw_seen: HwStats,
+    /// Auto mode: the interface polls now (else it is on interrupts).
+    auto_polling: bool,
+    /// Polls in a row that found the ring empty.
+    empty_streak: u32,
+    /// Auto mode on interrupts: interrupt work in the current window, ns.
+    intr_ns: u64,
 }
 
 impl<D: Device> Interface<D> {
@@ -94,6 +106,11 @@ impl<D: Device> Interface<D> {
     }
     pub fn rx_process_limit(&self) -> i64 {
         self.rx_process_limit
+    }
+    /// Whether the interface is registered with the poller: polling mode, or auto mode
+    /// while it polls.
+    pub fn polls(&self) -> bool {
+        self.mode == Mode::Polling || (self.mode == Mode::Auto && self.auto_polling)
     }
 }
 
@@ -212,8 +229,12 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
         } else {
             self.receive(id, budget)
         };
+        let iface = &mut self.ifs[id];
         if n == 0 {
-            self.ifs[id].counters.empty_polls += 1;
+            iface.counters.empty_polls += 1;
+            iface.empty_streak = iface.empty_streak.saturating_add(1);
+        } else {
+            iface.empty_streak = 0;
         }
         n as u32
     }
@@ -233,6 +254,7 @@ pub struct Dataplane<D, S> {
     poller: Poller,
     devs: Devices<D, S>,
     pending: Pending,
+    auto: AutoWindow,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -253,12 +275,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     in_handler: false,
                     rx_process_limit: RX_PROCESS_LIMIT,
                     hw_seen: HwStats::default(),
+                    auto_polling: false,
+                    empty_streak: 0,
+                    intr_ns: 0,
                 }
             })
             .collect();
         Dataplane {
             poller,
             pending: Pending::new(links.len()),
+            auto: AutoWindow::default(),
             devs: Devices {
                 ifs,
                 links,

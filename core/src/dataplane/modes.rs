@@ -1,6 +1,7 @@
 //! The per-interface modes and their state machine: entering and leaving polling
 //! (registration with the [`Poller`]), interrupt masking, the interrupt handler that runs to
-//! completion, the adaptive task, busy polling, and an interface coming back.
+//! completion, the adaptive task, busy polling, and an interface coming back. `auto` is an
+//! interface that is in interrupt mode or polls, as [`super::auto`] decides.
 
 use std::fmt;
 
@@ -19,10 +20,18 @@ pub enum Mode {
     Polling,
     Adaptive,
     Busy,
+    /// Interrupts under light load, polling under overload ([`super::auto`]).
+    Auto,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Interrupt, Mode::Polling, Mode::Adaptive, Mode::Busy];
+    pub const ALL: [Mode; 5] = [
+        Mode::Interrupt,
+        Mode::Polling,
+        Mode::Adaptive,
+        Mode::Busy,
+        Mode::Auto,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -30,6 +39,7 @@ impl Mode {
             Mode::Polling => "polling",
             Mode::Adaptive => "adaptive",
             Mode::Busy => "busy",
+            Mode::Auto => "auto",
         }
     }
 }
@@ -40,7 +50,9 @@ impl std::str::FromStr for Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode '{s}': use interrupt, polling, adaptive or busy"))
+            .ok_or_else(|| {
+                format!("unknown mode '{s}': use interrupt, polling, adaptive, busy or auto")
+            })
     }
 }
 
@@ -77,12 +89,15 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if old == mode {
             return Ok(());
         }
-        if mode == Mode::Polling {
+        // `auto` starts on interrupts; an `auto` interface may be polling already.
+        let was_polling = self.devs.ifs[i].polls();
+        let will_poll = mode == Mode::Polling;
+        if will_poll && !was_polling {
             self.poller.register(i).map_err(|err| ModeError::Register {
                 ifname: self.devs.ifs[i].dev.name().to_string(),
                 err,
             })?;
-        } else if old == Mode::Polling {
+        } else if was_polling && !will_poll {
             // "enable interrupts even in error case"
             let _ = self.poller.deregister(i);
         }
@@ -92,11 +107,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.lower(i);
         let iface = &mut self.devs.ifs[i];
         iface.mode = mode;
+        iface.auto_polling = false;
         iface.task_queued = false;
         iface.in_handler = false;
-        iface
-            .dev
-            .set_interrupt(matches!(mode, Mode::Interrupt | Mode::Adaptive));
+        let armed = self.interrupt_armed(i);
+        self.devs.ifs[i].dev.set_interrupt(armed);
         Ok(())
     }
 
@@ -139,6 +154,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         match iface.mode {
             Mode::Interrupt => true,
             Mode::Adaptive => !iface.task_queued,
+            Mode::Auto => !iface.auto_polling,
             Mode::Polling | Mode::Busy => false,
         }
     }
@@ -149,9 +165,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// ([`super::Due::QuietWakeup`]: counted in `kern.polling.quiet_wakeups`, not as an
     /// interrupt of the interface, whose mode stays polling).
     pub fn wakeup_armed(&self, i: usize) -> bool {
-        self.devs.ifs[i].mode == Mode::Polling
-            && self.poller.state().quiet
-            && self.poller.is_registered(i)
+        self.devs.ifs[i].polls() && self.poller.state().quiet && self.poller.is_registered(i)
     }
 
     /// Interface `i` raised an interrupt: in interrupt mode the handler starts (it runs to
@@ -218,16 +232,15 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// An interface that was gone is back (the device reopened it, or the executor
     /// replaced it): a polling interface registers again, the others re-arm.
     pub(super) fn revive(&mut self, i: usize) {
-        let mode = self.devs.ifs[i].mode;
-        if mode == Mode::Polling && self.poller.register(i).is_err() {
+        if self.devs.ifs[i].polls() && self.poller.register(i).is_err() {
             // The table is full now: fall back to interrupts rather than go deaf.
             self.devs.ifs[i].mode = Mode::Interrupt;
+            self.devs.ifs[i].auto_polling = false;
         }
         let iface = &mut self.devs.ifs[i];
         iface.task_queued = false;
         iface.in_handler = false;
-        iface
-            .dev
-            .set_interrupt(matches!(iface.mode, Mode::Interrupt | Mode::Adaptive));
+        let armed = self.interrupt_armed(i);
+        self.devs.ifs[i].dev.set_interrupt(armed);
     }
 }

@@ -65,7 +65,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             all.push(entry(
                 &n("mode"),
                 iface.mode.name().into(),
-                "interrupt|polling|adaptive|busy",
+                "interrupt|polling|adaptive|busy|auto",
                 true,
             ));
             all.push(entry(
@@ -84,6 +84,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     "Poll calls that found nothing",
                 ),
                 ("tasks", c.tasks, "Adaptive task runs"),
+                (
+                    "auto_switches",
+                    c.auto_switches,
+                    "Auto mode: switches between interrupts and polling",
+                ),
+                (
+                    "auto_polling",
+                    iface.auto_polling as u64,
+                    "Auto mode: 1 while the interface polls, 0 on interrupts",
+                ),
                 ("rx_packets", c.rx_packets, "Frames received"),
                 ("tx_packets", c.tx_packets, "Frames transmitted"),
                 (
@@ -182,7 +192,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 let mode: Mode = value.parse().map_err(|_| KnobError::NotANumber {
                     name: name.to_string(),
                     value: value.to_string(),
-                    expected: "interrupt, polling, adaptive or busy".to_string(),
+                    expected: "interrupt, polling, adaptive, busy or auto".to_string(),
                 })?;
                 self.set_mode(i, mode).map_err(|e| KnobError::Invalid {
                     name: name.to_string(),

@@ -270,6 +270,7 @@ impl Sim {
         });
         let work = self.dp.run(due, now);
         self.charge(work.enqueued * self.costs.enqueue_ns);
+        self.dp.ran(due, self.now() - now);
         match due {
             Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
             Due::Interrupt(i) => {
