@@ -96,7 +96,11 @@ fn after_auto_empty_polls_empty_polls_it_goes_back_to_interrupts() {
     let down = sim.now();
     let mut times = up;
     times.extend(switch_times(&mut sim, 10 * US, 500 * MS));
-    assert_eq!(times.len(), 1, "up once, then no more switches until down: {times:?}");
+    assert_eq!(
+        times.len(),
+        1,
+        "up once, then no more switches until down: {times:?}"
+    );
     let iface = &sim.dataplane().interfaces()[0];
     // Polls found work until the flood ended; then, one poll per tick, exactly
     // auto_empty_polls (20) empty ones, and the 20th switched it back.
