@@ -6,7 +6,7 @@
 //! polld ifconfig veth1                one interface
 //! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
 //! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
-//! polld ifconfig veth1 mode adaptive  any mode: interrupt, polling, adaptive, busy
+//! polld ifconfig veth1 mode adaptive  any mode: interrupt, polling, adaptive, busy, auto
 //! ```
 
 use std::io::{self, Write};
