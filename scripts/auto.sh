@@ -32,37 +32,10 @@ log() { echo "[auto] $*"; }
 
 "$POLLD" testbed up --prefix "$PREFIX" >/dev/null
 SOCKET="$WORK/polld.sock"
-cat >"$WORK/fwd.toml" <<TOML
-[daemon]
-socket = "$SOCKET"
-cpu = 1
-
-[[interfaces]]
-name = "veth1"
-backend = "af_xdp"
-mode = "auto"
-mac = "02:00:00:00:01:02"
-addresses = ["10.0.1.2/24"]
-
-[[interfaces]]
-name = "veth2"
-backend = "af_xdp"
-mode = "auto"
-mac = "02:00:00:00:02:01"
-addresses = ["10.0.2.1/24"]
-
-[[static_arp]]
-ip = "10.0.1.1"
-mac = "02:00:00:00:01:01"
-
-[[static_arp]]
-ip = "10.0.2.2"
-mac = "02:00:00:00:02:02"
-
-[[static_arp]]
-ip = "10.0.2.100"
-mac = "02:00:00:00:02:02"
-TOML
+# shellcheck source=scripts/router_config.sh
+source scripts/router_config.sh
+# Sink's own MAC for the generator's destination: the sink measures what arrives.
+router_config af_xdp "$SOCKET" 'name = "veth1"' 'name = "veth2"' "02:00:00:00:02:02" auto >"$WORK/fwd.toml"
 "$POLLD" run -c "$WORK/fwd.toml" --netns "${PREFIX}fwd" >"$WORK/polld.out" 2>"$WORK/polld.err" &
 POLLD_PID=$!
 for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.1; done
