@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Auto mode on real traffic (docs/algorithm.md §7), on a testbed of its own (veth, AF_XDP):
 #   1. idle: polld's CPU time over IDLE seconds with no traffic, both interfaces in auto
-#      (its threads' schedstat run time, in % of one core);
+#      (its threads' schedstat run time, in % of one core); polld realtime on CPU1;
 #   2. latency: 10 kpps for 5 s, one-way p99 from `polld sink`, ROUNDS rounds alternating
 #      interrupt and auto on both interfaces in the same polld;
 # and prints every figure. The flood case (competitor share, delivery against polling) is
@@ -36,6 +36,9 @@ SOCKET="$WORK/polld.sock"
 source scripts/router_config.sh
 # Sink's own MAC for the generator's destination: the sink measures what arrives.
 router_config af_xdp "$SOCKET" 'name = "veth1"' 'name = "veth2"' "02:00:00:00:02:02" auto >"$WORK/fwd.toml"
+# SCHED_FIFO, as recommended: the poll thread's clock then times its own work, not a
+# preemption by the generator or the sink.
+sed -i 's/^cpu = 1$/cpu = 1\nrealtime = true/' "$WORK/fwd.toml"
 "$POLLD" run -c "$WORK/fwd.toml" --netns "${PREFIX}fwd" >"$WORK/polld.out" 2>"$WORK/polld.err" &
 POLLD_PID=$!
 for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.1; done
