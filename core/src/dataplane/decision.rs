@@ -153,13 +153,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         None
     }
 
-    /// Whether accounted device work (levels 1 to 6) is due.
-    pub fn work_due(&self) -> bool {
-        self.next_due().is_some_and(|d| !d.spins())
-    }
-
     /// Whether interface `i` is busy polled now: busy mode, link up.
-    pub fn busy(&self, i: usize) -> bool {
+    fn busy(&self, i: usize) -> bool {
         self.devs.ifs[i].mode == Mode::Busy && self.devs.links[i] == LinkState::Up
     }
 
