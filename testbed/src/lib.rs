@@ -60,6 +60,7 @@ mod error;
 pub mod layout;
 pub mod napi;
 pub mod placement;
+pub mod plot;
 pub mod polld;
 pub mod share;
 pub mod status;
