@@ -23,12 +23,7 @@ fn share(
     user_frac: u32,
     accept: impl Fn(f64) -> bool,
 ) -> ShareRow {
-    let trial = ShareTrial {
-        mode,
-        user_frac,
-        warm_up: 1.0,
-        window: 2.0,
-    };
+    let trial = ShareTrial::flood(mode, user_frac, 1.0, 2.0);
     let polld = std::path::Path::new(POLLD);
     let mut row = measure_share(tb, polld, &dir.0, (0, 1), &trial).expect("share trial");
     assert!(row.conserved, "conservation: {row:?}");

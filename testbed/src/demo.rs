@@ -215,12 +215,7 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             args.duration
         )
         .ok();
-        let trial = ShareTrial {
-            mode,
-            user_frac: args.user_frac,
-            warm_up: 1.0,
-            window: args.duration,
-        };
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
         rows.push(measure_share(
             run.tb,
             run.polld,
