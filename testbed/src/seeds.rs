@@ -161,6 +161,8 @@ pub struct Screen {
     pub interrupts_per_sec: f64,
     /// The poll CPU's idle percent as the screen shows it.
     pub idle_percent: f64,
+    /// polld's poll thread, percent of its CPU, as the screen shows it.
+    pub polld_thread_percent: f64,
     pub text: String,
 }
 
@@ -429,18 +431,20 @@ impl Bench<'_> {
     fn screen(&mut self, run: &TrialRun, mode: &str) -> Result<Screen, TestbedError> {
         let text = self.polld_command(run, &["stat", "--once", "-w", "1"])?;
         let tap0 = &self.tb.layout().veth1.name;
-        let (interrupts_per_sec, idle_percent) = parse_screen(&text, tap0).ok_or_else(|| {
-            failed(format!(
-                "polld stat --once: no {tap0} row or idle bar in\n{text}"
-            ))
-        })?;
+        let (interrupts_per_sec, idle_percent, polld_thread_percent) = parse_screen(&text, tap0)
+            .ok_or_else(|| {
+                failed(format!(
+                    "polld stat --once: no {tap0} row, idle bar or polld thread figure in\n{text}"
+                ))
+            })?;
         self.say(&format!(
-            "screens: {mode}: {tap0} {interrupts_per_sec:.0} interrupts/s, idle {idle_percent:.1} %"
+            "screens: {mode}: {tap0} {interrupts_per_sec:.0} interrupts/s, idle {idle_percent:.1} %, polld thread {polld_thread_percent:.1} %"
         ));
         Ok(Screen {
             mode: mode.into(),
             interrupts_per_sec,
             idle_percent,
+            polld_thread_percent,
             text,
         })
     }
@@ -539,8 +543,9 @@ impl Bench<'_> {
     }
 }
 
-/// tap0's interrupts/s and the idle percent from a `polld stat --once` screen.
-fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64)> {
+/// tap0's interrupts/s, the idle percent and polld's thread percent from a
+/// `polld stat --once` screen.
+fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64, f64)> {
     let intr = text.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         (f.first() == Some(&iface) && f.len() > 3)
@@ -555,7 +560,15 @@ fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64)> {
             .parse::<f64>()
             .ok()
     })?;
-    Some((intr, idle))
+    let thread = text.lines().find_map(|l| {
+        let rest = l.split_once("polld thread")?.1;
+        rest.split_whitespace()
+            .next()?
+            .strip_suffix('%')?
+            .parse::<f64>()
+            .ok()
+    })?;
+    Some((intr, idle, thread))
 }
 
 /// Runs the bench; `polld` is the binary the trials run. Results go to `out`, a
@@ -758,8 +771,14 @@ fn findings(report: &SeedsReport) -> Vec<String> {
     }
     if let [intr, poll] = &report.screens[..] {
         lines.push(format!(
-            "After `polld ifconfig tap0 polling`: interrupts/s {:.0} -> {:.0}, idle on the poll CPU {:.1} % -> {:.1} %.",
-            intr.interrupts_per_sec, poll.interrupts_per_sec, intr.idle_percent, poll.idle_percent
+            "After `polld ifconfig tap0 polling`: interrupts/s {:.0} -> {:.0}, idle on the poll CPU {:.1} % -> {:.1} % ({}), polld's thread {:.1} % -> {:.1} %.",
+            intr.interrupts_per_sec,
+            poll.interrupts_per_sec,
+            intr.idle_percent,
+            poll.idle_percent,
+            if poll.idle_percent > intr.idle_percent { "rising, as in the seed" } else { "NOT rising, unlike the seed" },
+            intr.polld_thread_percent,
+            poll.polld_thread_percent
         ));
     }
     lines.push(if report.unconserved.is_empty() {
@@ -947,7 +966,7 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
         }
     }
     if !report.tcp.is_empty() {
-        let _ = writeln!(out, "\nSeed 002 (iperf TCP through the box)");
+        let _ = writeln!(out, "\nSeed 002 (the nixCraft tutorial: iperf TCP through the box; polling at user_frac 50, idle_poll 0, as its sysctl listing)");
         let _ = writeln!(
             out,
             "{:<10} {:>10} {:>10} {:>13} | {:>10} {:>9}",
@@ -1068,8 +1087,8 @@ mod tests {
 
     #[test]
     fn a_stat_screen_gives_tap0s_interrupts_and_the_idle_share() {
-        let screen = "CPU1 busy 40.0%\n  idle    61.5% |====   |\ninterface mode      link    intr/s   polls/s\ntap0      interrupt up        7133         0\ntap1      interrupt up           0         0\n";
-        assert_eq!(parse_screen(screen, "tap0"), Some((7133.0, 61.5)));
+        let screen = "CPU1 busy 40.0%   polld thread  27.0%\n  idle    61.5% |====   |\ninterface mode      link    intr/s   polls/s\ntap0      interrupt up        7133         0\ntap1      interrupt up           0         0\n";
+        assert_eq!(parse_screen(screen, "tap0"), Some((7133.0, 61.5, 27.0)));
         assert_eq!(parse_screen(screen, "tap9"), None);
     }
 }
