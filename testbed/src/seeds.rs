@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::plot::{LineChart, Series};
-use crate::share::{measure_share, ShareRow, ShareTrial, TrialRun};
+use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
 use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
 
 /// `polld bench seeds` options.
@@ -87,6 +87,8 @@ mod seed {
     /// The polling how-to's systat screens (em3 at about 7 kpps of interrupts).
     pub const SCREENS: &str = "interrupts: em3 7133/s, 21.5 % Intr, 76.6 % idle; polling: em3 0/s, 0.8 % Intr, 96.2 % idle";
     /// The nixCraft tutorial, over a 10 Mbit/s metro Ethernet link: (mode, Mbit/s, CPU load).
+    // 6.28 is the tutorial's Mbit/s, not 2π.
+    #[allow(clippy::approx_constant)]
     pub const TCP: [(&str, f64, f64); 2] = [("interrupt", 6.28, 73.0), ("polling", 8.87, 34.0)];
 }
 
@@ -130,6 +132,9 @@ const QUICK: Timing = Timing {
 const CURVE_USER_FRAC: u32 = 10;
 /// The `screens`, `tcp` and `share`-derived Rx CPU rows: FreeBSD's default.
 const DEFAULT_USER_FRAC: u32 = 50;
+
+/// Knobs a trial sets after its own.
+type Knobs = &'static [(&'static str, &'static str)];
 
 const NO_FASTFORWARDING: [(&str, &str); 1] = [("net.inet.ip.fastforwarding", "0")];
 
@@ -242,7 +247,7 @@ impl Bench<'_> {
     }
 
     fn curve(&mut self) -> Result<(), TestbedError> {
-        let configs: [(&str, &str, &[(&str, &str)]); 3] = [
+        let configs: [(&str, &str, Knobs); 3] = [
             ("interrupt", "interrupt", &[]),
             (
                 "interrupt, fastforwarding=0",
@@ -462,13 +467,12 @@ impl Bench<'_> {
                 ..self.flood_trial(mode, DEFAULT_USER_FRAC)
             };
             let run = TrialRun::start(self.tb, self.polld, self.dir, self.cpus, &trial)?;
-            let report = self.iperf3(&run)?;
-            let (before, after) = report.1;
+            let (mbit_per_sec, before, after) = self.iperf3(&run)?;
             let row = run.finish(&before, &after)?;
             self.book(&format!("tcp {mode}"), row.conserved);
             let tcp = TcpRow {
                 mode: mode.into(),
-                mbit_per_sec: report.0,
+                mbit_per_sec,
                 polld_cpu_percent: row.polld_cpu_percent,
                 interrupts_per_sec: row.interrupts_per_sec,
                 conserved: row.conserved,
@@ -483,11 +487,7 @@ impl Bench<'_> {
     }
 
     /// One iperf3 TCP run, with samples around the transfer; returns its Mbit/s.
-    #[allow(clippy::type_complexity)]
-    fn iperf3(
-        &self,
-        run: &TrialRun,
-    ) -> Result<(f64, (crate::share::Sample, crate::share::Sample)), TestbedError> {
+    fn iperf3(&self, run: &TrialRun) -> Result<(f64, Sample, Sample), TestbedError> {
         let layout = self.tb.layout();
         // The first frame to polld's address makes gen's kernel resolve it.
         let _ = self
@@ -533,7 +533,7 @@ impl Bench<'_> {
         let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         let bits = report["end"]["sum_received"]["bits_per_second"].as_f64();
         match bits {
-            Some(bits) if out.status.success() => Ok((bits / 1e6, (before, after))),
+            Some(bits) if out.status.success() => Ok((bits / 1e6, before, after)),
             _ => Err(failed(format!(
                 "iperf3 TCP through polld failed: {} {}",
                 report["error"],
