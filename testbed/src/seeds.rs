@@ -111,10 +111,10 @@ const FULL: Timing = Timing {
         "250k",
         "500k",
         "750k",
-        "1m",
-        "1.25m",
-        "1.5m",
-        "2m",
+        "1M",
+        "1.25M",
+        "1.5M",
+        "2M",
         "unlimited",
     ],
     tcp_secs: 3,
@@ -666,15 +666,7 @@ pub fn run_seeds(
 }
 
 fn machine() -> Machine {
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu_model = crate::demo::cpu_model();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|k| k.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
