@@ -15,8 +15,7 @@ use serde_json::Value;
 #[test]
 fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (gen on CPU0, polld on CPU1)");
+    if !common::two_cpus() {
         return;
     }
     let dir = Dir::new("bench-seeds");

@@ -42,8 +42,7 @@ fn share(
 #[test]
 fn a_competitor_on_the_poll_cpu_keeps_user_frac_under_a_flood_and_starves_with_interrupts() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (the flood on CPU0, polld on CPU1)");
+    if !common::two_cpus() {
         return;
     }
     let tb = testbed_of("sh", Devices::Tap);
