@@ -32,7 +32,7 @@ use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
 /// `polld bench seeds` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SeedsArgs {
-    /// Shorter windows and two load steps: about a minute instead of a few.
+    /// Shorter windows and two load steps: under half a minute instead of one and a half.
     #[arg(long)]
     pub quick: bool,
     /// Run only these steps (comma-separated); all of them by default. `table` also runs
