@@ -60,7 +60,9 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
             "Transmit",
             "Rx CPU load",
             "Forwarding 1 stream",
-            "Forwarding 1 stream, no fast forwarding"
+            "Forwarding 1 stream, no fast forwarding",
+            "Forwarding 2 streams",
+            "Forwarding 4 streams"
         ]
     );
     assert!(table
@@ -95,8 +97,8 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
         ]
     );
 
-    // Every trial conserved: 6 curve points, 4 shares, the table's, the screens', 2 TCP.
-    assert_eq!(report["trials"], 14, "{report}");
+    // Every trial conserved: 6 curve points, 4 shares, the table's 5, the screens', 2 TCP.
+    assert_eq!(report["trials"], 18, "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(

@@ -65,6 +65,7 @@ pub mod polld;
 pub mod seeds;
 pub mod share;
 pub mod status;
+pub mod streams;
 mod sys;
 mod testbed;
 

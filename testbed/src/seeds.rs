@@ -7,7 +7,8 @@
 //! - `curve`: delivered against offered load (gen's rate in steps, then unlimited) for
 //!   interrupt, interrupt with `net.inet.ip.fastforwarding=0`, and polling; no competitor.
 //! - `table`: Rizzo's table from the curve's flooded points, one more flood polling with
-//!   `fastforwarding=0`, and the receive CPU load from the `share` step.
+//!   `fastforwarding=0`, 2 and 4 streams (more input TAPs, [`crate::streams`]) in both
+//!   modes, and the receive CPU load from the `share` step.
 //! - `screens`: `polld stat --once` in interrupt mode at a moderate rate, then
 //!   `polld ifconfig tap0 polling` (and tap1) and `polld stat --once` again.
 //! - `tcp`: iperf3 TCP from gen to sink through polld, interrupt against polling.
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 use crate::plot::{LineChart, Series};
 use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
+use crate::streams::ExtraStream;
 use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
 
 /// `polld bench seeds` options.
@@ -318,6 +320,7 @@ impl Bench<'_> {
             ..self.flood_trial("polling", CURVE_USER_FRAC)
         };
         let polling_no_ff = self.trial("table polling fastforwarding=0", &trial)?;
+        let streams = self.streams()?;
         let flooded = |name: &str| {
             self.report
                 .curve
@@ -368,6 +371,18 @@ impl Bench<'_> {
                 "kpps",
                 "as above, net.inet.ip.fastforwarding=0",
             ),
+            (
+                Some(streams[0].0 / 1e3),
+                Some(streams[0].1 / 1e3),
+                "kpps",
+                "2 input TAPs (tap0, tap2) each flooded by its own polld gen on the gen CPU, each forwarded to its own output TAP; delivered summed (polling: user_frac 10)",
+            ),
+            (
+                Some(streams[1].0 / 1e3),
+                Some(streams[1].1 / 1e3),
+                "kpps",
+                "as above with 4 inputs (tap0, tap2, tap4, tap6)",
+            ),
         ];
         for (i, (interrupt, polling, unit, note)) in rows.into_iter().enumerate() {
             let (test, seed_interrupt, seed_polling) = seed::TABLE[i];
@@ -382,6 +397,38 @@ impl Bench<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Seed 000's 2- and 4-stream rows: (interrupt, polling) delivered for 2, then 4
+    /// streams, each input flooded by its own gen, no competitor.
+    fn streams(&mut self) -> Result<[(f64, f64); 2], TestbedError> {
+        let extra = ExtraStream::for_total(4);
+        for stream in &extra {
+            stream.create(self.tb)?;
+        }
+        let mut delivered = [(0.0, 0.0); 2];
+        for (slot, n) in [2, 4].into_iter().enumerate() {
+            for mode in ["interrupt", "polling"] {
+                self.say(&format!(
+                    "table: {n} streams, {mode}, each input flooded ..."
+                ));
+                let trial = ShareTrial {
+                    competitor: false,
+                    extra_streams: &extra[..n - 1],
+                    ..self.flood_trial(mode, CURVE_USER_FRAC)
+                };
+                let row = self.trial(&format!("table {n} streams {mode}"), &trial)?;
+                self.say(&format!(
+                    "table: {n} streams, {mode}: offered {:.0}/s, delivered {:.0}/s",
+                    row.offered_pps, row.delivered_pps
+                ));
+                match mode {
+                    "interrupt" => delivered[slot].0 = row.delivered_pps,
+                    _ => delivered[slot].1 = row.delivered_pps,
+                }
+            }
+        }
+        Ok(delivered)
     }
 
     /// Seed 001: `polld stat --once` before and after `polld ifconfig tap0 polling`.
@@ -922,10 +969,6 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
         for (i, r) in report.table.iter().enumerate() {
             let _ = writeln!(out, "  ({}) {}: {}", i + 1, r.test, r.note);
         }
-        let _ = writeln!(
-            out,
-            "  Forwarding 2 and 4 streams: not run, the TAP testbed has one input TAP."
-        );
     }
     if !report.curve.is_empty() {
         let _ = writeln!(

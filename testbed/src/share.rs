@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
+use crate::streams::ExtraStream;
 use crate::{polld_config, Devices, PolldSetup, Role, Testbed, TestbedError};
 
 fn failed(what: String) -> TestbedError {
@@ -78,6 +79,9 @@ pub struct ShareTrial<'a> {
     pub competitor: bool,
     /// Knobs set after the trial's own (`net.inet.ip.fastforwarding=0`, ...).
     pub knobs: &'a [(&'a str, &'a str)],
+    /// Streams besides tap0 -> tap1, already created on the testbed, each with its own
+    /// `polld gen` at `rate`.
+    pub extra_streams: &'a [ExtraStream],
 }
 
 impl<'a> ShareTrial<'a> {
@@ -91,6 +95,7 @@ impl<'a> ShareTrial<'a> {
             rate: Some("unlimited"),
             competitor: true,
             knobs: &[],
+            extra_streams: &[],
         }
     }
 }
@@ -100,9 +105,11 @@ impl<'a> ShareTrial<'a> {
 pub struct ShareRow {
     pub mode: String,
     pub user_frac: u32,
-    /// `polld gen`'s sending rate over its whole run (0 without `polld gen`).
+    /// `polld gen`'s sending rate over its whole run (0 without `polld gen`), summed over
+    /// the streams.
     pub offered_pps: f64,
-    /// tap1's receive counter over the window: frames polld wrote towards sink.
+    /// tap1's receive counter over the window: frames polld wrote towards sink (with
+    /// the extra streams' outputs).
     pub delivered_pps: f64,
     pub interrupts_per_sec: f64,
     /// polld's poll thread, percent of the fwd CPU over the window.
@@ -153,7 +160,8 @@ pub struct TrialRun<'a> {
     trial: ShareTrial<'a>,
     socket: PathBuf,
     daemon: Process,
-    gen: Option<Process>,
+    /// A `polld gen` per stream.
+    gens: Vec<Process>,
     competitor: Option<Competitor>,
 }
 
@@ -179,7 +187,7 @@ impl<'a> TrialRun<'a> {
         let user_frac = trial.user_frac.to_string();
         let mut all_knobs = knobs(&user_frac).to_vec();
         all_knobs.extend_from_slice(trial.knobs);
-        let config = polld_config(
+        let mut config = polld_config(
             layout,
             &PolldSetup {
                 backend: "tap",
@@ -190,6 +198,9 @@ impl<'a> TrialRun<'a> {
                 knobs: &all_knobs,
             },
         );
+        for stream in trial.extra_streams {
+            config.push_str(&stream.config(layout, trial.mode));
+        }
         let config_path = dir.join("polld.toml");
         std::fs::write(&config_path, config)
             .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
@@ -200,26 +211,22 @@ impl<'a> TrialRun<'a> {
             "polld run",
         )?;
         wait_for(&socket, &mut daemon)?;
-        let gen = match trial.rate {
-            Some(rate) => {
-                let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
-                Some(Process::spawn(
-                    tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?.args([
-                        "gen",
-                        &layout.veth0.name,
-                        "--json",
-                        "-i",
-                        "0",
-                        "--rate",
-                        rate,
-                        "--duration",
-                        &flood_secs,
-                    ]),
+        let mut gens = Vec::new();
+        if let Some(rate) = trial.rate {
+            let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
+            let targets = std::iter::once(vec![layout.veth0.name.clone()])
+                .chain(trial.extra_streams.iter().map(|s| s.gen_args()));
+            for target in targets {
+                gens.push(Process::spawn(
+                    tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?
+                        .arg("gen")
+                        .args(&target)
+                        .args(["--json", "-i", "0", "--rate", rate, "--duration"])
+                        .arg(&flood_secs),
                     "polld gen",
-                )?)
+                )?);
             }
-            None => None,
-        };
+        }
         let competitor = match trial.competitor {
             true => Some(Competitor::start(tb, fwd_cpu)?),
             false => None,
@@ -229,7 +236,7 @@ impl<'a> TrialRun<'a> {
             trial: trial.clone(),
             socket,
             daemon,
-            gen,
+            gens,
             competitor,
         })
     }
@@ -246,24 +253,32 @@ impl<'a> TrialRun<'a> {
             at: Instant::now(),
             competitor_ns: self.competitor.as_ref().map_or(0, Competitor::cpu_ns),
             polld_ns: task_cpu_ns(pid, pid),
-            delivered: self.tb.counters(&self.tb.layout().veth3.name)?.rx_packets,
+            delivered: self.delivered()?,
             values: dev_values(&self.socket)?,
         })
+    }
+
+    /// Frames received so far by sink's TAPs: tap1 and the extra streams' outputs.
+    fn delivered(&self) -> Result<u64, TestbedError> {
+        let layout = self.tb.layout();
+        let mut total = self.tb.counters(&layout.veth3.name)?.rx_packets;
+        for stream in self.trial.extra_streams {
+            total += crate::counters(&layout.sink_ns, &stream.output())?.rx_packets;
+        }
+        Ok(total)
     }
 
     /// Stops everything; the row covers `before` to `after`, conservation polld's final
     /// counters.
     pub fn finish(mut self, before: &Sample, after: &Sample) -> Result<ShareRow, TestbedError> {
         drop(self.competitor.take());
-        let offered_pps = match self.gen.as_mut() {
-            Some(gen) => {
-                let gen_out = gen.finish()?;
-                last_json(&gen_out)
-                    .and_then(|s| s["pps"].as_f64())
-                    .ok_or_else(|| failed(format!("polld gen printed no summary: {gen_out}")))?
-            }
-            None => 0.0,
-        };
+        let mut offered_pps = 0.0;
+        for gen in &mut self.gens {
+            let gen_out = gen.finish()?;
+            offered_pps += last_json(&gen_out)
+                .and_then(|s| s["pps"].as_f64())
+                .ok_or_else(|| failed(format!("polld gen printed no summary: {gen_out}")))?;
+        }
         let final_counters = self.daemon.finish()?;
         let interfaces: Value = serde_json::from_str(&final_counters)
             .map_err(|e| failed(format!("polld run --json printed {final_counters:?}: {e}")))?;
