@@ -34,7 +34,7 @@ use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
 /// `polld bench seeds` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SeedsArgs {
-    /// Shorter windows and two load steps: under half a minute instead of one and a half.
+    /// Shorter windows and two load steps: about half a minute instead of almost two.
     #[arg(long)]
     pub quick: bool,
     /// Run only these steps (comma-separated); all of them by default. `table` also runs
