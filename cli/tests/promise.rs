@@ -24,12 +24,7 @@ fn share(
     user_frac: u32,
     accept: impl Fn(f64) -> bool,
 ) -> ShareRow {
-    let trial = ShareTrial {
-        mode,
-        user_frac,
-        warm_up: 1.0,
-        window: 2.0,
-    };
+    let trial = ShareTrial::flood(mode, user_frac, 1.0, 2.0);
     let polld = std::path::Path::new(POLLD);
     let mut row = measure_share(tb, polld, &dir.0, (0, 1), &trial).expect("share trial");
     assert!(row.conserved, "conservation: {row:?}");
@@ -48,8 +43,7 @@ fn share(
 #[test]
 fn a_competitor_on_the_poll_cpu_keeps_user_frac_under_a_flood_and_starves_with_interrupts() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (the flood on CPU0, polld on CPU1)");
+    if !common::two_cpus() {
         return;
     }
     let tb = testbed_of("sh", Devices::Tap);
