@@ -111,6 +111,20 @@ impl Testbed {
         &self.report.layout
     }
 
+    /// Adds the `pair`-th TAP pair ([`Layout::tap_pair`]) to a TAP testbed, in its
+    /// namespaces (removed with them); returns its layout.
+    pub fn add_tap_pair(&self, pair: u8) -> Result<Layout, TestbedError> {
+        if self.layout().devices != Devices::Tap {
+            return Err(TestbedError::Failed(
+                "a second TAP pair needs the TAP testbed (`polld testbed up --devices tap`)"
+                    .to_string(),
+            ));
+        }
+        let layout = self.layout().tap_pair(pair);
+        link(&layout, &[])?;
+        Ok(layout)
+    }
+
     pub fn report(&self) -> &UpReport {
         &self.report
     }
@@ -219,6 +233,14 @@ fn build(
         }
         namespaces.push(ns);
     }
+    link(layout, &namespaces)?;
+    Ok(namespaces)
+}
+
+/// Creates the links of `layout` in its namespaces (`namespaces`, gen, fwd and sink, are
+/// needed for veths only): the veths or TAPs, addresses, offloads off, static
+/// neighbours, and gen's and sink's routes to each other's network.
+fn link(layout: &Layout, namespaces: &[Netns]) -> Result<(), TestbedError> {
     match layout.devices {
         Devices::Veth => {
             let [gen, fwd, sink] = [&namespaces[0], &namespaces[1], &namespaces[2]];
@@ -296,7 +318,7 @@ fn build(
             )?;
         }
     }
-    Ok(namespaces)
+    Ok(())
 }
 
 fn add_neighbour(iface: &Iface, addr: &str, mac: &str) -> Result<(), TestbedError> {
