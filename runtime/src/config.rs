@@ -555,7 +555,8 @@ impl RunConfig {
 fn pick<T: Clone>(all: &[T], mine: &[bool]) -> Vec<T> {
     all.iter()
         .zip(mine)
-        .filter_map(|(x, &m)| m.then(|| x.clone()))
+        .filter(|(_, &m)| m)
+        .map(|(x, _)| x.clone())
         .collect()
 }
 

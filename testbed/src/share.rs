@@ -315,6 +315,9 @@ pub struct PerCpuRow {
     pub conserved: bool,
 }
 
+/// When, each CPU's competitor and poll thread CPU time (ns), and polld's `dev.*` counters.
+type PerCpuSample = (Instant, Vec<(u64, u64)>, Vec<(String, u64)>);
+
 /// The TAP queue length of a [`PerCpuTrial`]: the flood is queued there first.
 const TAP_QUEUE: &str = "400000";
 
@@ -423,7 +426,7 @@ pub fn measure_per_cpu_shares(
         .iter()
         .map(|(cpu, _, _)| thread_named(pid, &format!("polld-cpu{cpu}")))
         .collect::<Result<_, _>>()?;
-    let sample = || -> Result<(Instant, Vec<(u64, u64)>, Vec<(String, u64)>), TestbedError> {
+    let sample = || -> Result<PerCpuSample, TestbedError> {
         let at = Instant::now();
         let ns = competitors
             .iter()
