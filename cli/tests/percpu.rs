@@ -11,17 +11,26 @@ mod common;
 
 use common::{counter, stop, testbed_of, values, Dir, Polld, POLLD};
 use polld_testbed::share::{measure_per_cpu_shares, PerCpuRow, PerCpuTrial};
-use polld_testbed::{polld_config_per_cpu, Devices, PolldSetup};
+use polld_testbed::{polld_config_per_cpu, Devices, Layout, PolldSetup, Testbed};
+
+/// A TAP testbed unique to `tag` with a second TAP pair, on a machine with 2 CPUs or more
+/// (one poll thread on each); `None` (skipped, said on stderr) with fewer.
+fn two_pairs(tag: &str) -> Option<(Testbed, Layout)> {
+    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
+        eprintln!("skipped: needs 2 CPUs (a poll thread on each)");
+        return None;
+    }
+    let tb = testbed_of(tag, Devices::Tap);
+    let second = tb.add_tap_pair(1).expect("second TAP pair");
+    Some((tb, second))
+}
 
 #[test]
 fn control_requests_reach_the_cpu_they_name_and_ping_crosses_each_cpu() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs");
+    let Some((tb, second)) = two_pairs("pk") else {
         return;
-    }
-    let tb = testbed_of("pk", Devices::Tap);
-    let second = tb.add_tap_pair(1).expect("second TAP pair");
+    };
     let dir = Dir::new("percpu-ctl");
     let socket = dir.0.join("polld.sock");
     let config = dir.0.join("fwd.toml");
@@ -109,12 +118,9 @@ fn control_requests_reach_the_cpu_they_name_and_ping_crosses_each_cpu() {
 #[test]
 fn a_competitor_on_each_poll_cpu_keeps_that_cpus_user_frac() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (a poll thread and a competitor on each)");
+    let Some((tb, second)) = two_pairs("pc") else {
         return;
-    }
-    let tb = testbed_of("pc", Devices::Tap);
-    let second = tb.add_tap_pair(1).expect("second TAP pair");
+    };
     let dir = Dir::new("percpu");
     let trial = PerCpuTrial {
         cpus: vec![(0, tb.layout().clone(), 90), (1, second, 85)],

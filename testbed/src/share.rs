@@ -107,6 +107,63 @@ fn knobs(user_frac: &str) -> [(&str, &str); 4] {
     ]
 }
 
+/// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
+/// once its control socket exists.
+fn start_polld(
+    tb: &Testbed,
+    polld: &str,
+    dir: &Path,
+    config: &str,
+    socket: &Path,
+) -> Result<Process, TestbedError> {
+    let config_path = dir.join("polld.toml");
+    std::fs::write(&config_path, config)
+        .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
+    let mut daemon = Process::spawn(
+        tb.command_in(Role::Fwd, None, polld)?
+            .args(["run", "--json", "-c"])
+            .arg(&config_path),
+        "polld run",
+    )?;
+    wait_for(socket, &mut daemon)?;
+    Ok(daemon)
+}
+
+/// `polld gen --rate unlimited` from `cpu` for `seconds`, from gen's TAP of `layout`'s pair
+/// to the unowned destination behind it.
+fn flood(
+    tb: &Testbed,
+    polld: &str,
+    layout: &Layout,
+    cpu: usize,
+    seconds: f64,
+) -> Result<Process, TestbedError> {
+    let (src, rx) = (&layout.veth0, &layout.veth1);
+    let (src_ip, dst_ip) = (src.addr.to_string(), layout.unowned_dst.to_string());
+    Process::spawn(
+        tb.command_in(Role::Gen, Some(cpu), polld)?.args([
+            "gen",
+            &src.name,
+            "--json",
+            "-i",
+            "0",
+            "--rate",
+            "unlimited",
+            "--duration",
+            &seconds.to_string(),
+            "--src-mac",
+            &src.mac,
+            "--dst-mac",
+            &rx.mac,
+            "--src-ip",
+            &src_ip,
+            "--dst-ip",
+            &dst_ip,
+        ]),
+        "polld gen",
+    )
+}
+
 /// Runs one trial on a TAP testbed. `dir` holds the trial's config and socket.
 pub fn measure_share(
     tb: &Testbed,
@@ -138,31 +195,9 @@ pub fn measure_share(
             knobs: &knobs,
         },
     );
-    let config_path = dir.join("polld.toml");
-    std::fs::write(&config_path, config)
-        .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
-    let mut daemon = Process::spawn(
-        tb.command_in(Role::Fwd, None, &polld_str)?
-            .args(["run", "--json", "-c"])
-            .arg(&config_path),
-        "polld run",
-    )?;
-    wait_for(&socket, &mut daemon)?;
-    let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
-    let gen = Process::spawn(
-        tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?.args([
-            "gen",
-            &layout.veth0.name,
-            "--json",
-            "-i",
-            "0",
-            "--rate",
-            "unlimited",
-            "--duration",
-            &flood_secs,
-        ]),
-        "polld gen",
-    )?;
+    let mut daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
+    let flood_secs = trial.warm_up + trial.window + 1.0;
+    let gen = flood(tb, &polld_str, layout, gen_cpu, flood_secs)?;
     let competitor = Competitor::start(tb, fwd_cpu)?;
     std::thread::sleep(Duration::from_secs_f64(trial.warm_up));
 
@@ -355,9 +390,6 @@ pub fn measure_per_cpu_shares(
             knobs: &all_knobs,
         },
     );
-    let config_path = dir.join("polld.toml");
-    std::fs::write(&config_path, config)
-        .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
     for (_, layout, _) in &trial.cpus {
         let tap = &layout.veth0;
         polld_dev::netns::ip(&[
@@ -371,40 +403,10 @@ pub fn measure_per_cpu_shares(
         ])
         .map_err(|e| failed(format!("txqueuelen of {}: {e}", tap.name)))?;
     }
-    let mut daemon = Process::spawn(
-        tb.command_in(Role::Fwd, None, &polld_str)?
-            .args(["run", "--json", "-c"])
-            .arg(&config_path),
-        "polld run",
-    )?;
-    wait_for(&socket, &mut daemon)?;
-    let fill = trial.fill.to_string();
+    let mut daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
     let mut gens = Vec::new();
     for (cpu, layout, _) in &trial.cpus {
-        let (src, rx) = (&layout.veth0, &layout.veth1);
-        let (src_ip, dst_ip) = (src.addr.to_string(), layout.unowned_dst.to_string());
-        gens.push(Process::spawn(
-            tb.command_in(Role::Gen, Some(*cpu), &polld_str)?.args([
-                "gen",
-                &layout.veth0.name,
-                "--json",
-                "-i",
-                "0",
-                "--rate",
-                "unlimited",
-                "--duration",
-                &fill,
-                "--src-mac",
-                &src.mac,
-                "--dst-mac",
-                &rx.mac,
-                "--src-ip",
-                &src_ip,
-                "--dst-ip",
-                &dst_ip,
-            ]),
-            "polld gen",
-        )?);
+        gens.push(flood(tb, &polld_str, layout, *cpu, trial.fill)?);
     }
     let mut sent = Vec::new();
     for gen in &mut gens {
