@@ -20,7 +20,7 @@ fn two_pairs(tag: &str) -> Option<(Testbed, Layout)> {
         eprintln!("skipped: needs 2 CPUs (a poll thread on each)");
         return None;
     }
-    let tb = testbed_of(tag, Devices::Tap);
+    let mut tb = testbed_of(tag, Devices::Tap);
     let second = tb.add_tap_pair(1).expect("second TAP pair");
     Some((tb, second))
 }

@@ -210,12 +210,19 @@ fn scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// to a dataplane on unopened devices.
 pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
     let mut report = preflight(config, socket)?;
-    let devices = config
-        .devices
-        .iter()
-        .map(|d| Unopened(d.name.clone()))
-        .collect();
-    daemon::build_dataplane(config, devices)?;
+    // With several poll CPUs, each builds its own dataplane from its part of the config.
+    let parts = match config.daemon.cpus.is_empty() {
+        true => vec![config.clone()],
+        false => config.per_cpu().into_iter().map(|(_, part)| part).collect(),
+    };
+    for part in &parts {
+        let devices = part
+            .devices
+            .iter()
+            .map(|d| Unopened(d.name.clone()))
+            .collect();
+        daemon::build_dataplane(part, devices)?;
+    }
     report.checked.push(format!(
         "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
         config.devices.len(),

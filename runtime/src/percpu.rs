@@ -14,8 +14,10 @@
 //! - `kern.polling.*` reads the first poll CPU's and writes every CPU's;
 //! - `dev.<if>.*` goes to the CPU of that interface;
 //! - anything else (`net.inet.ip.*`) is written on every CPU; read, its counters are
-//!   summed, and so are the poll threads' time accounts (`polld.work_ns`, ...), which are
-//!   also listed per CPU as `polld.percpu.N.*`.
+//!   summed;
+//! - `polld.*` is the first poll CPU's thread's, as `kern.polling.*` is its poller's (so
+//!   `polld stat`'s CPU split is that CPU's); every thread's CPU, time accounts and CPU
+//!   time are listed as `polld.percpu.N.*`.
 
 use std::io::Write;
 use std::path::Path;
@@ -50,16 +52,6 @@ const PER_THREAD: [&str; 5] = [
     daemon_entry::BUSY_POLL_NS,
     daemon_entry::IDLE_POLL_NS,
     daemon_entry::THREAD_CPU_NS,
-];
-
-/// Read-only daemon entries that are the sum over the poll threads.
-const SUMMED: [&str; 6] = [
-    daemon_entry::WORK_NS,
-    daemon_entry::BUSY_POLL_NS,
-    daemon_entry::IDLE_POLL_NS,
-    daemon_entry::THREAD_CPU_NS,
-    daemon_entry::KERNEL_RX_NS,
-    daemon_entry::KERNEL_RX_ON_CPU_NS,
 ];
 
 /// The prefix of the per-CPU copies of [`PER_THREAD`].
@@ -383,10 +375,9 @@ pub fn merge(per_cpu: &[(usize, Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
     merged
 }
 
-/// Whether an entry is the sum over the CPUs: the stage's read-only counters and the
-/// threads' time accounts.
+/// Whether an entry is the sum over the CPUs: the stage's read-only counters.
 fn summed(e: &SysctlEntry) -> bool {
-    !e.writable && (e.name.starts_with("net.inet.ip.") || SUMMED.contains(&e.name.as_str()))
+    !e.writable && e.name.starts_with("net.inet.ip.")
 }
 
 #[cfg(test)]
@@ -435,7 +426,7 @@ mod tests {
         assert_eq!(get("net.inet.ip.no_route"), "3");
         assert_eq!(get("dev.tap0.rx_packets"), "7");
         assert_eq!(get("dev.tap2.rx_packets"), "7");
-        assert_eq!(get("polld.work_ns"), "1500");
+        assert_eq!(get("polld.work_ns"), "1000");
         assert_eq!(get("polld.percpu.1.work_ns"), "500");
         assert_eq!(get("polld.pid"), "42");
         assert_eq!(get("polld.default.kern.polling.user_frac"), "50");

@@ -33,6 +33,8 @@ pub struct UpReport {
     pub placement: PlacementReport,
     /// Settings that could not be applied and did not stop `up`.
     pub warnings: Vec<String>,
+    /// TAP pairs added after the first ([`Testbed::add_tap_pair`]), for more poll CPUs.
+    pub tap_pairs: Vec<Layout>,
 }
 
 /// What `down` did.
@@ -103,6 +105,7 @@ impl Testbed {
                 replaced: existing,
                 placement,
                 warnings,
+                tap_pairs: Vec::new(),
             },
         })
     }
@@ -113,7 +116,7 @@ impl Testbed {
 
     /// Adds the `pair`-th TAP pair ([`Layout::tap_pair`]) to a TAP testbed, in its
     /// namespaces (removed with them); returns its layout.
-    pub fn add_tap_pair(&self, pair: u8) -> Result<Layout, TestbedError> {
+    pub fn add_tap_pair(&mut self, pair: u8) -> Result<Layout, TestbedError> {
         if self.layout().devices != Devices::Tap {
             return Err(TestbedError::Failed(
                 "a second TAP pair needs the TAP testbed (`polld testbed up --devices tap`)"
@@ -122,6 +125,7 @@ impl Testbed {
         }
         let layout = self.layout().tap_pair(pair);
         link(&layout, &[])?;
+        self.report.tap_pairs.push(layout.clone());
         Ok(layout)
     }
 
