@@ -706,11 +706,22 @@ impl Process {
 
     /// SIGINT, wait up to 10 s; returns its standard output.
     pub(crate) fn finish(&mut self) -> Result<String, TestbedError> {
+        self.end(true)
+    }
+
+    /// Waits up to 10 s for it to exit by itself; returns its standard output.
+    pub(crate) fn wait(&mut self) -> Result<String, TestbedError> {
+        self.end(false)
+    }
+
+    fn end(&mut self, interrupt: bool) -> Result<String, TestbedError> {
         let Some(mut child) = self.child.take() else {
             return Ok(String::new());
         };
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        if interrupt {
+            // SAFETY: signals a child we started, by its pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait().ok().flatten().is_none() {
             if Instant::now() > deadline {
