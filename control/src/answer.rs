@@ -7,7 +7,8 @@
 
 use std::path::PathBuf;
 
-use polld_core::{Dataplane, Device, PacketStage, SysctlEntry};
+use polld_core::poll::NODE;
+use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
 
 use crate::proto::{daemon_entry, IfStatus, Response, SetResult};
 
@@ -168,6 +169,83 @@ pub fn list<D: Device, S: PacketStage>(
         );
     }
     Response::Entries { entries }
+}
+
+/// The answer to [`crate::proto::Request::Snapshot`]: every entry typed. The scheduler's
+/// come straight from their declarations; the others through [`typed`].
+pub fn snapshot<D: Device, S: PacketStage>(
+    dp: &Dataplane<D, S>,
+    daemon: Option<&DaemonStatus>,
+) -> Response {
+    let mut readings = dp.poller().readings(NODE);
+    let others = dp
+        .sysctl_entries("")
+        .into_iter()
+        .chain(daemon.map(DaemonStatus::entries).unwrap_or_default())
+        .filter(|e| !Poller::is_declared(&e.name));
+    readings.extend(others.map(typed));
+    Response::Snapshot { readings }
+}
+
+/// An entry given by name and text, typed: its kind from its declaration where it has one
+/// (`kern.polling.*`); for the entries of the interfaces, of `net.inet.ip` and of the
+/// daemon, which are not declared yet, by the rule the metrics always used: writable is a
+/// knob, the `_ns` time accounts and the interface counters count, the rest are levels.
+pub fn typed(entry: SysctlEntry) -> Reading {
+    let declared = Poller::default()
+        .readings(NODE)
+        .into_iter()
+        .find(|r| r.name() == entry.name);
+    let (node, leaf) = split_name(&entry.name);
+    let kind = match declared {
+        Some(d) => d.kind,
+        None if entry.writable => Kind::Knob,
+        None => undeclared_kind(node, leaf),
+    };
+    let value = match entry.value.parse::<i64>() {
+        Ok(n) => Value::Int(n),
+        Err(_) => Value::Word(entry.value),
+    };
+    Reading {
+        node: node.to_string(),
+        leaf: leaf.to_string(),
+        kind,
+        value,
+        descr: entry.descr,
+    }
+}
+
+/// `dev.<if>.*` read-only entries that are levels; the others count.
+const INTERFACE_GAUGES: [&str; 4] = ["queued", "rx_process_limit", "mode", "link"];
+
+fn undeclared_kind(node: &str, leaf: &str) -> Kind {
+    let counts = if node.starts_with("dev.") {
+        !INTERFACE_GAUGES.contains(&leaf)
+    } else {
+        node == "polld" && leaf.ends_with("_ns") && leaf != "clock_ns"
+    };
+    if counts {
+        Kind::Counter
+    } else {
+        Kind::Gauge
+    }
+}
+
+/// Splits a full name into its node and leaf: `dev.<if>.<leaf>` (an interface name may
+/// hold dots; a leaf is one word, `drops.<reason>` or `tx_drops.<reason>`), else at the
+/// last dot.
+fn split_name(name: &str) -> (&str, &str) {
+    let at = match name.strip_prefix("dev.") {
+        Some(rest) => rest
+            .rfind(".drops.")
+            .or_else(|| rest.rfind(".tx_drops."))
+            .map(|i| i + "dev.".len()),
+        None => None,
+    };
+    match at.or_else(|| name.rfind('.')) {
+        Some(i) => (&name[..i], &name[i + 1..]),
+        None => ("", name),
+    }
 }
 
 /// The answer to [`crate::proto::Request::Set`]: the assignments in order, each on its

@@ -212,8 +212,8 @@ pub fn parse_int(name: &str, value: &str) -> Result<i64, KnobError> {
         })
 }
 
-/// Checks `lo..=hi`, returning the value as u32 or an error naming the range.
-pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> {
+/// Checks `lo..=hi`, returning the value or an error naming the knob and the range.
+pub fn within(name: &str, v: i64, lo: i64, hi: i64) -> Result<i64, KnobError> {
     if v < lo || v > hi {
         return Err(KnobError::Invalid {
             name: name.to_string(),
@@ -221,7 +221,12 @@ pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> 
             allowed: format!("{lo}..{hi}"),
         });
     }
-    Ok(v as u32)
+    Ok(v)
+}
+
+/// [`within`] for a u32 knob (every bound passed is within u32).
+pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> {
+    within(name, v, lo, hi).map(|v| v as u32)
 }
 
 impl Knobs {

@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::knobs::{parse_int, KnobError};
+use crate::knobs::{parse_int, within, KnobError};
 use crate::poll::SysctlEntry;
 
 /// What an entry is, for people and for Prometheus.
@@ -121,15 +121,8 @@ impl<T> Write<T> {
                 name: name.to_string(),
             }),
             Write::Int { range, store } => {
-                let v = parse_int(name, value)?;
                 let (lo, hi) = range(of);
-                if v < lo || v > hi {
-                    return Err(KnobError::Invalid {
-                        name: name.to_string(),
-                        value: v.to_string(),
-                        allowed: format!("{lo}..{hi}"),
-                    });
-                }
+                let v = within(name, parse_int(name, value)?, lo, hi)?;
                 store(of, v);
                 Ok(())
             }
