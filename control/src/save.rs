@@ -199,7 +199,8 @@ fn check_apply_order(knobs: &Table, running: &Running) -> Result<(), String> {
     let mut applied = Vec::new();
     for (name, item) in knobs.iter() {
         let (Some(short), Some(value)) = (
-            name.strip_prefix(NODE).and_then(|rest| rest.strip_prefix('.')),
+            name.strip_prefix(NODE)
+                .and_then(|rest| rest.strip_prefix('.')),
             item.as_value().and_then(knob_text),
         ) else {
             continue;

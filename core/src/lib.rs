@@ -29,5 +29,5 @@ pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Wo
 pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
-pub use sysctl::{Kind, Reading, Value};
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+pub use sysctl::{Kind, Reading, Value};

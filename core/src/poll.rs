@@ -622,7 +622,12 @@ impl Poller {
     /// Whether `name` is a declared `kern.polling.*` entry (knob or not).
     pub fn is_declared(name: &str) -> bool {
         let leaf = name.strip_prefix(NODE).and_then(|l| l.strip_prefix('.'));
-        leaf.is_some_and(|leaf| Poller::default().readings(NODE).iter().any(|r| r.leaf == leaf))
+        leaf.is_some_and(|leaf| {
+            Poller::default()
+                .readings(NODE)
+                .iter()
+                .any(|r| r.leaf == leaf)
+        })
     }
 
     /// Reads one `kern.polling.*` value by its short name.
@@ -635,6 +640,9 @@ impl Poller {
 
     /// Every `kern.polling.*` entry, as `polld ctl -a` lists it.
     pub fn entries(&self) -> Vec<SysctlEntry> {
-        self.readings(NODE).into_iter().map(SysctlEntry::from).collect()
+        self.readings(NODE)
+            .into_iter()
+            .map(SysctlEntry::from)
+            .collect()
     }
 }

@@ -127,14 +127,17 @@ impl<T> Write<T> {
                 Ok(())
             }
             Write::Word { words, store } => {
-                let i = words.iter().position(|w| *w == value.trim()).ok_or_else(|| {
-                    let quoted: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
-                    KnobError::NotANumber {
-                        name: name.to_string(),
-                        value: value.to_string(),
-                        expected: quoted.join(" or "),
-                    }
-                })?;
+                let i = words
+                    .iter()
+                    .position(|w| *w == value.trim())
+                    .ok_or_else(|| {
+                        let quoted: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                        KnobError::NotANumber {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            expected: quoted.join(" or "),
+                        }
+                    })?;
                 store(of, i);
                 Ok(())
             }

@@ -26,13 +26,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polld_control::client::{request, ClientError};
 use polld_control::answer::typed;
+use polld_control::client::{request, ClientError};
 use polld_control::proto::{daemon_entry, Request, Response};
 use polld_core::poll::NODE;
 use polld_core::sysctl::Oid;
-use polld_core::{Knobs, PollState, Poller, Reading};
 use polld_core::SysctlEntry;
+use polld_core::{Knobs, PollState, Poller, Reading};
 use serde::Serialize;
 
 /// Points by which two measures of the same time may differ before a note says so.
@@ -158,8 +158,7 @@ impl Sample {
             }
             _ => {
                 return Err(SampleError::Daemon(
-                    "polld answered something else than a snapshot: is it the same version?"
-                        .into(),
+                    "polld answered something else than a snapshot: is it the same version?".into(),
                 ))
             }
         };
