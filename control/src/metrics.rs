@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use polld_core::{Kind, LinkState, Mode, Reading, SysctlEntry};
 
-use crate::answer::typed;
+use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
@@ -235,7 +235,7 @@ pub fn exposition_of(readings: &[Reading]) -> String {
                 };
                 families.add(metric(base, kind), help, kind.into(), labels, value);
             }
-        } else if r.node == "polld" {
+        } else if r.node == DAEMON_NODE {
             daemon_metric(&mut families, r);
         } else {
             let prefix = match r.node.as_str() {

@@ -57,7 +57,7 @@
 //! so the same code runs on virtual time in `polld-sim`.
 
 use crate::knobs::{Controller, Knobs};
-use crate::sysctl::{read, Kind, Oid, Reading, Value, Write};
+use crate::sysctl::{read, Kind, Oid, Reading, Value};
 use crate::sysctl_struct;
 
 /// Maximum number of registered handlers (FreeBSD's `POLL_LIST_LEN`).
@@ -601,13 +601,12 @@ pub struct SysctlEntry {
 
 impl Poller {
     /// `kern.polling.handlers`: not a variable but the table's length.
-    pub const HANDLERS: Oid<Poller> = Oid {
-        name: "handlers",
-        descr: "Number of registered poll handlers",
-        kind: Kind::Gauge,
-        get: |p| Value::from(p.table.len()),
-        write: Write::ReadOnly,
-    };
+    pub const HANDLERS: Oid<Poller> = Oid::read_only(
+        "handlers",
+        "Number of registered poll handlers",
+        Kind::Gauge,
+        |p| Value::from(p.table.len()),
+    );
 
     /// Every `kern.polling.*` entry, typed, under `node` (`kern.polling`, or a per-CPU
     /// poller's node): the knobs, then the state, then the handler count.

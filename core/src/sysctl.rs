@@ -96,6 +96,12 @@ impl From<&str> for Value {
     }
 }
 
+impl From<String> for Value {
+    fn from(w: String) -> Value {
+        Value::Word(w)
+    }
+}
+
 /// How a knob takes a write. Every refusal names the entry and what it allows, and
 /// changes nothing.
 pub enum Write<T: 'static> {
@@ -154,6 +160,24 @@ pub struct Oid<T: 'static> {
     pub kind: Kind,
     pub get: fn(&T) -> Value,
     pub write: Write<T>,
+}
+
+impl<T> Oid<T> {
+    /// An entry that is only read: a counter or a gauge.
+    pub const fn read_only(
+        name: &'static str,
+        descr: &'static str,
+        kind: Kind,
+        get: fn(&T) -> Value,
+    ) -> Oid<T> {
+        Oid {
+            name,
+            descr,
+            kind,
+            get,
+            write: Write::ReadOnly,
+        }
+    }
 }
 
 /// One entry read, typed: what the control socket's snapshot carries.
