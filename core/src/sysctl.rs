@@ -104,7 +104,7 @@ impl From<String> for Value {
 
 /// How a knob takes a write. Every refusal names the entry and what it allows, and
 /// changes nothing.
-pub enum Write<T: 'static> {
+pub enum Write<T> {
     ReadOnly,
     /// An integer within `range(current)` (inclusive; a bound may depend on another knob).
     Int {
@@ -121,7 +121,9 @@ pub enum Write<T: 'static> {
 }
 
 impl<T> Write<T> {
-    fn apply(&self, of: &mut T, name: &str, value: &str) -> Result<(), KnobError> {
+    /// Validates `value` for the entry `name` (full) of `of` and stores it, or refuses it
+    /// naming the entry and what it allows.
+    pub fn apply(&self, of: &mut T, name: &str, value: &str) -> Result<(), KnobError> {
         match self {
             Write::ReadOnly => Err(KnobError::ReadOnly {
                 name: name.to_string(),
@@ -153,7 +155,7 @@ impl<T> Write<T> {
 }
 
 /// One entry of a `T`, named relative to the node `T` hangs under.
-pub struct Oid<T: 'static> {
+pub struct Oid<T> {
     /// The name under the node: `burst_max`.
     pub name: &'static str,
     pub descr: &'static str,
@@ -245,7 +247,8 @@ pub fn write<T>(
 }
 
 /// Declares a struct of sysctl entries: each field with its default, the name of its oid
-/// constant, its kind, description and (for a knob) how it takes writes, on one line.
+/// constant, its kind, description and (for a knob) how it takes writes, on one line. A
+/// field with only a default (a table of counters by reason, say) has no oid of its own.
 ///
 /// ```ignore
 /// sysctl_struct! {
@@ -266,8 +269,8 @@ macro_rules! sysctl_struct {
         pub struct $name:ident {
             $(
                 $(#[$fmeta:meta])*
-                $field:ident: $ty:ty = $default:expr,
-                $oid:ident: $kind:ident $descr:literal $(, $write:expr)?;
+                $field:ident: $ty:ty = $default:expr
+                $(, $oid:ident: $kind:ident $descr:literal $(, $write:expr)?)?;
             )*
         }
     ) => {
@@ -283,7 +286,7 @@ macro_rules! sysctl_struct {
         }
 
         impl $name {
-            $(
+            $($(
                 #[doc = $descr]
                 pub const $oid: $crate::sysctl::Oid<$name> = $crate::sysctl::Oid {
                     name: stringify!($field),
@@ -292,9 +295,9 @@ macro_rules! sysctl_struct {
                     get: |s: &$name| $crate::sysctl::Value::from(s.$field),
                     write: $crate::sysctl_struct!(@write $($write)?),
                 };
-            )*
+            )?)*
             /// Every entry of the struct, in field order.
-            pub const OIDS: &'static [$crate::sysctl::Oid<$name>] = &[$( $name::$oid, )*];
+            pub const OIDS: &'static [$crate::sysctl::Oid<$name>] = &[$($( $name::$oid, )?)*];
         }
     };
     (@write) => { $crate::sysctl::Write::ReadOnly };
