@@ -129,3 +129,24 @@ fn a_bad_write_gets_the_same_error_everywhere() {
         assert_eq!(socket, scheduler);
     }
 }
+
+#[test]
+fn every_knob_of_the_snapshot_takes_its_own_value_back() {
+    let mut sim = common::simulation();
+    let readings = match common::answer(&mut sim, Request::Snapshot) {
+        Response::Snapshot { readings } => readings,
+        other => panic!("not a snapshot: {other:?}"),
+    };
+    let knobs: Vec<&Reading> = readings.iter().filter(|r| r.kind == Kind::Knob).collect();
+    assert!(
+        knobs.iter().any(|r| r.node.starts_with("dev.")),
+        "{knobs:?}"
+    );
+    let dp = sim.dataplane_mut();
+    for r in knobs {
+        let (name, value) = (r.name(), r.value.to_string());
+        dp.sysctl_set(&name, &value)
+            .unwrap_or_else(|e| panic!("{name}={value}: {e}"));
+        assert_eq!(dp.sysctl_get(&name), Some(value), "{name}");
+    }
+}
