@@ -261,7 +261,7 @@ pub fn typed(entry: SysctlEntry) -> Reading {
 }
 
 /// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 4] = ["queued", "rx_process_limit", "mode", "link"];
+const INTERFACE_GAUGES: [&str; 5] = ["queued", "rx_process_limit", "mode", "link", "auto_polling"];
 
 fn undeclared_kind(node: &str, leaf: &str) -> Kind {
     if node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf) {
@@ -319,7 +319,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
     mac: Option<String>,
     addresses: Vec<String>,
 ) -> IfStatus {
-    let name = dp.interfaces()[i].dev.name().to_string();
+    let name = dp.interfaces()[i].dev().name().to_string();
     let prefix = format!("dev.{name}.");
     let mut status = IfStatus {
         name,

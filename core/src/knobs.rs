@@ -24,6 +24,10 @@ pub const DEFAULT_QUIET_CYCLES: u32 = 100;
 /// Upper bound of `kern.polling.quiet_cycles`.
 pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
 
+/// Default `kern.polling.auto_empty_polls`: an `auto` interface goes back to interrupts after
+/// 20 empty polls in a row (20 ms at hz=1000), well before polling would go quiet.
+pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
+
 /// Which control loop adapts the per-tick budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -100,6 +104,14 @@ sysctl_struct! {
             Write::Int {
                 range: |_| (0, MAX_QUIET_CYCLES.into()),
                 store: |k, v| k.quiet_cycles = v as u32,
+            };
+        /// `kern.polling.auto_empty_polls`: an interface in `auto` mode that polls goes
+        /// back to interrupts after this many polls in a row found its ring empty.
+        auto_empty_polls: u32 = DEFAULT_AUTO_EMPTY_POLLS, AUTO_EMPTY_POLLS: Knob
+            "Auto mode: empty polls in a row after which an interface goes back to interrupts (polld)",
+            Write::Int {
+                range: |_| (1, MAX_QUIET_CYCLES.into()),
+                store: |k, v| k.auto_empty_polls = v as u32,
             };
     }
 }

@@ -403,7 +403,10 @@ pub struct Scheduler {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Interface {
     pub name: String,
+    /// The mode; `auto` shows what it does now: `auto/intr` or `auto/poll`.
     pub mode: String,
+    /// Auto mode: switches between interrupts and polling, since start.
+    pub auto_switches: u64,
     pub link: String,
     /// Wakeups taken from the device.
     pub interrupts_per_s: f64,
@@ -480,8 +483,15 @@ impl Snapshot {
                     })
                     .collect();
                 drops_by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let mode = after.get(&format!("{p}mode")).unwrap_or_default();
+                let mode = match mode.as_str() {
+                    "auto" if after.number(&format!("{p}auto_polling")) == 1 => "auto/poll",
+                    "auto" => "auto/intr",
+                    other => other,
+                };
                 Interface {
-                    mode: after.get(&format!("{p}mode")).unwrap_or_default(),
+                    mode: mode.to_string(),
+                    auto_switches: after.number(&format!("{p}auto_switches")),
                     link: after.get(&format!("{p}link")).unwrap_or_default(),
                     interrupts_per_s: rate(&format!("{p}interrupts")),
                     polls_per_s: rate(&format!("{p}polls")),
