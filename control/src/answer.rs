@@ -218,25 +218,20 @@ pub fn list<D: Device, S: PacketStage>(
     Response::Entries { entries }
 }
 
-/// The answer to [`crate::proto::Request::Snapshot`]: every entry typed. The scheduler's
-/// come straight from their declarations; the others through [`typed`].
+/// The answer to [`crate::proto::Request::Snapshot`]: every entry typed, straight from
+/// the declarations.
 pub fn snapshot<D: Device, S: PacketStage>(
     dp: &Dataplane<D, S>,
     daemon: Option<&DaemonStatus>,
 ) -> Response {
-    let mut readings = dp.poller().readings(NODE);
-    let others = dp
-        .sysctl_entries("")
-        .into_iter()
-        .filter(|e| !Poller::is_declared(&e.name));
-    readings.extend(others.map(typed));
+    let mut readings = dp.readings();
     readings.extend(daemon.map(DaemonStatus::readings).unwrap_or_default());
     Response::Snapshot { readings }
 }
 
-/// An entry given by name and text, typed: its kind from its declaration where it has one
-/// (`kern.polling.*`, `polld.*`); for the entries of the interfaces and of `net.inet.ip`,
-/// which are not declared yet, by the rule the metrics always used: writable is a knob,
+/// An entry given as text (a List answer, not a snapshot), typed: its kind from its
+/// declaration where no dataplane is needed to find it (`kern.polling.*`, `polld.*`); for
+/// the others the dataplane's declarations say the same as this rule: writable is a knob,
 /// the interface counters count, the rest are levels.
 pub fn typed(entry: SysctlEntry) -> Reading {
     let declared = Poller::default()
