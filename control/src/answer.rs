@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use polld_core::dataplane::IP_NODE;
 use polld_core::poll::NODE;
 use polld_core::sysctl::{read, Oid};
 use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
@@ -258,8 +259,16 @@ pub fn typed(entry: SysctlEntry) -> Reading {
 /// `dev.<if>.*` read-only entries that are levels; the others count.
 const INTERFACE_GAUGES: [&str; 5] = ["queued", "rx_process_limit", "mode", "link", "auto_polling"];
 
+/// `net.inet.ip.*` read-only entries that are levels; the stage's others count.
+const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
+
 fn undeclared_kind(node: &str, leaf: &str) -> Kind {
-    if node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf) {
+    let counts = if node == IP_NODE {
+        !IP_GAUGES.contains(&leaf)
+    } else {
+        node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf)
+    };
+    if counts {
         Kind::Counter
     } else {
         Kind::Gauge

@@ -150,3 +150,12 @@ fn every_knob_of_the_snapshot_takes_its_own_value_back() {
         assert_eq!(dp.sysctl_get(&name), Some(value), "{name}");
     }
 }
+
+#[test]
+fn entries_given_as_text_get_the_kinds_their_declarations_give() {
+    for r in snapshot() {
+        let typed = answer::typed(polld_core::SysctlEntry::from(r.clone()));
+        assert_eq!(typed.kind, r.kind, "{}", r.name());
+        assert_eq!(typed.value, r.value, "{}", r.name());
+    }
+}
