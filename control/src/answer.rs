@@ -7,7 +7,10 @@
 
 use std::path::PathBuf;
 
-use polld_core::{Dataplane, Device, PacketStage, SysctlEntry};
+use polld_core::dataplane::IP_NODE;
+use polld_core::poll::NODE;
+use polld_core::sysctl::{read, Oid};
+use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
 
 use crate::proto::{daemon_entry, IfStatus, Response, SetResult};
 
@@ -45,91 +48,137 @@ pub struct DaemonStatus {
     pub defaults: Vec<(String, String)>,
 }
 
+/// The node the daemon's own entries hang under.
+pub const DAEMON_NODE: &str = "polld";
+
+/// The leaf of a `polld.*` name in [`daemon_entry`], at compile time.
+const fn leaf(full: &'static str) -> &'static str {
+    let node = DAEMON_NODE.as_bytes();
+    let (head, rest) = full.as_bytes().split_at(node.len() + 1);
+    let mut i = 0;
+    while i < node.len() {
+        assert!(head[i] == node[i], "a daemon entry outside polld.");
+        i += 1;
+    }
+    match std::str::from_utf8(rest) {
+        Ok(leaf) => leaf,
+        Err(_) => panic!("a daemon entry name that is not UTF-8"),
+    }
+}
+
 impl DaemonStatus {
-    /// The `polld.*` entries, all read-only.
+    /// The daemon's own `polld.*` entries, each declared once, all read-only.
+    pub const OIDS: &'static [Oid<DaemonStatus>] = &[
+        Oid::read_only(
+            leaf(daemon_entry::CONFIG),
+            "Config file polld was started with",
+            Kind::Gauge,
+            |d| Value::from(d.config.display().to_string()),
+        ),
+        Oid::read_only(leaf(daemon_entry::PID), "Process id", Kind::Gauge, |d| {
+            Value::from(d.pid)
+        }),
+        Oid::read_only(
+            leaf(daemon_entry::CPU),
+            "CPU of the poll thread: pinned, else last run on (-1 unknown)",
+            Kind::Gauge,
+            |d| Value::Int(d.cpu.map_or(-1, |c| c as i64)),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::CPU_PINNED),
+            "The poll thread is pinned to polld.cpu",
+            Kind::Gauge,
+            |d| Value::from(d.cpu_pinned),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::CLOCK_NS),
+            "Monotonic clock at this answer, ns",
+            Kind::Gauge,
+            |d| Value::from(d.clock_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::WORK_NS),
+            "Time in device work (handlers, tasks, ticks, polls, input queue), ns",
+            Kind::Counter,
+            |d| Value::from(d.work_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::BUSY_POLL_NS),
+            "Time busy polling, ns",
+            Kind::Counter,
+            |d| Value::from(d.busy_poll_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::IDLE_POLL_NS),
+            "Time idle polling, ns",
+            Kind::Counter,
+            |d| Value::from(d.idle_poll_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::THREAD_CPU_NS),
+            "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID), ns",
+            Kind::Counter,
+            |d| Value::from(d.thread_cpu_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::KERNEL_RX_NS),
+            "CPU time of the kernel threads doing the interfaces' receive work, any CPU, ns",
+            Kind::Counter,
+            |d| Value::from(d.kernel_rx.ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::KERNEL_RX_ON_CPU_NS),
+            "Part of kernel_rx_ns from threads that run only on polld.cpu, ns",
+            Kind::Counter,
+            |d| Value::from(d.kernel_rx.on_cpu_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::KERNEL_RX_THREADS),
+            "Kernel threads doing the interfaces' receive work (outside polld's budget)",
+            Kind::Gauge,
+            |d| Value::from(d.kernel_rx.threads.as_str()),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::KERNEL_RX_ELSEWHERE),
+            "Kernel receive threads that may run on other CPUs than polld.cpu",
+            Kind::Gauge,
+            |d| Value::from(d.kernel_rx.elsewhere.as_str()),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::KERNEL_RX_FOUND_BY),
+            "How the kernel receive threads were found: netlink, thread names or none",
+            Kind::Gauge,
+            |d| Value::from(d.kernel_rx.found_by.as_str()),
+        ),
+    ];
+
+    /// The `polld.*` entries, typed: the declared ones, then each writable entry's
+    /// value before the config was applied.
+    pub fn readings(&self) -> Vec<Reading> {
+        let defaults_node = daemon_entry::DEFAULT_PREFIX.trim_end_matches('.');
+        let defaults = self.defaults.iter().map(|(name, value)| Reading {
+            node: defaults_node.to_string(),
+            leaf: name.clone(),
+            kind: Kind::Gauge,
+            value: value_of(value),
+            descr: "Value before the config file was applied".to_string(),
+        });
+        read(DAEMON_NODE, self, DaemonStatus::OIDS)
+            .chain(defaults)
+            .collect()
+    }
+
+    /// The `polld.*` entries, as `polld ctl -a` lists them.
     pub fn entries(&self) -> Vec<SysctlEntry> {
-        let entry = |name: &str, value: String, descr: &str| SysctlEntry {
-            name: name.to_string(),
-            value,
-            descr: descr.to_string(),
-            writable: false,
-        };
-        let mut entries = vec![
-            entry(
-                daemon_entry::CONFIG,
-                self.config.display().to_string(),
-                "Config file polld was started with",
-            ),
-            entry(daemon_entry::PID, self.pid.to_string(), "Process id"),
-            entry(
-                daemon_entry::CPU,
-                self.cpu.map_or_else(|| "-1".to_string(), |c| c.to_string()),
-                "CPU of the poll thread: pinned, else last run on (-1 unknown)",
-            ),
-            entry(
-                daemon_entry::CPU_PINNED,
-                (self.cpu_pinned as u8).to_string(),
-                "The poll thread is pinned to polld.cpu",
-            ),
-            entry(
-                daemon_entry::CLOCK_NS,
-                self.clock_ns.to_string(),
-                "Monotonic clock at this answer, ns",
-            ),
-            entry(
-                daemon_entry::WORK_NS,
-                self.work_ns.to_string(),
-                "Time in device work (handlers, tasks, ticks, polls, input queue), ns",
-            ),
-            entry(
-                daemon_entry::BUSY_POLL_NS,
-                self.busy_poll_ns.to_string(),
-                "Time busy polling, ns",
-            ),
-            entry(
-                daemon_entry::IDLE_POLL_NS,
-                self.idle_poll_ns.to_string(),
-                "Time idle polling, ns",
-            ),
-            entry(
-                daemon_entry::THREAD_CPU_NS,
-                self.thread_cpu_ns.to_string(),
-                "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID), ns",
-            ),
-            entry(
-                daemon_entry::KERNEL_RX_NS,
-                self.kernel_rx.ns.to_string(),
-                "CPU time of the kernel threads doing the interfaces' receive work, any CPU, ns",
-            ),
-            entry(
-                daemon_entry::KERNEL_RX_ON_CPU_NS,
-                self.kernel_rx.on_cpu_ns.to_string(),
-                "Part of kernel_rx_ns from threads that run only on polld.cpu, ns",
-            ),
-            entry(
-                daemon_entry::KERNEL_RX_THREADS,
-                self.kernel_rx.threads.clone(),
-                "Kernel threads doing the interfaces' receive work (outside polld's budget)",
-            ),
-            entry(
-                daemon_entry::KERNEL_RX_ELSEWHERE,
-                self.kernel_rx.elsewhere.clone(),
-                "Kernel receive threads that may run on other CPUs than polld.cpu",
-            ),
-            entry(
-                daemon_entry::KERNEL_RX_FOUND_BY,
-                self.kernel_rx.found_by.clone(),
-                "How the kernel receive threads were found: netlink, thread names or none",
-            ),
-        ];
-        entries.extend(self.defaults.iter().map(|(name, value)| {
-            entry(
-                &format!("{}{name}", daemon_entry::DEFAULT_PREFIX),
-                value.clone(),
-                "Value before the config file was applied",
-            )
-        }));
-        entries
+        self.readings().into_iter().map(SysctlEntry::from).collect()
+    }
+}
+
+/// A value given as text, typed: a number if it is one, else a word.
+fn value_of(text: &str) -> Value {
+    match text.parse::<i64>() {
+        Ok(n) => Value::Int(n),
+        Err(_) => Value::from(text),
     }
 }
 
@@ -168,6 +217,95 @@ pub fn list<D: Device, S: PacketStage>(
         );
     }
     Response::Entries { entries }
+}
+
+/// The answer to [`crate::proto::Request::Snapshot`]: every entry typed, straight from
+/// the declarations.
+pub fn snapshot<D: Device, S: PacketStage>(
+    dp: &Dataplane<D, S>,
+    daemon: Option<&DaemonStatus>,
+) -> Response {
+    let mut readings = dp.readings();
+    readings.extend(daemon.map(DaemonStatus::readings).unwrap_or_default());
+    Response::Snapshot { readings }
+}
+
+/// An entry given as text (a List answer, not a snapshot), typed: its kind from its
+/// declaration where no dataplane is needed to find it (`kern.polling.*`, `polld.*`); for
+/// the others the dataplane's declarations say the same as this rule: writable is a knob,
+/// the interface counters count, the rest are levels.
+pub fn typed(entry: SysctlEntry) -> Reading {
+    let lookup = declared_name(&entry.name);
+    let declared = Poller::default()
+        .readings(NODE)
+        .into_iter()
+        .chain(DaemonStatus::default().readings())
+        .find(|r| r.name() == lookup);
+    let (node, leaf) = split_name(&entry.name);
+    let kind = match declared {
+        Some(d) => d.kind,
+        None if entry.writable => Kind::Knob,
+        None => undeclared_kind(node, leaf),
+    };
+    let value = value_of(&entry.value);
+    Reading {
+        node: node.to_string(),
+        leaf: leaf.to_string(),
+        kind,
+        value,
+        descr: entry.descr,
+    }
+}
+
+/// The declaration a name is an instance of: a poll CPU's `net.ifpoll.N.*` entry is its
+/// `kern.polling.*` one, a `polld.percpu.N.*` entry the daemon's `polld.*` one.
+fn declared_name(name: &str) -> String {
+    if let Some((_, kern)) = polld_core::ifpoll::kern_name(name) {
+        return kern;
+    }
+    match name
+        .strip_prefix("polld.percpu.")
+        .and_then(|rest| rest.split_once('.'))
+    {
+        Some((_, leaf)) => format!("{DAEMON_NODE}.{leaf}"),
+        None => name.to_string(),
+    }
+}
+
+/// `dev.<if>.*` read-only entries that are levels; the others count.
+const INTERFACE_GAUGES: [&str; 5] = ["queued", "rx_process_limit", "mode", "link", "auto_polling"];
+
+/// `net.inet.ip.*` read-only entries that are levels; the stage's others count.
+const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
+
+fn undeclared_kind(node: &str, leaf: &str) -> Kind {
+    let counts = if node == IP_NODE {
+        !IP_GAUGES.contains(&leaf)
+    } else {
+        node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf)
+    };
+    if counts {
+        Kind::Counter
+    } else {
+        Kind::Gauge
+    }
+}
+
+/// Splits a full name into its node and leaf: `dev.<if>.<leaf>` (an interface name may
+/// hold dots; a leaf is one word, `drops.<reason>` or `tx_drops.<reason>`), else at the
+/// last dot.
+fn split_name(name: &str) -> (&str, &str) {
+    let at = match name.strip_prefix("dev.") {
+        Some(rest) => rest
+            .rfind(".drops.")
+            .or_else(|| rest.rfind(".tx_drops."))
+            .map(|i| i + "dev.".len()),
+        None => None,
+    };
+    match at.or_else(|| name.rfind('.')) {
+        Some(i) => (&name[..i], &name[i + 1..]),
+        None => ("", name),
+    }
 }
 
 /// The answer to [`crate::proto::Request::Set`]: the assignments in order, each on its

@@ -217,6 +217,7 @@ pub(crate) fn unexpected(response: &Response) -> CtlError {
         Response::Entries { .. } => "a list of entries",
         Response::Set { .. } => "set results",
         Response::Interfaces { .. } => "a list of interfaces",
+        Response::Snapshot { .. } => "a typed snapshot",
         Response::Error { .. } => "an error",
     };
     CtlError::Unexpected(kind.to_string())

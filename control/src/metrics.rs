@@ -2,8 +2,8 @@
 //! format (version 0.0.4), served by a small HTTP/1.x server on its own thread.
 //!
 //! The server never touches the dataplane: each scrape asks the poll thread through the
-//! control [`Requester`] for the same [`Request::List`] `polld ctl -a` reads, and
-//! [`exposition`] renames the entries the Prometheus way:
+//! control [`Requester`] for a [`Request::Snapshot`], the entries `polld ctl -a` lists but
+//! typed, and [`exposition_of`] renames them the Prometheus way:
 //!
 //! ```text
 //! dev.veth1.rx_packets           polld_interface_rx_packets_total{interface="veth1"}
@@ -24,8 +24,9 @@
 //! polld.percpu.1.work_ns         polld_percpu_device_work_seconds_total{cpu="1"}
 //! ```
 //!
-//! Counters end in `_total`, gauges do not; each family has its HELP (the entry's
-//! description) and TYPE lines. Only `GET` and `HEAD` of `/metrics` are served: another
+//! Each family's TYPE comes from the entry's declaration ([`polld_core::sysctl`]):
+//! counters end in `_total`, gauges and knobs do not; its HELP is the entry's
+//! description. Only `GET` and `HEAD` of `/metrics` are served: another
 //! path is 404, another method 405, a malformed request 400, and 503 when the poll thread
 //! does not answer. One connection is served at a time, each with a short deadline, and
 //! closed after its answer.
@@ -39,7 +40,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use polld_core::ifpoll::kern_name;
-use polld_core::{LinkState, Mode, SysctlEntry};
+use polld_core::{Kind, LinkState, Mode, Reading, SysctlEntry};
+
+use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
@@ -53,10 +56,6 @@ const MAX_REQUEST_BYTES: usize = 8 * 1024;
 /// What is read and dropped after the answer, at most, while the client closes.
 const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 
-/// `kern.polling.*` entries that count events; the others are levels (gauges).
-const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
-/// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 3] = ["queued", "rx_process_limit", "auto_polling"];
 /// `polld.*` time accounts: entry, metric (in seconds), help.
 const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
     (
@@ -91,17 +90,28 @@ const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
     ),
 ];
 
+/// A family's Prometheus type: what the entry's declaration says it is (a knob is a
+/// level you set, so a gauge).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum Type {
     Counter,
     Gauge,
+}
+
+impl From<Kind> for Type {
+    fn from(kind: Kind) -> Type {
+        match kind {
+            Kind::Counter => Type::Counter,
+            Kind::Knob | Kind::Gauge => Type::Gauge,
+        }
+    }
 }
 
 /// One metric family being assembled: its samples in order of appearance.
 struct Family {
     name: String,
     help: String,
-    kind: Kind,
+    kind: Type,
     samples: Vec<(Vec<(&'static str, String)>, String)>,
 }
 
@@ -114,7 +124,7 @@ impl Families {
         &mut self,
         name: String,
         help: &str,
-        kind: Kind,
+        kind: Type,
         labels: Vec<(&'static str, String)>,
         value: String,
     ) {
@@ -137,8 +147,8 @@ impl Families {
         let mut text = String::new();
         for family in &self.0 {
             let kind = match family.kind {
-                Kind::Counter => "counter",
-                Kind::Gauge => "gauge",
+                Type::Counter => "counter",
+                Type::Gauge => "gauge",
             };
             let help = family.help.replace('\\', "\\\\").replace('\n', "\\n");
             let _ = writeln!(text, "# HELP {} {help}", family.name);
@@ -174,57 +184,31 @@ fn one_of(current: &str, choices: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Splits `dev.<if>.<leaf>` (an interface name may hold dots; a leaf is one word,
-/// `drops.<reason>` or `tx_drops.<reason>`).
-fn split_interface(rest: &str) -> Option<(&str, &str)> {
-    match rest.rfind(".drops.").or_else(|| rest.rfind(".tx_drops.")) {
-        Some(i) => Some((&rest[..i], &rest[i + 1..])),
-        None => rest.rsplit_once('.'),
+/// The entries of a [`Request::List`] answer in the Prometheus text format, typed by
+/// their declarations ([`typed`]).
+pub fn exposition(entries: &[SysctlEntry]) -> String {
+    let readings: Vec<Reading> = entries.iter().cloned().map(typed).collect();
+    exposition_of(&readings)
+}
+
+/// The metric name of a numeric entry: counters end in `_total`.
+fn metric(base: String, kind: Kind) -> String {
+    match kind {
+        Kind::Counter => base + "_total",
+        Kind::Knob | Kind::Gauge => base,
     }
 }
 
-/// The entries of a [`Request::List`] answer in the Prometheus text format.
-pub fn exposition(entries: &[SysctlEntry]) -> String {
+/// The readings of a [`Request::Snapshot`] answer in the Prometheus text format: each
+/// family's type and HELP come from the entry's declaration.
+pub fn exposition_of(readings: &[Reading]) -> String {
     let mut families = Families::default();
     let modes: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
     let links = LinkState::ALL.map(LinkState::name);
-    for e in entries {
-        let number = e.value.parse::<i64>().ok().map(|n| n.to_string());
-        if let Some(leaf) = e.name.strip_prefix("kern.polling.") {
-            add_polling(&mut families, "polld_polling", leaf, e, Vec::new());
-        } else if let Some((cpu, kern)) = kern_name(&e.name) {
-            let leaf = kern.trim_start_matches("kern.polling.");
-            add_polling(
-                &mut families,
-                "polld_ifpoll",
-                leaf,
-                e,
-                vec![("cpu", cpu.to_string())],
-            );
-        } else if let Some((cpu, account)) = per_cpu_account(&e.name) {
-            if let (Some((_, metric, help)), Ok(ns)) = (
-                TIME_ACCOUNTS.iter().find(|(name, _, _)| *name == account),
-                e.value.parse::<u64>(),
-            ) {
-                families.add(
-                    metric.replacen("polld_", "polld_percpu_", 1),
-                    help,
-                    Kind::Counter,
-                    vec![("cpu", cpu.to_string())],
-                    seconds(ns),
-                );
-            }
-        } else if let Some(leaf) = e.name.strip_prefix("net.inet.ip.") {
-            if let Some(value) = number {
-                families.add(
-                    format!("polld_ip_{leaf}"),
-                    &e.descr,
-                    Kind::Gauge,
-                    Vec::new(),
-                    value,
-                );
-            }
-        } else if let Some((ifname, leaf)) = e.name.strip_prefix("dev.").and_then(split_interface) {
+    for r in readings {
+        let (leaf, kind, help) = (r.leaf.as_str(), r.kind, r.descr.as_str());
+        let number = r.value.int().map(|n| n.to_string());
+        if let Some(ifname) = r.node.strip_prefix("dev.") {
             let interface = || ("interface", ifname.to_string());
             let choices = match leaf {
                 "mode" => Some(("mode", "Interface mode: 1 for the current one", &modes[..])),
@@ -232,105 +216,81 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
                 _ => None,
             };
             if let Some((label, help, choices)) = choices {
-                for (choice, value) in one_of(&e.value, choices) {
+                for (choice, value) in one_of(&r.value.to_string(), choices) {
                     families.add(
                         format!("polld_interface_{leaf}"),
                         help,
-                        Kind::Gauge,
+                        Type::Gauge,
                         vec![interface(), (label, choice)],
                         value,
                     );
                 }
             } else if let Some(value) = number {
-                let drops = leaf
+                let by_reason = leaf
                     .split_once('.')
-                    .filter(|(kind, _)| ["drops", "tx_drops"].contains(kind));
-                if let Some((kind, reason)) = drops {
-                    families.add(
-                        format!("polld_interface_{kind}_total"),
-                        &e.descr,
-                        Kind::Counter,
+                    .filter(|(what, _)| ["drops", "tx_drops"].contains(what));
+                let (base, labels) = match by_reason {
+                    Some((what, reason)) => (
+                        format!("polld_interface_{what}"),
                         vec![interface(), ("reason", reason.to_string())],
-                        value,
-                    );
-                } else if INTERFACE_GAUGES.contains(&leaf) {
-                    families.add(
-                        format!("polld_interface_{leaf}"),
-                        &e.descr,
-                        Kind::Gauge,
-                        vec![interface()],
-                        value,
-                    );
-                } else {
-                    families.add(
-                        format!("polld_interface_{leaf}_total"),
-                        &e.descr,
-                        Kind::Counter,
-                        vec![interface()],
-                        value,
-                    );
-                }
+                    ),
+                    None => (format!("polld_interface_{leaf}"), vec![interface()]),
+                };
+                families.add(metric(base, kind), help, kind.into(), labels, value);
             }
-        } else if let Some((_, metric, help)) =
-            TIME_ACCOUNTS.iter().find(|(name, _, _)| *name == e.name)
-        {
-            if let Ok(ns) = e.value.parse::<u64>() {
+        } else if r.node == DAEMON_NODE {
+            daemon_metric(&mut families, r);
+        } else if let Some((cpu, kern)) = kern_name(&r.name()) {
+            let leaf = kern.trim_start_matches("kern.polling.");
+            let cpu = vec![("cpu", cpu.to_string())];
+            add_scheduler(&mut families, format!("polld_ifpoll_{leaf}"), r, leaf, cpu);
+        } else if let Some((cpu, account)) = per_cpu_account(&r.name()) {
+            if let (Some((_, metric, help)), Some(ns)) = (
+                TIME_ACCOUNTS.iter().find(|(n, _, _)| *n == account),
+                r.value.int(),
+            ) {
                 families.add(
-                    metric.to_string(),
+                    metric.replacen("polld_", "polld_percpu_", 1),
                     help,
-                    Kind::Counter,
-                    Vec::new(),
-                    seconds(ns),
+                    Type::Counter,
+                    vec![("cpu", cpu.to_string())],
+                    seconds(ns as u64),
                 );
             }
-        } else if e.name == daemon_entry::KERNEL_RX_FOUND_BY {
-            families.add(
-                "polld_kernel_rx_found_by".into(),
-                &e.descr,
-                Kind::Gauge,
-                vec![("method", e.value.clone())],
-                "1".into(),
-            );
-        } else if e.name == daemon_entry::CPU {
-            if let Some(value) = number {
-                families.add(
-                    "polld_poll_thread_cpu".into(),
-                    &e.descr,
-                    Kind::Gauge,
-                    Vec::new(),
-                    value,
-                );
-            }
+        } else {
+            let prefix = match r.node.as_str() {
+                polld_core::poll::NODE => "polling",
+                "net.inet.ip" => "ip",
+                _ => continue,
+            };
+            let base = format!("polld_{prefix}_{leaf}");
+            add_scheduler(&mut families, base, r, leaf, Vec::new());
         }
     }
     families.render()
 }
 
-/// A `kern.polling.*` entry (`leaf`) as a family under `prefix`, with `labels`: the
-/// controller as a label, counters as `_total`, other numbers as gauges.
-fn add_polling(
+/// A scheduler or IP entry as the family `base`, with `labels`: a number by its declared
+/// kind, a word (the controller) as one sample labelled with it.
+fn add_scheduler(
     families: &mut Families,
-    prefix: &str,
+    base: String,
+    r: &Reading,
     leaf: &str,
-    e: &SysctlEntry,
     mut labels: Vec<(&'static str, String)>,
 ) {
-    if leaf == "controller" {
-        labels.push(("controller", e.value.clone()));
-        families.add(
-            format!("{prefix}_controller"),
-            &e.descr,
-            Kind::Gauge,
+    match r.value.int() {
+        Some(n) => families.add(
+            metric(base, r.kind),
+            &r.descr,
+            r.kind.into(),
             labels,
-            "1".into(),
-        );
-    } else if let Ok(n) = e.value.parse::<i64>() {
-        let (name, kind) = if POLLING_COUNTERS.contains(&leaf) {
-            (format!("{prefix}_{leaf}_total"), Kind::Counter)
-        } else {
-            (format!("{prefix}_{leaf}"), Kind::Gauge)
-        };
-        families.add(name, &e.descr, kind, labels, n.to_string());
+            n.to_string(),
+        ),
+        None => {
+            labels.push((label_of(leaf), r.value.to_string()));
+            families.add(base, &r.descr, Type::Gauge, labels, "1".into())
+        }
     }
 }
 
@@ -343,6 +303,49 @@ fn per_cpu_account(name: &str) -> Option<(usize, String)> {
 /// Nanoseconds as seconds, exactly.
 fn seconds(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+/// The label of a word-valued entry: its own name (`controller="classic"`).
+fn label_of(leaf: &str) -> &'static str {
+    match leaf {
+        "controller" => "controller",
+        _ => "value",
+    }
+}
+
+/// The daemon's own `polld.*` entries: the time accounts in seconds, how the kernel
+/// receive threads were found, the poll thread's CPU.
+fn daemon_metric(families: &mut Families, r: &Reading) {
+    let name = r.name();
+    if let Some((_, metric, help)) = TIME_ACCOUNTS.iter().find(|(n, _, _)| *n == name) {
+        if let Some(ns) = r.value.int() {
+            families.add(
+                metric.to_string(),
+                help,
+                Type::Counter,
+                Vec::new(),
+                seconds(ns as u64),
+            );
+        }
+    } else if name == daemon_entry::KERNEL_RX_FOUND_BY {
+        families.add(
+            "polld_kernel_rx_found_by".into(),
+            &r.descr,
+            Type::Gauge,
+            vec![("method", r.value.to_string())],
+            "1".into(),
+        );
+    } else if name == daemon_entry::CPU {
+        if let Some(cpu) = r.value.int() {
+            families.add(
+                "polld_poll_thread_cpu".into(),
+                &r.descr,
+                Type::Gauge,
+                Vec::new(),
+                cpu.to_string(),
+            );
+        }
+    }
 }
 
 /// Why the metrics server could not start.
@@ -478,13 +481,11 @@ fn respond(
             "use GET /metrics\n".into(),
         );
     }
-    match requester.ask(Request::List {
-        prefix: String::new(),
-    }) {
-        Some(Response::Entries { entries }) => (
+    match requester.ask(Request::Snapshot) {
+        Some(Response::Snapshot { readings }) => (
             "200 OK",
             vec![("Content-Type", CONTENT_TYPE)],
-            exposition(&entries),
+            exposition_of(&readings),
         ),
         _ => (
             "503 Service Unavailable",

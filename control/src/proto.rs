@@ -2,7 +2,7 @@
 //! one [`Response`] line back. The daemon's poll thread answers; the socket server only
 //! carries the messages, so nothing here touches the packet path.
 
-use polld_core::SysctlEntry;
+use polld_core::{Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 
 /// Names of the read-only entries `polld run` adds under `polld.` to every
@@ -76,6 +76,9 @@ pub enum Request {
     Set { assignments: Vec<(String, String)> },
     /// Every interface with its mode, link, addresses and counters (`polld ifconfig`).
     Interfaces,
+    /// Every entry typed, with its node, kind and value (`polld stat`, `/metrics`): what
+    /// [`Request::List`] gives as text, read without parsing names.
+    Snapshot,
 }
 
 /// The outcome of one assignment of a [`Request::Set`].
@@ -134,6 +137,9 @@ pub enum Response {
     },
     Interfaces {
         interfaces: Vec<IfStatus>,
+    },
+    Snapshot {
+        readings: Vec<Reading>,
     },
     /// The request was refused as a whole (malformed, too large, not permitted).
     Error {

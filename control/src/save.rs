@@ -28,10 +28,12 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use polld_core::dataplane::ENABLE;
-use polld_core::{Poller, SysctlEntry};
+use polld_core::poll::NODE;
+use polld_core::{Kind, Poller, Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
+use crate::answer::typed;
 use crate::proto::daemon_entry;
 
 /// What a save wrote (or found already there).
@@ -109,44 +111,46 @@ impl fmt::Display for SaveError {
 
 impl std::error::Error for SaveError {}
 
-/// The running state to save, from a [`crate::proto::Request::List`] answer of everything.
-struct Running<'a> {
-    /// Writable knobs to persist (not interface modes), in the daemon's order.
-    knobs: Vec<(&'a str, &'a str)>,
-    /// Writable knobs at their defaults, in the daemon's order (updated if in the file).
-    at_default: Vec<(&'a str, &'a str)>,
+/// The running state to save, from a [`crate::proto::Request::List`] answer of everything,
+/// typed by the entries' declarations: knobs are saved, counters and gauges are not.
+struct Running {
+    /// Knobs to persist (not interface modes), in the daemon's order: name and value.
+    knobs: Vec<(String, String)>,
+    /// Knobs at their defaults, in the daemon's order (updated if in the file).
+    at_default: Vec<(String, String)>,
     /// Interface and mode, in the daemon's order.
-    modes: Vec<(&'a str, &'a str)>,
+    modes: Vec<(String, String)>,
 }
 
-impl<'a> Running<'a> {
-    fn from_entries(entries: &'a [SysctlEntry]) -> Running<'a> {
+impl Running {
+    fn from_entries(entries: &[SysctlEntry]) -> Running {
+        let readings: Vec<Reading> = entries.iter().cloned().map(typed).collect();
         let default_of = |name: &str| {
-            entries
+            readings
                 .iter()
-                .find(|e| {
-                    e.name
+                .find(|r| {
+                    r.name()
                         .strip_prefix(daemon_entry::DEFAULT_PREFIX)
                         .is_some_and(|n| n == name)
                 })
-                .map(|e| e.value.as_str())
+                .map(|r| r.value.to_string())
         };
         let mut running = Running {
             knobs: Vec::new(),
             at_default: Vec::new(),
             modes: Vec::new(),
         };
-        for e in entries.iter().filter(|e| e.writable && e.name != ENABLE) {
-            let mode_of = e
-                .name
-                .strip_prefix("dev.")
-                .and_then(|rest| rest.strip_suffix(".mode"));
-            if let Some(ifname) = mode_of {
-                running.modes.push((ifname, &e.value));
-            } else if default_of(&e.name) == Some(e.value.as_str()) {
-                running.at_default.push((&e.name, &e.value));
-            } else {
-                running.knobs.push((&e.name, &e.value));
+        for r in readings.iter().filter(|r| r.kind == Kind::Knob) {
+            let (name, value) = (r.name(), r.value.to_string());
+            if name == ENABLE {
+                continue;
+            }
+            match r.node.strip_prefix("dev.") {
+                Some(ifname) if r.leaf == "mode" => running.modes.push((ifname.into(), value)),
+                _ if default_of(&name).as_ref() == Some(&value) => {
+                    running.at_default.push((name, value))
+                }
+                _ => running.knobs.push((name, value)),
             }
         }
         running
@@ -157,7 +161,7 @@ impl<'a> Running<'a> {
         self.knobs
             .iter()
             .chain(&self.at_default)
-            .position(|(n, _)| *n == name)
+            .position(|(n, _)| n == name)
             .unwrap_or(usize::MAX)
     }
 }
@@ -195,7 +199,8 @@ fn check_apply_order(knobs: &Table, running: &Running) -> Result<(), String> {
     let mut applied = Vec::new();
     for (name, item) in knobs.iter() {
         let (Some(short), Some(value)) = (
-            name.strip_prefix("kern.polling."),
+            name.strip_prefix(NODE)
+                .and_then(|rest| rest.strip_prefix('.')),
             item.as_value().and_then(knob_text),
         ) else {
             continue;
@@ -212,7 +217,7 @@ fn check_apply_order(knobs: &Table, running: &Running) -> Result<(), String> {
             .iter()
             .chain(&running.at_default)
             .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v);
+            .map(|(_, v)| v.as_str());
         if let Some(wanted) = wanted.filter(|w| *w != now) {
             return Err(format!(
                 "{name} would be {now} instead of {wanted} after the later knobs"
@@ -247,7 +252,8 @@ pub fn update_config(
         .get_mut("interfaces")
         .and_then(Item::as_array_of_tables_mut)
         .ok_or_else(|| parse_err("it has no [[interfaces]] entries".to_string()))?;
-    for &(ifname, mode) in &running.modes {
+    for (ifname, mode) in &running.modes {
+        let (ifname, mode) = (ifname.as_str(), mode.as_str());
         let entry = interfaces
             .iter_mut()
             .find(|t| t.get("name").and_then(Item::as_str) == Some(ifname))
@@ -281,10 +287,10 @@ pub fn update_config(
     if knobs.remove(ENABLE).is_some() {
         report.removed.push(ENABLE.to_string());
     }
-    for &(name, value) in &running.knobs {
+    for (name, value) in &running.knobs {
         update(knobs, name, value, &mut report);
     }
-    for &(name, value) in &running.at_default {
+    for (name, value) in &running.at_default {
         if knobs.contains_key(name) {
             update(knobs, name, value, &mut report);
         }

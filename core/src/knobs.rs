@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+use crate::poll::NODE;
+use crate::sysctl::{write, Kind, Oid, Value, Write};
+use crate::sysctl_struct;
+
 /// `burst_max` bounds (FreeBSD's `MIN_POLL_BURST_MAX`, and `MAX_POLL_BURST_MAX` of the
 /// later trees, which raised it from 1000 to 20000).
 pub const MIN_POLL_BURST_MAX: u32 = 10;
@@ -44,129 +48,111 @@ impl Controller {
     }
 }
 
-/// The writable knobs of the scheduler.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Knobs {
-    /// `kern.polling.hz`: ticks per second.
-    pub hz: u32,
-    /// `kern.polling.user_frac`: percent of each tick reserved for non-polling work.
-    pub user_frac: u32,
-    /// `kern.polling.burst_max`: ceiling of `burst`.
-    pub burst_max: u32,
-    /// `kern.polling.each_burst`: packets per handler call.
-    pub each_burst: u32,
-    /// `kern.polling.reg_frac`: status check every `reg_frac` cycles.
-    pub reg_frac: u32,
-    /// `kern.polling.idle_poll`: poll in the idle loop when non-zero.
-    pub idle_poll: i64,
-    /// `kern.polling.controller`: `classic` or `time`.
-    pub controller: Controller,
-    /// `kern.polling.quiet_cycles`: after this many cycles in a row that found every ring
-    /// empty, polling stops the tick and sleeps on the devices' interrupts until one has
-    /// work; 0 ticks forever, as FreeBSD.
-    pub quiet_cycles: u32,
-    /// `kern.polling.auto_empty_polls`: an interface in `auto` mode that polls goes back to
-    /// interrupts after this many polls in a row found its ring empty.
-    pub auto_empty_polls: u32,
-}
-
-impl Default for Knobs {
-    fn default() -> Self {
-        Knobs {
-            hz: 1000,
-            user_frac: 50,
-            burst_max: 150,
-            each_burst: 5,
-            reg_frac: 20,
-            idle_poll: 0,
-            controller: Controller::Classic,
-            quiet_cycles: DEFAULT_QUIET_CYCLES,
-            auto_empty_polls: DEFAULT_AUTO_EMPTY_POLLS,
-        }
+impl From<Controller> for Value {
+    fn from(c: Controller) -> Value {
+        Value::from(c.name())
     }
 }
 
-/// Name, description and writability of every `kern.polling.*` entry, in listing order.
-pub const KERN_POLLING: &[(&str, &str, bool)] = &[
-    (
-        "hz",
-        "Poll ticks per second (polld's stand-in for HZ)",
-        true,
-    ),
-    (
-        "controller",
-        "Burst controller: classic (FreeBSD +-1 per tick) or time (time budget)",
-        true,
-    ),
-    ("user_frac", "Desired user fraction of cpu time", true),
-    ("burst", "Current polling burst size", false),
-    ("burst_max", "Max Polling burst size", true),
-    ("each_burst", "Max size of each burst", true),
-    ("reg_frac", "Every this many cycles check registers", true),
-    ("idle_poll", "Enable device polling in idle loop", true),
-    (
-        "quiet_cycles",
-        "Empty cycles after which polling sleeps on the interrupts, 0 never (polld)",
-        true,
-    ),
-    (
-        "auto_empty_polls",
-        "Auto mode: empty polls in a row after which an interface goes back to interrupts (polld)",
-        true,
-    ),
-    (
-        "poll_in_trap",
-        "Poll on trap entry: 0 only, user space cannot hook traps",
-        true,
-    ),
-    ("handlers", "Number of registered poll handlers", false),
-    (
-        "residual_burst",
-        "Residual burst in the current cycle",
-        false,
-    ),
-    ("pending_polls", "Ticks owed to the poller", false),
-    (
-        "lost_polls",
-        "How many times we would have lost a poll tick",
-        false,
-    ),
-    (
-        "short_ticks",
-        "Hardclock ticks shorter than they should be",
-        false,
-    ),
-    ("phase", "Polling phase", false),
-    ("suspect", "suspect event", false),
-    ("stalled", "potential stalls", false),
-    ("idlepoll_sleeping", "idlepoll thread is sleeping", false),
-    ("cycles", "Completed poll cycles (polld)", false),
-    (
-        "kern_load",
-        "Device share of the last cycle, percent of a tick (polld)",
-        false,
-    ),
-    (
-        "ns_per_packet",
-        "Time controller: average cost of one packet in ns (polld)",
-        false,
-    ),
-    (
-        "quiet",
-        "Polling sleeps on the devices' interrupts: every ring was empty (polld)",
-        false,
-    ),
-    (
-        "quiet_wakeups",
-        "Times a device's interrupt ended a quiet spell (polld)",
-        false,
-    ),
-    (
-        "repolls",
-        "Cycles cut short by a full output that polled again before the tick (polld)",
-        false,
-    ),
-];
+sysctl_struct! {
+    /// The writable `kern.polling.*` knobs of the scheduler, each declared once: its
+    /// field, default, oid, description and validation (listing order: `polld ctl -a`,
+    /// and the order `polld ctl --save` applies them in).
+    #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+    pub struct Knobs {
+        /// `kern.polling.hz`: ticks per second.
+        hz: u32 = 1000, HZ: Knob "Poll ticks per second (polld's stand-in for HZ)",
+            Write::Proc(set_hz);
+        /// `kern.polling.controller`: `classic` or `time`.
+        controller: Controller = Controller::Classic, CONTROLLER: Knob
+            "Burst controller: classic (FreeBSD +-1 per tick) or time (time budget)",
+            Write::Word {
+                words: &["classic", "time"],
+                store: |k, i| k.controller = [Controller::Classic, Controller::Time][i],
+            };
+        /// `kern.polling.user_frac`: percent of each tick reserved for non-polling work.
+        /// kern_poll.c: `if (val > 99) return (EINVAL)`; negative values cannot be written
+        /// to its unsigned variable either.
+        user_frac: u32 = 50, USER_FRAC: Knob "Desired user fraction of cpu time",
+            Write::Int { range: |_| (0, 99), store: |k, v| k.user_frac = v as u32 };
+        /// `kern.polling.burst_max`: ceiling of `burst`.
+        burst_max: u32 = 150, BURST_MAX: Knob "Max Polling burst size",
+            Write::Int {
+                range: |_| (MIN_POLL_BURST_MAX.into(), MAX_POLL_BURST_MAX.into()),
+                store: |k, v| {
+                    k.burst_max = v as u32;
+                    // The quirk: each_burst falls back to MIN_POLL_BURST_MAX, not burst_max.
+                    if k.each_burst > k.burst_max {
+                        k.each_burst = MIN_POLL_BURST_MAX;
+                    }
+                },
+            };
+        /// `kern.polling.each_burst`: packets per handler call.
+        each_burst: u32 = 5, EACH_BURST: Knob "Max size of each burst",
+            Write::Int { range: |k| (1, k.burst_max.into()), store: |k, v| k.each_burst = v as u32 };
+        /// `kern.polling.reg_frac`: status check every `reg_frac` cycles.
+        reg_frac: u32 = 20, REG_FRAC: Knob "Every this many cycles check registers",
+            Write::Int { range: |k| (1, k.hz.into()), store: |k, v| k.reg_frac = v as u32 };
+        /// `kern.polling.idle_poll`: poll in the idle loop when non-zero.
+        idle_poll: i64 = 0, IDLE_POLL: Knob "Enable device polling in idle loop",
+            Write::Int { range: |_| (i64::MIN, i64::MAX), store: |k, v| k.idle_poll = v };
+        /// `kern.polling.quiet_cycles`: after this many cycles in a row that found every
+        /// ring empty, polling stops the tick and sleeps on the devices' interrupts until
+        /// one has work; 0 ticks forever, as FreeBSD.
+        quiet_cycles: u32 = DEFAULT_QUIET_CYCLES, QUIET_CYCLES: Knob
+            "Empty cycles after which polling sleeps on the interrupts, 0 never (polld)",
+            Write::Int {
+                range: |_| (0, MAX_QUIET_CYCLES.into()),
+                store: |k, v| k.quiet_cycles = v as u32,
+            };
+        /// `kern.polling.auto_empty_polls`: an interface in `auto` mode that polls goes
+        /// back to interrupts after this many polls in a row found its ring empty.
+        auto_empty_polls: u32 = DEFAULT_AUTO_EMPTY_POLLS, AUTO_EMPTY_POLLS: Knob
+            "Auto mode: empty polls in a row after which an interface goes back to interrupts (polld)",
+            Write::Int {
+                range: |_| (1, MAX_QUIET_CYCLES.into()),
+                store: |k, v| k.auto_empty_polls = v as u32,
+            };
+    }
+}
+
+/// `kern.polling.hz`: in range, and not below `reg_frac` (which it bounds).
+fn set_hz(k: &mut Knobs, name: &str, value: &str) -> Result<(), KnobError> {
+    let v = in_range(name, parse_int(name, value)?, MIN_HZ.into(), MAX_HZ.into())?;
+    if v < k.reg_frac {
+        return Err(KnobError::Invalid {
+            name: name.to_string(),
+            value: value.to_string(),
+            allowed: format!(
+                "{MIN_HZ}..{MAX_HZ} and at least kern.polling.reg_frac ({}); lower reg_frac first",
+                k.reg_frac
+            ),
+        });
+    }
+    k.hz = v;
+    Ok(())
+}
+
+impl Knobs {
+    /// `kern.polling.poll_in_trap`: accepted as 0, FreeBSD's default, so that FreeBSD
+    /// settings carry over; not a field, there is nothing to store.
+    pub const POLL_IN_TRAP: Oid<Knobs> = Oid {
+        name: "poll_in_trap",
+        descr: "Poll on trap entry: 0 only, user space cannot hook traps",
+        kind: Kind::Knob,
+        get: |_| Value::Int(0),
+        write: Write::Proc(|_, name, value| {
+            if parse_int(name, value)? != 0 {
+                return Err(KnobError::Invalid {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    allowed: POLL_IN_TRAP_REFUSAL.to_string(),
+                });
+            }
+            Ok(())
+        }),
+    };
+}
 
 /// Why a knob write was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,8 +224,8 @@ pub fn parse_int(name: &str, value: &str) -> Result<i64, KnobError> {
         })
 }
 
-/// Checks `lo..=hi`, returning the value as u32 or an error naming the range.
-pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> {
+/// Checks `lo..=hi`, returning the value or an error naming the knob and the range.
+pub fn within(name: &str, v: i64, lo: i64, hi: i64) -> Result<i64, KnobError> {
     if v < lo || v > hi {
         return Err(KnobError::Invalid {
             name: name.to_string(),
@@ -247,100 +233,33 @@ pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> 
             allowed: format!("{lo}..{hi}"),
         });
     }
-    Ok(v as u32)
+    Ok(v)
+}
+
+/// [`within`] for a u32 knob (every bound passed is within u32).
+pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> {
+    within(name, v, lo, hi).map(|v| v as u32)
 }
 
 impl Knobs {
     /// Writes `kern.polling.<name>` (the short or the full name) with FreeBSD's
-    /// validation. Cross-knob side effects on the knobs themselves (the burst_max /
-    /// each_burst quirk) happen here; effects on scheduler state in [`crate::Poller`].
+    /// validation, as its declaration says. Cross-knob side effects on the knobs
+    /// themselves (the burst_max / each_burst quirk) are in the declaration; effects on
+    /// scheduler state in [`crate::Poller`].
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
-        let short = name.strip_prefix("kern.polling.").unwrap_or(name);
-        let full = format!("kern.polling.{short}");
-        match short {
-            "hz" => {
-                let v = in_range(
-                    &full,
-                    parse_int(&full, value)?,
-                    MIN_HZ as i64,
-                    MAX_HZ as i64,
-                )?;
-                if v < self.reg_frac {
-                    return Err(KnobError::Invalid {
-                        name: full,
-                        value: value.to_string(),
-                        allowed: format!(
-                            "{MIN_HZ}..{MAX_HZ} and at least kern.polling.reg_frac ({}); lower reg_frac first",
-                            self.reg_frac
-                        ),
-                    });
-                }
-                self.hz = v;
-            }
-            "controller" => {
-                self.controller = match value.trim() {
-                    "classic" => Controller::Classic,
-                    "time" => Controller::Time,
-                    _ => {
-                        return Err(KnobError::NotANumber {
-                            name: full,
-                            value: value.to_string(),
-                            expected: "`classic` or `time`".to_string(),
-                        })
-                    }
-                }
-            }
-            // kern_poll.c: `if (val > 99) return (EINVAL)`; negative values cannot be
-            // written to its unsigned variable either.
-            "user_frac" => self.user_frac = in_range(&full, parse_int(&full, value)?, 0, 99)?,
-            "burst_max" => {
-                let v = parse_int(&full, value)?;
-                self.burst_max = in_range(
-                    &full,
-                    v,
-                    MIN_POLL_BURST_MAX as i64,
-                    MAX_POLL_BURST_MAX as i64,
-                )?;
-                // The quirk: each_burst falls back to MIN_POLL_BURST_MAX, not burst_max.
-                if self.each_burst > self.burst_max {
-                    self.each_burst = MIN_POLL_BURST_MAX;
-                }
-            }
-            "each_burst" => {
-                self.each_burst =
-                    in_range(&full, parse_int(&full, value)?, 1, self.burst_max as i64)?
-            }
-            "reg_frac" => {
-                self.reg_frac = in_range(&full, parse_int(&full, value)?, 1, self.hz as i64)?
-            }
-            "idle_poll" => self.idle_poll = parse_int(&full, value)?,
-            "quiet_cycles" => {
-                self.quiet_cycles =
-                    in_range(&full, parse_int(&full, value)?, 0, MAX_QUIET_CYCLES as i64)?
-            }
-            "auto_empty_polls" => {
-                self.auto_empty_polls =
-                    in_range(&full, parse_int(&full, value)?, 1, MAX_QUIET_CYCLES as i64)?
-            }
-            // Accepted as 0, FreeBSD's default, so that FreeBSD settings carry over.
-            "poll_in_trap" => {
-                if parse_int(&full, value)? != 0 {
-                    return Err(KnobError::Invalid {
-                        name: full,
-                        value: value.to_string(),
-                        allowed: POLL_IN_TRAP_REFUSAL.to_string(),
-                    });
-                }
-            }
-            _ if KERN_POLLING.iter().any(|(n, _, _)| *n == short) => {
-                return Err(KnobError::ReadOnly { name: full })
-            }
-            _ => {
-                return Err(KnobError::Unknown {
-                    name: name.to_string(),
-                })
-            }
+        let short = name
+            .strip_prefix(NODE)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .unwrap_or(name);
+        let full = format!("{NODE}.{short}");
+        let written = write(NODE, self, Knobs::OIDS, &full, value)
+            .or_else(|| write(NODE, self, &[Knobs::POLL_IN_TRAP], &full, value));
+        match written {
+            Some(result) => result,
+            None if crate::Poller::is_declared(&full) => Err(KnobError::ReadOnly { name: full }),
+            None => Err(KnobError::Unknown {
+                name: name.to_string(),
+            }),
         }
-        Ok(())
     }
 }

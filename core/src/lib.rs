@@ -9,7 +9,9 @@
 //!
 //! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
 //! - [`ifpoll`]: DragonFly's per-CPU polling: which CPU polls which interface, `net.ifpoll.N.*`;
-//! - [`knobs`]: `kern.polling.*` names, defaults and validation;
+//! - [`knobs`]: the `kern.polling.*` knobs, each declared once;
+//! - [`sysctl`]: the declaration of a sysctl entry (name, kind, default, validation) that
+//!   listing, writing, the control socket's snapshot, metrics and `--save` all read;
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`rng`]: a seeded generator for simulated arrivals and fault injection;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
@@ -21,6 +23,7 @@ pub mod knobs;
 pub mod poll;
 pub mod rng;
 pub mod stage;
+pub mod sysctl;
 
 pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
 pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
@@ -29,3 +32,4 @@ pub use poll::{
     HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,
 };
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+pub use sysctl::{Kind, Reading, Value};

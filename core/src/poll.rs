@@ -57,6 +57,8 @@
 //! so the same code runs on virtual time in `polld-sim`.
 
 use crate::knobs::{Controller, Knobs};
+use crate::sysctl::{read, Kind, Oid, Reading, Value};
+use crate::sysctl_struct;
 
 /// Maximum number of registered handlers (FreeBSD's `POLL_LIST_LEN`).
 pub const POLL_LIST_LEN: usize = 128;
@@ -125,42 +127,53 @@ impl std::fmt::Display for RegError {
 
 impl std::error::Error for RegError {}
 
-/// The scheduler's debug state and counters (`kern.polling.*` read-only values).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PollState {
-    /// Current per-interface packet budget of a cycle.
-    pub burst: u32,
-    /// Packets left in the current cycle's budget.
-    pub residual_burst: u32,
-    /// Ticks owed: +1 per tick, -1 per completed cycle.
-    pub pending_polls: u32,
-    /// Ticks that arrived while a previous one was still owed.
-    pub lost_polls: u64,
-    /// Clock ticks less than half a nominal tick after the previous one.
-    pub short_ticks: u64,
-    /// Position in the state machine, 0..=6.
-    pub phase: u32,
-    /// Ticks that found the previously scheduled cycle not yet started.
-    pub suspect: u64,
-    /// Times `pending_polls` exceeded 100 and was reset.
-    pub stalled: u64,
-    /// The idle poller is asleep (no handlers, or `idle_poll` off).
-    pub idlepoll_sleeping: bool,
-    /// Completed cycles.
-    pub cycles: u64,
-    /// Chunks run.
-    pub chunks: u64,
-    /// `kern_load` of the last completed cycle, percent of a tick.
-    pub kern_load: u32,
-    /// Time controller: moving average of the cost of one packet, in nanoseconds.
-    pub ns_per_packet: u64,
-    /// Polling sleeps on the devices' interrupts: `quiet_cycles` cycles in a row found
-    /// every ring empty. The executor stops the tick until [`Poller::wake`].
-    pub quiet: bool,
-    /// Quiet spells ended by a device with work.
-    pub quiet_wakeups: u64,
-    /// Cycles that met a full output and asked to poll again before the next tick.
-    pub repolls: u64,
+/// The node the scheduler's entries hang under.
+pub const NODE: &str = "kern.polling";
+
+sysctl_struct! {
+    /// The scheduler's debug state and counters (`kern.polling.*` read-only values), each
+    /// declared once with its default and its oid.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    pub struct PollState {
+        /// Current per-interface packet budget of a cycle.
+        burst: u32 = 5, BURST: Gauge "Current polling burst size";
+        /// Packets left in the current cycle's budget.
+        residual_burst: u32 = 0, RESIDUAL_BURST: Gauge "Residual burst in the current cycle";
+        /// Ticks owed: +1 per tick, -1 per completed cycle.
+        pending_polls: u32 = 0, PENDING_POLLS: Gauge "Ticks owed to the poller";
+        /// Ticks that arrived while a previous one was still owed.
+        lost_polls: u64 = 0, LOST_POLLS: Counter "How many times we would have lost a poll tick";
+        /// Clock ticks less than half a nominal tick after the previous one.
+        short_ticks: u64 = 0, SHORT_TICKS: Counter "Hardclock ticks shorter than they should be";
+        /// Position in the state machine, 0..=6.
+        phase: u32 = 0, PHASE: Gauge "Polling phase";
+        /// Ticks that found the previously scheduled cycle not yet started.
+        suspect: u64 = 0, SUSPECT: Counter "suspect event";
+        /// Times `pending_polls` exceeded 100 and was reset.
+        stalled: u64 = 0, STALLED: Counter "potential stalls";
+        /// The idle poller is asleep (no handlers, or `idle_poll` off).
+        idlepoll_sleeping: bool = true, IDLEPOLL_SLEEPING: Gauge "idlepoll thread is sleeping";
+        /// Completed cycles.
+        cycles: u64 = 0, CYCLES: Counter "Completed poll cycles (polld)";
+        /// Chunks run.
+        chunks: u64 = 0, CHUNKS: Counter "Poll chunks run: handler rounds of a cycle (polld)";
+        /// `kern_load` of the last completed cycle, percent of a tick.
+        kern_load: u32 = 0, KERN_LOAD: Gauge
+            "Device share of the last cycle, percent of a tick (polld)";
+        /// Time controller: moving average of the cost of one packet, in nanoseconds.
+        ns_per_packet: u64 = 0, NS_PER_PACKET: Gauge
+            "Time controller: average cost of one packet in ns (polld)";
+        /// Polling sleeps on the devices' interrupts: `quiet_cycles` cycles in a row found
+        /// every ring empty. The executor stops the tick until [`Poller::wake`].
+        quiet: bool = false, QUIET: Gauge
+            "Polling sleeps on the devices' interrupts: every ring was empty (polld)";
+        /// Quiet spells ended by a device with work.
+        quiet_wakeups: u64 = 0, QUIET_WAKEUPS: Counter
+            "Times a device's interrupt ended a quiet spell (polld)";
+        /// Cycles that met a full output and asked to poll again before the next tick.
+        repolls: u64 = 0, REPOLLS: Counter
+            "Cycles cut short by a full output that polled again before the tick (polld)";
+    }
 }
 
 /// The polling scheduler: knobs, state machine and registration table.
@@ -210,11 +223,7 @@ impl Poller {
     pub fn new(knobs: Knobs) -> Poller {
         Poller {
             knobs,
-            state: PollState {
-                burst: 5,
-                idlepoll_sleeping: true,
-                ..PollState::default()
-            },
+            state: PollState::default(),
             reg_frac_count: 0,
             poll_armed: false,
             pollmore_armed: false,
@@ -607,51 +616,48 @@ pub struct SysctlEntry {
 }
 
 impl Poller {
-    /// Reads one `kern.polling.*` value by its short name.
-    pub fn get(&self, short: &str) -> Option<String> {
-        let k = &self.knobs;
-        let s = &self.state;
-        Some(match short {
-            "hz" => k.hz.to_string(),
-            "controller" => k.controller.name().to_string(),
-            "user_frac" => k.user_frac.to_string(),
-            "burst" => s.burst.to_string(),
-            "burst_max" => k.burst_max.to_string(),
-            "each_burst" => k.each_burst.to_string(),
-            "reg_frac" => k.reg_frac.to_string(),
-            "idle_poll" => k.idle_poll.to_string(),
-            "poll_in_trap" => "0".to_string(),
-            "handlers" => self.table.len().to_string(),
-            "residual_burst" => s.residual_burst.to_string(),
-            "pending_polls" => s.pending_polls.to_string(),
-            "lost_polls" => s.lost_polls.to_string(),
-            "short_ticks" => s.short_ticks.to_string(),
-            "phase" => s.phase.to_string(),
-            "suspect" => s.suspect.to_string(),
-            "stalled" => s.stalled.to_string(),
-            "idlepoll_sleeping" => (s.idlepoll_sleeping as u32).to_string(),
-            "cycles" => s.cycles.to_string(),
-            "kern_load" => s.kern_load.to_string(),
-            "ns_per_packet" => s.ns_per_packet.to_string(),
-            "quiet_cycles" => k.quiet_cycles.to_string(),
-            "auto_empty_polls" => k.auto_empty_polls.to_string(),
-            "quiet" => (s.quiet as u32).to_string(),
-            "quiet_wakeups" => s.quiet_wakeups.to_string(),
-            "repolls" => s.repolls.to_string(),
-            _ => return None,
+    /// `kern.polling.handlers`: not a variable but the table's length.
+    pub const HANDLERS: Oid<Poller> = Oid::read_only(
+        "handlers",
+        "Number of registered poll handlers",
+        Kind::Gauge,
+        |p| Value::from(p.table.len()),
+    );
+
+    /// Every `kern.polling.*` entry, typed, under `node` (`kern.polling`, or a per-CPU
+    /// poller's node): the knobs, then the state, then the handler count.
+    pub fn readings(&self, node: &str) -> Vec<Reading> {
+        read(node, &self.knobs, Knobs::OIDS)
+            .chain(read(node, &self.knobs, &[Knobs::POLL_IN_TRAP]))
+            .chain(read(node, &self.state, PollState::OIDS))
+            .chain(read(node, self, &[Poller::HANDLERS]))
+            .collect()
+    }
+
+    /// Whether `name` is a declared `kern.polling.*` entry (knob or not).
+    pub fn is_declared(name: &str) -> bool {
+        let leaf = name.strip_prefix(NODE).and_then(|l| l.strip_prefix('.'));
+        leaf.is_some_and(|leaf| {
+            Poller::default()
+                .readings(NODE)
+                .iter()
+                .any(|r| r.leaf == leaf)
         })
     }
 
-    /// Every `kern.polling.*` entry, in FreeBSD's listing order.
+    /// Reads one `kern.polling.*` value by its short name.
+    pub fn get(&self, short: &str) -> Option<String> {
+        self.readings(NODE)
+            .into_iter()
+            .find(|r| r.leaf == short)
+            .map(|r| r.value.to_string())
+    }
+
+    /// Every `kern.polling.*` entry, as `polld ctl -a` lists it.
     pub fn entries(&self) -> Vec<SysctlEntry> {
-        crate::knobs::KERN_POLLING
-            .iter()
-            .map(|&(short, descr, writable)| SysctlEntry {
-                name: format!("kern.polling.{short}"),
-                value: self.get(short).unwrap_or_default(),
-                descr: descr.to_string(),
-                writable,
-            })
+        self.readings(NODE)
+            .into_iter()
+            .map(SysctlEntry::from)
             .collect()
     }
 }

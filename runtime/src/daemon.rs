@@ -255,16 +255,14 @@ impl Write for PcapFile {
     }
 }
 
-/// The knobs the config file sets, on top of the defaults: what the devices are opened
-/// with (the dataplane validates them again when they are applied).
+/// The `kern.polling.*` knobs the config file sets, on top of the defaults: what the
+/// devices are opened with. A refused or foreign entry is skipped here: the dataplane
+/// applies the whole `[knobs]` table afterwards and reports it with its line.
 fn configured_knobs(config: &RunConfig) -> Knobs {
     let mut knobs = Knobs::default();
     for k in &config.knobs {
-        let value = k.value.parse();
-        match (k.name.as_str(), value) {
-            ("kern.polling.each_burst", Ok(v)) => knobs.each_burst = v,
-            ("kern.polling.hz", Ok(v)) => knobs.hz = v,
-            _ => {}
+        if Poller::is_declared(&k.name) {
+            let _ = knobs.set(&k.name, &k.value);
         }
     }
     knobs

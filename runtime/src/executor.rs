@@ -345,6 +345,7 @@ fn answer(
     match req {
         Request::List { prefix } => control::list(dp, Some(status), &prefix),
         Request::Set { assignments } => control::set(dp, &assignments),
+        Request::Snapshot => control::snapshot(dp, Some(status)),
         Request::Interfaces => Response::Interfaces {
             interfaces: interfaces(dp, info),
         },

@@ -25,7 +25,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use polld_control::answer::under_prefix;
+use polld_control::answer::{typed, under_prefix};
 use polld_control::proto::{daemon_entry, IfStatus, Request, Response, SetResult};
 use polld_control::server::{self, EventFd, Inbox, Requester};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
@@ -232,20 +232,21 @@ fn stop_all(threads: Vec<PollThread>, signal: i32) -> Result<FinalCounters, RunE
 /// Answers one control request by asking the poll threads (module docs).
 fn route(threads: &[PollThread], order: &[&str], req: Request) -> Response {
     match req {
-        Request::List { prefix } => {
-            let mut per_cpu = Vec::new();
-            for t in threads {
-                match t.requester.ask(Request::List {
-                    prefix: String::new(),
-                }) {
-                    Some(Response::Entries { entries }) => per_cpu.push((t.cpu, entries)),
-                    other => return no_answer(t.cpu, other),
-                }
+        Request::List { prefix } => match merged_entries(threads) {
+            Ok(mut entries) => {
+                entries.retain(|e| under_prefix(&e.name, &prefix));
+                Response::Entries { entries }
             }
-            let mut entries = merge(&per_cpu);
-            entries.retain(|e| under_prefix(&e.name, &prefix));
-            Response::Entries { entries }
-        }
+            Err(answer) => answer,
+        },
+        // The merge works on names, so the snapshot is the merged list typed by the
+        // declarations the names are instances of.
+        Request::Snapshot => match merged_entries(threads) {
+            Ok(entries) => Response::Snapshot {
+                readings: entries.into_iter().map(typed).collect(),
+            },
+            Err(answer) => answer,
+        },
         Request::Set { assignments } => Response::Set {
             results: assignments
                 .iter()
@@ -264,6 +265,21 @@ fn route(threads: &[PollThread], order: &[&str], req: Request) -> Response {
             Response::Interfaces { interfaces }
         }
     }
+}
+
+/// Every entry of every poll thread, merged (module docs); or the answer to give when a
+/// thread does not answer.
+fn merged_entries(threads: &[PollThread]) -> Result<Vec<SysctlEntry>, Response> {
+    let mut per_cpu = Vec::new();
+    for t in threads {
+        match t.requester.ask(Request::List {
+            prefix: String::new(),
+        }) {
+            Some(Response::Entries { entries }) => per_cpu.push((t.cpu, entries)),
+            other => return Err(no_answer(t.cpu, other)),
+        }
+    }
+    Ok(merge(&per_cpu))
 }
 
 /// A poll thread's answer that is not the one asked for: its own error, or none.

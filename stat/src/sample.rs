@@ -1,5 +1,5 @@
-//! What `polld stat` measures: a [`Sample`] is one reading of a running polld (every
-//! entry of its control socket's List answer) and of `/proc/stat`; a [`Snapshot`] is the
+//! What `polld stat` measures: a [`Sample`] is one reading of a running polld (its control
+//! socket's typed snapshot, the scheduler's values found by their declarations) and of `/proc/stat`; a [`Snapshot`] is the
 //! rates and the CPU split between two samples, the thing the screen shows and `--json`
 //! prints.
 //!
@@ -26,10 +26,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use polld_control::answer::typed;
 use polld_control::client::{request, ClientError};
 use polld_control::proto::{daemon_entry, Request, Response};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
+use polld_core::poll::NODE;
 use polld_core::SysctlEntry;
+use polld_core::{Knobs, PollState, Poller, Reading};
 use serde::Serialize;
 
 /// Points by which two measures of the same time may differ before a note says so.
@@ -116,8 +119,8 @@ impl ProcStat {
 /// One reading of a running polld.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sample {
-    /// Every entry, name → value.
-    pub values: BTreeMap<String, String>,
+    /// Every entry, typed, by its full name.
+    pub values: BTreeMap<String, Reading>,
     /// The interfaces, in the daemon's order.
     pub interfaces: Vec<String>,
     /// `/proc/stat`, read right after the entries.
@@ -144,17 +147,10 @@ impl std::fmt::Display for SampleError {
 impl std::error::Error for SampleError {}
 
 impl Sample {
-    /// Asks the polld at `socket` for every entry, then reads `/proc/stat`.
+    /// Asks the polld at `socket` for its typed snapshot, then reads `/proc/stat`.
     pub fn take(socket: &Path) -> Result<Sample, SampleError> {
-        let entries = match request(
-            socket,
-            &Request::List {
-                prefix: String::new(),
-            },
-        )
-        .map_err(SampleError::Client)?
-        {
-            Response::Entries { entries } => entries,
+        let readings = match request(socket, &Request::Snapshot).map_err(SampleError::Client)? {
+            Response::Snapshot { readings } => readings,
             Response::Error { message } => {
                 return Err(SampleError::Daemon(format!(
                     "polld refused the request: {message}"
@@ -162,35 +158,47 @@ impl Sample {
             }
             _ => {
                 return Err(SampleError::Daemon(
-                    "polld answered something else than entries: is it the same version?".into(),
+                    "polld answered something else than a snapshot: is it the same version?".into(),
                 ))
             }
         };
-        let mut sample = Sample::from_entries(entries);
+        let mut sample = Sample::from_readings(readings);
         sample.proc_stat = ProcStat::read();
         Ok(sample)
     }
 
-    /// A sample of `entries`, without `/proc/stat`.
+    /// A sample of `entries` (a List answer), typed by their declarations, without
+    /// `/proc/stat`.
     pub fn from_entries(entries: Vec<SysctlEntry>) -> Sample {
-        let interfaces = entries
+        Sample::from_readings(entries.into_iter().map(typed).collect())
+    }
+
+    /// A sample of `readings`, without `/proc/stat`.
+    pub fn from_readings(readings: Vec<Reading>) -> Sample {
+        let interfaces = readings
             .iter()
-            .filter_map(|e| e.name.strip_prefix("dev.")?.strip_suffix(".mode"))
+            .filter(|r| r.leaf == "mode")
+            .filter_map(|r| r.node.strip_prefix("dev."))
             .map(str::to_string)
             .collect();
         Sample {
-            values: entries.into_iter().map(|e| (e.name, e.value)).collect(),
+            values: readings.into_iter().map(|r| (r.name(), r)).collect(),
             interfaces,
             proc_stat: None,
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values.get(name).map(String::as_str)
+    /// A value as text (a number or a word).
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.values.get(name).map(|r| r.value.to_string())
     }
 
+    /// A numeric value, 0 when absent or a word.
     pub fn number(&self, name: &str) -> u64 {
-        self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+        self.values
+            .get(name)
+            .and_then(|r| r.value.int())
+            .map_or(0, |n| n.max(0) as u64)
     }
 
     pub fn pid(&self) -> u32 {
@@ -199,7 +207,7 @@ impl Sample {
 
     /// The poll thread's CPU, when the daemon knows it.
     pub fn cpu(&self) -> Option<usize> {
-        self.get(daemon_entry::CPU)?.parse().ok()
+        usize::try_from(self.values.get(daemon_entry::CPU)?.value.int()?).ok()
     }
 
     pub fn pinned(&self) -> bool {
@@ -282,12 +290,10 @@ impl CpuSplit {
             kernel_rx_anywhere: share_of(delta(daemon_entry::KERNEL_RX_NS), 1),
             kernel_rx_threads: after
                 .get(daemon_entry::KERNEL_RX_THREADS)
-                .unwrap_or("")
-                .to_string(),
+                .unwrap_or_default(),
             kernel_rx_found_by: after
                 .get(daemon_entry::KERNEL_RX_FOUND_BY)
-                .unwrap_or("")
-                .to_string(),
+                .unwrap_or_default(),
             ..CpuSplit::default()
         };
         if !pinned {
@@ -343,7 +349,9 @@ impl CpuSplit {
     }
 
     fn note_what_is_not_known(&mut self, after: &Sample, pinned: bool) {
-        let elsewhere = after.get(daemon_entry::KERNEL_RX_ELSEWHERE).unwrap_or("");
+        let elsewhere = after
+            .get(daemon_entry::KERNEL_RX_ELSEWHERE)
+            .unwrap_or_default();
         if pinned && !elsewhere.is_empty() {
             self.notes.push(format!(
                 "{elsewhere} may run on other CPUs: not in this split ({:.1}% of a CPU \
@@ -481,7 +489,8 @@ impl Snapshot {
                     })
                     .collect();
                 drops_by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
-                let mode = match after.get(&format!("{p}mode")).unwrap_or("") {
+                let mode = after.get(&format!("{p}mode")).unwrap_or_default();
+                let mode = match mode.as_str() {
                     "auto" if after.number(&format!("{p}auto_polling")) == 1 => "auto/poll",
                     "auto" => "auto/intr",
                     other => other,
@@ -489,7 +498,7 @@ impl Snapshot {
                 Interface {
                     mode: mode.to_string(),
                     auto_switches: after.number(&format!("{p}auto_switches")),
-                    link: after.get(&format!("{p}link")).unwrap_or("").to_string(),
+                    link: after.get(&format!("{p}link")).unwrap_or_default(),
                     interrupts_per_s: rate(&format!("{p}interrupts")),
                     polls_per_s: rate(&format!("{p}polls")),
                     rx_pps: rate(&format!("{p}rx_packets")),
@@ -502,7 +511,7 @@ impl Snapshot {
             .collect();
         Snapshot {
             pid: after.pid(),
-            config: after.get(daemon_entry::CONFIG).unwrap_or("").to_string(),
+            config: after.get(daemon_entry::CONFIG).unwrap_or_default(),
             interval_s: seconds,
             cpu,
             scheduler,
@@ -516,25 +525,23 @@ impl Scheduler {
     /// The scheduler's entries in `after`, each named by `name` from its `kern.polling.*`
     /// name (itself, or a CPU's `net.ifpoll.N.*`); `rate` turns a counter into a rate.
     fn of(after: &Sample, rate: &dyn Fn(&str) -> f64, name: &dyn Fn(&str) -> String) -> Scheduler {
-        let k = |leaf: &str| after.number(&name(&format!("kern.polling.{leaf}")));
+        let full = |leaf: &str| name(&format!("{NODE}.{leaf}"));
+        let k = |leaf: &str| after.number(&full(leaf));
         Scheduler {
-            hz: k("hz"),
-            user_frac: k("user_frac"),
-            controller: after
-                .get(&name("kern.polling.controller"))
-                .unwrap_or_default()
-                .to_string(),
-            burst: k("burst"),
-            burst_max: k("burst_max"),
-            each_burst: k("each_burst"),
-            phase: k("phase"),
-            residual_burst: k("residual_burst"),
-            lost_polls: k("lost_polls"),
-            lost_polls_per_s: rate(&name("kern.polling.lost_polls")),
-            stalled: k("stalled"),
-            handlers: k("handlers"),
-            idle_poll: k("idle_poll"),
-            kern_load: k("kern_load"),
+            hz: k(Knobs::HZ.name),
+            user_frac: k(Knobs::USER_FRAC.name),
+            controller: after.get(&full(Knobs::CONTROLLER.name)).unwrap_or_default(),
+            burst: k(PollState::BURST.name),
+            burst_max: k(Knobs::BURST_MAX.name),
+            each_burst: k(Knobs::EACH_BURST.name),
+            phase: k(PollState::PHASE.name),
+            residual_burst: k(PollState::RESIDUAL_BURST.name),
+            lost_polls: k(PollState::LOST_POLLS.name),
+            lost_polls_per_s: rate(&full(PollState::LOST_POLLS.name)),
+            stalled: k(PollState::STALLED.name),
+            handlers: k(Poller::HANDLERS.name),
+            idle_poll: k(Knobs::IDLE_POLL.name),
+            kern_load: k(PollState::KERN_LOAD.name),
         }
     }
 }

@@ -76,6 +76,7 @@ pub fn answer(sim: &mut Sim, request: Request) -> Response {
     match request {
         Request::List { prefix } => answer::list(dp, None, &prefix),
         Request::Set { assignments } => answer::set(dp, &assignments),
+        Request::Snapshot => answer::snapshot(dp, None),
         Request::Interfaces => Response::Interfaces {
             interfaces: (0..dp.interfaces().len())
                 .map(|i| {

@@ -2,41 +2,47 @@
 
 use crate::device::TxDrops;
 use crate::stage::DropCounters;
+use crate::sysctl_struct;
 
-/// Per-interface counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct IfCounters {
-    /// Interrupts (wakeups) taken.
-    pub interrupts: u64,
-    /// Poll handler calls (scheduler, idle and busy polls).
-    pub polls: u64,
-    /// Poll calls that found nothing.
-    pub empty_polls: u64,
-    /// Adaptive-mode task runs.
-    pub tasks: u64,
-    /// Auto mode: switches between interrupts and polling, either way.
-    pub auto_switches: u64,
-    /// Frames received from the device.
-    pub rx_packets: u64,
-    /// Frames handed to this device for transmission (accepted by its `send`).
-    pub tx_packets: u64,
-    /// Of those, frames the device dropped afterwards, by reason.
-    pub tx_drops: TxDrops,
-    /// Frames received here and transmitted on another interface.
-    pub forwarded: u64,
-    /// Frames received here for the box itself.
-    pub local: u64,
-    /// Frames received here and used up by polld (ARP).
-    pub consumed: u64,
-    /// Frames polld generated and sent here (ARP, ICMP).
-    pub generated: u64,
-    /// Generated frames that found the transmit ring full.
-    pub generated_dropped: u64,
-    /// Frames received here now waiting in the IP input queue.
-    pub queued: u64,
-    /// Drops of frames received here, by reason (rx_ring_full, fault_injected: dropped by
-    /// the device before it handed them up).
-    pub drops: DropCounters,
+sysctl_struct! {
+    /// Per-interface counters (`dev.<if>.*`), each declared once; the drops by reason are
+    /// listed by the sysctl tree, one entry per reason.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    pub struct IfCounters {
+        /// Interrupts (wakeups) taken.
+        interrupts: u64 = 0, INTERRUPTS: Counter "Interrupts (wakeups) taken";
+        /// Poll handler calls (scheduler, idle and busy polls).
+        polls: u64 = 0, POLLS: Counter "Poll handler calls";
+        /// Poll calls that found nothing.
+        empty_polls: u64 = 0, EMPTY_POLLS: Counter "Poll calls that found nothing";
+        /// Adaptive-mode task runs.
+        tasks: u64 = 0, TASKS: Counter "Adaptive task runs";
+        /// Auto mode: switches between interrupts and polling, either way.
+        auto_switches: u64 = 0, AUTO_SWITCHES: Counter
+            "Auto mode: switches between interrupts and polling";
+        /// Frames received from the device.
+        rx_packets: u64 = 0, RX_PACKETS: Counter "Frames received";
+        /// Frames handed to this device for transmission (accepted by its `send`).
+        tx_packets: u64 = 0, TX_PACKETS: Counter "Frames transmitted";
+        /// Of those, frames the device dropped afterwards, by reason.
+        tx_drops: TxDrops = TxDrops::default();
+        /// Frames received here and transmitted on another interface.
+        forwarded: u64 = 0, FORWARDED: Counter "Frames received here and forwarded";
+        /// Frames received here for the box itself.
+        local: u64 = 0, LOCAL: Counter "Frames received here for the box";
+        /// Frames received here and used up by polld (ARP).
+        consumed: u64 = 0, CONSUMED: Counter "Frames used up by polld (ARP)";
+        /// Frames polld generated and sent here (ARP, ICMP).
+        generated: u64 = 0, GENERATED: Counter "Frames polld generated here (ARP, ICMP)";
+        /// Generated frames that found the transmit ring full.
+        generated_dropped: u64 = 0, GENERATED_DROPPED: Counter
+            "Generated frames dropped, tx ring full";
+        /// Frames received here now waiting in the IP input queue.
+        queued: u64 = 0, QUEUED: Gauge "Frames received here waiting in the input queue";
+        /// Drops of frames received here, by reason (rx_ring_full, fault_injected: dropped
+        /// by the device before it handed them up).
+        drops: DropCounters = DropCounters::default();
+    }
 }
 
 impl IfCounters {

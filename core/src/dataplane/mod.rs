@@ -45,7 +45,7 @@ mod transmit;
 pub use counters::IfCounters;
 pub use decision::Due;
 pub use modes::{Mode, ModeError};
-pub use sysctl::ENABLE;
+pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
 
 use crate::device::{Device, HwStats, LinkState};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};

@@ -1,17 +1,177 @@
 //! The dataplane's sysctl tree: `kern.polling.enable`, the poller's `kern.polling.*`,
-//! `net.inet.ip.*` and `dev.<if>.*`, read and written with validation.
+//! `net.inet.ip.*` and `dev.<if>.*`. Each entry is declared once ([`crate::sysctl`]): the
+//! dataplane's own and an interface's settings here, an interface's counters beside their
+//! fields in `counters.rs`; listing, reading and writing go through the declarations.
 
-use crate::device::{Device, TxDrop};
-use crate::knobs::{in_range, parse_int, KnobError};
-use crate::poll::SysctlEntry;
+use crate::device::{Device, LinkState, TxDrop};
+use crate::knobs::{parse_int, KnobError};
+use crate::poll::{SysctlEntry, NODE};
 use crate::stage::{DropReason, PacketStage};
+use crate::sysctl::{find, read, write, Kind, Oid, Reading, Value, Write};
+use crate::sysctl_struct;
 
-use super::{Dataplane, Mode};
+use super::{Dataplane, IfCounters, Interface, Mode};
 
 /// The global polling switch: a view of the interfaces' modes, so the dataplane's.
 pub const ENABLE: &str = "kern.polling.enable";
+/// The node of the IP layer's entries.
+pub const IP_NODE: &str = "net.inet.ip";
+/// The node of each interface's entries is `dev.<name>`.
+pub const DEV_NODE: &str = "dev";
+
+sysctl_struct! {
+    /// What can be set on one interface (`dev.<if>.*`): written on a copy, validated by
+    /// the declarations, then applied by [`Dataplane::sysctl_set`] (a mode switch
+    /// registers the interface with the poller).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct IfSettings {
+        /// The interface's mode.
+        mode: Mode = Mode::Interrupt, MODE: Knob "interrupt|polling|adaptive|busy|auto",
+            Write::Proc(|s, name, value| {
+                s.mode = value.trim().parse().map_err(|_| KnobError::NotANumber {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    expected: "interrupt, polling, adaptive, busy or auto".to_string(),
+                })?;
+                Ok(())
+            });
+        /// Adaptive mode: frames per task run, -1 unlimited.
+        rx_process_limit: i64 = super::RX_PROCESS_LIMIT, RX_PROCESS_LIMIT: Knob
+            "Adaptive mode: frames per task run, -1 unlimited",
+            Write::Proc(|s, name, value| {
+                let v = parse_int(name, value)?;
+                if v == 0 || v < -1 {
+                    return Err(KnobError::Invalid {
+                        name: name.to_string(),
+                        value: value.to_string(),
+                        allowed: "-1 (unlimited) or 1 and above".to_string(),
+                    });
+                }
+                s.rx_process_limit = v;
+                Ok(())
+            });
+    }
+}
+
+impl From<Mode> for Value {
+    fn from(mode: Mode) -> Value {
+        Value::from(mode.name())
+    }
+}
+
+/// `dev.<if>.link`: read from the device at each status check.
+const LINK: Oid<LinkState> =
+    Oid::read_only("link", "Link state", Kind::Gauge, |l| Value::from(l.name()));
+
+impl<D> Interface<D> {
+    /// `dev.<if>.auto_polling`: where an `auto` interface is now.
+    const AUTO_POLLING: Oid<Self> = Oid::read_only(
+        "auto_polling",
+        "Auto mode: 1 while the interface polls, 0 on interrupts",
+        Kind::Gauge,
+        |iface| Value::from(iface.auto_polling),
+    );
+}
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// `kern.polling.enable`, FreeBSD 6's switch.
+    const ENABLE_OID: Oid<Self> = Oid {
+        name: "enable",
+        descr: "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
+        kind: Kind::Knob,
+        get: |dp| Value::from(dp.polling_enabled()),
+        write: Write::Proc(|dp, name, value| dp.set_polling_enable(name, value)),
+    };
+
+    /// The dataplane's own `net.inet.ip.*` entries (the stage adds its counters).
+    const IP_OIDS: [Oid<Self>; 3] = [
+        Oid {
+            name: "fastforwarding",
+            descr: "Process frames in the receive handler instead of the input queue",
+            kind: Kind::Knob,
+            get: |dp| Value::from(dp.devs.fastforwarding),
+            write: Write::Int {
+                range: |_| (0, 1),
+                store: |dp, v| dp.devs.fastforwarding = v == 1,
+            },
+        },
+        Oid {
+            name: "intr_queue_maxlen",
+            descr: "Maximum size of the IP input queue",
+            kind: Kind::Knob,
+            get: |dp| Value::from(dp.devs.queue.maxlen()),
+            write: Write::Int {
+                range: |_| (1, 65_536),
+                store: |dp, v| dp.devs.queue.set_maxlen(v as usize),
+            },
+        },
+        Oid::read_only(
+            "intr_queue_len",
+            "Frames in the IP input queue",
+            Kind::Gauge,
+            |dp| Value::from(dp.devs.queue.len()),
+        ),
+    ];
+
+    /// Interface `i`'s settings, as [`IfSettings`].
+    fn settings(&self, i: usize) -> IfSettings {
+        let iface = &self.devs.ifs[i];
+        IfSettings {
+            mode: iface.mode,
+            rx_process_limit: iface.rx_process_limit,
+        }
+    }
+
+    /// Every entry, typed, in FreeBSD's listing order: the switch, the scheduler, the IP
+    /// layer, then each interface under `dev.<name>`.
+    pub fn readings(&self) -> Vec<Reading> {
+        let mut all: Vec<Reading> = read(NODE, self, &[Self::ENABLE_OID]).collect();
+        all.extend(self.poller.readings(NODE));
+        all.extend(read(IP_NODE, self, &Self::IP_OIDS));
+        for (name, value, descr) in self.devs.stage.sysctl_counters() {
+            all.push(Reading {
+                node: IP_NODE.to_string(),
+                leaf: name.to_string(),
+                kind: Kind::Counter,
+                value: Value::from(value),
+                descr: descr.to_string(),
+            });
+        }
+        for (i, (iface, link)) in self.devs.ifs.iter().zip(&self.devs.links).enumerate() {
+            let node = format!("{DEV_NODE}.{}", iface.dev.name());
+            let settings = self.settings(i);
+            let c = &iface.counters;
+            all.extend(read(&node, &settings, IfSettings::OIDS));
+            all.extend(read(&node, link, &[LINK]));
+            all.extend(read(&node, c, IfCounters::OIDS));
+            all.extend(read(&node, iface, &[Interface::AUTO_POLLING]));
+            let by_reason = |what: &str, reason: &str, n: u64, descr: &str| Reading {
+                node: node.clone(),
+                leaf: format!("{what}.{reason}"),
+                kind: Kind::Counter,
+                value: Value::from(n),
+                descr: descr.to_string(),
+            };
+            for r in DropReason::ALL {
+                all.push(by_reason(
+                    "drops",
+                    r.name(),
+                    c.drops.get(r),
+                    "Frames dropped, by reason",
+                ));
+            }
+            for r in TxDrop::ALL {
+                all.push(by_reason(
+                    "tx_drops",
+                    r.name(),
+                    c.tx_drops.get(r),
+                    "Frames the device accepted for transmission and then dropped, by reason",
+                ));
+            }
+        }
+        all
+    }
+
     /// Reads a sysctl: `kern.polling.*`, `net.inet.ip.*` or `dev.<if>.*`.
     pub fn sysctl_get(&self, name: &str) -> Option<String> {
         self.sysctl_entries(name)
@@ -22,152 +182,32 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Every entry under `prefix` (a whole name, a subtree like `kern.polling`, or `""`).
     pub fn sysctl_entries(&self, prefix: &str) -> Vec<SysctlEntry> {
-        let entry = |name: &str, value: String, descr: &str, writable: bool| SysctlEntry {
-            name: name.to_string(),
-            value,
-            descr: descr.to_string(),
-            writable,
-        };
-        // First, where FreeBSD listed it.
-        let mut all = vec![entry(
-            ENABLE,
-            (self.polling_enabled() as u8).to_string(),
-            "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
-            true,
-        )];
-        all.extend(self.poller.entries());
-        all.push(entry(
-            "net.inet.ip.fastforwarding",
-            (self.devs.fastforwarding as u8).to_string(),
-            "Process frames in the receive handler instead of the input queue",
-            true,
-        ));
-        all.push(entry(
-            "net.inet.ip.intr_queue_maxlen",
-            self.devs.queue.maxlen().to_string(),
-            "Maximum size of the IP input queue",
-            true,
-        ));
-        all.push(entry(
-            "net.inet.ip.intr_queue_len",
-            self.devs.queue.len().to_string(),
-            "Frames in the IP input queue",
-            false,
-        ));
-        for (name, value, descr) in self.devs.stage.sysctl_counters() {
-            let name = format!("net.inet.ip.{name}");
-            all.push(entry(&name, value.to_string(), descr, false));
-        }
-        for (iface, link) in self.devs.ifs.iter().zip(&self.devs.links) {
-            let c = &iface.counters;
-            let p = format!("dev.{}.", iface.dev.name());
-            let n = |s: &str| format!("{p}{s}");
-            all.push(entry(
-                &n("mode"),
-                iface.mode.name().into(),
-                "interrupt|polling|adaptive|busy|auto",
-                true,
-            ));
-            all.push(entry(
-                &n("rx_process_limit"),
-                iface.rx_process_limit.to_string(),
-                "Adaptive mode: frames per task run, -1 unlimited",
-                true,
-            ));
-            all.push(entry(&n("link"), link.name().into(), "Link state", false));
-            for (k, v, d) in [
-                ("interrupts", c.interrupts, "Interrupts (wakeups) taken"),
-                ("polls", c.polls, "Poll handler calls"),
-                (
-                    "empty_polls",
-                    c.empty_polls,
-                    "Poll calls that found nothing",
-                ),
-                ("tasks", c.tasks, "Adaptive task runs"),
-                (
-                    "auto_switches",
-                    c.auto_switches,
-                    "Auto mode: switches between interrupts and polling",
-                ),
-                (
-                    "auto_polling",
-                    iface.auto_polling as u64,
-                    "Auto mode: 1 while the interface polls, 0 on interrupts",
-                ),
-                ("rx_packets", c.rx_packets, "Frames received"),
-                ("tx_packets", c.tx_packets, "Frames transmitted"),
-                (
-                    "forwarded",
-                    c.forwarded,
-                    "Frames received here and forwarded",
-                ),
-                ("local", c.local, "Frames received here for the box"),
-                ("consumed", c.consumed, "Frames used up by polld (ARP)"),
-                (
-                    "generated",
-                    c.generated,
-                    "Frames polld generated here (ARP, ICMP)",
-                ),
-                (
-                    "generated_dropped",
-                    c.generated_dropped,
-                    "Generated frames dropped, tx ring full",
-                ),
-                (
-                    "queued",
-                    c.queued,
-                    "Frames received here waiting in the input queue",
-                ),
-            ] {
-                all.push(entry(&n(k), v.to_string(), d, false));
-            }
-            for r in DropReason::ALL {
-                all.push(entry(
-                    &n(&format!("drops.{}", r.name())),
-                    c.drops.get(r).to_string(),
-                    "Frames dropped, by reason",
-                    false,
-                ));
-            }
-            for r in TxDrop::ALL {
-                all.push(entry(
-                    &n(&format!("tx_drops.{}", r.name())),
-                    c.tx_drops.get(r).to_string(),
-                    "Frames the device accepted for transmission and then dropped, by reason",
-                    false,
-                ));
-            }
-        }
         let dotted = format!("{prefix}.");
-        all.retain(|e| prefix.is_empty() || e.name == prefix || e.name.starts_with(&dotted));
-        all
+        self.readings()
+            .into_iter()
+            .map(SysctlEntry::from)
+            .filter(|e| prefix.is_empty() || e.name == prefix || e.name.starts_with(&dotted))
+            .collect()
     }
 
     /// Writes a sysctl with validation; a rejected write changes nothing.
     pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
-        if name == ENABLE {
-            return self.set_polling_enable(name, value);
+        if let Some(result) = write(NODE, self, &[Self::ENABLE_OID], name, value) {
+            return result;
         }
-        if name.starts_with("kern.polling.") {
+        if name.starts_with(&format!("{NODE}.")) {
             return self.poller.set_knob(name, value);
         }
-        match name {
-            "net.inet.ip.fastforwarding" => {
-                self.devs.fastforwarding = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
-                return Ok(());
-            }
-            "net.inet.ip.intr_queue_maxlen" => {
-                let maxlen = in_range(name, parse_int(name, value)?, 1, 65_536)?;
-                self.devs.queue.set_maxlen(maxlen as usize);
-                return Ok(());
-            }
-            _ => {}
+        if let Some(result) = write(IP_NODE, self, &Self::IP_OIDS, name, value) {
+            return result;
         }
-        if let Some(rest) = name.strip_prefix("dev.") {
-            if let Some((ifname, leaf)) = rest.rsplit_once('.') {
-                if let Some(i) = self.index_of(ifname) {
-                    return self.set_interface_knob(i, name, leaf, value);
-                }
+        if let Some(i) = self.interface_of(name) {
+            let node = format!("{DEV_NODE}.{}", self.devs.ifs[i].dev.name());
+            let mut settings = self.settings(i);
+            if let Some(oid) = find(&node, IfSettings::OIDS, name) {
+                (oid.write).apply(&mut settings, name, value)?;
+                let switch = oid.name == IfSettings::MODE.name;
+                return self.apply_settings(i, settings, switch, name, value);
             }
         }
         if self.sysctl_get(name).is_some() {
@@ -180,44 +220,31 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         })
     }
 
-    fn set_interface_knob(
+    /// The interface a `dev.<if>.<leaf>` name is under (an interface name may hold dots).
+    fn interface_of(&self, name: &str) -> Option<usize> {
+        let (node, _) = name.rsplit_once('.')?;
+        self.index_of(node.strip_prefix(DEV_NODE)?.strip_prefix('.')?)
+    }
+
+    /// Applies validated settings to interface `i`; a write of its mode (`switch`) goes
+    /// through [`Dataplane::set_mode`], which registers it with the poller.
+    fn apply_settings(
         &mut self,
         i: usize,
+        settings: IfSettings,
+        switch: bool,
         name: &str,
-        leaf: &str,
         value: &str,
     ) -> Result<(), KnobError> {
-        match leaf {
-            "mode" => {
-                let mode: Mode = value.parse().map_err(|_| KnobError::NotANumber {
-                    name: name.to_string(),
-                    value: value.to_string(),
-                    expected: "interrupt, polling, adaptive, busy or auto".to_string(),
-                })?;
-                self.set_mode(i, mode).map_err(|e| KnobError::Invalid {
+        if switch {
+            self.set_mode(i, settings.mode)
+                .map_err(|e| KnobError::Invalid {
                     name: name.to_string(),
                     value: value.to_string(),
                     allowed: e.to_string(),
-                })
-            }
-            "rx_process_limit" => {
-                let v = parse_int(name, value)?;
-                if v == 0 || v < -1 {
-                    return Err(KnobError::Invalid {
-                        name: name.to_string(),
-                        value: value.to_string(),
-                        allowed: "-1 (unlimited) or 1 and above".to_string(),
-                    });
-                }
-                self.devs.ifs[i].rx_process_limit = v;
-                Ok(())
-            }
-            _ if self.sysctl_get(name).is_some() => Err(KnobError::ReadOnly {
-                name: name.to_string(),
-            }),
-            _ => Err(KnobError::Unknown {
-                name: name.to_string(),
-            }),
+                })?;
         }
+        self.devs.ifs[i].rx_process_limit = settings.rx_process_limit;
+        Ok(())
     }
 }

@@ -1,0 +1,305 @@
+//! One declaration per sysctl entry: the Rust counterpart of FreeBSD's `SYSCTL_UINT` /
+//! `SYSCTL_PROC` written next to the variable it exports (docs/algorithm.md).
+//!
+//! An [`Oid`] is an entry's name under its node, its description, its [`Kind`] (a knob you
+//! write, a counter that only grows, a gauge that goes up and down), how to read it and, for
+//! a knob, how to validate and store a write. [`sysctl_struct!`] declares a struct whose
+//! fields are such entries, each field with its default and its oid on one line, and
+//! collects the oids in `OIDS` in field order.
+//!
+//! Oids name an entry relative to a *node*, never absolutely: the same table hangs under
+//! `kern.polling`, under `net.ifpoll.0.rx`, or under `dev.veth1`, so per-interface and
+//! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write`]),
+//! the control socket's typed snapshot ([`Reading`]), the Prometheus types and
+//! `polld ctl --save` all go through these tables.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::knobs::{parse_int, within, KnobError};
+use crate::poll::SysctlEntry;
+
+/// What an entry is, for people and for Prometheus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Writable: a setting (a gauge to Prometheus).
+    Knob,
+    /// Read-only, only ever grows: events since start.
+    Counter,
+    /// Read-only, goes up and down: a level or a state.
+    Gauge,
+}
+
+/// An entry's value: a number, or a word such as `classic` or `polling`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    Int(i64),
+    Word(String),
+}
+
+impl Value {
+    /// The number, if it is one.
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Value::Int(n) => Some(*n),
+            Value::Word(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(n) => n.fmt(f),
+            Value::Word(w) => f.write_str(w),
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(n: i64) -> Value {
+        Value::Int(n)
+    }
+}
+
+impl From<u32> for Value {
+    fn from(n: u32) -> Value {
+        Value::Int(n.into())
+    }
+}
+
+impl From<u64> for Value {
+    /// Counters in ns reach i64::MAX after 292 years; saturate rather than wrap.
+    fn from(n: u64) -> Value {
+        Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<usize> for Value {
+    fn from(n: usize) -> Value {
+        Value::from(n as u64)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Int(b.into())
+    }
+}
+
+impl From<&str> for Value {
+    fn from(w: &str) -> Value {
+        Value::Word(w.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(w: String) -> Value {
+        Value::Word(w)
+    }
+}
+
+/// How a knob takes a write. Every refusal names the entry and what it allows, and
+/// changes nothing.
+pub enum Write<T> {
+    ReadOnly,
+    /// An integer within `range(current)` (inclusive; a bound may depend on another knob).
+    Int {
+        range: fn(&T) -> (i64, i64),
+        store: fn(&mut T, i64),
+    },
+    /// One of `words`, stored by its index.
+    Word {
+        words: &'static [&'static str],
+        store: fn(&mut T, usize),
+    },
+    /// A handler of its own (`SYSCTL_PROC`): gets the full name and the text written.
+    Proc(fn(&mut T, &str, &str) -> Result<(), KnobError>),
+}
+
+impl<T> Write<T> {
+    /// Validates `value` for the entry `name` (full) of `of` and stores it, or refuses it
+    /// naming the entry and what it allows.
+    pub fn apply(&self, of: &mut T, name: &str, value: &str) -> Result<(), KnobError> {
+        match self {
+            Write::ReadOnly => Err(KnobError::ReadOnly {
+                name: name.to_string(),
+            }),
+            Write::Int { range, store } => {
+                let (lo, hi) = range(of);
+                let v = within(name, parse_int(name, value)?, lo, hi)?;
+                store(of, v);
+                Ok(())
+            }
+            Write::Word { words, store } => {
+                let i = words
+                    .iter()
+                    .position(|w| *w == value.trim())
+                    .ok_or_else(|| {
+                        let quoted: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                        KnobError::NotANumber {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            expected: quoted.join(" or "),
+                        }
+                    })?;
+                store(of, i);
+                Ok(())
+            }
+            Write::Proc(handler) => handler(of, name, value),
+        }
+    }
+}
+
+/// One entry of a `T`, named relative to the node `T` hangs under.
+pub struct Oid<T> {
+    /// The name under the node: `burst_max`.
+    pub name: &'static str,
+    pub descr: &'static str,
+    pub kind: Kind,
+    pub get: fn(&T) -> Value,
+    pub write: Write<T>,
+}
+
+impl<T> Oid<T> {
+    /// An entry that is only read: a counter or a gauge.
+    pub const fn read_only(
+        name: &'static str,
+        descr: &'static str,
+        kind: Kind,
+        get: fn(&T) -> Value,
+    ) -> Oid<T> {
+        Oid {
+            name,
+            descr,
+            kind,
+            get,
+            write: Write::ReadOnly,
+        }
+    }
+}
+
+/// One entry read, typed: what the control socket's snapshot carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reading {
+    /// The node it hangs under: `kern.polling`, `dev.veth1`, `net.ifpoll.0.rx`.
+    pub node: String,
+    /// Its name under the node: `burst_max`, `drops.ttl_exceeded`.
+    pub leaf: String,
+    pub kind: Kind,
+    pub value: Value,
+    pub descr: String,
+}
+
+impl Reading {
+    /// The full name, `node.leaf`.
+    pub fn name(&self) -> String {
+        format!("{}.{}", self.node, self.leaf)
+    }
+}
+
+impl From<Reading> for SysctlEntry {
+    fn from(r: Reading) -> SysctlEntry {
+        SysctlEntry {
+            name: r.name(),
+            value: r.value.to_string(),
+            descr: r.descr,
+            writable: r.kind == Kind::Knob,
+        }
+    }
+}
+
+/// Every entry of `of` under `node`, in declaration order.
+pub fn read<'a, T>(
+    node: &'a str,
+    of: &'a T,
+    oids: &'a [Oid<T>],
+) -> impl Iterator<Item = Reading> + 'a {
+    oids.iter().map(move |oid| Reading {
+        node: node.to_string(),
+        leaf: oid.name.to_string(),
+        kind: oid.kind,
+        value: (oid.get)(of),
+        descr: oid.descr.to_string(),
+    })
+}
+
+/// The oid `name` (full, `node.leaf`) refers to, if it is one of `oids` under `node`.
+pub fn find<'o, T>(node: &str, oids: &'o [Oid<T>], name: &str) -> Option<&'o Oid<T>> {
+    let leaf = name.strip_prefix(node)?.strip_prefix('.')?;
+    oids.iter().find(|oid| oid.name == leaf)
+}
+
+/// Writes `name` (full, `node.leaf`) of `of`: `None` when no oid of `oids` has that name,
+/// else the write's outcome (a read-only entry is refused as such).
+pub fn write<T>(
+    node: &str,
+    of: &mut T,
+    oids: &[Oid<T>],
+    name: &str,
+    value: &str,
+) -> Option<Result<(), KnobError>> {
+    let oid = find(node, oids, name)?;
+    Some(oid.write.apply(of, name, value))
+}
+
+/// Declares a struct of sysctl entries: each field with its default, the name of its oid
+/// constant, its kind, description and (for a knob) how it takes writes, on one line. A
+/// field with only a default (a table of counters by reason, say) has no oid of its own.
+///
+/// ```ignore
+/// sysctl_struct! {
+///     pub struct Knobs {
+///         /// `kern.polling.user_frac`: percent of each tick left to other work.
+///         user_frac: u32 = 50, USER_FRAC: Knob "Desired user fraction of cpu time",
+///             Write::Int { range: |_| (0, 99), store: |k, v| k.user_frac = v as u32 };
+///     }
+/// }
+/// ```
+///
+/// gives `Knobs { pub user_frac: u32 }`, its `Default` (50), `Knobs::USER_FRAC` (the oid
+/// `user_frac`) and `Knobs::OIDS` (every oid, in field order).
+#[macro_export]
+macro_rules! sysctl_struct {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident: $ty:ty = $default:expr
+                $(, $oid:ident: $kind:ident $descr:literal $(, $write:expr)?)?;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $( $field: $default, )* }
+            }
+        }
+
+        impl $name {
+            $($(
+                #[doc = $descr]
+                pub const $oid: $crate::sysctl::Oid<$name> = $crate::sysctl::Oid {
+                    name: stringify!($field),
+                    descr: $descr,
+                    kind: $crate::sysctl::Kind::$kind,
+                    get: |s: &$name| $crate::sysctl::Value::from(s.$field),
+                    write: $crate::sysctl_struct!(@write $($write)?),
+                };
+            )?)*
+            /// Every entry of the struct, in field order.
+            pub const OIDS: &'static [$crate::sysctl::Oid<$name>] = &[$($( $name::$oid, )?)*];
+        }
+    };
+    (@write) => { $crate::sysctl::Write::ReadOnly };
+    (@write $write:expr) => { $write };
+}
