@@ -7,7 +7,7 @@
 //!
 //! `cargo bench -p polld --bench forward [-- --duration 5]`
 
-use polld_testbed::demo::{measure, write_table, Forwarder, Trial};
+use polld_testbed::demo::{measure, write_table, Forwarder, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Layout, Testbed, UpOptions};
 
 fn main() {
@@ -39,7 +39,11 @@ fn main() {
         for mode in ["interrupt", "polling"] {
             trials.push((
                 format!("polld {backend} {mode}"),
-                Forwarder::Polld { backend, mode },
+                Forwarder::Polld {
+                    backend,
+                    mode,
+                    knobs: &RECOMMENDED_KNOBS,
+                },
             ));
         }
     }

@@ -121,6 +121,11 @@ fn kept_caps(config: &RunConfig) -> CapSet {
             keep.push(Cap::SysAdmin);
         }
     }
+    // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
+    // (see the executor's module doc).
+    if config.daemon.realtime {
+        keep.push(Cap::SysNice);
+    }
     CapSet::of(&keep)
 }
 
@@ -368,6 +373,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         // Absolute, so that `polld ctl --save` finds it from any directory.
         config: std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone()),
         pinned_cpu: config.daemon.cpu,
+        realtime: config.daemon.realtime,
         defaults,
     };
     let mut exec =

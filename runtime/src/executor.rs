@@ -17,9 +17,15 @@
 //! idle thread reported an idle CPU. When nothing is due it sleeps again, which is what
 //! leaves the rest of the core to user work.
 //!
-//! Busy polling spins at the thread's own policy. Idle polling waits for the idle thread
-//! (`SCHED_IDLE`) to find the CPU idle, so the poll thread's policy never changes after
-//! set-up (it could not return from `SCHED_IDLE` without the CAP_SYS_NICE it dropped).
+//! Busy polling spins at `SCHED_OTHER`, and a pass that finds nothing yields the CPU. On
+//! veth the kernel's receive threads (threaded NAPI, `SCHED_OTHER`) fill the sockets a
+//! busy interface reads; a `SCHED_FIFO` spinner on their CPU would leave them only the
+//! few percent the scheduler reserves for ordinary threads, and lose most of the traffic
+//! (docs/linux-mapping.md, "who owns the receive work"). So a realtime poll thread lowers
+//! itself while some interface is busy and returns to `SCHED_FIFO` (it keeps
+//! CAP_SYS_NICE for that) when none is; meanwhile its ticks are as punctual as an ordinary
+//! thread's. Idle polling waits for the idle thread (`SCHED_IDLE`) to find the CPU idle,
+//! so busy mode is the only thing that changes the poll thread's policy.
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -81,6 +87,8 @@ pub struct DaemonInfo {
     pub config: std::path::PathBuf,
     /// The CPU the poll thread is pinned to.
     pub pinned_cpu: Option<usize>,
+    /// The poll thread runs `SCHED_FIFO` (but for busy polling).
+    pub realtime: bool,
     /// Writable entries before the config was applied.
     pub defaults: Vec<(String, String)>,
 }
@@ -107,6 +115,8 @@ pub struct Executor {
     /// The fd each interface has in the epoll set, if any.
     watched: Vec<Option<RawFd>>,
     idle: IdlePoller,
+    /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
+    lowered: bool,
 }
 
 impl Executor {
@@ -143,6 +153,7 @@ impl Executor {
             inbox,
             watched: vec![None; n],
             idle,
+            lowered: false,
         })
     }
 
@@ -164,6 +175,7 @@ impl Executor {
                 self.idle.ask();
             }
             let spin = self.any_busy();
+            self.sync_policy(spin)?;
             let timeout = if self.work_due() || spin { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
             let now = now_ns();
@@ -261,16 +273,36 @@ impl Executor {
         }
     }
 
-    /// One pass of busy polling over the busy interfaces.
+    /// One pass of busy polling over the busy interfaces; an empty pass yields the CPU to
+    /// the kernel's receive work.
     fn busy_poll(&mut self) {
         let dp = &mut self.dp;
-        timed(&mut self.accounts.busy_poll_ns, || {
+        let rx = timed(&mut self.accounts.busy_poll_ns, || {
+            let mut rx = 0;
             for i in 0..dp.interfaces().len() {
                 if busy(dp, i) {
-                    dp.busy_poll(i);
+                    rx += dp.busy_poll(i).rx;
                 }
             }
+            rx
         });
+        if rx == 0 {
+            crate::sys::yield_cpu();
+        }
+    }
+
+    /// A realtime poll thread spins at `SCHED_OTHER` while some interface is busy.
+    fn sync_policy(&mut self, spin: bool) -> io::Result<()> {
+        if !self.daemon.realtime || spin == self.lowered {
+            return Ok(());
+        }
+        if spin {
+            crate::sys::make_ordinary()?;
+        } else {
+            crate::sys::make_realtime()?;
+        }
+        self.lowered = spin;
+        Ok(())
     }
 
     /// Arms the tick timer at `kern.polling.hz` while some interface is registered and

@@ -68,13 +68,22 @@ pub struct DemoRow {
     pub drops: Vec<(String, u64)>,
     /// polld's resident memory at the end of the run, KiB.
     pub polld_rss_kib: u64,
+    /// Loss and latency at `polld sink`, when the trial ran one.
+    pub latency: Option<SinkLatency>,
+    /// Conservation on every interface in polld's final report (`None`: the kernel
+    /// forwarded).
+    pub conserved: Option<bool>,
 }
 
 /// Who forwards in fwd during a trial.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Forwarder<'a> {
-    /// `polld run` with this backend and mode on both interfaces.
-    Polld { backend: &'a str, mode: &'a str },
+    /// `polld run` with this backend, mode and `[knobs]` on both interfaces.
+    Polld {
+        backend: &'a str,
+        mode: &'a str,
+        knobs: &'a [(&'a str, &'a str)],
+    },
     /// The kernel's own IPv4 forwarding (`ip_forward=1`), no polld.
     Kernel,
 }
@@ -183,6 +192,7 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             forwarder: Forwarder::Polld {
                 backend: &args.backend,
                 mode,
+                knobs: &RECOMMENDED_KNOBS,
             },
             rate: &args.rate,
             duration: args.duration,
@@ -354,7 +364,11 @@ pub fn measure(
     set_ip_forward(tb, kernel_forwarding)?;
     let socket = dir.join("polld.sock");
     let mut daemon = match trial.forwarder {
-        Forwarder::Polld { backend, mode } => {
+        Forwarder::Polld {
+            backend,
+            mode,
+            knobs,
+        } => {
             let config = polld_config(
                 tb.layout(),
                 &PolldSetup {
@@ -365,7 +379,7 @@ pub fn measure(
                     // The tick must preempt the kernel's receive work on the same CPU,
                     // as a clock interrupt does.
                     realtime: true,
-                    knobs: &RECOMMENDED_KNOBS,
+                    knobs,
                 },
             );
             let config_path = dir.join("polld.toml");
@@ -373,7 +387,7 @@ pub fn measure(
                 .map_err(|e| failed(format!("writing the config: {e}")))?;
             let mut daemon = Process::spawn(
                 tb.command_in(Role::Fwd, None, &polld_str)?
-                    .args(["run", "-c"])
+                    .args(["run", "--json", "-c"])
                     .arg(&config_path),
                 "polld run",
             )?;
@@ -387,9 +401,13 @@ pub fn measure(
     let mut sink = if trial.sink {
         Some(Process::spawn(
             tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
+                // AF_XDP: the sink sees each frame when the kernel delivers it, where
+                // AF_PACKET's TPACKET_V3 holds it until its block retires (up to 1 ms).
                 .args([
                     "sink",
                     "veth3",
+                    "--backend",
+                    "af_xdp",
                     "--json",
                     "-i",
                     "0",
@@ -436,18 +454,27 @@ pub fn measure(
     })?;
     let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
     let wall = after.at.duration_since(before.at).as_secs_f64();
-    let delivered_pps = match sink.as_mut() {
+    let (delivered_pps, latency) = match sink.as_mut() {
         Some(sink) => {
             let out = sink.finish()?;
             let summary = last_json(&out)
                 .ok_or_else(|| failed(format!("polld sink printed no summary: {out}")))?;
-            summary["frames"].as_f64().unwrap_or(0.0) / seconds
+            (
+                summary["frames"].as_f64().unwrap_or(0.0) / seconds,
+                SinkLatency::of(&summary),
+            )
         }
-        None => veth3_after.saturating_sub(veth3_before) as f64 / wall,
+        None => (veth3_after.saturating_sub(veth3_before) as f64 / wall, None),
     };
-    if let Some(d) = daemon.as_mut() {
-        d.finish()?;
-    }
+    let conserved = match daemon.as_mut() {
+        Some(d) => {
+            let report = d.finish()?;
+            let interfaces: Value = serde_json::from_str(&report)
+                .map_err(|e| failed(format!("polld run --json printed {report:?}: {e}")))?;
+            Some(crate::share::conserved(&interfaces))
+        }
+        None => None,
+    };
     if kernel_forwarding {
         set_ip_forward(tb, false)?;
     }
@@ -477,7 +504,34 @@ pub fn measure(
         interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,
         drops,
         polld_rss_kib: after.rss_kib,
+        latency,
+        conserved,
     })
+}
+
+/// What `polld sink` measured end to end: loss and one-way latency.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct SinkLatency {
+    /// Frames the generator sent that never arrived (its end-of-run record counts them).
+    pub lost: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl SinkLatency {
+    /// From `polld sink --json`'s summary; `None` when it timed nothing.
+    fn of(summary: &Value) -> Option<SinkLatency> {
+        let analysis = &summary["analysis"];
+        let latency = &analysis["latency"];
+        let us = |name: &str| latency[name].as_f64().map(|ns| ns / 1000.0);
+        Some(SinkLatency {
+            lost: analysis["sequence"]["lost"].as_u64()?,
+            p50_us: us("p50_ns")?,
+            p99_us: us("p99_ns")?,
+            max_us: us("max_ns")?,
+        })
+    }
 }
 
 /// The interfaces in fwd.
