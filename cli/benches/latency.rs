@@ -11,7 +11,10 @@ use polld_testbed::demo::{measure, DemoRow, Forwarder, Trial, RECOMMENDED_KNOBS}
 use polld_testbed::{Layout, Testbed, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
-const HZ_1000: [(&str, &str); 2] = [("kern.polling.hz", "1000"), ("kern.polling.burst_max", "1000")];
+const HZ_1000: [(&str, &str); 2] = [
+    ("kern.polling.hz", "1000"),
+    ("kern.polling.burst_max", "1000"),
+];
 
 fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
     let i = args.iter().position(|a| a == name)?;
@@ -49,7 +52,11 @@ fn main() {
         ("interrupt", polld_at("interrupt", &RECOMMENDED_KNOBS), None),
         ("adaptive", polld_at("adaptive", &RECOMMENDED_KNOBS), None),
         ("polling hz 1000", polld_at("polling", &HZ_1000), Some(1000)),
-        ("polling hz 4000", polld_at("polling", &RECOMMENDED_KNOBS), Some(4000)),
+        (
+            "polling hz 4000",
+            polld_at("polling", &RECOMMENDED_KNOBS),
+            Some(4000),
+        ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None),
     ];
     let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
@@ -78,18 +85,30 @@ fn main() {
     );
     println!(
         "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10}  bound",
-        "forwarder", "offered/s", "delivered/s", "lost", "p50 µs", "p99 µs", "max µs", "polld CPU", "kernel rx"
+        "forwarder",
+        "offered/s",
+        "delivered/s",
+        "lost",
+        "p50 µs",
+        "p99 µs",
+        "max µs",
+        "polld CPU",
+        "kernel rx"
     );
     let mut all_conserved = true;
     for (r, hz) in &rows {
         let l = r.latency;
         let field = |f: fn(&polld_testbed::demo::SinkLatency) -> f64| {
-            l.as_ref().map_or("-".to_string(), |l| format!("{:.0}", f(l)))
+            l.as_ref()
+                .map_or("-".to_string(), |l| format!("{:.0}", f(l)))
         };
         let bound = hz.map_or(String::new(), |hz| {
             let bound_us = 1e6 / hz as f64 + 100.0;
             let met = l.is_some_and(|l| l.p99_us <= bound_us);
-            format!("p99 <= {bound_us:.0} µs: {}", if met { "met" } else { "NOT met" })
+            format!(
+                "p99 <= {bound_us:.0} µs: {}",
+                if met { "met" } else { "NOT met" }
+            )
         });
         println!(
             "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}%  {bound}",

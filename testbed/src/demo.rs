@@ -64,7 +64,7 @@ pub struct DemoRow {
     /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
     pub interrupts_per_sec: f64,
-    /// `dev.veth1.*` drops during the run, by reason.
+    /// Drops at the input (`dev.veth1.*`, `dev.tap0.*` on TAP) during the run, by reason.
     pub drops: Vec<(String, u64)>,
     /// polld's resident memory at the end of the run, KiB.
     pub polld_rss_kib: u64,
@@ -360,6 +360,9 @@ pub fn measure(
     trial: &Trial,
 ) -> Result<DemoRow, TestbedError> {
     let polld_str = polld.to_string_lossy().to_string();
+    let layout = tb.layout();
+    let input = &layout.veth1.name;
+    let input_drops = format!("dev.{input}.drops.");
     let kernel_forwarding = trial.forwarder == Forwarder::Kernel;
     set_ip_forward(tb, kernel_forwarding)?;
     let socket = dir.join("polld.sock");
@@ -405,7 +408,7 @@ pub fn measure(
                 // AF_PACKET's TPACKET_V3 holds it until its block retires (up to 1 ms).
                 .args([
                     "sink",
-                    "veth3",
+                    &layout.veth3.name,
                     "--backend",
                     "af_xdp",
                     "--json",
@@ -427,12 +430,12 @@ pub fn measure(
     let fwd_ifaces = fwd_interfaces(tb);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let before = snapshot(&daemon)?;
-    let veth3_before = tb.counters("veth3")?.rx_packets;
+    let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let gen = tb
         .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
         .args([
             "gen",
-            "veth0",
+            &layout.veth0.name,
             "--json",
             "-i",
             "0",
@@ -445,7 +448,7 @@ pub fn measure(
         .map_err(|e| failed(format!("polld gen: {e}")))?;
     let after = snapshot(&daemon)?;
     let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
-    let veth3_after = tb.counters("veth3")?.rx_packets;
+    let veth3_after = tb.counters(&layout.veth3.name)?.rx_packets;
     let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
         failed(format!(
             "polld gen failed: {}",
@@ -482,10 +485,10 @@ pub fn measure(
     let drops = after
         .values
         .iter()
-        .filter(|(n, _)| n.starts_with("dev.veth1.drops."))
+        .filter(|(n, _)| n.starts_with(&input_drops))
         .map(|(n, v)| {
             (
-                n.trim_start_matches("dev.veth1.drops.").to_string(),
+                n.trim_start_matches(&input_drops).to_string(),
                 v.saturating_sub(before.get(n)),
             )
         })
@@ -501,7 +504,7 @@ pub fn measure(
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
-        interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,
+        interrupts_per_sec: delta(&format!("dev.{input}.interrupts")) as f64 / wall,
         drops,
         polld_rss_kib: after.rss_kib,
         latency,
