@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Devices, Layout, Testbed, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
@@ -61,10 +61,9 @@ impl Bench<'_> {
         let trial = Trial {
             label: label.to_string(),
             forwarder,
-            rate,
-            duration: self.duration,
             // Delivered = the output's rx counter: no sink process competing for CPU1.
-            sink: false,
+            load: Load::Frames { rate, sink: false },
+            duration: self.duration,
         };
         match measure(tb, &self.options, self.polld, &self.dir, &trial) {
             Ok(demo) => {

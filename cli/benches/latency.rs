@@ -7,7 +7,7 @@
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Layout, Testbed, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
@@ -65,9 +65,11 @@ fn main() {
         let trial = Trial {
             label: label.to_string(),
             forwarder,
-            rate: &rate,
+            load: Load::Frames {
+                rate: &rate,
+                sink: true,
+            },
             duration,
-            sink: true,
         };
         match measure(&tb, &options, polld, &dir, &trial) {
             Ok(row) => rows.push((row, hz)),

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{testbed, Dir, POLLD};
-use polld_testbed::demo::{measure, Forwarder, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{measure, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::UpOptions;
 
 /// A bound no healthy run comes near on a busy 2-core machine (measured alone: p99 70 µs),
@@ -30,9 +30,11 @@ fn busy_mode_realtime_at_a_low_rate_loses_nothing_and_keeps_latency_sane() {
             mode: "busy",
             knobs: &RECOMMENDED_KNOBS,
         },
-        rate: "10k",
+        load: Load::Frames {
+            rate: "10k",
+            sink: true,
+        },
         duration: 2.0,
-        sink: true,
     };
     let polld = std::path::Path::new(POLLD);
     let row = measure(&tb, &UpOptions::default(), polld, &dir.0, &trial).expect("busy trial");

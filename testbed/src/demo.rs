@@ -70,6 +70,8 @@ pub struct DemoRow {
     pub polld_rss_kib: u64,
     /// Loss and latency at `polld sink`, when the trial ran one.
     pub latency: Option<SinkLatency>,
+    /// The TCP stream's rate, in a TCP trial.
+    pub tcp: Option<TcpResult>,
     /// Conservation on every interface in polld's final report (`None`: the kernel
     /// forwarded).
     pub conserved: Option<bool>,
@@ -88,17 +90,24 @@ pub enum Forwarder<'a> {
     Kernel,
 }
 
-/// One measured run: a forwarder, and `polld gen` at `rate` for `duration` seconds.
+/// One measured run: a forwarder, and a load for `duration` seconds.
 #[derive(Clone, Debug)]
 pub struct Trial<'a> {
     pub label: String,
     pub forwarder: Forwarder<'a>,
-    /// `polld gen --rate`: `200k`, `unlimited`, ...
-    pub rate: &'a str,
+    pub load: Load<'a>,
     pub duration: f64,
-    /// Count delivered frames with `polld sink` in sink (end to end, but the sink needs
-    /// CPU too); otherwise with veth3's own rx counter, as the baseline did.
-    pub sink: bool,
+}
+
+/// What goes through the forwarder during a trial.
+#[derive(Clone, Copy, Debug)]
+pub enum Load<'a> {
+    /// `polld gen` from gen at `rate` (`200k`, `unlimited`, ...). With `sink`, delivered
+    /// frames are counted (and timed) by `polld sink` in sink, end to end, though the sink
+    /// needs CPU too; otherwise by the output's own rx counter, as the baseline did.
+    Frames { rate: &'a str, sink: bool },
+    /// One iperf3 TCP stream from gen to sink (the server pinned to the sink CPU).
+    Tcp,
 }
 
 /// The poller knobs the README recommends for today's rates, used by the demo and the
@@ -194,9 +203,11 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
                 mode,
                 knobs: &RECOMMENDED_KNOBS,
             },
-            rate: &args.rate,
+            load: Load::Frames {
+                rate: &args.rate,
+                sink: true,
+            },
             duration: args.duration,
-            sink: true,
         };
         rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
     }
@@ -401,7 +412,7 @@ pub fn measure(
     };
     let duration = trial.duration.to_string();
     let sink_duration = (trial.duration + 2.0).to_string();
-    let mut sink = if trial.sink {
+    let mut sink = if matches!(trial.load, Load::Frames { sink: true, .. }) {
         Some(Process::spawn(
             tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
                 // AF_XDP: the sink sees each frame when the kernel delivers it, where
@@ -422,6 +433,14 @@ pub fn measure(
     } else {
         None
     };
+    let mut tcp_server = match trial.load {
+        Load::Tcp => Some(Process::spawn(
+            tb.command_in(Role::Sink, Some(options.cpus.sink), "iperf3")?
+                .args(["-s", "-1", "-p", TCP_PORT]),
+            "iperf3 -s",
+        )?),
+        Load::Frames { .. } => None,
+    };
     std::thread::sleep(Duration::from_millis(500));
     let snapshot = |daemon: &Option<Process>| match daemon {
         Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
@@ -431,31 +450,71 @@ pub fn measure(
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let before = snapshot(&daemon)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
-    let gen = tb
-        .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
-        .args([
-            "gen",
-            &layout.veth0.name,
-            "--json",
-            "-i",
-            "0",
-            "--rate",
-            trial.rate,
-            "--duration",
-            &duration,
-        ])
-        .output()
-        .map_err(|e| failed(format!("polld gen: {e}")))?;
+    let traffic = match trial.load {
+        Load::Frames { rate, .. } => tb
+            .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
+            .args([
+                "gen",
+                &layout.veth0.name,
+                "--json",
+                "-i",
+                "0",
+                "--rate",
+                rate,
+                "--duration",
+                &duration,
+            ])
+            .output()
+            .map_err(|e| failed(format!("polld gen: {e}")))?,
+        Load::Tcp => tb
+            .command_in(Role::Gen, Some(options.cpus.gen), "iperf3")?
+            .args(["-c", &layout.veth3.addr.to_string(), "-p", TCP_PORT])
+            .args(["-t", &duration, "-J"])
+            .output()
+            .map_err(|e| failed(format!("iperf3 -c: {e}")))?,
+    };
     let after = snapshot(&daemon)?;
     let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let veth3_after = tb.counters(&layout.veth3.name)?.rx_packets;
-    let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
-        failed(format!(
-            "polld gen failed: {}",
-            String::from_utf8_lossy(&gen.stderr)
-        ))
-    })?;
-    let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
+    let report = |what: &str| {
+        let stdout = String::from_utf8_lossy(&traffic.stdout);
+        match trial.load {
+            Load::Frames { .. } => last_json(&stdout),
+            Load::Tcp => serde_json::from_str::<Value>(&stdout).ok(),
+        }
+        .filter(|v| v["error"].is_null())
+        .ok_or_else(|| {
+            failed(format!(
+                "{what} failed: {stdout} {}",
+                String::from_utf8_lossy(&traffic.stderr)
+            ))
+        })
+    };
+    let (offered_pps, seconds, tcp) = match trial.load {
+        Load::Frames { .. } => {
+            let summary = report("polld gen")?;
+            (
+                summary["pps"].as_f64().unwrap_or(0.0),
+                summary["seconds"].as_f64().unwrap_or(trial.duration),
+                None,
+            )
+        }
+        Load::Tcp => {
+            let report = report("iperf3 -c")?;
+            if let Some(server) = tcp_server.as_mut() {
+                server.finish()?;
+            }
+            let end = &report["end"];
+            let tcp = TcpResult {
+                mbit_per_s: end["sum_received"]["bits_per_second"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+                    / 1e6,
+                retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+            };
+            (0.0, trial.duration, Some(tcp))
+        }
+    };
     let wall = after.at.duration_since(before.at).as_secs_f64();
     let (delivered_pps, latency) = match sink.as_mut() {
         Some(sink) => {
@@ -497,7 +556,7 @@ pub fn measure(
     let cpu_busy = busy_percent(before.cpu_busy, after.cpu_busy);
     Ok(DemoRow {
         mode: trial.label.clone(),
-        offered_pps: gen_summary["pps"].as_f64().unwrap_or(0.0),
+        offered_pps,
         delivered_pps,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
@@ -508,8 +567,21 @@ pub fn measure(
         drops,
         polld_rss_kib: after.rss_kib,
         latency,
+        tcp,
         conserved,
     })
+}
+
+/// The iperf3 port of TCP trials.
+const TCP_PORT: &str = "5201";
+
+/// What one iperf3 TCP stream achieved through the forwarder.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct TcpResult {
+    /// Received by the server, averaged over the run.
+    pub mbit_per_s: f64,
+    /// Segments the sender retransmitted.
+    pub retransmits: u64,
 }
 
 /// What `polld sink` measured end to end: loss and one-way latency.
