@@ -646,7 +646,7 @@ impl Device for AfXdp {
     /// stops the input and repolls once the output drains.
     fn tx_room(&mut self) -> usize {
         self.reclaim();
-        if !self.zero_copy && self.tx.pending() > 0 {
+        if !self.zero_copy && self.tx.needs_wakeup() && self.tx.pending() > 0 {
             self.kick_tx();
             if self.tx.pending() > 0 {
                 return 0;
