@@ -15,10 +15,13 @@
 //!
 //! `cargo bench -p polld --bench forward [-- --duration 3]`
 
+mod common;
+
 use std::path::Path;
 
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
-use polld_testbed::{Devices, Layout, Testbed, UpOptions};
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::{Devices, Testbed, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
 
@@ -54,10 +57,6 @@ impl Bench<'_> {
         load: &'static str,
         rate: &str,
     ) -> f64 {
-        eprintln!(
-            "forward bench: {label}, {load} ({rate} frames/s), {} s ...",
-            self.duration
-        );
         let trial = Trial {
             label: label.to_string(),
             forwarder,
@@ -65,17 +64,10 @@ impl Bench<'_> {
             load: Load::Frames { rate, sink: false },
             duration: self.duration,
         };
-        match measure(tb, &self.options, self.polld, &self.dir, &trial) {
-            Ok(demo) => {
-                let delivered = demo.delivered_pps;
-                self.rows.push(Row { load, demo });
-                delivered
-            }
-            Err(e) => {
-                eprintln!("forward bench: {label}: {e}");
-                std::process::exit(1);
-            }
-        }
+        let demo = measure_or_exit("forward", tb, &self.options, self.polld, &self.dir, &trial);
+        let delivered = demo.delivered_pps;
+        self.rows.push(Row { load, demo });
+        delivered
     }
 
     /// A flood and half load for `forwarder`; `half` is the half-load rate, or `None` for
@@ -88,26 +80,11 @@ impl Bench<'_> {
     }
 }
 
-fn testbed(devices: Devices, options: &UpOptions) -> Testbed {
-    let layout = Layout::with_devices(&format!("fb{}", std::process::id() % 10_000), devices);
-    Testbed::up(&layout, options).unwrap_or_else(|e| {
-        eprintln!("forward bench: {e}");
-        std::process::exit(1);
-    })
-}
-
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("forward bench: needs root (network namespaces); skipped");
+    if !is_root("forward") {
         return;
     }
-    let args: Vec<String> = std::env::args().collect();
-    let duration = args
-        .iter()
-        .position(|a| a == "--duration")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(3.0);
+    let duration = arg("--duration").unwrap_or(3.0);
     let dir = std::env::temp_dir().join(format!("polld-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut bench = Bench {
@@ -123,7 +100,7 @@ fn main() {
         knobs: &RECOMMENDED_KNOBS,
     };
 
-    let veth = testbed(Devices::Veth, &bench.options);
+    let veth = testbed("forward", Devices::Veth, &bench.options);
     let kernel = bench.both(&veth, "kernel (threaded NAPI)", Forwarder::Kernel, None);
     let half = (kernel / 2.0) as u64;
     for backend in ["af_xdp", "af_packet"] {
@@ -134,7 +111,7 @@ fn main() {
     }
     drop(veth);
 
-    let tap = testbed(Devices::Tap, &bench.options);
+    let tap = testbed("forward", Devices::Tap, &bench.options);
     let mut tap_half = None;
     for mode in MODES {
         let flood = bench.both(

@@ -7,8 +7,11 @@
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
-use polld_testbed::{Layout, Testbed, UpOptions};
+mod common;
+
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::{Devices, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
 const HZ_1000: [(&str, &str); 2] = [
@@ -16,30 +19,15 @@ const HZ_1000: [(&str, &str); 2] = [
     ("kern.polling.burst_max", "1000"),
 ];
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
-    let i = args.iter().position(|a| a == name)?;
-    args.get(i + 1)?.parse().ok()
-}
-
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("latency bench: needs root (network namespaces); skipped");
+    if !is_root("latency") {
         return;
     }
-    let args: Vec<String> = std::env::args().collect();
-    let duration: f64 = arg(&args, "--duration").unwrap_or(5.0);
-    let rate: String = arg(&args, "--rate").unwrap_or_else(|| "10k".to_string());
+    let duration: f64 = arg("--duration").unwrap_or(5.0);
+    let rate: String = arg("--rate").unwrap_or_else(|| "10k".to_string());
     let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
     let options = UpOptions::default();
-    let layout = Layout::new(&format!("lb{}", std::process::id() % 10_000));
-    let tb = match Testbed::up(&layout, &options) {
-        Ok(tb) => tb,
-        Err(e) => {
-            eprintln!("latency bench: {e}");
-            std::process::exit(1);
-        }
-    };
+    let tb = testbed("latency", Devices::Veth, &options);
     let dir = std::env::temp_dir().join(format!("polld-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let polld_at = |mode, knobs| Forwarder::Polld {
@@ -61,7 +49,6 @@ fn main() {
     ];
     let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
     for (label, forwarder, hz) in trials {
-        eprintln!("latency bench: {label}, {rate} frames/s for {duration} s ...");
         let trial = Trial {
             label: label.to_string(),
             forwarder,
@@ -71,13 +58,10 @@ fn main() {
             },
             duration,
         };
-        match measure(&tb, &options, polld, &dir, &trial) {
-            Ok(row) => rows.push((row, hz)),
-            Err(e) => {
-                eprintln!("latency bench: {label}: {e}");
-                std::process::exit(1);
-            }
-        }
+        rows.push((
+            measure_or_exit("latency", &tb, &options, polld, &dir, &trial),
+            hz,
+        ));
     }
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);

@@ -7,8 +7,11 @@
 //!
 //! `cargo bench -p polld --bench tcp [-- --duration 5]`
 
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
-use polld_testbed::{Layout, Testbed, UpOptions};
+mod common;
+
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::{Devices, UpOptions};
 
 /// The recommended knobs but for the clock: FreeBSD's hz 1000.
 const HZ_1000: [(&str, &str); 3] = [
@@ -18,24 +21,13 @@ const HZ_1000: [(&str, &str); 3] = [
 ];
 
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("tcp bench: needs root (network namespaces); skipped");
+    if !is_root("tcp") {
         return;
     }
-    let args: Vec<String> = std::env::args().collect();
-    let duration: f64 = args
-        .iter()
-        .position(|a| a == "--duration")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(5.0);
+    let duration: f64 = arg("--duration").unwrap_or(5.0);
     let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
     let options = UpOptions::default();
-    let layout = Layout::new(&format!("tb{}", std::process::id() % 10_000));
-    let tb = Testbed::up(&layout, &options).unwrap_or_else(|e| {
-        eprintln!("tcp bench: {e}");
-        std::process::exit(1);
-    });
+    let tb = testbed("tcp", Devices::Veth, &options);
     let congestion = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map(|c| c.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
@@ -63,20 +55,13 @@ fn main() {
     }
     let mut rows: Vec<DemoRow> = Vec::new();
     for (label, forwarder) in trials {
-        eprintln!("tcp bench: {label}, {duration} s ...");
         let trial = Trial {
             label: label.clone(),
             forwarder,
             load: Load::Tcp,
             duration,
         };
-        match measure(&tb, &options, polld, &dir, &trial) {
-            Ok(row) => rows.push(row),
-            Err(e) => {
-                eprintln!("tcp bench: {label}: {e}");
-                std::process::exit(1);
-            }
-        }
+        rows.push(measure_or_exit("tcp", &tb, &options, polld, &dir, &trial));
     }
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);

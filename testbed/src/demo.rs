@@ -451,21 +451,11 @@ pub fn measure(
     let before = snapshot(&daemon)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let traffic = match trial.load {
-        Load::Frames { rate, .. } => tb
-            .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
-            .args([
-                "gen",
-                &layout.veth0.name,
-                "--json",
-                "-i",
-                "0",
-                "--rate",
-                rate,
-                "--duration",
-                &duration,
-            ])
-            .output()
-            .map_err(|e| failed(format!("polld gen: {e}")))?,
+        Load::Frames { rate, .. } => {
+            gen_command(tb, options.cpus.gen, &polld_str, rate, &duration)?
+                .output()
+                .map_err(|e| failed(format!("polld gen: {e}")))?
+        }
         Load::Tcp => tb
             .command_in(Role::Gen, Some(options.cpus.gen), "iperf3")?
             .args(["-c", &layout.veth3.addr.to_string(), "-p", TCP_PORT])
@@ -582,6 +572,21 @@ pub struct TcpResult {
     pub mbit_per_s: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
+}
+
+/// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its
+/// summary as JSON.
+pub(crate) fn gen_command(
+    tb: &Testbed,
+    cpu: usize,
+    polld: &str,
+    rate: &str,
+    seconds: &str,
+) -> Result<std::process::Command, TestbedError> {
+    let mut command = tb.command_in(Role::Gen, Some(cpu), polld)?;
+    command.args(["gen", &tb.layout().veth0.name, "--json", "-i", "0"]);
+    command.args(["--rate", rate, "--duration", seconds]);
+    Ok(command)
 }
 
 /// What `polld sink` measured end to end: loss and one-way latency.

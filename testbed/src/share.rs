@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::demo::{last_json, wait_for, Process};
+use crate::demo::{gen_command, last_json, wait_for, Process};
 use crate::{polld_config, Devices, PolldSetup, Role, Testbed, TestbedError};
 
 fn failed(what: String) -> TestbedError {
@@ -150,17 +150,7 @@ pub fn measure_share(
     wait_for(&socket, &mut daemon)?;
     let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
     let gen = Process::spawn(
-        tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?.args([
-            "gen",
-            &layout.veth0.name,
-            "--json",
-            "-i",
-            "0",
-            "--rate",
-            "unlimited",
-            "--duration",
-            &flood_secs,
-        ]),
+        &mut gen_command(tb, gen_cpu, &polld_str, "unlimited", &flood_secs)?,
         "polld gen",
     )?;
     let competitor = Competitor::start(tb, fwd_cpu)?;
