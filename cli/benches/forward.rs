@@ -13,7 +13,8 @@
 //! forwarded packet, and whether conservation held in polld's final report. polld polls
 //! with the README's recommended knobs and runs realtime.
 //!
-//! `cargo bench -p polld --bench forward [-- --duration 3]`
+//! `cargo bench -p polld --bench forward [-- --duration 3] [--json]` (`--json`: the rows as
+//! a JSON array instead of the table)
 
 mod common;
 
@@ -125,7 +126,22 @@ fn main() {
     drop(tap);
     let _ = std::fs::remove_dir_all(&bench.dir);
 
-    print_report(&bench.rows, &bench.options);
+    if std::env::args().any(|a| a == "--json") {
+        let rows: Vec<serde_json::Value> = bench
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "load": r.load,
+                    "cpu_ns_per_packet": r.cpu_ns_per_frame(),
+                    "row": r.demo,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(rows));
+    } else {
+        print_report(&bench.rows, &bench.options);
+    }
 }
 
 fn print_report(rows: &[Row], options: &UpOptions) {
