@@ -139,6 +139,10 @@ fn main() {
             })
             .collect();
         println!("{}", serde_json::Value::Array(rows));
+        if bench.rows.iter().any(|r| r.demo.conserved == Some(false)) {
+            eprintln!("forward bench: CONSERVATION VIOLATED in some polld run");
+            std::process::exit(1);
+        }
     } else {
         print_report(&bench.rows, &bench.options);
     }
