@@ -22,6 +22,7 @@ use std::path::Path;
 
 use common::{arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
@@ -126,6 +127,7 @@ fn main() {
     drop(tap);
     let _ = std::fs::remove_dir_all(&bench.dir);
 
+    let svg = plot(&bench.rows);
     if std::env::args().any(|a| a == "--json") {
         let rows: Vec<serde_json::Value> = bench
             .rows
@@ -145,6 +147,34 @@ fn main() {
         }
     } else {
         print_report(&bench.rows, &bench.options);
+        println!("plot of delivered against offered load: {svg}");
+    }
+}
+
+/// Draws delivered against offered load, one line per forwarder through (0, 0), half load
+/// and the flood, as an SVG under the target directory; returns its path, or why not.
+fn plot(rows: &[Row]) -> String {
+    let mut series: Vec<Series> = Vec::new();
+    for r in rows {
+        let point = (r.demo.offered_pps / 1e3, r.demo.delivered_pps / 1e3);
+        match series.iter_mut().find(|s| s.name == r.demo.mode) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series::new(r.demo.mode.clone(), vec![(0.0, 0.0), point])),
+        }
+    }
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let chart = LineChart {
+        title: "delivered against offered load, 64-byte frames".into(),
+        x_label: "offered (kpps)".into(),
+        y_label: "delivered (kpps)".into(),
+        series,
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("forward.svg");
+    match chart.write_svg(&path) {
+        Ok(()) => path.display().to_string(),
+        Err(e) => format!("not drawn: {e}"),
     }
 }
 

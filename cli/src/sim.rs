@@ -21,7 +21,7 @@ pub struct SimArgs {
     /// Without a file: number of input NICs, each forwarding to its own output NIC.
     #[arg(long, default_value_t = 1)]
     streams: usize,
-    /// Without a file: mode of every NIC (interrupt, polling, adaptive, busy).
+    /// Without a file: mode of every NIC (interrupt, polling, adaptive, busy, auto).
     #[arg(long, default_value = "polling")]
     mode: String,
     /// Without a file: run a CPU-bound user task beside the dataplane.

@@ -53,7 +53,7 @@ const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 /// `kern.polling.*` entries that count events; the others are levels (gauges).
 const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
 /// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 2] = ["queued", "rx_process_limit"];
+const INTERFACE_GAUGES: [&str; 3] = ["queued", "rx_process_limit", "auto_polling"];
 /// `polld.*` time accounts: entry, metric (in seconds), help.
 const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
     (

@@ -22,8 +22,10 @@ pub mod poll;
 pub mod rng;
 pub mod stage;
 
-pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Work};
+pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
 pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
-pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
+pub use poll::{
+    HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,
+};
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};

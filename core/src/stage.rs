@@ -219,6 +219,10 @@ pub trait PacketStage {
     /// and may emit frames of its own.
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
 
+    /// The executor's clock, in ns, before each piece of work (ARP timers, ICMP rate
+    /// limits); a stage that keeps no time ignores it.
+    fn set_now(&mut self, _now_ns: u64) {}
+
     /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
     /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
     fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {

@@ -22,7 +22,7 @@
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
 //! netns = "gen"                  # the network namespace the interface lives in
 //!                                # (`ip netns list`); default: polld's own
-//! mode = "polling"               # interrupt (default), polling, adaptive or busy
+//! mode = "polling"               # interrupt (default), polling, adaptive, busy or auto
 //! queue = 0                      # af_xdp: the receive queue
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
@@ -223,7 +223,7 @@ impl<'de> Deserialize<'de> for ModeName {
         let s = String::deserialize(d)?;
         s.parse().map(ModeName).map_err(|_| {
             serde::de::Error::custom(format!(
-                "unknown mode {s:?}; use interrupt, polling, adaptive or busy"
+                "unknown mode {s:?}; use interrupt, polling, adaptive, busy or auto"
             ))
         })
     }

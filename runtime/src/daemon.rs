@@ -452,7 +452,7 @@ fn report(
     };
     writeln!(out, "polld: stopped by {name}; queues drained")?;
     for (iface, status) in dp.interfaces().iter().zip(&interfaces) {
-        let c = &iface.counters;
+        let c = iface.counters();
         writeln!(
             out,
             "{}: mode {} link {}  rx {}  forwarded {}  local {}  consumed {}  tx {}  interrupts {}  polls {}",

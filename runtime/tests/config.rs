@@ -70,7 +70,7 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
     let cases: &[(&str, &str, &str)] = &[
         // (replace this, with that, expect this in the error)
         ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
-        ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive or busy"),
+        ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive, busy or auto"),
         ("cpu = 1", "cpus = 1", "fwd.toml:4: unknown field `cpus`"),
         ("gateway = \"10.0.2.2\"", "gateway = \"10.0.9.9\"", "fwd.toml:26: routes[0].gateway: 10.0.9.9 is not on a connected network"),
         ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown field `rotues`"),

@@ -389,7 +389,10 @@ pub struct Scheduler {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Interface {
     pub name: String,
+    /// The mode; `auto` shows what it does now: `auto/intr` or `auto/poll`.
     pub mode: String,
+    /// Auto mode: switches between interrupts and polling, since start.
+    pub auto_switches: u64,
     pub link: String,
     /// Wakeups taken from the device.
     pub interrupts_per_s: f64,
@@ -466,8 +469,14 @@ impl Snapshot {
                     })
                     .collect();
                 drops_by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let mode = match after.get(&format!("{p}mode")).unwrap_or("") {
+                    "auto" if after.number(&format!("{p}auto_polling")) == 1 => "auto/poll",
+                    "auto" => "auto/intr",
+                    other => other,
+                };
                 Interface {
-                    mode: after.get(&format!("{p}mode")).unwrap_or("").to_string(),
+                    mode: mode.to_string(),
+                    auto_switches: after.number(&format!("{p}auto_switches")),
                     link: after.get(&format!("{p}link")).unwrap_or("").to_string(),
                     interrupts_per_s: rate(&format!("{p}interrupts")),
                     polls_per_s: rate(&format!("{p}polls")),

@@ -236,12 +236,7 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             args.duration
         )
         .ok();
-        let trial = ShareTrial {
-            mode,
-            user_frac: args.user_frac,
-            warm_up: 1.0,
-            window: args.duration,
-        };
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
         rows.push(measure_share(
             run.tb,
             run.polld,
@@ -707,15 +702,19 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
 
 fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
+    format!("{cpus} CPUs, {}", cpu_model())
+}
+
+/// The CPU's model name from /proc/cpuinfo.
+pub(crate) fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
             t.lines()
                 .find(|l| l.starts_with("model name"))
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpus} CPUs, {model}")
+        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 fn clock_ticks() -> f64 {

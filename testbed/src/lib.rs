@@ -60,9 +60,12 @@ mod error;
 pub mod layout;
 pub mod napi;
 pub mod placement;
+pub mod plot;
 pub mod polld;
+pub mod seeds;
 pub mod share;
 pub mod status;
+pub mod streams;
 mod sys;
 mod testbed;
 
