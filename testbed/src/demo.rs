@@ -394,14 +394,7 @@ pub fn measure(
             let config_path = dir.join("polld.toml");
             std::fs::write(&config_path, config)
                 .map_err(|e| failed(format!("writing the config: {e}")))?;
-            let mut daemon = Process::spawn(
-                tb.command_in(Role::Fwd, None, &polld_str)?
-                    .args(["run", "--json", "-c"])
-                    .arg(&config_path),
-                "polld run",
-            )?;
-            wait_for(&socket, &mut daemon)?;
-            Some(daemon)
+            Some(start_polld(tb, &polld_str, &config_path, &socket)?)
         }
         Forwarder::Kernel => None,
     };
@@ -567,6 +560,23 @@ pub struct TcpResult {
     pub mbit_per_s: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
+}
+
+/// `polld run --json -c CONFIG` in fwd, once its control socket exists.
+pub(crate) fn start_polld(
+    tb: &Testbed,
+    polld: &str,
+    config: &Path,
+    socket: &Path,
+) -> Result<Process, TestbedError> {
+    let mut daemon = Process::spawn(
+        tb.command_in(Role::Fwd, None, polld)?
+            .args(["run", "--json", "-c"])
+            .arg(config),
+        "polld run",
+    )?;
+    wait_for(socket, &mut daemon)?;
+    Ok(daemon)
 }
 
 /// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::demo::{last_json, wait_for, Process};
+use crate::demo::{last_json, start_polld, Process};
 use crate::streams::ExtraStream;
 use crate::{polld_config, Devices, PolldSetup, Role, Testbed, TestbedError};
 
@@ -204,13 +204,7 @@ impl<'a> TrialRun<'a> {
         let config_path = dir.join("polld.toml");
         std::fs::write(&config_path, config)
             .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
-        let mut daemon = Process::spawn(
-            tb.command_in(Role::Fwd, None, &polld_str)?
-                .args(["run", "--json", "-c"])
-                .arg(&config_path),
-            "polld run",
-        )?;
-        wait_for(&socket, &mut daemon)?;
+        let daemon = start_polld(tb, &polld_str, &config_path, &socket)?;
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
             let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
