@@ -8,7 +8,7 @@
 //! the real poller thread.
 //!
 //! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
-//! - [`ifpoll`]: DragonFly's per-CPU pollers (RX, TX every `tx_frac` ticks, status on CPU 0);
+//! - [`ifpoll`]: DragonFly's per-CPU polling: which CPU polls which interface, `net.ifpoll.N.*`;
 //! - [`knobs`]: `kern.polling.*` names, defaults and validation;
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`rng`]: a seeded generator for simulated arrivals and fault injection;

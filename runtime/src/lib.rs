@@ -5,6 +5,8 @@
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`idle`]: idle polling's own thread at idle priority;
+//! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
+//!   to them (DragonFly's ifpoll);
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
@@ -15,6 +17,7 @@ pub mod config;
 pub mod daemon;
 pub mod executor;
 pub mod idle;
+pub mod percpu;
 pub mod rx_work;
 pub mod sys;
 

@@ -391,10 +391,9 @@ pub fn measure(
                     knobs,
                 },
             );
-            let config_path = dir.join("polld.toml");
-            std::fs::write(&config_path, config)
-                .map_err(|e| failed(format!("writing the config: {e}")))?;
-            Some(start_polld(tb, &polld_str, &config_path, &socket)?)
+            Some(crate::share::start_polld(
+                tb, &polld_str, dir, &config, &socket,
+            )?)
         }
         Forwarder::Kernel => None,
     };
@@ -560,23 +559,6 @@ pub struct TcpResult {
     pub mbit_per_s: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
-}
-
-/// `polld run --json -c CONFIG` in fwd, once its control socket exists.
-pub(crate) fn start_polld(
-    tb: &Testbed,
-    polld: &str,
-    config: &Path,
-    socket: &Path,
-) -> Result<Process, TestbedError> {
-    let mut daemon = Process::spawn(
-        tb.command_in(Role::Fwd, None, polld)?
-            .args(["run", "--json", "-c"])
-            .arg(config),
-        "polld run",
-    )?;
-    wait_for(socket, &mut daemon)?;
-    Ok(daemon)
 }
 
 /// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its
@@ -850,11 +832,22 @@ impl Process {
 
     /// SIGINT, wait up to 10 s; returns its standard output.
     pub(crate) fn finish(&mut self) -> Result<String, TestbedError> {
+        self.end(true)
+    }
+
+    /// Waits up to 10 s for it to exit by itself; returns its standard output.
+    pub(crate) fn wait(&mut self) -> Result<String, TestbedError> {
+        self.end(false)
+    }
+
+    fn end(&mut self, interrupt: bool) -> Result<String, TestbedError> {
         let Some(mut child) = self.child.take() else {
             return Ok(String::new());
         };
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        if interrupt {
+            // SAFETY: signals a child we started, by its pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait().ok().flatten().is_none() {
             if Instant::now() > deadline {
