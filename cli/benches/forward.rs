@@ -1,94 +1,280 @@
-//! Forwarding benchmark on the testbed (root): 64-byte frames from `polld gen` on CPU0 as
-//! fast as it sends, through fwd to `polld sink`, with the forwarder and its receive work on
-//! CPU1 (threaded NAPI pinned there). In one run it measures the kernel's own forwarding
-//! (`ip_forward=1`, the baseline measured 751 kpps) and polld in interrupt and polling mode
-//! on each backend (polling with the README's recommended knobs), and prints polld's
-//! delivered rate as a ratio of the kernel's, with polld's CPU and resident memory.
+//! Forwarding benchmark (root): 64-byte frames from `polld gen` on CPU0 through fwd, with
+//! the forwarder and its receive work on CPU1 (threaded NAPI pinned there). In one run:
+//! - on the veth testbed, the kernel's own forwarding (`ip_forward=1`) and polld in each
+//!   mode (interrupt, adaptive, polling, busy) on AF_XDP and on AF_PACKET;
+//! - on the TAP testbed, polld in each mode on TAP (the kernel cannot forward there:
+//!   nothing but polld joins the TAPs);
+//! - DPDK testpmd when `dpdk-testpmd` is installed (a line says when it is skipped).
 //!
-//! `cargo bench -p polld --bench forward [-- --duration 5]`
+//! Each forwarder runs twice: under a flood (gen as fast as it sends) and at half load
+//! (half the kernel's flood rate on veth, half of polld's interrupt mode on TAP). Every row
+//! has the delivered rate (the output's receive counter), the CPU of every thread that
+//! worked (polld's, and the kernel's receive threads for fwd's interfaces), the CPU per
+//! forwarded packet, and whether conservation held in polld's final report. polld polls
+//! with the README's recommended knobs and runs realtime.
+//!
+//! `cargo bench -p polld --bench forward [-- --duration 3] [--json]` (`--json`: the rows as
+//! a JSON array instead of the table)
 
-use polld_testbed::demo::{measure, write_table, Forwarder, Trial};
-use polld_testbed::{Layout, Testbed, UpOptions};
+mod common;
+
+use std::path::Path;
+
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::plot::{LineChart, Series};
+use polld_testbed::{Devices, Testbed, UpOptions};
+
+const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
+
+/// One measured row: who forwarded, at which load.
+struct Row {
+    load: &'static str,
+    demo: DemoRow,
+}
+
+impl Row {
+    /// CPU time (polld and the kernel's receive threads) per delivered frame, ns.
+    fn cpu_ns_per_frame(&self) -> f64 {
+        let d = &self.demo;
+        (d.polld_cpu_percent + d.kernel_rx_cpu_percent) / 100.0 * 1e9 / d.delivered_pps.max(1.0)
+    }
+}
+
+struct Bench<'a> {
+    polld: &'a Path,
+    dir: std::path::PathBuf,
+    options: UpOptions,
+    duration: f64,
+    rows: Vec<Row>,
+}
+
+impl Bench<'_> {
+    /// Measures `forwarder` on `tb` at `rate` and keeps the row; exits on failure.
+    fn run(
+        &mut self,
+        tb: &Testbed,
+        label: &str,
+        forwarder: Forwarder,
+        load: &'static str,
+        rate: &str,
+    ) -> f64 {
+        let trial = Trial {
+            label: label.to_string(),
+            forwarder,
+            // Delivered = the output's rx counter: no sink process competing for CPU1.
+            load: Load::Frames { rate, sink: false },
+            duration: self.duration,
+        };
+        let demo = measure_or_exit("forward", tb, &self.options, self.polld, &self.dir, &trial);
+        let delivered = demo.delivered_pps;
+        self.rows.push(Row { load, demo });
+        delivered
+    }
+
+    /// A flood and half load for `forwarder`; `half` is the half-load rate, or `None` for
+    /// half of this forwarder's own flood rate.
+    fn both(&mut self, tb: &Testbed, label: &str, forwarder: Forwarder, half: Option<u64>) -> f64 {
+        let flood = self.run(tb, label, forwarder, "flood", "unlimited");
+        let half = half.unwrap_or((flood / 2.0) as u64).max(1000);
+        self.run(tb, label, forwarder, "half", &half.to_string());
+        flood
+    }
+}
 
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("forward bench: needs root (network namespaces); skipped");
+    if !is_root("forward") {
         return;
     }
-    let args: Vec<String> = std::env::args().collect();
-    let duration = args
-        .iter()
-        .position(|a| a == "--duration")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(5.0);
-    let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
-    let options = UpOptions::default();
-    let layout = Layout::new(&format!("fb{}", std::process::id() % 10_000));
-    let tb = match Testbed::up(&layout, &options) {
-        Ok(tb) => tb,
-        Err(e) => {
-            eprintln!("forward bench: {e}");
-            std::process::exit(1);
-        }
-    };
+    let duration = arg("--duration").unwrap_or(3.0);
     let dir = std::env::temp_dir().join(format!("polld-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
+    let mut bench = Bench {
+        polld: Path::new(env!("CARGO_BIN_EXE_polld")),
+        dir,
+        options: UpOptions::default(),
+        duration,
+        rows: Vec::new(),
+    };
+    let polld_on = |backend, mode| Forwarder::Polld {
+        backend,
+        mode,
+        knobs: &RECOMMENDED_KNOBS,
+    };
+
+    let veth = testbed("forward", Devices::Veth, &bench.options);
+    let kernel = bench.both(&veth, "kernel (threaded NAPI)", Forwarder::Kernel, None);
+    let half = (kernel / 2.0) as u64;
     for backend in ["af_xdp", "af_packet"] {
-        for mode in ["interrupt", "polling"] {
-            trials.push((
-                format!("polld {backend} {mode}"),
-                Forwarder::Polld { backend, mode },
-            ));
+        for mode in MODES {
+            let label = format!("polld {backend} {mode}");
+            bench.both(&veth, &label, polld_on(backend, mode), Some(half));
         }
     }
-    let mut rows = Vec::new();
-    for (label, forwarder) in trials {
-        eprintln!("forward bench: {label}, {duration} s ...");
-        let trial = Trial {
-            label: label.clone(),
-            forwarder,
-            rate: "unlimited",
-            duration,
-            // Delivered = veth3's rx counter, as in the baseline: no sink process
-            // competing for the forwarder's CPU.
-            sink: false,
-        };
-        match measure(&tb, &options, polld, &dir, &trial) {
-            Ok(row) => rows.push(row),
-            Err(e) => {
-                eprintln!("forward bench: {label}: {e}");
-                std::process::exit(1);
-            }
+    drop(veth);
+
+    let tap = testbed("forward", Devices::Tap, &bench.options);
+    let mut tap_half = None;
+    for mode in MODES {
+        let flood = bench.both(
+            &tap,
+            &format!("polld tap {mode}"),
+            polld_on("tap", mode),
+            tap_half,
+        );
+        tap_half.get_or_insert((flood / 2.0) as u64);
+    }
+    drop(tap);
+    let _ = std::fs::remove_dir_all(&bench.dir);
+
+    let svg = plot(&bench.rows);
+    if std::env::args().any(|a| a == "--json") {
+        let rows: Vec<serde_json::Value> = bench
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "load": r.load,
+                    "cpu_ns_per_packet": r.cpu_ns_per_frame(),
+                    "row": r.demo,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(rows));
+        if bench.rows.iter().any(|r| r.demo.conserved == Some(false)) {
+            eprintln!("forward bench: CONSERVATION VIOLATED in some polld run");
+            std::process::exit(1);
+        }
+    } else {
+        print_report(&bench.rows, &bench.options);
+        println!("plot of delivered against offered load: {svg}");
+    }
+}
+
+/// Draws delivered against offered load, one line per forwarder through (0, 0), half load
+/// and the flood, as an SVG under the target directory; returns its path, or why not.
+fn plot(rows: &[Row]) -> String {
+    let mut series: Vec<Series> = Vec::new();
+    for r in rows {
+        let point = (r.demo.offered_pps / 1e3, r.demo.delivered_pps / 1e3);
+        match series.iter_mut().find(|s| s.name == r.demo.mode) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series::new(r.demo.mode.clone(), vec![(0.0, 0.0), point])),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    write_table(
-        &rows,
-        "polld forwarding against the kernel",
-        &options,
-        &mut std::io::stdout(),
+    for s in &mut series {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let chart = LineChart {
+        title: "delivered against offered load, 64-byte frames".into(),
+        x_label: "offered (kpps)".into(),
+        y_label: "delivered (kpps)".into(),
+        series,
+    };
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("forward.svg");
+    match chart.write_svg(&path) {
+        Ok(()) => path.display().to_string(),
+        Err(e) => format!("not drawn: {e}"),
+    }
+}
+
+fn print_report(rows: &[Row], options: &UpOptions) {
+    let fwd = options.cpus.fwd;
+    println!(
+        "\npolld forwarding, 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd} ({} placement); {}",
+        options.cpus.gen,
+        options.placement.name(),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .unwrap_or_default()
     );
-    let kernel = rows[0].delivered_pps.max(1.0);
-    for r in &rows[1..] {
+    println!(
+        "{:<24} {:<5} {:>10} {:>11} {:>9} {:>9} {:>9} {:>10} {:>12} {:>8}  {:<9} drops at the input",
+        "forwarder", "load", "offered/s", "delivered/s", "polld CPU", "kernel rx", format!("CPU{fwd} busy"), "CPU ns/pkt", "interrupts/s", "RSS MiB", "conserved"
+    );
+    for r in rows {
+        let d = &r.demo;
+        let drops: Vec<String> = d.drops.iter().map(|(n, v)| format!("{n} {v}")).collect();
         println!(
-            "{}: {:.2}x the kernel's delivered rate, RSS {:.1} MiB (target < 64 MiB)",
-            r.mode,
-            r.delivered_pps / kernel,
-            r.polld_rss_kib as f64 / 1024.0
+            "{:<24} {:<5} {:>10.0} {:>11.0} {:>8.1}% {:>8.1}% {:>9.1}% {:>10.0} {:>12.0} {:>8}  {:<9} {}",
+            d.mode,
+            r.load,
+            d.offered_pps,
+            d.delivered_pps,
+            d.polld_cpu_percent,
+            d.kernel_rx_cpu_percent,
+            d.fwd_cpu_busy_percent,
+            r.cpu_ns_per_frame(),
+            d.interrupts_per_sec,
+            if d.polld_rss_kib > 0 { format!("{:.1}", d.polld_rss_kib as f64 / 1024.0) } else { "-".into() },
+            match d.conserved {
+                Some(true) => "yes",
+                Some(false) => "VIOLATED",
+                None => "(kernel)",
+            },
+            if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
         );
     }
-    // Rows 1..: each backend's interrupt row, then its polling row.
-    for pair in rows[1..].chunks(2) {
-        if let [interrupt, polling] = pair {
+    if which("dpdk-testpmd") {
+        println!("DPDK testpmd: dpdk-testpmd is installed, but this bench does not drive it yet; skipped");
+    } else {
+        println!("DPDK testpmd: dpdk-testpmd is not installed (Debian: dpdk); skipped");
+    }
+    let flood = |label: &str| {
+        rows.iter()
+            .find(|r| r.demo.mode == label && r.load == "flood")
+    };
+    let half = |label: &str| {
+        rows.iter()
+            .find(|r| r.demo.mode == label && r.load == "half")
+    };
+    let kernel = flood("kernel (threaded NAPI)").map_or(1.0, |r| r.demo.delivered_pps.max(1.0));
+    for backend in ["af_xdp", "af_packet", "tap"] {
+        let interrupt = flood(&format!("polld {backend} interrupt"))
+            .map_or(1.0, |r| r.demo.delivered_pps.max(1.0));
+        for mode in MODES {
+            let label = format!("polld {backend} {mode}");
+            let (Some(f), Some(h)) = (flood(&label), half(&label)) else {
+                continue;
+            };
+            let against_kernel = if backend == "tap" {
+                String::new()
+            } else {
+                format!(
+                    "{:.2}x the kernel's delivered rate, ",
+                    f.demo.delivered_pps / kernel
+                )
+            };
             println!(
-                "{}: {:.2}x interrupt mode's delivered rate ({:.0} against {:.0} frames/s)",
-                polling.mode,
-                polling.delivered_pps / interrupt.delivered_pps.max(1.0),
-                polling.delivered_pps,
-                interrupt.delivered_pps
+                "{label}: {against_kernel}{:.2}x interrupt mode's; {:.0} ns of CPU per packet at half load",
+                f.demo.delivered_pps / interrupt,
+                h.cpu_ns_per_frame()
             );
         }
     }
+    if let Some(h) = half("kernel (threaded NAPI)") {
+        println!(
+            "kernel (threaded NAPI): {:.0} ns of CPU per packet at half load",
+            h.cpu_ns_per_frame()
+        );
+    }
+    let polld_runs = rows.iter().filter(|r| r.demo.conserved.is_some()).count();
+    let violated: Vec<String> = rows
+        .iter()
+        .filter(|r| r.demo.conserved == Some(false))
+        .map(|r| format!("{} ({})", r.demo.mode, r.load))
+        .collect();
+    if violated.is_empty() {
+        println!("conservation held on every interface in all {polld_runs} polld runs");
+    } else {
+        println!("CONSERVATION VIOLATED in: {}", violated.join(", "));
+        std::process::exit(1);
+    }
+}
+
+/// Whether `program` is on the PATH.
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }

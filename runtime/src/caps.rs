@@ -5,7 +5,8 @@
 //! redirect program and its map) and CAP_NET_ADMIN (attaching it); TAP needs
 //! CAP_NET_ADMIN; an interface in another network namespace (`netns = ...`) needs
 //! CAP_SYS_ADMIN to enter it; SCHED_FIFO needs CAP_SYS_NICE. After set-up polld keeps only what it
-//! needs to reopen an interface that disappears and returns, and empties its bounding set
+//! needs to reopen an interface that disappears and returns (and CAP_SYS_NICE with
+//! `realtime`, to return to SCHED_FIFO after busy polling), and empties its bounding set
 //! of everything else, so a bug in the packet path cannot be turned into more.
 
 use std::fmt;

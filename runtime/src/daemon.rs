@@ -124,6 +124,11 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
             keep.push(Cap::SysAdmin);
         }
     }
+    // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
+    // (see the executor's module doc).
+    if config.daemon.realtime {
+        keep.push(Cap::SysNice);
+    }
     CapSet::of(&keep)
 }
 
@@ -389,6 +394,7 @@ pub(crate) fn daemon_info(
     DaemonInfo {
         config: std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone()),
         pinned_cpu,
+        realtime: config.daemon.realtime,
         defaults,
     }
 }

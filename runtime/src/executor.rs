@@ -18,9 +18,15 @@
 //! one pass of them it reads its events again. When nothing is due it sleeps again, which
 //! is what leaves the rest of the core to user work.
 //!
-//! Busy polling spins at the thread's own policy. Idle polling waits for the idle thread
-//! (`SCHED_IDLE`) to find the CPU idle, so the poll thread's policy never changes after
-//! set-up (it could not return from `SCHED_IDLE` without the CAP_SYS_NICE it dropped).
+//! Busy polling spins at `SCHED_OTHER`, and a pass that finds nothing yields the CPU. On
+//! veth the kernel's receive threads (threaded NAPI, `SCHED_OTHER`) fill the sockets a
+//! busy interface reads; a `SCHED_FIFO` spinner on their CPU would leave them only the
+//! few percent the scheduler reserves for ordinary threads, and lose most of the traffic
+//! (docs/linux-mapping.md, "who owns the receive work"). So a realtime poll thread lowers
+//! itself while some interface is busy and returns to `SCHED_FIFO` (it keeps
+//! CAP_SYS_NICE for that) when none is; meanwhile its ticks are as punctual as an ordinary
+//! thread's. Idle polling waits for the idle thread (`SCHED_IDLE`) to find the CPU idle,
+//! so busy mode is the only thing that changes the poll thread's policy.
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -33,7 +39,7 @@ use std::os::fd::RawFd;
 use polld_control::answer::{self as control, DaemonStatus};
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
-use polld_core::{Dataplane, Device, Due, Event, LinkState};
+use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
@@ -82,6 +88,8 @@ pub struct DaemonInfo {
     pub config: std::path::PathBuf,
     /// The CPU the poll thread is pinned to.
     pub pinned_cpu: Option<usize>,
+    /// The poll thread runs `SCHED_FIFO` (but for busy polling).
+    pub realtime: bool,
     /// Writable entries before the config was applied.
     pub defaults: Vec<(String, String)>,
 }
@@ -100,6 +108,8 @@ pub struct Executor {
     /// The fd each interface has in the epoll set, if any.
     watched: Vec<Option<RawFd>>,
     idle: IdlePoller,
+    /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
+    lowered: bool,
 }
 
 impl Executor {
@@ -136,6 +146,7 @@ impl Executor {
             inbox,
             watched: vec![None; n],
             idle,
+            lowered: false,
         })
     }
 
@@ -156,6 +167,7 @@ impl Executor {
             if self.dp.poller().idle_poll_active() {
                 self.idle.ask();
             }
+            self.sync_policy()?;
             let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
             for &token in &ready {
@@ -198,7 +210,7 @@ impl Executor {
                 _ => &mut self.accounts.work_ns,
             };
             let start = now_ns();
-            self.dp.run(due, start);
+            let work = self.dp.run(due, start);
             let end = now_ns();
             *account += end.saturating_sub(start);
             self.dp.ran(due, end.saturating_sub(start));
@@ -213,9 +225,30 @@ impl Executor {
                 }
             }
             if due.spins() {
+                if matches!(due, Due::Busy(_)) && work.rx == 0 {
+                    // Nothing there: let the kernel's receive work run.
+                    crate::sys::yield_cpu();
+                }
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// A realtime poll thread spins at `SCHED_OTHER` while some interface is busy.
+    fn sync_policy(&mut self) -> io::Result<()> {
+        let spin = (0..self.dp.interfaces().len()).any(|i| {
+            self.dp.interfaces()[i].mode() == Mode::Busy && self.dp.link(i) == LinkState::Up
+        });
+        if !self.daemon.realtime || spin == self.lowered {
+            return Ok(());
+        }
+        if spin {
+            crate::sys::make_ordinary()?;
+        } else {
+            crate::sys::make_realtime()?;
+        }
+        self.lowered = spin;
         Ok(())
     }
 

@@ -278,6 +278,23 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// Returns the calling thread to SCHED_OTHER (no privilege needed).
+pub fn make_ordinary() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: valid parameters for the calling thread.
+    check(
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) },
+        "sched_setscheduler(SCHED_OTHER)",
+    )
+    .map(drop)
+}
+
+/// Gives the CPU to another runnable thread of the same policy, if any.
+pub fn yield_cpu() {
+    // SAFETY: sched_yield has no preconditions and cannot fail on Linux.
+    unsafe { libc::sched_yield() };
+}
+
 /// Makes the calling thread SCHED_FIFO at a middle priority, and tightens its timer slack
 /// so that ticks are not rounded late.
 pub fn make_realtime() -> io::Result<()> {

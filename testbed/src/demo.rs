@@ -64,32 +64,50 @@ pub struct DemoRow {
     /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
     pub interrupts_per_sec: f64,
-    /// `dev.veth1.*` drops during the run, by reason.
+    /// Drops at the input (`dev.veth1.*`, `dev.tap0.*` on TAP) during the run, by reason.
     pub drops: Vec<(String, u64)>,
     /// polld's resident memory at the end of the run, KiB.
     pub polld_rss_kib: u64,
+    /// Loss and latency at `polld sink`, when the trial ran one.
+    pub latency: Option<SinkLatency>,
+    /// The TCP stream's rate, in a TCP trial.
+    pub tcp: Option<TcpResult>,
+    /// Conservation on every interface in polld's final report (`None`: the kernel
+    /// forwarded).
+    pub conserved: Option<bool>,
 }
 
 /// Who forwards in fwd during a trial.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Forwarder<'a> {
-    /// `polld run` with this backend and mode on both interfaces.
-    Polld { backend: &'a str, mode: &'a str },
+    /// `polld run` with this backend, mode and `[knobs]` on both interfaces.
+    Polld {
+        backend: &'a str,
+        mode: &'a str,
+        knobs: &'a [(&'a str, &'a str)],
+    },
     /// The kernel's own IPv4 forwarding (`ip_forward=1`), no polld.
     Kernel,
 }
 
-/// One measured run: a forwarder, and `polld gen` at `rate` for `duration` seconds.
+/// One measured run: a forwarder, and a load for `duration` seconds.
 #[derive(Clone, Debug)]
 pub struct Trial<'a> {
     pub label: String,
     pub forwarder: Forwarder<'a>,
-    /// `polld gen --rate`: `200k`, `unlimited`, ...
-    pub rate: &'a str,
+    pub load: Load<'a>,
     pub duration: f64,
-    /// Count delivered frames with `polld sink` in sink (end to end, but the sink needs
-    /// CPU too); otherwise with veth3's own rx counter, as the baseline did.
-    pub sink: bool,
+}
+
+/// What goes through the forwarder during a trial.
+#[derive(Clone, Copy, Debug)]
+pub enum Load<'a> {
+    /// `polld gen` from gen at `rate` (`200k`, `unlimited`, ...). With `sink`, delivered
+    /// frames are counted (and timed) by `polld sink` in sink, end to end, though the sink
+    /// needs CPU too; otherwise by the output's own rx counter, as the baseline did.
+    Frames { rate: &'a str, sink: bool },
+    /// One iperf3 TCP stream from gen to sink (the server pinned to the sink CPU).
+    Tcp,
 }
 
 /// The poller knobs the README recommends for today's rates, used by the demo and the
@@ -183,10 +201,13 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             forwarder: Forwarder::Polld {
                 backend: &args.backend,
                 mode,
+                knobs: &RECOMMENDED_KNOBS,
             },
-            rate: &args.rate,
+            load: Load::Frames {
+                rate: &args.rate,
+                sink: true,
+            },
             duration: args.duration,
-            sink: true,
         };
         rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
     }
@@ -345,11 +366,18 @@ pub fn measure(
     trial: &Trial,
 ) -> Result<DemoRow, TestbedError> {
     let polld_str = polld.to_string_lossy().to_string();
+    let layout = tb.layout();
+    let input = &layout.veth1.name;
+    let input_drops = format!("dev.{input}.drops.");
     let kernel_forwarding = trial.forwarder == Forwarder::Kernel;
     set_ip_forward(tb, kernel_forwarding)?;
     let socket = dir.join("polld.sock");
     let mut daemon = match trial.forwarder {
-        Forwarder::Polld { backend, mode } => {
+        Forwarder::Polld {
+            backend,
+            mode,
+            knobs,
+        } => {
             let config = polld_config(
                 tb.layout(),
                 &PolldSetup {
@@ -360,31 +388,27 @@ pub fn measure(
                     // The tick must preempt the kernel's receive work on the same CPU,
                     // as a clock interrupt does.
                     realtime: true,
-                    knobs: &RECOMMENDED_KNOBS,
+                    knobs,
                 },
             );
-            let config_path = dir.join("polld.toml");
-            std::fs::write(&config_path, config)
-                .map_err(|e| failed(format!("writing the config: {e}")))?;
-            let mut daemon = Process::spawn(
-                tb.command_in(Role::Fwd, None, &polld_str)?
-                    .args(["run", "-c"])
-                    .arg(&config_path),
-                "polld run",
-            )?;
-            wait_for(&socket, &mut daemon)?;
-            Some(daemon)
+            Some(crate::share::start_polld(
+                tb, &polld_str, dir, &config, &socket,
+            )?)
         }
         Forwarder::Kernel => None,
     };
     let duration = trial.duration.to_string();
     let sink_duration = (trial.duration + 2.0).to_string();
-    let mut sink = if trial.sink {
+    let mut sink = if matches!(trial.load, Load::Frames { sink: true, .. }) {
         Some(Process::spawn(
             tb.command_in(Role::Sink, Some(options.cpus.sink), &polld_str)?
+                // AF_XDP: the sink sees each frame when the kernel delivers it, where
+                // AF_PACKET's TPACKET_V3 holds it until its block retires (up to 1 ms).
                 .args([
                     "sink",
-                    "veth3",
+                    &layout.veth3.name,
+                    "--backend",
+                    "af_xdp",
                     "--json",
                     "-i",
                     "0",
@@ -396,6 +420,14 @@ pub fn measure(
     } else {
         None
     };
+    let mut tcp_server = match trial.load {
+        Load::Tcp => Some(Process::spawn(
+            tb.command_in(Role::Sink, Some(options.cpus.sink), "iperf3")?
+                .args(["-s", "-1", "-p", TCP_PORT]),
+            "iperf3 -s",
+        )?),
+        Load::Frames { .. } => None,
+    };
     std::thread::sleep(Duration::from_millis(500));
     let snapshot = |daemon: &Option<Process>| match daemon {
         Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
@@ -404,45 +436,84 @@ pub fn measure(
     let fwd_ifaces = fwd_interfaces(tb);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let before = snapshot(&daemon)?;
-    let veth3_before = tb.counters("veth3")?.rx_packets;
-    let gen = tb
-        .command_in(Role::Gen, Some(options.cpus.gen), &polld_str)?
-        .args([
-            "gen",
-            "veth0",
-            "--json",
-            "-i",
-            "0",
-            "--rate",
-            trial.rate,
-            "--duration",
-            &duration,
-        ])
-        .output()
-        .map_err(|e| failed(format!("polld gen: {e}")))?;
+    let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
+    let traffic = match trial.load {
+        Load::Frames { rate, .. } => {
+            gen_command(tb, options.cpus.gen, &polld_str, rate, &duration)?
+                .output()
+                .map_err(|e| failed(format!("polld gen: {e}")))?
+        }
+        Load::Tcp => tb
+            .command_in(Role::Gen, Some(options.cpus.gen), "iperf3")?
+            .args(["-c", &layout.veth3.addr.to_string(), "-p", TCP_PORT])
+            .args(["-t", &duration, "-J"])
+            .output()
+            .map_err(|e| failed(format!("iperf3 -c: {e}")))?,
+    };
     let after = snapshot(&daemon)?;
     let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
-    let veth3_after = tb.counters("veth3")?.rx_packets;
-    let gen_summary = last_json(&String::from_utf8_lossy(&gen.stdout)).ok_or_else(|| {
-        failed(format!(
-            "polld gen failed: {}",
-            String::from_utf8_lossy(&gen.stderr)
-        ))
-    })?;
-    let seconds = gen_summary["seconds"].as_f64().unwrap_or(trial.duration);
+    let veth3_after = tb.counters(&layout.veth3.name)?.rx_packets;
+    let report = |what: &str| {
+        let stdout = String::from_utf8_lossy(&traffic.stdout);
+        match trial.load {
+            Load::Frames { .. } => last_json(&stdout),
+            Load::Tcp => serde_json::from_str::<Value>(&stdout).ok(),
+        }
+        .filter(|v| v["error"].is_null())
+        .ok_or_else(|| {
+            failed(format!(
+                "{what} failed: {stdout} {}",
+                String::from_utf8_lossy(&traffic.stderr)
+            ))
+        })
+    };
+    let (offered_pps, seconds, tcp) = match trial.load {
+        Load::Frames { .. } => {
+            let summary = report("polld gen")?;
+            (
+                summary["pps"].as_f64().unwrap_or(0.0),
+                summary["seconds"].as_f64().unwrap_or(trial.duration),
+                None,
+            )
+        }
+        Load::Tcp => {
+            let report = report("iperf3 -c")?;
+            if let Some(server) = tcp_server.as_mut() {
+                server.finish()?;
+            }
+            let end = &report["end"];
+            let tcp = TcpResult {
+                mbit_per_s: end["sum_received"]["bits_per_second"]
+                    .as_f64()
+                    .unwrap_or(0.0)
+                    / 1e6,
+                retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+            };
+            (0.0, trial.duration, Some(tcp))
+        }
+    };
     let wall = after.at.duration_since(before.at).as_secs_f64();
-    let delivered_pps = match sink.as_mut() {
+    let (delivered_pps, latency) = match sink.as_mut() {
         Some(sink) => {
             let out = sink.finish()?;
             let summary = last_json(&out)
                 .ok_or_else(|| failed(format!("polld sink printed no summary: {out}")))?;
-            summary["frames"].as_f64().unwrap_or(0.0) / seconds
+            (
+                summary["frames"].as_f64().unwrap_or(0.0) / seconds,
+                SinkLatency::of(&summary),
+            )
         }
-        None => veth3_after.saturating_sub(veth3_before) as f64 / wall,
+        None => (veth3_after.saturating_sub(veth3_before) as f64 / wall, None),
     };
-    if let Some(d) = daemon.as_mut() {
-        d.finish()?;
-    }
+    let conserved = match daemon.as_mut() {
+        Some(d) => {
+            let report = d.finish()?;
+            let interfaces: Value = serde_json::from_str(&report)
+                .map_err(|e| failed(format!("polld run --json printed {report:?}: {e}")))?;
+            Some(crate::share::conserved(&interfaces))
+        }
+        None => None,
+    };
     if kernel_forwarding {
         set_ip_forward(tb, false)?;
     }
@@ -450,10 +521,10 @@ pub fn measure(
     let drops = after
         .values
         .iter()
-        .filter(|(n, _)| n.starts_with("dev.veth1.drops."))
+        .filter(|(n, _)| n.starts_with(&input_drops))
         .map(|(n, v)| {
             (
-                n.trim_start_matches("dev.veth1.drops.").to_string(),
+                n.trim_start_matches(&input_drops).to_string(),
                 v.saturating_sub(before.get(n)),
             )
         })
@@ -462,17 +533,72 @@ pub fn measure(
     let cpu_busy = busy_percent(before.cpu_busy, after.cpu_busy);
     Ok(DemoRow {
         mode: trial.label.clone(),
-        offered_pps: gen_summary["pps"].as_f64().unwrap_or(0.0),
+        offered_pps,
         delivered_pps,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
-        interrupts_per_sec: delta("dev.veth1.interrupts") as f64 / wall,
+        interrupts_per_sec: delta(&format!("dev.{input}.interrupts")) as f64 / wall,
         drops,
         polld_rss_kib: after.rss_kib,
+        latency,
+        tcp,
+        conserved,
     })
+}
+
+/// The iperf3 port of TCP trials.
+const TCP_PORT: &str = "5201";
+
+/// What one iperf3 TCP stream achieved through the forwarder.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct TcpResult {
+    /// Received by the server, averaged over the run.
+    pub mbit_per_s: f64,
+    /// Segments the sender retransmitted.
+    pub retransmits: u64,
+}
+
+/// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its
+/// summary as JSON.
+pub(crate) fn gen_command(
+    tb: &Testbed,
+    cpu: usize,
+    polld: &str,
+    rate: &str,
+    seconds: &str,
+) -> Result<std::process::Command, TestbedError> {
+    let mut command = tb.command_in(Role::Gen, Some(cpu), polld)?;
+    command.args(["gen", &tb.layout().veth0.name, "--json", "-i", "0"]);
+    command.args(["--rate", rate, "--duration", seconds]);
+    Ok(command)
+}
+
+/// What `polld sink` measured end to end: loss and one-way latency.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct SinkLatency {
+    /// Frames the generator sent that never arrived (its end-of-run record counts them).
+    pub lost: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl SinkLatency {
+    /// From `polld sink --json`'s summary; `None` when it timed nothing.
+    fn of(summary: &Value) -> Option<SinkLatency> {
+        let analysis = &summary["analysis"];
+        let latency = &analysis["latency"];
+        let us = |name: &str| latency[name].as_f64().map(|ns| ns / 1000.0);
+        Some(SinkLatency {
+            lost: analysis["sequence"]["lost"].as_u64()?,
+            p50_us: us("p50_ns")?,
+            p99_us: us("p99_ns")?,
+            max_us: us("max_ns")?,
+        })
+    }
 }
 
 /// The interfaces in fwd.

@@ -137,7 +137,7 @@ fn knobs(user_frac: &str) -> [(&str, &str); 4] {
 
 /// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
 /// once its control socket exists.
-fn start_polld(
+pub(crate) fn start_polld(
     tb: &Testbed,
     polld: &str,
     dir: &Path,

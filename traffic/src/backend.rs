@@ -116,6 +116,16 @@ impl RxBackend {
         }
     }
 
+    /// How late this backend may hand a frame over at low rates: the TPACKET_V3 block
+    /// retire timeout of [`sink_ring`] on AF_PACKET; AF_XDP hands each frame over as the
+    /// kernel receives it.
+    pub fn latency_floor_ns(self) -> u64 {
+        match self {
+            RxBackend::AfPacket => u64::from(sink_ring().retire_timeout_ms) * 1_000_000,
+            RxBackend::AfXdp | RxBackend::XdpCount => 0,
+        }
+    }
+
     /// Opens `interface` as a [`Device`]; `None` for `xdp-count`, which is no device
     /// (see [`XdpCounter`]).
     pub fn open(self, interface: &str) -> Result<Option<Box<dyn Device>>, Error> {

@@ -44,6 +44,8 @@ pub struct SinkArgs {
 
     /// Device backend; `xdp-count` counts in an XDP program and drops, for the highest
     /// rates: no per-frame work in user space, so it reports frames and rate only.
+    /// `af_packet` sees a frame when its block retires, up to 1 ms late at low rates (the
+    /// summary says so); `af_xdp` times each frame as it arrives.
     #[arg(long, value_enum, default_value_t = RxBackend::DEFAULT)]
     pub backend: RxBackend,
 
@@ -165,6 +167,9 @@ pub struct SinkSummary {
     pub bytes: u64,
     pub pps: f64,
     pub mbit_per_s: f64,
+    /// How late the backend may hand a frame over at low rates, so how much of each
+    /// latency may be the sink's own: AF_PACKET's block retire timeout, 0 on AF_XDP.
+    pub latency_floor_ns: u64,
     pub analysis: Option<Analysis>,
 }
 
@@ -440,6 +445,7 @@ impl Sink {
             bytes,
             pps: per_second(frames, seconds),
             mbit_per_s: mbit_per_s(bytes, seconds),
+            latency_floor_ns: self.backend.latency_floor_ns(),
             analysis,
         }
     }
@@ -598,6 +604,14 @@ fn summary_text(s: &SinkSummary) -> String {
             l.mean_ns / 1e3,
             l.samples
         );
+        if s.latency_floor_ns > 0 {
+            text += &format!(
+                "\n[sink] latency includes up to {:.0} µs of the sink's own: {} hands a frame over when its block \
+                 retires; `--backend af_xdp` times each frame as it arrives",
+                s.latency_floor_ns as f64 / 1e3,
+                s.backend
+            );
+        }
     }
     text
 }

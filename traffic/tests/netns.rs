@@ -165,6 +165,12 @@ fn at_10kpps_nothing_is_lost_and_latency_percentiles_are_reported() {
         text.contains("latency µs: min") && text.contains("p99.9"),
         "{text}"
     );
+    // The default backend, AF_PACKET, says how much of that latency may be its own.
+    assert_eq!(summary.latency_floor_ns, 1_000_000);
+    assert!(
+        text.contains("latency includes up to 1000 µs of the sink's own"),
+        "{text}"
+    );
 }
 
 #[test]

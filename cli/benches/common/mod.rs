@@ -1,0 +1,52 @@
+//! What the testbed benches share: the root check, a testbed of their own, their
+//! options, and a measured trial or a clear exit.
+
+use std::path::Path;
+
+use polld_testbed::demo::{measure, DemoRow, Trial};
+use polld_testbed::{Devices, Layout, Testbed, UpOptions};
+
+/// Whether the bench can run; says why not (namespaces need root).
+pub fn is_root(bench: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("{bench} bench: needs root (network namespaces); skipped");
+    }
+    root
+}
+
+/// The value after `--name` on the bench's command line, if it parses.
+pub fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1)?.parse().ok()
+}
+
+/// A testbed of `devices` with namespaces unique to this process; exits if it cannot.
+pub fn testbed(bench: &str, devices: Devices, options: &UpOptions) -> Testbed {
+    let prefix = format!("{}{}", &bench[..2], std::process::id() % 10_000);
+    Testbed::up(&Layout::with_devices(&prefix, devices), options).unwrap_or_else(|e| {
+        eprintln!("{bench} bench: {e}");
+        std::process::exit(1);
+    })
+}
+
+/// Runs `trial` on `tb`, saying what runs; exits with the error if it fails.
+pub fn measure_or_exit(
+    bench: &str,
+    tb: &Testbed,
+    options: &UpOptions,
+    polld: &Path,
+    dir: &Path,
+    trial: &Trial,
+) -> DemoRow {
+    eprintln!(
+        "{bench} bench: {} ({:?}), {} s ...",
+        trial.label, trial.load, trial.duration
+    );
+    measure(tb, options, polld, dir, trial).unwrap_or_else(|e| {
+        eprintln!("{bench} bench: {}: {e}", trial.label);
+        std::process::exit(1);
+    })
+}

@@ -1,0 +1,119 @@
+//! One-way latency through polld on the testbed (root): `polld gen` at 10 kpps of 64-byte
+//! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
+//! times each frame when the kernel hands it over. In one run it measures the kernel's own
+//! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
+//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy. It prints
+//! p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs next to the polling rows.
+//!
+//! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
+
+mod common;
+
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::{Devices, UpOptions};
+
+/// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
+const HZ_1000: [(&str, &str); 2] = [
+    ("kern.polling.hz", "1000"),
+    ("kern.polling.burst_max", "1000"),
+];
+
+fn main() {
+    if !is_root("latency") {
+        return;
+    }
+    let duration: f64 = arg("--duration").unwrap_or(5.0);
+    let rate: String = arg("--rate").unwrap_or_else(|| "10k".to_string());
+    let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
+    let options = UpOptions::default();
+    let tb = testbed("latency", Devices::Veth, &options);
+    let dir = std::env::temp_dir().join(format!("polld-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let polld_at = |mode, knobs| Forwarder::Polld {
+        backend: "af_xdp",
+        mode,
+        knobs,
+    };
+    let trials: [(&str, Forwarder, Option<u32>); 6] = [
+        ("kernel (threaded NAPI)", Forwarder::Kernel, None),
+        ("interrupt", polld_at("interrupt", &RECOMMENDED_KNOBS), None),
+        ("adaptive", polld_at("adaptive", &RECOMMENDED_KNOBS), None),
+        ("polling hz 1000", polld_at("polling", &HZ_1000), Some(1000)),
+        (
+            "polling hz 4000",
+            polld_at("polling", &RECOMMENDED_KNOBS),
+            Some(4000),
+        ),
+        ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None),
+    ];
+    let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
+    for (label, forwarder, hz) in trials {
+        let trial = Trial {
+            label: label.to_string(),
+            forwarder,
+            load: Load::Frames {
+                rate: &rate,
+                sink: true,
+            },
+            duration,
+        };
+        rows.push((
+            measure_or_exit("latency", &tb, &options, polld, &dir, &trial),
+            hz,
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    println!(
+        "\none-way latency gen -> polld (af_xdp, realtime, CPU{}) -> polld sink (af_xdp), 64-byte frames at {rate}/s, {duration} s per row",
+        options.cpus.fwd
+    );
+    println!(
+        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10}  bound",
+        "forwarder",
+        "offered/s",
+        "delivered/s",
+        "lost",
+        "p50 µs",
+        "p99 µs",
+        "max µs",
+        "polld CPU",
+        "kernel rx"
+    );
+    let mut all_conserved = true;
+    for (r, hz) in &rows {
+        let l = r.latency;
+        let field = |f: fn(&polld_testbed::demo::SinkLatency) -> f64| {
+            l.as_ref()
+                .map_or("-".to_string(), |l| format!("{:.0}", f(l)))
+        };
+        let bound = hz.map_or(String::new(), |hz| {
+            let bound_us = 1e6 / hz as f64 + 100.0;
+            let met = l.is_some_and(|l| l.p99_us <= bound_us);
+            format!(
+                "p99 <= {bound_us:.0} µs: {}",
+                if met { "met" } else { "NOT met" }
+            )
+        });
+        println!(
+            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}%  {bound}",
+            r.mode,
+            r.offered_pps,
+            r.delivered_pps,
+            l.map_or("-".to_string(), |l| l.lost.to_string()),
+            field(|l| l.p50_us),
+            field(|l| l.p99_us),
+            field(|l| l.max_us),
+            r.polld_cpu_percent,
+            r.kernel_rx_cpu_percent,
+        );
+        all_conserved &= r.conserved != Some(false);
+    }
+    if all_conserved {
+        println!("conservation held on every interface in every polld run");
+    } else {
+        println!("CONSERVATION VIOLATED in some polld run: see `polld run --json`");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,114 @@
+//! TCP through polld (root): one iperf3 stream from gen to sink on the veth testbed, the
+//! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
+//! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
+//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 4000) and at
+//! FreeBSD's hz 1000, and prints polling's rate as a ratio of interrupt mode's (the goal is
+//! at least 0.9x). The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
+//!
+//! `cargo bench -p polld --bench tcp [-- --duration 5]`
+
+mod common;
+
+use common::{arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::{Devices, UpOptions};
+
+/// The recommended knobs but for the clock: FreeBSD's hz 1000.
+const HZ_1000: [(&str, &str); 3] = [
+    ("kern.polling.hz", "1000"),
+    ("kern.polling.burst_max", "1000"),
+    ("kern.polling.each_burst", "16"),
+];
+
+fn main() {
+    if !is_root("tcp") {
+        return;
+    }
+    let duration: f64 = arg("--duration").unwrap_or(5.0);
+    let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
+    let options = UpOptions::default();
+    let tb = testbed("tcp", Devices::Veth, &options);
+    let congestion = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|c| c.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let dir = std::env::temp_dir().join(format!("polld-tcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
+    for backend in ["af_xdp", "af_packet"] {
+        let polld_with = |mode, knobs| Forwarder::Polld {
+            backend,
+            mode,
+            knobs,
+        };
+        trials.push((
+            format!("polld {backend} interrupt"),
+            polld_with("interrupt", &RECOMMENDED_KNOBS),
+        ));
+        trials.push((
+            format!("polld {backend} polling"),
+            polld_with("polling", &RECOMMENDED_KNOBS),
+        ));
+        trials.push((
+            format!("polld {backend} polling hz 1000"),
+            polld_with("polling", &HZ_1000),
+        ));
+    }
+    let mut rows: Vec<DemoRow> = Vec::new();
+    for (label, forwarder) in trials {
+        let trial = Trial {
+            label: label.clone(),
+            forwarder,
+            load: Load::Tcp,
+            duration,
+        };
+        rows.push(measure_or_exit("tcp", &tb, &options, polld, &dir, &trial));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    println!(
+        "\none iperf3 TCP stream gen -> fwd -> sink, {duration} s per row, congestion control {congestion}; client on CPU{}, server and forwarder on CPU{}",
+        options.cpus.gen, options.cpus.fwd
+    );
+    println!(
+        "{:<30} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
+        "forwarder", "Mbit/s", "retrans", "polld CPU", "kernel rx", "CPU1 busy"
+    );
+    for r in &rows {
+        let tcp = r.tcp.expect("a TCP trial has a TCP result");
+        println!(
+            "{:<30} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
+            r.mode,
+            tcp.mbit_per_s,
+            tcp.retransmits,
+            r.polld_cpu_percent,
+            r.kernel_rx_cpu_percent,
+            r.fwd_cpu_busy_percent,
+            match r.conserved {
+                Some(true) => "yes",
+                Some(false) => "VIOLATED",
+                None => "(kernel)",
+            }
+        );
+    }
+    let rate = |label: &str| {
+        rows.iter()
+            .find(|r| r.mode == label)
+            .and_then(|r| r.tcp)
+            .map_or(0.0, |t| t.mbit_per_s)
+    };
+    for backend in ["af_xdp", "af_packet"] {
+        let interrupt = rate(&format!("polld {backend} interrupt")).max(1e-9);
+        for polling in ["polling", "polling hz 1000"] {
+            let label = format!("polld {backend} {polling}");
+            println!(
+                "{label}: {:.2}x interrupt mode's TCP rate (goal >= 0.9x)",
+                rate(&label) / interrupt
+            );
+        }
+    }
+    if rows.iter().any(|r| r.conserved == Some(false)) {
+        println!("CONSERVATION VIOLATED in some polld run: see `polld run --json`");
+        std::process::exit(1);
+    }
+    println!("conservation held on every interface in every polld run");
+}
