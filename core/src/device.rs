@@ -122,8 +122,10 @@ pub trait Device {
     /// [`HwStats::tx_drops`], never lost silently.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull>;
 
-    /// Frames `send` would take now without refusing, as far as the device knows
-    /// (reclaiming completed ones first); `usize::MAX` if it cannot tell.
+    /// Frames the device can usefully take now, as far as it knows (reclaiming completed
+    /// ones first): what `send` would accept, or 0 while frames it already holds wait on
+    /// the kernel (an AF_XDP ring the kernel refused), so the scheduler stops the input
+    /// instead of queueing more behind them; `usize::MAX` if it cannot tell.
     fn tx_room(&mut self) -> usize {
         usize::MAX
     }
