@@ -114,15 +114,9 @@ pub struct IfCounters {
 impl IfCounters {
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
-        let after_rx: u64 = self
-            .drops
-            .nonzero()
-            .filter(|(r, _)| !r.before_rx())
-            .map(|(_, n)| n)
-            .sum();
         self.rx_packets as i64
             - (self.forwarded + self.local + self.consumed + self.queued) as i64
-            - after_rx as i64
+            - self.drops.after_rx() as i64
     }
 }
 
@@ -998,7 +992,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             ] {
                 all.push(entry(&n(k), v.to_string(), d, false));
             }
-            for r in DropReason::ALL {
+            for r in DropReason::all(self.devs.stage.drop_reasons()) {
                 all.push(entry(
                     &n(&format!("drops.{}", r.name())),
                     c.drops.get(r).to_string(),

@@ -26,4 +26,4 @@ pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Wo
 pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
-pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+pub use stage::{DropCounters, DropReason, Emit, PacketStage, StageDrop, Verdict};

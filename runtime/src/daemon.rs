@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use polld_core::{Dataplane, Device, Knobs, Poller};
+use polld_core::{Dataplane, Device, Knobs, PacketStage, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::busy_poll::BusyPollConfig;
@@ -453,7 +453,7 @@ fn report(
             status.name, status.mode, status.link, c.rx_packets, c.forwarded, c.local, c.consumed,
             c.tx_packets, c.interrupts, c.polls
         )?;
-        for (reason, n) in c.drops.nonzero() {
+        for (reason, n) in c.drops.nonzero(dp.stage().drop_reasons()) {
             writeln!(out, "    dropped {n} {}", reason.name())?;
         }
         for (reason, n) in c.tx_drops.nonzero() {
