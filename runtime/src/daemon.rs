@@ -6,7 +6,7 @@
 //!    stops there); block SIGINT/SIGTERM;
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
-//!    interface, start the control socket;
+//!    interface, start the reopen thread ([`crate::reopen`]) and the control socket;
 //! 5. run until SIGINT/SIGTERM; drain, print the counters, exit 0.
 
 use std::fmt;
@@ -27,6 +27,7 @@ use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
+use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
 
@@ -124,6 +125,31 @@ fn kept_caps(config: &RunConfig) -> CapSet {
     CapSet::of(&keep)
 }
 
+/// Whether a device is opened at start, or again after its interface went away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opening {
+    Start,
+    /// Off the poll thread ([`crate::reopen`]): a TAP is attached to, never created.
+    Again,
+}
+
+/// The namespace interface `d` lives in: its `netns`, else the calling thread's.
+fn namespace_of(d: &DeviceConfig) -> Result<Namespace, OpenError> {
+    match &d.netns {
+        Some(name) => Namespace::named(name),
+        None => Namespace::of_this_thread(&d.name),
+    }
+}
+
+/// What opens interface `d` again once it went away, on the reopen thread.
+fn opener(d: &DeviceConfig, knobs: &Knobs) -> Opener {
+    let (d, knobs) = (d.clone(), knobs.clone());
+    Box::new(move || {
+        let netns = namespace_of(&d).map_err(|e| e.to_string())?;
+        open_device(&d, netns, &knobs, Opening::Again).map(|(dev, _)| dev)
+    })
+}
+
 /// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
 /// for preferred busy polling with a budget of the configured chunk (`each_burst`). For a
 /// TAP, says in the log whether it was created or attached to.
@@ -131,7 +157,8 @@ fn open_device(
     d: &DeviceConfig,
     netns: Namespace,
     knobs: &Knobs,
-) -> Result<(Box<dyn Device>, RxOwner), String> {
+    opening: Opening,
+) -> Result<(Opened, RxOwner), String> {
     let text = |e: &dyn fmt::Display| e.to_string();
     let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
@@ -164,6 +191,10 @@ fn open_device(
             };
             (Box::new(dev), owner)
         }
+        Backend::Tap if opening == Opening::Again => (
+            Box::new(Tap::attach_in(netns, &d.name).map_err(entered)?),
+            RxOwner::Polld("polld's read() of the TAP".to_string()),
+        ),
         Backend::Tap => {
             let tap = Tap::open_in(netns, &d.name).map_err(entered)?;
             let place = d
@@ -294,6 +325,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     let mut rx_owners = Vec::new();
     let knobs = configured_knobs(&config);
+    let mut reopener = Reopener::new();
     for (i, d) in config.devices.iter().enumerate() {
         let fail = |key: &str, e: String| {
             RunError::Config(config.error_at_field(
@@ -301,12 +333,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         };
-        let netns = match &d.netns {
-            Some(name) => Namespace::named(name),
-            None => Namespace::of_this_thread(&d.name),
-        }
-        .map_err(|e| fail("netns", e.to_string()))?;
-        let (dev, rx_owner) = open_device(d, netns, &knobs).map_err(|e| fail("name", e))?;
+        let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
+        let (dev, rx_owner) =
+            open_device(d, netns, &knobs, Opening::Start).map_err(|e| fail("name", e))?;
+        let dev = Box::new(reopener.wrap(dev, opener(d, &knobs)));
         let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
@@ -338,6 +368,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     };
     caps::drop_all_but(kept_caps(&config))
         .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
+    // With what is left: the capabilities reopening needs, and no more.
+    reopener
+        .start()
+        .map_err(|e| RunError::Setup(format!("starting the reopen thread: {e}")))?;
 
     let (server, inbox) = polld_control::server::ControlServer::start(&socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;

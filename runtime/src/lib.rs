@@ -5,6 +5,7 @@
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`idle`]: idle polling's own thread at idle priority;
+//! - [`reopen`]: an interface that went away opened anew on a helper thread, swapped in;
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
@@ -15,6 +16,7 @@ pub mod config;
 pub mod daemon;
 pub mod executor;
 pub mod idle;
+pub mod reopen;
 pub mod rx_work;
 pub mod sys;
 
