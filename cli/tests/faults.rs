@@ -7,36 +7,27 @@ mod common;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_conserved, router_config, testbed, testbed_of, Dir, Polld, POLLD};
+use common::{
+    assert_conserved, ip_in, router_config, testbed, testbed_of, Dir, Polld, Running, POLLD,
+};
 use polld_testbed::{Devices, Testbed};
 use serde_json::Value;
 
 /// `polld gen` on gen's end of the testbed (veth0 or tap0) at `rate` for `secs`, killed
 /// (by its pid) on drop.
-struct Flood(Child);
-
-impl Flood {
-    fn start(tb: &Testbed, rate: &str, secs: u32) -> Flood {
-        let l = tb.layout();
-        let child = Command::new(POLLD)
-            .args(["gen", &l.veth0.name, "--netns", &l.gen_ns, "-i", "0"])
-            .args(["--rate", rate, "--duration", &secs.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Flood(child)
-    }
-}
-
-impl Drop for Flood {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn flood(tb: &Testbed, rate: &str, secs: u32) -> Running {
+    let l = tb.layout();
+    let child = Command::new(POLLD)
+        .args(["gen", &l.veth0.name, "--netns", &l.gen_ns, "-i", "0"])
+        .args(["--rate", rate, "--duration", &secs.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
 }
 
 fn value(polld: &Polld, name: &str) -> String {
@@ -81,16 +72,6 @@ fn answers(polld: &Polld) {
     }
 }
 
-fn ip(ns: &str, args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(["-n", ns])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "ip -n {ns} {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// Stops polld and checks conservation on every interface.
 fn stop_conserved(polld: Polld) {
     let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
@@ -107,13 +88,13 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     let dir = Dir::new("linkflap");
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = Flood::start(&tb, "50k", 8);
+    let _flood = flood(&tb, "50k", 8);
     assert!(forwarding(&polld, Duration::from_secs(1)) > 10_000);
 
-    ip(&fwd, &["link", "set", "veth2", "down"]);
+    ip_in(&fwd, &["link", "set", "veth2", "down"]);
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(value(&polld, "dev.veth2.link"), "down");
-    ip(&fwd, &["link", "set", "veth2", "up"]);
+    ip_in(&fwd, &["link", "set", "veth2", "up"]);
     let deadline = Instant::now() + Duration::from_secs(5);
     while value(&polld, "dev.veth2.link") != "up" {
         assert!(
@@ -137,14 +118,14 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     let dir = Dir::new("sigkill");
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    assert!(ip(&fwd, &["link", "show", "veth1"]).contains("xdp"));
-    let _flood = Flood::start(&tb, "50k", 8);
+    assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
+    let _flood = flood(&tb, "50k", 8);
     assert!(forwarding(&polld, Duration::from_millis(700)) > 5_000);
 
     polld.kill();
     assert!(socket.exists(), "a killed polld leaves its socket file");
     for ifname in ["veth1", "veth2"] {
-        let link = ip(&fwd, &["link", "show", ifname]);
+        let link = ip_in(&fwd, &["link", "show", ifname]);
         assert!(
             !link.contains("xdp"),
             "stale XDP program on {ifname}: {link}"
@@ -154,7 +135,7 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     let polld = Polld::start(&tb, &path, &socket);
     answers(&polld);
     assert_eq!(value(&polld, "kern.polling.handlers"), "2");
-    assert!(ip(&fwd, &["link", "show", "veth1"]).contains("xdp"));
+    assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
     let after = forwarding(&polld, Duration::from_secs(1));
     assert!(
         after > 10_000,
@@ -165,7 +146,7 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
 
 /// The first line of `ip -n NS link show TAP`, which starts with the interface index.
 fn tap_link(ns: &str, tap: &str) -> String {
-    ip(ns, &["link", "show", tap])
+    ip_in(ns, &["link", "show", tap])
         .lines()
         .next()
         .unwrap()
@@ -183,7 +164,7 @@ fn after_sigkill_on_the_tap_testbed_a_restart_reattaches_the_same_taps_and_forwa
     let dir = Dir::new("sigkill-tap");
     let (path, socket) = router_config(&tb, &dir, "tap", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = Flood::start(&tb, "50k", 10);
+    let _flood = flood(&tb, "50k", 10);
     let deadline = Instant::now() + Duration::from_secs(5);
     while forwarding_from(&polld, "tap0", Duration::from_millis(300)) < 3_000 {
         assert!(Instant::now() < deadline, "polld does not forward on TAP");
@@ -210,7 +191,7 @@ fn after_sigkill_on_the_tap_testbed_a_restart_reattaches_the_same_taps_and_forwa
         assert_eq!(&index(&link), before, "{tap} was recreated: {link}");
         assert!(!link.contains("NO-CARRIER"), "{tap} has no reader: {link}");
         assert!(
-            ip(ns, &["addr", "show", tap]).contains("10.0."),
+            ip_in(ns, &["addr", "show", tap]).contains("10.0."),
             "{tap} lost its address"
         );
     }
@@ -247,7 +228,7 @@ fn a_control_socket_storm_is_answered_or_refused_while_forwarding_goes_on() {
     let dir = Dir::new("storm");
     let (path, socket) = router_config(&tb, &dir, "af_packet", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = Flood::start(&tb, "50k", 8);
+    let _flood = flood(&tb, "50k", 8);
     let before = forwarded(&polld);
     let start = Instant::now();
 
