@@ -45,47 +45,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The testbed's router config (as polld-testbed's polld_config writes it): polld's two
-# interfaces IN and OUT (with `netns` keys on TAP), the layout's MACs and addresses, static
-# ARP; the generator's destination 10.0.2.100 gets UNOWNED_MAC, which sink drops.
-router_config() {
-    local backend=$1 socket=$2 in_keys=$3 out_keys=$4 unowned_mac=$5
-    cat <<EOF
-[daemon]
-socket = "$socket"
-cpu = 1
-
-[knobs]
-"kern.polling.burst_max" = 1000
-"kern.polling.each_burst" = 50
-
-[[interfaces]]
-$in_keys
-backend = "$backend"
-mode = "polling"
-mac = "02:00:00:00:01:02"
-addresses = ["10.0.1.2/24"]
-
-[[interfaces]]
-$out_keys
-backend = "$backend"
-mode = "polling"
-mac = "02:00:00:00:02:01"
-addresses = ["10.0.2.1/24"]
-
-[[static_arp]]
-ip = "10.0.1.1"
-mac = "02:00:00:00:01:01"
-
-[[static_arp]]
-ip = "10.0.2.2"
-mac = "02:00:00:00:02:02"
-
-[[static_arp]]
-ip = "10.0.2.100"
-mac = "$unowned_mac"
-EOF
-}
+# shellcheck source=scripts/router_config.sh
+source scripts/router_config.sh
 veth_config() {
     router_config "$1" "$2" 'name = "veth1"' 'name = "veth2"' "02:00:00:00:02:02"
 }

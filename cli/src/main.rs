@@ -35,6 +35,18 @@ enum Command {
     Testbed(polld_testbed::TestbedArgs),
     /// Forward traffic through polld on the testbed, in interrupt then polling mode.
     Demo(polld_testbed::demo::DemoArgs),
+    /// Measure on the testbed, printed beside published figures.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// The seeds' experiments on a TAP testbed: Rizzo's table and livelock curve, the
+    /// systat screens, iperf3 TCP, the competitor's share; tables, JSON and SVG plots.
+    Seeds(polld_testbed::seeds::SeedsArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +80,16 @@ fn main() -> ExitCode {
             &polld_testbed::demo::current_polld(),
             &mut std::io::stdout(),
         )
+        .map_err(|e| e.to_string()),
+        Command::Bench {
+            bench: Bench::Seeds(args),
+        } => polld_testbed::seeds::run_seeds(
+            &args,
+            &polld_testbed::demo::current_polld(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+        .map(drop)
         .map_err(|e| e.to_string()),
         Command::Testbed(args) => {
             polld_testbed::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())

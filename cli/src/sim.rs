@@ -2,11 +2,12 @@
 
 use clap::Args;
 use polld_core::Mode;
-use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, UserTask};
+use polld_sim::{rizzo, smp, Arrivals, NicConfig, Scenario, UserTask};
 
 #[derive(Args)]
 pub struct SimArgs {
-    /// A built-in scenario: `rizzo` (Rizzo 2002's table, Interrupt vs Polling; docs/sources.md).
+    /// A built-in scenario: `rizzo` (Rizzo 2002's table, Interrupt vs Polling; docs/sources.md),
+    /// or `scaling` (--pps in all over 1 to 16 CPUs, one poller each; the cost model printed).
     #[arg(long, conflicts_with = "file")]
     scenario: Option<String>,
     /// A scenario file (TOML); see polld-sim's scenario module for the format.
@@ -21,7 +22,7 @@ pub struct SimArgs {
     /// Without a file: number of input NICs, each forwarding to its own output NIC.
     #[arg(long, default_value_t = 1)]
     streams: usize,
-    /// Without a file: mode of every NIC (interrupt, polling, adaptive, busy).
+    /// Without a file: mode of every NIC (interrupt, polling, adaptive, busy, auto).
     #[arg(long, default_value = "polling")]
     mode: String,
     /// Without a file: run a CPU-bound user task beside the dataplane.
@@ -30,6 +31,13 @@ pub struct SimArgs {
     /// Sysctl assignments, e.g. kern.polling.user_frac=30 (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+    /// Run the scenario on this many virtual CPUs, each with its own copy of it and its own
+    /// poller; `--set net.ifpoll.N.NAME=V` sets CPU N's `kern.polling.NAME`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=polld_core::ifpoll::IFPOLL_CPUS_MAX as u64))]
+    cpus: u64,
+    /// `--scenario scaling`: each CPU's user_frac.
+    #[arg(long, default_value_t = 50)]
+    user_frac: u32,
     /// Simulated duration in milliseconds (a built-in scenario: per run).
     #[arg(long, default_value_t = 1000.0)]
     duration_ms: f64,
@@ -40,10 +48,15 @@ pub struct SimArgs {
 
 pub fn run(a: SimArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
+    if a.scenario.as_deref() == Some("scaling") {
+        let table = smp::scaling(a.pps, a.user_frac, a.duration_ms)?;
+        let note = format!("{} CPUs simulated", smp::SCALING_CPUS.iter().sum::<usize>());
+        return print(a.json, &table, &table.render(), &note, started);
+    }
     if let Some(name) = &a.scenario {
         if name != "rizzo" {
             return Err(format!(
-                "unknown scenario '{name}': the built-in one is `rizzo`"
+                "unknown scenario '{name}': the built-in ones are `rizzo` and `scaling`"
             ));
         }
         if !a.set.is_empty() {
@@ -57,7 +70,7 @@ pub fn run(a: SimArgs) -> Result<(), String> {
         let note = format!("{} runs simulated", table.runs.len());
         return print(a.json, &table, &table.render(), &note, started);
     }
-    let mut scenario = match &a.file {
+    let scenario = match &a.file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read scenario file {path}: {e}"))?;
@@ -65,17 +78,23 @@ pub fn run(a: SimArgs) -> Result<(), String> {
         }
         None => from_flags(&a)?,
     };
+    scenario.validate()?;
+    let mut cpus = vec![scenario; a.cpus as usize];
     for assignment in &a.set {
         let (k, v) = assignment
             .split_once('=')
             .ok_or_else(|| format!("--set {assignment}: expected NAME=VALUE"))?;
-        scenario
-            .knobs
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
+        smp::set_knob(&mut cpus, k, v)?;
     }
-    scenario.validate()?;
-    let report = scenario.run()?;
-    print(a.json, &report, &report.table(), "simulated", started)
+    if let [one] = &cpus[..] {
+        one.validate()?;
+        let report = one.run()?;
+        return print(a.json, &report, &report.table(), "simulated", started);
+    }
+    let reports = smp::run(&cpus)?;
+    let text: String = reports.cpus.iter().map(|r| r.table()).collect();
+    let note = format!("{} CPUs simulated", cpus.len());
+    print(a.json, &reports, &text, &note, started)
 }
 
 /// Prints JSON for scripts or the text for people, with the real time it took on stderr.

@@ -201,7 +201,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
     mac: Option<String>,
     addresses: Vec<String>,
 ) -> IfStatus {
-    let name = dp.interfaces()[i].dev.name().to_string();
+    let name = dp.interfaces()[i].dev().name().to_string();
     let prefix = format!("dev.{name}.");
     let mut status = IfStatus {
         name,

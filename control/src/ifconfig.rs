@@ -6,7 +6,7 @@
 //! polld ifconfig veth1                one interface
 //! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
 //! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
-//! polld ifconfig veth1 mode adaptive  any mode: interrupt, polling, adaptive, busy
+//! polld ifconfig veth1 mode adaptive  any mode: interrupt, polling, adaptive, busy, auto
 //! ```
 
 use std::io::{self, Write};
@@ -23,7 +23,7 @@ use crate::proto::{IfStatus, Request, Response};
 pub struct IfconfigArgs {
     /// The interface to show or change; every interface when absent.
     pub interface: Option<String>,
-    /// `polling`, `-polling`, or `mode interrupt|polling|adaptive|busy`.
+    /// `polling`, `-polling`, `auto`, or `mode interrupt|polling|adaptive|busy|auto`.
     #[arg(
         value_name = "ACTION",
         allow_hyphen_values = true,
@@ -43,7 +43,14 @@ pub struct IfconfigArgs {
 const COUNTER_LINES: [&[&str]; 3] = [
     &["rx_packets", "forwarded", "local", "consumed", "queued"],
     &["tx_packets", "generated", "generated_dropped"],
-    &["interrupts", "polls", "empty_polls", "tasks"],
+    &[
+        "interrupts",
+        "polls",
+        "empty_polls",
+        "tasks",
+        "auto_switches",
+        "auto_polling",
+    ],
 ];
 
 /// Runs `polld ifconfig`; mode changes print nothing unless `--json` is given.
@@ -101,7 +108,7 @@ pub fn run_ifconfig(args: &IfconfigArgs, out: &mut dyn Write) -> Result<(), CtlE
 fn parse_actions(words: &[String]) -> Result<Vec<Mode>, CtlError> {
     let usage = |what: String| {
         CtlError::Usage(format!(
-            "{what}: use polling, -polling, or mode interrupt|polling|adaptive|busy"
+            "{what}: use polling, -polling, auto, or mode interrupt|polling|adaptive|busy|auto"
         ))
     };
     let mut modes = Vec::new();
@@ -110,6 +117,7 @@ fn parse_actions(words: &[String]) -> Result<Vec<Mode>, CtlError> {
         modes.push(match word.as_str() {
             "polling" => Mode::Polling,
             "-polling" => Mode::Interrupt,
+            "auto" => Mode::Auto,
             "mode" => {
                 let Some(mode) = words.next() else {
                     return Err(usage("`mode` needs a mode".to_string()));

@@ -20,6 +20,8 @@
 //! polld.kernel_rx_ns             polld_kernel_rx_seconds_total                       (seconds)
 //! polld.kernel_rx_found_by       polld_kernel_rx_found_by{method="netlink"} 1
 //! polld.cpu                      polld_poll_thread_cpu
+//! net.ifpoll.1.rx.burst          polld_ifpoll_burst{cpu="1"}                         ([daemon] cpus)
+//! polld.percpu.1.work_ns         polld_percpu_device_work_seconds_total{cpu="1"}
 //! ```
 //!
 //! Counters end in `_total`, gauges do not; each family has its HELP (the entry's
@@ -36,6 +38,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use polld_core::ifpoll::kern_name;
 use polld_core::{LinkState, Mode, SysctlEntry};
 
 use crate::proto::{daemon_entry, Request, Response};
@@ -53,7 +56,7 @@ const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 /// `kern.polling.*` entries that count events; the others are levels (gauges).
 const POLLING_COUNTERS: [&str; 5] = ["lost_polls", "short_ticks", "suspect", "stalled", "cycles"];
 /// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 2] = ["queued", "rx_process_limit"];
+const INTERFACE_GAUGES: [&str; 3] = ["queued", "rx_process_limit", "auto_polling"];
 /// `polld.*` time accounts: entry, metric (in seconds), help.
 const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
     (
@@ -188,21 +191,28 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
     for e in entries {
         let number = e.value.parse::<i64>().ok().map(|n| n.to_string());
         if let Some(leaf) = e.name.strip_prefix("kern.polling.") {
-            if leaf == "controller" {
+            add_polling(&mut families, "polld_polling", leaf, e, Vec::new());
+        } else if let Some((cpu, kern)) = kern_name(&e.name) {
+            let leaf = kern.trim_start_matches("kern.polling.");
+            add_polling(
+                &mut families,
+                "polld_ifpoll",
+                leaf,
+                e,
+                vec![("cpu", cpu.to_string())],
+            );
+        } else if let Some((cpu, account)) = per_cpu_account(&e.name) {
+            if let (Some((_, metric, help)), Ok(ns)) = (
+                TIME_ACCOUNTS.iter().find(|(name, _, _)| *name == account),
+                e.value.parse::<u64>(),
+            ) {
                 families.add(
-                    "polld_polling_controller".into(),
-                    &e.descr,
-                    Kind::Gauge,
-                    vec![("controller", e.value.clone())],
-                    "1".into(),
+                    metric.replacen("polld_", "polld_percpu_", 1),
+                    help,
+                    Kind::Counter,
+                    vec![("cpu", cpu.to_string())],
+                    seconds(ns),
                 );
-            } else if let Some(value) = number {
-                let (name, kind) = if POLLING_COUNTERS.contains(&leaf) {
-                    (format!("polld_polling_{leaf}_total"), Kind::Counter)
-                } else {
-                    (format!("polld_polling_{leaf}"), Kind::Gauge)
-                };
-                families.add(name, &e.descr, kind, Vec::new(), value);
             }
         } else if let Some(leaf) = e.name.strip_prefix("net.inet.ip.") {
             if let Some(value) = number {
@@ -265,8 +275,13 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
             TIME_ACCOUNTS.iter().find(|(name, _, _)| *name == e.name)
         {
             if let Ok(ns) = e.value.parse::<u64>() {
-                let seconds = format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
-                families.add(metric.to_string(), help, Kind::Counter, Vec::new(), seconds);
+                families.add(
+                    metric.to_string(),
+                    help,
+                    Kind::Counter,
+                    Vec::new(),
+                    seconds(ns),
+                );
             }
         } else if e.name == daemon_entry::KERNEL_RX_FOUND_BY {
             families.add(
@@ -289,6 +304,45 @@ pub fn exposition(entries: &[SysctlEntry]) -> String {
         }
     }
     families.render()
+}
+
+/// A `kern.polling.*` entry (`leaf`) as a family under `prefix`, with `labels`: the
+/// controller as a label, counters as `_total`, other numbers as gauges.
+fn add_polling(
+    families: &mut Families,
+    prefix: &str,
+    leaf: &str,
+    e: &SysctlEntry,
+    mut labels: Vec<(&'static str, String)>,
+) {
+    if leaf == "controller" {
+        labels.push(("controller", e.value.clone()));
+        families.add(
+            format!("{prefix}_controller"),
+            &e.descr,
+            Kind::Gauge,
+            labels,
+            "1".into(),
+        );
+    } else if let Ok(n) = e.value.parse::<i64>() {
+        let (name, kind) = if POLLING_COUNTERS.contains(&leaf) {
+            (format!("{prefix}_{leaf}_total"), Kind::Counter)
+        } else {
+            (format!("{prefix}_{leaf}"), Kind::Gauge)
+        };
+        families.add(name, &e.descr, kind, labels, n.to_string());
+    }
+}
+
+/// `polld.percpu.N.LEAF`: the CPU and the daemon entry `polld.LEAF` it is a share of.
+fn per_cpu_account(name: &str) -> Option<(usize, String)> {
+    let (cpu, leaf) = name.strip_prefix("polld.percpu.")?.split_once('.')?;
+    Some((cpu.parse().ok()?, format!("polld.{leaf}")))
+}
+
+/// Nanoseconds as seconds, exactly.
+fn seconds(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
 /// Why the metrics server could not start.

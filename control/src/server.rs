@@ -118,9 +118,14 @@ impl EventFd {
 
     /// Resets the fd to not readable. EAGAIN (nothing signalled) is the expected failure.
     pub fn clear(&self) {
+        self.take();
+    }
+
+    /// Resets the fd to not readable; whether it had been signalled.
+    pub fn take(&self) -> bool {
         let mut count: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64 from an fd we own.
-        unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
+        unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) == 8 }
     }
 }
 
@@ -200,6 +205,26 @@ impl Inbox {
             self.replies_wake.signal();
         }
     }
+}
+
+/// An [`Inbox`] with no socket behind it, and the [`Requester`] that asks it: how a
+/// daemon with several poll threads hands each its share of a request.
+pub fn channel() -> io::Result<(Requester, Inbox)> {
+    let requests_wake = Arc::new(EventFd::new()?);
+    let (requests_tx, requests_rx) = mpsc::channel();
+    // Requests from a Requester are answered on their own channel; this side is unused.
+    let (replies_tx, _) = mpsc::channel();
+    let requester = Requester {
+        requests: requests_tx,
+        requests_wake: requests_wake.clone(),
+    };
+    let inbox = Inbox {
+        requests: requests_rx,
+        requests_wake,
+        replies: replies_tx,
+        replies_wake: Arc::new(EventFd::new()?),
+    };
+    Ok((requester, inbox))
 }
 
 /// Asks the poll thread through its [`Inbox`] from another thread of the daemon (the

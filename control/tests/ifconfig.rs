@@ -117,6 +117,13 @@ fn one_interface_and_its_mode_changes() {
         (Some("adaptive"), Some("busy"))
     );
     assert_eq!(mode(&daemon), "busy");
+    assert_eq!(daemon.ifconfig(&["sim1", "auto"]).unwrap(), "");
+    assert_eq!(mode(&daemon), "auto");
+    assert_eq!(
+        daemon.ctl_ok(&["dev.sim1.auto_polling"]),
+        "dev.sim1.auto_polling: 0\n",
+        "auto starts on interrupts"
+    );
 }
 
 #[test]

@@ -231,3 +231,41 @@ fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics()
         "{text}"
     );
 }
+
+#[test]
+fn each_poll_cpu_has_its_scheduler_and_time_under_a_cpu_label() {
+    let entries = [
+        entry("net.ifpoll.0.rx.burst", "40", "Burst"),
+        entry("net.ifpoll.1.rx.burst", "300", "Burst"),
+        entry("net.ifpoll.1.rx.lost_polls", "7", "Lost"),
+        entry("net.ifpoll.1.rx.controller", "time", "Controller"),
+        entry("net.ifpoll.1.pollhz", "4000", "Hz"),
+        entry("polld.percpu.1.work_ns", "1500000000", "x"),
+        entry("polld.percpu.1.thread_cpu_ns", "2000000000", "x"),
+    ];
+    let text = exposition(&entries);
+    let got = samples(&text);
+    assert_eq!(value(&got, "polld_ifpoll_burst{cpu=\"0\"}"), "40");
+    assert_eq!(value(&got, "polld_ifpoll_burst{cpu=\"1\"}"), "300");
+    assert_eq!(value(&got, "polld_ifpoll_lost_polls_total{cpu=\"1\"}"), "7");
+    assert_eq!(value(&got, "polld_ifpoll_hz{cpu=\"1\"}"), "4000");
+    assert_eq!(
+        value(
+            &got,
+            "polld_ifpoll_controller{cpu=\"1\",controller=\"time\"}"
+        ),
+        "1"
+    );
+    assert_eq!(
+        value(&got, "polld_percpu_device_work_seconds_total{cpu=\"1\"}"),
+        "1.500000000"
+    );
+    assert_eq!(
+        value(
+            &got,
+            "polld_percpu_poll_thread_cpu_seconds_total{cpu=\"1\"}"
+        ),
+        "2.000000000"
+    );
+    assert!(text.contains("# TYPE polld_ifpoll_burst gauge"), "{text}");
+}

@@ -20,6 +20,10 @@ pub const DEFAULT_QUIET_CYCLES: u32 = 100;
 /// Upper bound of `kern.polling.quiet_cycles`.
 pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
 
+/// Default `kern.polling.auto_empty_polls`: an `auto` interface goes back to interrupts after
+/// 20 empty polls in a row (20 ms at hz=1000), well before polling would go quiet.
+pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
+
 /// Which control loop adapts the per-tick budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,6 +65,9 @@ pub struct Knobs {
     /// empty, polling stops the tick and sleeps on the devices' interrupts until one has
     /// work; 0 ticks forever, as FreeBSD.
     pub quiet_cycles: u32,
+    /// `kern.polling.auto_empty_polls`: an interface in `auto` mode that polls goes back to
+    /// interrupts after this many polls in a row found its ring empty.
+    pub auto_empty_polls: u32,
 }
 
 impl Default for Knobs {
@@ -74,6 +81,7 @@ impl Default for Knobs {
             idle_poll: 0,
             controller: Controller::Classic,
             quiet_cycles: DEFAULT_QUIET_CYCLES,
+            auto_empty_polls: DEFAULT_AUTO_EMPTY_POLLS,
         }
     }
 }
@@ -99,6 +107,11 @@ pub const KERN_POLLING: &[(&str, &str, bool)] = &[
     (
         "quiet_cycles",
         "Empty cycles after which polling sleeps on the interrupts, 0 never (polld)",
+        true,
+    ),
+    (
+        "auto_empty_polls",
+        "Auto mode: empty polls in a row after which an interface goes back to interrupts (polld)",
         true,
     ),
     (
@@ -304,6 +317,10 @@ impl Knobs {
             "quiet_cycles" => {
                 self.quiet_cycles =
                     in_range(&full, parse_int(&full, value)?, 0, MAX_QUIET_CYCLES as i64)?
+            }
+            "auto_empty_polls" => {
+                self.auto_empty_polls =
+                    in_range(&full, parse_int(&full, value)?, 1, MAX_QUIET_CYCLES as i64)?
             }
             // Accepted as 0, FreeBSD's default, so that FreeBSD settings carry over.
             "poll_in_trap" => {

@@ -8,7 +8,7 @@
 //! the real poller thread.
 //!
 //! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
-//! - [`ifpoll`]: DragonFly's per-CPU pollers (RX, TX every `tx_frac` ticks, status on CPU 0);
+//! - [`ifpoll`]: DragonFly's per-CPU polling: which CPU polls which interface, `net.ifpoll.N.*`;
 //! - [`knobs`]: `kern.polling.*` names, defaults and validation;
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`rng`]: a seeded generator for simulated arrivals and fault injection;
@@ -22,8 +22,10 @@ pub mod poll;
 pub mod rng;
 pub mod stage;
 
-pub use dataplane::{Dataplane, Event, IfCounters, Interface, Mode, ModeError, Work};
+pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
 pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
-pub use poll::{HandlerId, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry};
+pub use poll::{
+    HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,
+};
 pub use stage::{DropCounters, DropReason, Emit, PacketStage, StageDrop, Verdict};

@@ -93,6 +93,15 @@ pub trait PollHandlers {
     }
 }
 
+/// What the scheduler has armed for the netisr ([`Poller::netisr_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Netisr {
+    /// A chunk of the poll cycle (`netisr_poll`).
+    Chunk,
+    /// The end of a chunk (`netisr_pollmore`): the next chunk, or the close of the cycle.
+    Pollmore,
+}
+
 /// Registration errors, with FreeBSD's errno names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegError {
@@ -248,9 +257,16 @@ impl Poller {
         self.table.contains(&id)
     }
 
-    /// Whether the netisr has work from the scheduler: a chunk or a pollmore is armed.
-    pub fn netisr_scheduled(&self) -> bool {
-        self.poll_armed || self.pollmore_armed
+    /// The netisr's work from the scheduler: the armed chunk first, else the armed
+    /// pollmore (the dataplane runs its input queue between the two: docs/algorithm.md §2).
+    pub fn netisr_due(&self) -> Option<Netisr> {
+        if self.poll_armed {
+            Some(Netisr::Chunk)
+        } else if self.pollmore_armed {
+            Some(Netisr::Pollmore)
+        } else {
+            None
+        }
     }
 
     /// Whether a chunk is armed (the netisr runs it before the protocol queues).
@@ -618,6 +634,7 @@ impl Poller {
             "kern_load" => s.kern_load.to_string(),
             "ns_per_packet" => s.ns_per_packet.to_string(),
             "quiet_cycles" => k.quiet_cycles.to_string(),
+            "auto_empty_polls" => k.auto_empty_polls.to_string(),
             "quiet" => (s.quiet as u32).to_string(),
             "quiet_wakeups" => s.quiet_wakeups.to_string(),
             "repolls" => s.repolls.to_string(),

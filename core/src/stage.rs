@@ -222,7 +222,8 @@ pub enum Verdict {
     /// link-layer padding. One forwarded frame in the counters, however many frames it
     /// became; lost as a whole if the device refuses any of them.
     ForwardEmitted { out: usize },
-    /// Addressed to this box: hand it to the host's stack.
+    /// Addressed to this box: counted `local`; polld does not pass it on (the host's
+    /// stack gets its own copy from the kernel: AF_PACKET, the XDP program passing local).
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
     Consumed,
@@ -252,6 +253,10 @@ pub trait PacketStage {
     fn drop_reasons(&self) -> &'static [StageDrop] {
         &[]
     }
+
+    /// The executor's clock, in ns, before each piece of work (ARP timers, ICMP rate
+    /// limits); a stage that keeps no time ignores it.
+    fn set_now(&mut self, _now_ns: u64) {}
 
     /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
     /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.

@@ -3,7 +3,7 @@
 //! every call. Items 14 (em-style batches) and 15 (per-CPU timing) live with the dataplane
 //! and the per-CPU pollers.
 
-use polld_core::{HandlerId, KnobError, PollCmd, PollHandlers, Poller, RegError};
+use polld_core::{HandlerId, KnobError, Netisr, PollCmd, PollHandlers, Poller, RegError};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -85,15 +85,19 @@ impl Rig {
         }
     }
 
-    /// One netisr pass: chunk, deferred stage, pollmore. Returns false if nothing was armed.
+    /// One netisr pass in the order the scheduler arms it ([`Poller::netisr_due`], which the
+    /// dataplane's decision follows): the chunk, the deferred stage (where the dataplane runs
+    /// its input queue), the pollmore. Returns false if no chunk was armed.
     fn netisr(&mut self) -> bool {
-        let start = self.h.now;
-        self.h.cycle = self.p.state().cycles;
-        if !self.p.netisr_poll(self.h.now, &mut self.h) {
+        if self.p.netisr_due() != Some(Netisr::Chunk) {
             return false;
         }
+        let start = self.h.now;
+        self.h.cycle = self.p.state().cycles;
+        self.p.netisr_poll(self.h.now, &mut self.h);
         self.h.now += self.stage_ns;
         self.deliver_ticks();
+        assert_eq!(self.p.netisr_due(), Some(Netisr::Pollmore));
         self.p.netisr_pollmore(self.h.now);
         self.kernel_ns += self.h.now - start;
         true
@@ -163,7 +167,7 @@ fn owed_ticks_are_paid_back_by_back_to_back_cycles() {
     // Make the next cycles cheap: they run back to back until nothing is owed.
     r.h.cost_ns = 0;
     let mut phases = Vec::new();
-    while r.p.netisr_scheduled() {
+    while r.p.netisr_due().is_some() {
         r.cycle();
         phases.push(r.p.state().phase);
     }

@@ -137,6 +137,10 @@ impl Bridge {
 }
 
 impl PacketStage for Bridge {
+    fn set_now(&mut self, now_ns: u64) {
+        Bridge::set_now(self, now_ns)
+    }
+
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict {
         let verdict = self.decide(input, frame, emit);
         self.counters.record(verdict);

@@ -56,7 +56,7 @@
 //!   fragments, link-layer or IP broadcasts and multicasts, or martian sources; they quote
 //!   the original IP header plus the first 8 bytes of its payload (RFC 792) and are
 //!   rate-limited by a token bucket (`icmp.rate_per_sec`, `icmp.burst`). No redirects.
-//! - **Time** comes from [`Forwarder::set_now`], called by the dataplane once per batch.
+//! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
 use crate::config::{ConfigError, Mode, PacketConfig};
@@ -591,6 +591,10 @@ fn defeats_port_filtering<T: AsRef<[u8]>>(ip: &Ipv4Packet<T>) -> bool {
 }
 
 impl PacketStage for Forwarder {
+    fn set_now(&mut self, now_ns: u64) {
+        Forwarder::set_now(self, now_ns)
+    }
+
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict {
         let verdict = self.decide(input, frame, emit);
         self.counters.record(verdict);

@@ -27,14 +27,6 @@ impl Stage {
         })
     }
 
-    /// Sets "now" (monotonic nanoseconds) for aging and rate limits; once per batch.
-    pub fn set_now(&mut self, now_ns: u64) {
-        match self {
-            Stage::Router(f) => f.set_now(now_ns),
-            Stage::Bridge(b) => b.set_now(now_ns),
-        }
-    }
-
     /// Sets the wall clock for IP timestamp options ([`Forwarder::set_utc_offset`]); the
     /// bridge does not look at IP options.
     pub fn set_utc_offset(&mut self, offset_ns: u64) {
@@ -59,6 +51,14 @@ impl Stage {
 }
 
 impl PacketStage for Stage {
+    /// Sets "now" (monotonic nanoseconds) for aging and rate limits; the dataplane sets it before each piece of work.
+    fn set_now(&mut self, now_ns: u64) {
+        match self {
+            Stage::Router(f) => f.set_now(now_ns),
+            Stage::Bridge(b) => b.set_now(now_ns),
+        }
+    }
+
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict {
         match self {
             Stage::Router(f) => f.process(input, frame, emit),

@@ -112,9 +112,24 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     }
 
     if let Some(cpu) = config.daemon.cpu {
-        scratch_thread(|| sys::pin_to_cpu(cpu))
-            .map_err(|e| RunError::Config(config.error_at_key("cpu", cpu_error(cpu, &e))))?;
+        scratch_thread(|| sys::pin_to_cpu(cpu)).map_err(|e| {
+            RunError::Config(
+                config.error_at_key("cpu", cpu_error(&format!("[daemon] cpu = {cpu}"), &e)),
+            )
+        })?;
         report.checked.push(format!("[daemon] cpu = {cpu}"));
+    }
+    for &cpu in &config.daemon.cpus {
+        scratch_thread(|| sys::pin_to_cpu(cpu)).map_err(|e| {
+            RunError::Config(
+                config.error_at_key("cpus", cpu_error(&format!("[daemon] cpus: CPU {cpu}"), &e)),
+            )
+        })?;
+    }
+    if !config.daemon.cpus.is_empty() {
+        report
+            .checked
+            .push(format!("[daemon] cpus = {:?}", config.daemon.cpus));
     }
     if config.daemon.realtime {
         scratch_thread(sys::make_realtime).map_err(|e| {
@@ -172,8 +187,8 @@ fn check_queue(config: &RunConfig, i: usize, report: &mut CheckReport) -> Result
     }
 }
 
-/// `[daemon] cpu = N` that the poll thread cannot be pinned to.
-pub fn cpu_error(cpu: usize, e: &std::io::Error) -> String {
+/// `[daemon] cpu = N` (or a CPU of `cpus`) that a poll thread cannot be pinned to.
+pub fn cpu_error(what: &str, e: &std::io::Error) -> String {
     let allowed = sys::allowed_cpus()
         .map(|cpus| {
             cpus.iter()
@@ -182,7 +197,7 @@ pub fn cpu_error(cpu: usize, e: &std::io::Error) -> String {
                 .join(", ")
         })
         .unwrap_or_else(|_| "?".to_string());
-    format!("[daemon] cpu = {cpu}: {e}; polld may run on CPUs {allowed}: pick one of them")
+    format!("{what}: {e}; polld may run on CPUs {allowed}: pick one of them")
 }
 
 /// Runs `f` on a thread that exits afterwards, so that what it changes about its
@@ -195,12 +210,19 @@ fn scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// to a dataplane on unopened devices.
 pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
     let mut report = preflight(config, socket)?;
-    let devices = config
-        .devices
-        .iter()
-        .map(|d| Unopened(d.name.clone()))
-        .collect();
-    daemon::build_dataplane(config, devices)?;
+    // With several poll CPUs, each builds its own dataplane from its part of the config.
+    let parts = match config.daemon.cpus.is_empty() {
+        true => vec![config.clone()],
+        false => config.per_cpu().into_iter().map(|(_, part)| part).collect(),
+    };
+    for part in &parts {
+        let devices = part
+            .devices
+            .iter()
+            .map(|d| Unopened(d.name.clone()))
+            .collect();
+        daemon::build_dataplane(part, devices)?;
+    }
     report.checked.push(format!(
         "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
         config.devices.len(),

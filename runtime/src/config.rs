@@ -7,6 +7,8 @@
 //! [daemon]                       # all optional
 //! socket = "/run/polld/polld.sock"
 //! cpu = 1                        # pin the poll thread to this CPU
+//! cpus = [0, 1]                  # or: one poll thread per CPU, each pinned, each with
+//!                                # its own poller (net.ifpoll.N.*); not with `cpu`
 //! realtime = true                # SCHED_FIFO for the poll thread
 //! metrics = "127.0.0.1:9101"     # serve GET /metrics (Prometheus); a port number or
 //!                                # `true` (port 9101) mean loopback
@@ -22,8 +24,10 @@
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
 //! netns = "gen"                  # the network namespace the interface lives in
 //!                                # (`ip netns list`); default: polld's own
-//! mode = "polling"               # interrupt (default), polling, adaptive or busy
+//! mode = "polling"               # interrupt (default), polling, adaptive, busy or auto
 //! queue = 0                      # af_xdp: the receive queue
+//! cpu = 1                        # with [daemon] cpus: the CPU that polls it (default:
+//!                                # round-robin over `cpus` in file order)
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
 //! mtu = 1500                     # the largest IP packet sent out of it (default: the
@@ -82,6 +86,10 @@ pub struct DaemonConfig {
     pub socket: Option<PathBuf>,
     /// Pin the poll thread to this CPU.
     pub cpu: Option<usize>,
+    /// One poll thread per CPU listed, each pinned to its CPU (DragonFly's ifpoll); empty:
+    /// one poll thread, pinned by `cpu` if given.
+    #[serde(default)]
+    pub cpus: Vec<usize>,
     /// Run the poll thread SCHED_FIFO, so clock ticks are not delayed by other work.
     #[serde(default)]
     pub realtime: bool,
@@ -132,12 +140,16 @@ fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sock
 /// One device: how to open it and its mode. Its addresses live in the packet config.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceConfig {
+    /// Its place among the file's `[[interfaces]]`, for errors about its fields.
+    pub entry: usize,
     pub name: String,
     /// The network namespace the interface lives in; `None`: polld's own.
     pub netns: Option<String>,
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
+    /// The poll CPU, with `[daemon] cpus`: the entry's `cpu`, else round-robin.
+    pub cpu: Option<usize>,
     /// Faults to inject (a test tool), from `[interfaces.fault]`.
     pub fault: Option<FaultConfig>,
 }
@@ -206,6 +218,8 @@ struct DeviceKeys {
     queue: u32,
     #[serde(default)]
     netns: Option<String>,
+    #[serde(default)]
+    cpu: Option<usize>,
     fault: Option<FaultConfig>,
 }
 
@@ -223,13 +237,13 @@ impl<'de> Deserialize<'de> for ModeName {
         let s = String::deserialize(d)?;
         s.parse().map(ModeName).map_err(|_| {
             serde::de::Error::custom(format!(
-                "unknown mode {s:?}; use interrupt, polling, adaptive or busy"
+                "unknown mode {s:?}; use interrupt, polling, adaptive, busy or auto"
             ))
         })
     }
 }
 
-const DEVICE_KEYS: [&str; 5] = ["backend", "mode", "queue", "netns", "fault"];
+const DEVICE_KEYS: [&str; 6] = ["backend", "mode", "queue", "netns", "cpu", "fault"];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -296,11 +310,13 @@ impl RunConfig {
                 return Err(fail(locate(&field), format!("interfaces[{i}].{e}")));
             }
             devices.push(DeviceConfig {
+                entry: i,
                 name,
                 netns: keys.netns,
                 backend: keys.backend,
                 mode: keys.mode.0,
                 queue: keys.queue,
+                cpu: keys.cpu,
                 fault: keys.fault,
             });
             explicit_mtu.push(stage_part.contains_key("mtu"));
@@ -373,6 +389,8 @@ impl RunConfig {
                 ));
             }
         }
+        assign_cpus(&file.daemon, &mut devices, &packet)
+            .map_err(|(field, message)| fail(locate(&field), message))?;
         Ok(RunConfig {
             path: path.to_path_buf(),
             daemon: file.daemon,
@@ -405,6 +423,141 @@ impl RunConfig {
             message,
         }
     }
+}
+
+/// With `[daemon] cpus`, sets each device's poll CPU (its `cpu`, else round-robin);
+/// without, refuses an interface `cpu`. A bridge floods to every port, and polld does not
+/// hand frames between CPUs, so its ports must share one CPU. The error names the field.
+fn assign_cpus(
+    daemon: &DaemonConfig,
+    devices: &mut [DeviceConfig],
+    packet: &PacketConfig,
+) -> Result<(), (String, String)> {
+    if daemon.cpus.is_empty() {
+        if let Some(i) = devices.iter().position(|d| d.cpu.is_some()) {
+            let field = format!("interfaces[{i}].cpu");
+            let message = format!(
+                "{field}: there is one poll thread; list the poll CPUs in [daemon] cpus = [..] \
+                 to poll interfaces on several CPUs, or remove `cpu` here"
+            );
+            return Err((field, message));
+        }
+        return Ok(());
+    }
+    if daemon.cpu.is_some() {
+        let message = "daemon.cpu and daemon.cpus: `cpu` pins the one poll thread, `cpus` \
+                       starts one per CPU; keep one of them"
+            .to_string();
+        return Err(("daemon.cpu".to_string(), message));
+    }
+    let wanted: Vec<Option<usize>> = devices.iter().map(|d| d.cpu).collect();
+    let assigned = polld_core::ifpoll::assign(&daemon.cpus, &wanted).map_err(|e| {
+        let field = match &e {
+            polld_core::ifpoll::AssignError::NotAPollCpu { index, .. } => {
+                format!("interfaces[{index}].cpu")
+            }
+            _ => "daemon.cpus".to_string(),
+        };
+        let message = match &e {
+            polld_core::ifpoll::AssignError::NotAPollCpu { .. } => e.to_string(),
+            _ => format!("daemon.cpus: {e}"),
+        };
+        (field, message)
+    })?;
+    for (d, cpu) in devices.iter_mut().zip(&assigned) {
+        d.cpu = Some(*cpu);
+    }
+    if let Some(idle) = daemon.cpus.iter().find(|c| !assigned.contains(c)) {
+        let message = format!(
+            "daemon.cpus: CPU {idle} polls no interface; remove it from `cpus`, or give an \
+             interface `cpu = {idle}`"
+        );
+        return Err(("daemon.cpus".to_string(), message));
+    }
+    if packet.mode == polld_packet::Mode::Bridge {
+        if let Some(i) = assigned.iter().position(|c| *c != assigned[0]) {
+            let field = format!("interfaces[{i}].cpu");
+            let message = format!(
+                "{field}: a bridge floods to every port and polld does not hand frames between \
+                 poll CPUs; {} is on CPU {} and {} on CPU {}: give every port the same `cpu`",
+                devices[0].name, assigned[0], devices[i].name, assigned[i]
+            );
+            return Err((field, message));
+        }
+    }
+    Ok(())
+}
+
+impl RunConfig {
+    /// The poll CPUs (`[daemon] cpus`), each with the part of this config it runs: its
+    /// interfaces, and the routes and static ARP entries whose addresses are on their
+    /// networks. Every CPU is a router of its own interfaces (polld does not hand frames
+    /// between CPUs): a frame for a network on another CPU is dropped as `no_route`.
+    pub fn per_cpu(&self) -> Vec<(usize, RunConfig)> {
+        self.daemon
+            .cpus
+            .iter()
+            .map(|&cpu| {
+                let mine: Vec<bool> = self.devices.iter().map(|d| d.cpu == Some(cpu)).collect();
+                let on_mine = |ip: Ipv4Addr| {
+                    self.packet
+                        .interfaces
+                        .iter()
+                        .zip(&mine)
+                        .any(|(ifc, &m)| m && ifc.addresses.iter().any(|a| a.contains(ip)))
+                };
+                let mut part = self.clone();
+                part.devices = pick(&self.devices, &mine);
+                part.packet.interfaces = pick(&self.packet.interfaces, &mine);
+                part.packet.routes.retain(|r| on_mine(r.gateway));
+                part.packet.static_arp.retain(|a| on_mine(a.ip));
+                part.knobs = self
+                    .knobs
+                    .iter()
+                    .filter_map(|k| self.knob_for_cpu(k, cpu, &part.devices))
+                    .collect();
+                (cpu, part)
+            })
+            .collect()
+    }
+
+    /// A `[knobs]` write as poll CPU `cpu` applies it: `net.ifpoll.N.*` as the
+    /// `kern.polling.*` of CPU N only, `dev.<if>.*` on the CPU of that interface only,
+    /// anything else (`kern.polling.*` included) on every CPU. A name no CPU would take
+    /// goes to the first one, which refuses it by name.
+    fn knob_for_cpu(
+        &self,
+        k: &KnobSetting,
+        cpu: usize,
+        mine: &[DeviceConfig],
+    ) -> Option<KnobSetting> {
+        let first = self.daemon.cpus.first() == Some(&cpu);
+        if let Some((n, kern)) = polld_core::ifpoll::kern_name(&k.name) {
+            if !self.daemon.cpus.contains(&n) {
+                return first.then(|| k.clone());
+            }
+            return (n == cpu).then(|| KnobSetting {
+                name: kern,
+                ..k.clone()
+            });
+        }
+        if let Some(rest) = k.name.strip_prefix("dev.") {
+            let ifname = rest.rsplit_once('.').map_or(rest, |(i, _)| i);
+            let known = self.devices.iter().any(|d| d.name == ifname);
+            let here = mine.iter().any(|d| d.name == ifname);
+            return (here || (!known && first)).then(|| k.clone());
+        }
+        Some(k.clone())
+    }
+}
+
+/// The items of `all` whose flag in `mine` is set.
+fn pick<T: Clone>(all: &[T], mine: &[bool]) -> Vec<T> {
+    all.iter()
+        .zip(mine)
+        .filter(|(_, &m)| m)
+        .map(|(x, _)| x.clone())
+        .collect()
 }
 
 /// The error for an interface polld must open but which its namespace does not have.

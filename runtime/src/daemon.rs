@@ -13,7 +13,10 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use polld_core::{Dataplane, Device, Knobs, PacketStage, Poller};
+use polld_control::metrics::MetricsServer;
+use polld_control::proto::IfStatus;
+use polld_control::server::{ControlServer, Inbox};
+use polld_core::{Dataplane, Device, IfCounters, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::busy_poll::BusyPollConfig;
@@ -21,7 +24,7 @@ use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
 use polld_middleware::{FaultInjector, PcapWriter};
-use polld_packet::Stage;
+use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
@@ -109,7 +112,7 @@ pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
 }
 
 /// What must stay after set-up: reopening interfaces that disappear and return.
-fn kept_caps(config: &RunConfig) -> CapSet {
+pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
     let mut keep = Vec::new();
     for d in &config.devices {
         match d.backend {
@@ -322,11 +325,126 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     // Before any thread exists, so every thread inherits the mask.
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
+    if !config.daemon.cpus.is_empty() {
+        return crate::percpu::run(&config, args, &socket, signals, out);
+    }
+    let (dp, defaults, info, mut reopener) = open_dataplane(&config, args.pcap.as_deref())?;
+
+    let policy = place_poll_thread(&config, config.daemon.cpu, &mut reopener)?;
+    let (server, inbox, metrics) = start_control(&config, &socket)?;
+    eprintln!(
+        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
+        config.devices.len(),
+        config.path.display(),
+        config
+            .daemon
+            .cpu
+            .map(|c| format!(" on CPU {c}"))
+            .unwrap_or_default(),
+        socket.display(),
+        metrics_line(&metrics),
+    );
+    let daemon = daemon_info(&config, config.daemon.cpu, defaults);
+    let mut exec =
+        Executor::new(dp, info.clone(), daemon, signals, Some(inbox)).map_err(RunError::Io)?;
+    let signal = exec.run().map_err(RunError::Io)?;
+    drop(metrics);
+    drop(server);
+    report(
+        &final_counters(exec.dataplane(), &info),
+        signal,
+        args.json,
+        out,
+    )
+    .map_err(RunError::Io)
+}
+
+/// Pins the calling poll thread to `cpu`, makes it SCHED_FIFO if `realtime`, drops every
+/// capability not needed to reopen an interface, and starts `reopener`'s thread with
+/// what is left; returns the poll thread's policy's name.
+pub(crate) fn place_poll_thread(
+    config: &RunConfig,
+    cpu: Option<usize>,
+    reopener: &mut Reopener,
+) -> Result<&'static str, RunError> {
+    if let Some(cpu) = cpu {
+        sys::pin_to_cpu(cpu).map_err(|e| {
+            let what = if config.daemon.cpus.is_empty() {
+                format!("[daemon] cpu = {cpu}")
+            } else {
+                format!("[daemon] cpus: CPU {cpu}")
+            };
+            RunError::Setup(check::cpu_error(&what, &e))
+        })?;
+    }
+    let policy = if config.daemon.realtime {
+        sys::make_realtime()
+            .map_err(|e| RunError::Setup(format!("[daemon] realtime = true: {e}")))?;
+        "SCHED_FIFO"
+    } else {
+        "SCHED_OTHER"
+    };
+    caps::drop_all_but(kept_caps(config))
+        .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
+    reopener
+        .start()
+        .map_err(|e| RunError::Setup(format!("starting the reopen thread: {e}")))?;
+    Ok(policy)
+}
+
+/// The control socket, and the metrics server if `[daemon] metrics` asks for one.
+pub(crate) fn start_control(
+    config: &RunConfig,
+    socket: &Path,
+) -> Result<(ControlServer, Inbox, Option<MetricsServer>), RunError> {
+    let (server, inbox) = ControlServer::start(socket)
+        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+    let metrics = match config.daemon.metrics {
+        Some(addr) => Some(
+            MetricsServer::start(addr, server.requester())
+                .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?,
+        ),
+        None => None,
+    };
+    Ok((server, inbox, metrics))
+}
+
+/// The end of the start-up line: where /metrics is served, if it is.
+pub(crate) fn metrics_line(metrics: &Option<MetricsServer>) -> String {
+    metrics
+        .as_ref()
+        .map(|m| format!("; metrics on http://{}/metrics", m.addr()))
+        .unwrap_or_default()
+}
+
+/// What the executor reports about the daemon: the config (absolute, so that `polld ctl
+/// --save` finds it from any directory), the pinned CPU, the defaults.
+pub(crate) fn daemon_info(
+    config: &RunConfig,
+    pinned_cpu: Option<usize>,
+    defaults: Defaults,
+) -> DaemonInfo {
+    DaemonInfo {
+        config: std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone()),
+        pinned_cpu,
+        defaults,
+    }
+}
+
+/// Opens `config`'s interfaces and builds the dataplane on them; also the writable values
+/// before the config was applied, what `polld ifconfig` shows of each interface, and the
+/// reopener of the interfaces, to start once capabilities are dropped
+/// ([`place_poll_thread`]).
+pub(crate) fn open_dataplane(
+    config: &RunConfig,
+    pcap: Option<&str>,
+) -> Result<(RealDataplane, Defaults, Vec<IfInfo>, Reopener), RunError> {
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     let mut rx_owners = Vec::new();
-    let knobs = configured_knobs(&config);
-    let mut reopener = Reopener::new();
-    for (i, d) in config.devices.iter().enumerate() {
+    let knobs = configured_knobs(config);
+    let reopener = Reopener::new();
+    for d in &config.devices {
+        let i = d.entry;
         let fail = |key: &str, e: String| {
             RunError::Config(config.error_at_field(
                 &format!("interfaces[{i}].{key}"),
@@ -337,11 +455,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         let (dev, rx_owner) =
             open_device(d, netns, &knobs, Opening::Start).map_err(|e| fail("name", e))?;
         let dev = Box::new(reopener.wrap(dev, opener(d, &knobs)));
-        let dev = wrap_device(dev, d, args.pcap.as_deref()).map_err(RunError::Setup)?;
+        let dev = wrap_device(dev, d, pcap).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
     }
-    let (dp, defaults) = build_dataplane(&config, devices)?;
+    let (dp, defaults) = build_dataplane(config, devices)?;
     let info: Vec<IfInfo> = config
         .devices
         .iter()
@@ -355,61 +473,18 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })
         .collect();
+    Ok((dp, defaults, info, reopener))
+}
 
-    if let Some(cpu) = config.daemon.cpu {
-        sys::pin_to_cpu(cpu).map_err(|e| RunError::Setup(check::cpu_error(cpu, &e)))?;
-    }
-    let policy = if config.daemon.realtime {
-        sys::make_realtime()
-            .map_err(|e| RunError::Setup(format!("[daemon] realtime = true: {e}")))?;
-        "SCHED_FIFO"
-    } else {
-        "SCHED_OTHER"
-    };
-    caps::drop_all_but(kept_caps(&config))
-        .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
-    // With what is left: the capabilities reopening needs, and no more.
-    reopener
-        .start()
-        .map_err(|e| RunError::Setup(format!("starting the reopen thread: {e}")))?;
+/// Each interface as `polld ifconfig` shows it, with its counters: what the final report
+/// prints.
+pub(crate) type FinalCounters = Vec<(IfStatus, IfCounters)>;
 
-    let (server, inbox) = polld_control::server::ControlServer::start(&socket)
-        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
-    let metrics = match config.daemon.metrics {
-        Some(addr) => Some(
-            polld_control::metrics::MetricsServer::start(addr, server.requester())
-                .map_err(|e| RunError::Setup(format!("{}: {e}", config.path.display())))?,
-        ),
-        None => None,
-    };
-
-    eprintln!(
-        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
-        config.devices.len(),
-        config.path.display(),
-        config
-            .daemon
-            .cpu
-            .map(|c| format!(" on CPU {c}"))
-            .unwrap_or_default(),
-        socket.display(),
-        metrics
-            .as_ref()
-            .map(|m| format!("; metrics on http://{}/metrics", m.addr()))
-            .unwrap_or_default()
-    );
-    let daemon = DaemonInfo {
-        // Absolute, so that `polld ctl --save` finds it from any directory.
-        config: std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone()),
-        pinned_cpu: config.daemon.cpu,
-        defaults,
-    };
-    let mut exec =
-        Executor::new(dp, info.clone(), daemon, signals, Some(inbox)).map_err(RunError::Io)?;
-    let signal = exec.run().map_err(RunError::Io)?;
-    drop(metrics);
-    drop(server);
-    report(exec.dataplane(), &info, signal, args.json, out).map_err(RunError::Io)
+pub(crate) fn final_counters(dp: &RealDataplane, info: &[IfInfo]) -> FinalCounters {
+    executor::interfaces(dp, info)
+        .into_iter()
+        .zip(dp.interfaces().iter().map(|i| i.counters()))
+        .collect()
 }
 
 /// Each writable entry and its value before the config was applied.
@@ -461,15 +536,14 @@ fn print_check(path: &Path, report: &CheckReport, out: &mut dyn Write) -> std::i
 }
 
 /// The final counters, and the conservation check per interface.
-fn report(
-    dp: &RealDataplane,
-    info: &[IfInfo],
+pub(crate) fn report(
+    rows: &[(IfStatus, IfCounters)],
     signal: i32,
     json: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let interfaces = executor::interfaces(dp, info);
     if json {
+        let interfaces: Vec<&IfStatus> = rows.iter().map(|(s, _)| s).collect();
         serde_json::to_writer_pretty(&mut *out, &interfaces)?;
         return writeln!(out);
     }
@@ -479,15 +553,15 @@ fn report(
         "SIGTERM"
     };
     writeln!(out, "polld: stopped by {name}; queues drained")?;
-    for (iface, status) in dp.interfaces().iter().zip(&interfaces) {
-        let c = &iface.counters;
+    for (status, c) in rows {
         writeln!(
             out,
             "{}: mode {} link {}  rx {}  forwarded {}  local {}  consumed {}  tx {}  interrupts {}  polls {}",
             status.name, status.mode, status.link, c.rx_packets, c.forwarded, c.local, c.consumed,
             c.tx_packets, c.interrupts, c.polls
         )?;
-        for (reason, n) in c.drops.nonzero(dp.stage().drop_reasons()) {
+        // The stage is the packet crate's (router or bridge): its reasons are PacketDrop.
+        for (reason, n) in c.drops.nonzero(&PacketDrop::TABLE) {
             writeln!(out, "    dropped {n} {}", reason.name())?;
         }
         for (reason, n) in c.tx_drops.nonzero() {

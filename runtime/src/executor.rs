@@ -11,11 +11,12 @@
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
 //! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on.
 //!
-//! After each wakeup it runs the work that is due by the priorities of the simulated CPU:
-//! a running interrupt handler to completion, adaptive tasks, the armed poll chunk, the
-//! IP input queue, the pollmore; then busy interfaces; an idle-poll pass last, when the
-//! idle thread reported an idle CPU. When nothing is due it sleeps again, which is what
-//! leaves the rest of the core to user work.
+//! After each wakeup it reports what fired to the dataplane (ticks, interrupt lines, an idle
+//! CPU) and runs what the dataplane says is due, in the order the dataplane decides
+//! (`polld_core::dataplane::decision`, the same for the simulated CPU): the executor keeps
+//! only the clock, the waiting and the time accounts. Busy and idle polling spin, so after
+//! one pass of them it reads its events again. When nothing is due it sleeps again, which
+//! is what leaves the rest of the core to user work.
 //!
 //! Busy polling spins at the thread's own policy. Idle polling waits for the idle thread
 //! (`SCHED_IDLE`) to find the CPU idle, so the poll thread's policy never changes after
@@ -32,7 +33,7 @@ use std::os::fd::RawFd;
 use polld_control::answer::{self as control, DaemonStatus};
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
-use polld_core::{Dataplane, Device, Event, LinkState, Mode};
+use polld_core::{Dataplane, Device, Due, Event, LinkState};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
@@ -83,14 +84,6 @@ pub struct DaemonInfo {
     pub pinned_cpu: Option<usize>,
     /// Writable entries before the config was applied.
     pub defaults: Vec<(String, String)>,
-}
-
-/// Runs `f` and adds the monotonic time it took to `account`.
-fn timed<T>(account: &mut u64, f: impl FnOnce() -> T) -> T {
-    let start = now_ns();
-    let result = f();
-    *account += now_ns().saturating_sub(start);
-    result
 }
 
 pub struct Executor {
@@ -163,22 +156,13 @@ impl Executor {
             if self.dp.poller().idle_poll_active() {
                 self.idle.ask();
             }
-            let spin = self.any_busy();
-            let timeout = if self.work_due() || spin { 0 } else { -1 };
+            let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
-            let now = now_ns();
-            self.dp.stage_mut().set_now(now);
-            let mut idle_pass = false;
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
                         let n = self.tick.expirations();
-                        if n > 0 {
-                            let dp = &mut self.dp;
-                            timed(&mut self.accounts.work_ns, || {
-                                dp.hardclock(now, n.min(u32::MAX as u64) as u32)
-                            });
-                        }
+                        self.dp.raise_ticks(n.min(u32::MAX as u64) as u32);
                     }
                     TOKEN_STATUS => {
                         self.status.expirations();
@@ -191,25 +175,34 @@ impl Executor {
                         }
                     }
                     TOKEN_CONTROL => self.answer_control(),
-                    TOKEN_IDLE => idle_pass = self.idle.take(),
-                    t => {
-                        let i = (t - TOKEN_IF) as usize;
-                        let dp = &mut self.dp;
-                        timed(&mut self.accounts.work_ns, || {
-                            if dp.wakeup_armed(i) {
-                                dp.quiet_wakeup(i, now);
-                            } else {
-                                dp.interrupt(i);
-                            }
-                        });
+                    TOKEN_IDLE => {
+                        if self.idle.take() {
+                            self.dp.raise_idle();
+                        }
                     }
+                    t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
-            if self.work_due() {
-                let start = now_ns();
-                self.run_due_work();
-                let end = now_ns();
-                self.accounts.work_ns += end.saturating_sub(start);
+            self.run_due()?;
+            self.log_events();
+        }
+    }
+
+    /// Runs what the dataplane says is due, charging each piece to its time account, until
+    /// only spinning work is left, of which it runs one pass: then the events are read again.
+    fn run_due(&mut self) -> io::Result<()> {
+        while let Some(due) = self.dp.next_due() {
+            let account = match due {
+                Due::Busy(_) => &mut self.accounts.busy_poll_ns,
+                Due::IdlePoll => &mut self.accounts.idle_poll_ns,
+                _ => &mut self.accounts.work_ns,
+            };
+            let start = now_ns();
+            self.dp.run(due, start);
+            let end = now_ns();
+            *account += end.saturating_sub(start);
+            self.dp.ran(due, end.saturating_sub(start));
+            if due == Due::Pollmore {
                 let repoll = self.dp.take_repoll();
                 if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
                     // A full output cut the cycle short: the next tick comes early, and
@@ -218,59 +211,12 @@ impl Executor {
                     self.tick
                         .set(at.saturating_sub(end), 1_000_000_000 / self.tick_hz as u64)?;
                 }
-            } else if spin {
-                self.busy_poll();
-            } else if idle_pass && self.dp.poller().idle_poll_active() {
-                let dp = &mut self.dp;
-                timed(&mut self.accounts.idle_poll_ns, || dp.idle_poll());
             }
-            self.log_events();
-        }
-    }
-
-    /// Accounted work that is due now (everything but busy and idle polling).
-    fn work_due(&self) -> bool {
-        self.dp.handler_running().is_some()
-            || self.dp.tasks_queued().next().is_some()
-            || self.dp.netisr_scheduled()
-            || self.dp.queue_pending()
-    }
-
-    fn any_busy(&self) -> bool {
-        (0..self.dp.interfaces().len()).any(|i| busy(&self.dp, i))
-    }
-
-    /// One round of due work, by the simulated CPU's priorities.
-    fn run_due_work(&mut self) {
-        while let Some(i) = self.dp.handler_running() {
-            self.dp.continue_handler(i);
-        }
-        for i in 0..self.dp.interfaces().len() {
-            if self.dp.interfaces()[i].task_queued() {
-                self.dp.run_task(i);
+            if due.spins() {
+                break;
             }
         }
-        if self.dp.poll_armed() {
-            self.dp.netisr_poll(now_ns());
-        }
-        if self.dp.queue_pending() {
-            self.dp.drain_queue(usize::MAX);
-        }
-        if self.dp.netisr_scheduled() && !self.dp.poll_armed() {
-            self.dp.netisr_pollmore(now_ns());
-        }
-    }
-
-    /// One pass of busy polling over the busy interfaces.
-    fn busy_poll(&mut self) {
-        let dp = &mut self.dp;
-        timed(&mut self.accounts.busy_poll_ns, || {
-            for i in 0..dp.interfaces().len() {
-                if busy(dp, i) {
-                    dp.busy_poll(i);
-                }
-            }
-        });
+        Ok(())
     }
 
     /// Arms the tick timer at `kern.polling.hz` while some interface is registered and
@@ -299,7 +245,7 @@ impl Executor {
         for i in 0..self.watched.len() {
             let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
             let want = if armed && self.dp.link(i) == LinkState::Up {
-                self.dp.interfaces()[i].dev.interrupt_fd()
+                self.dp.interfaces()[i].dev().interrupt_fd()
             } else {
                 None
             };
@@ -314,7 +260,7 @@ impl Executor {
                     Ok(()) => self.watched[i] = Some(fd),
                     Err(e) => eprintln!(
                         "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
-                        self.dp.interfaces()[i].dev.name()
+                        self.dp.interfaces()[i].dev().name()
                     ),
                 }
             }
@@ -382,21 +328,11 @@ impl Executor {
         }
     }
 
-    /// Finishes the work in hand: running handlers, tasks and the input queue.
+    /// Finishes the work in hand: running handlers, tasks, poll cycles and the input queue.
     fn drain(&mut self) {
-        for _ in 0..1000 {
-            if !self.work_due() {
-                break;
-            }
-            self.run_due_work();
-        }
+        self.dp.run_accounted(now_ns());
         self.dp.sync_hw_drops();
     }
-}
-
-/// Whether interface `i` is busy polled now: busy mode, link up.
-fn busy(dp: &RealDataplane, i: usize) -> bool {
-    dp.interfaces()[i].mode() == Mode::Busy && dp.link(i) == LinkState::Up
 }
 
 /// Answers one control request against the dataplane.

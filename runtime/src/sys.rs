@@ -3,6 +3,10 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use polld_control::server::EventFd;
 
 fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -150,7 +154,28 @@ impl Timer {
 /// SIGINT and SIGTERM, blocked and delivered through an fd so the loop handles them
 /// between two steps. Block them before starting other threads so they inherit the mask.
 pub struct Signals {
-    fd: OwnedFd,
+    source: SignalSource,
+}
+
+enum SignalSource {
+    /// The process's own signalfd.
+    Signalfd(OwnedFd),
+    /// Passed on by the main thread ([`Signals::relay`]): a doorbell and the signal.
+    Relay(Arc<EventFd>, Arc<AtomicI32>),
+}
+
+/// The sending end of [`Signals::relay`].
+pub struct SignalRelay {
+    bell: Arc<EventFd>,
+    signal: Arc<AtomicI32>,
+}
+
+impl SignalRelay {
+    /// Hands `signal` to the relay's [`Signals`].
+    pub fn send(&self, signal: i32) {
+        self.signal.store(signal, Ordering::SeqCst);
+        self.bell.signal();
+    }
 }
 
 impl Signals {
@@ -170,20 +195,39 @@ impl Signals {
                 "signalfd",
             )?;
             Ok(Signals {
-                fd: OwnedFd::from_raw_fd(fd),
+                source: SignalSource::Signalfd(OwnedFd::from_raw_fd(fd)),
             })
         }
     }
 
+    /// A `Signals` for one poll thread of several: a process-directed signal wakes one
+    /// signalfd reader only, so the daemon's main thread reads them and passes them on
+    /// with the returned [`SignalRelay`].
+    pub fn relay() -> io::Result<(Signals, SignalRelay)> {
+        let bell = Arc::new(EventFd::new()?);
+        let signal = Arc::new(AtomicI32::new(0));
+        let signals = Signals {
+            source: SignalSource::Relay(bell.clone(), signal.clone()),
+        };
+        Ok((signals, SignalRelay { bell, signal }))
+    }
+
     /// The signal that arrived, if any.
     pub fn take(&self) -> Option<i32> {
+        let fd = match &self.source {
+            SignalSource::Signalfd(fd) => fd,
+            SignalSource::Relay(bell, signal) => {
+                let rung = bell.take();
+                return rung.then(|| signal.load(Ordering::SeqCst));
+            }
+        };
         // SAFETY: signalfd_siginfo is plain data; the read fills it.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
         // SAFETY: reads at most `size` bytes into `info`.
         let r = unsafe {
             libc::read(
-                self.fd.as_raw_fd(),
+                fd.as_raw_fd(),
                 (&mut info as *mut libc::signalfd_siginfo).cast(),
                 size,
             )
@@ -192,7 +236,10 @@ impl Signals {
     }
 
     pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        match &self.source {
+            SignalSource::Signalfd(fd) => fd.as_raw_fd(),
+            SignalSource::Relay(bell, _) => bell.fd(),
+        }
     }
 }
 

@@ -70,8 +70,12 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
     let cases: &[(&str, &str, &str)] = &[
         // (replace this, with that, expect this in the error)
         ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
-        ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive or busy"),
-        ("cpu = 1", "cpus = 1", "fwd.toml:4: unknown field `cpus`"),
+        ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive, busy or auto"),
+        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown field `cpuz`"),
+        ("cpu = 1", "cpus = 1", "fwd.toml:4: invalid type: integer `1`, expected a sequence"),
+        ("cpu = 1", "cpus = [0, 0]", "fwd.toml:4: daemon.cpus: CPU 0 is listed twice"),
+        ("cpu = 1", "cpus = [0, 1, 2]", "fwd.toml:4: daemon.cpus: CPU 2 polls no interface"),
+        ("queue = 0", "cpu = 0", "fwd.toml:15: interfaces[0].cpu: there is one poll thread; list the poll CPUs in [daemon] cpus"),
         ("gateway = \"10.0.2.2\"", "gateway = \"10.0.9.9\"", "fwd.toml:26: routes[0].gateway: 10.0.9.9 is not on a connected network"),
         ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown field `rotues`"),
         ("addresses = [\"10.0.1.2/24\"]", "addresses = [\"10.0.1.2/33\"]", "fwd.toml:17:"),
@@ -87,6 +91,95 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
             "{from} -> {to}: got {err:?}, expected {expected:?}"
         );
     }
+}
+
+/// GOOD with two poll CPUs and four interfaces: veth1 and veth2 on CPU 0 (round-robin and
+/// `cpu`), veth3 on CPU 1 (round-robin), veth4 on CPU 1 (`cpu`).
+fn two_cpus() -> String {
+    GOOD.replace("cpu = 1", "cpus = [0, 1]")
+        .replace("mac = \"02:00:00:00:02:01\"", "cpu = 0\nmac = \"02:00:00:00:02:01\"")
+        .replace(
+            "[[routes]]",
+            r#"[[interfaces]]
+name = "veth3"
+mac = "02:00:00:00:03:01"
+addresses = ["10.0.3.1/24"]
+
+[[interfaces]]
+name = "veth4"
+cpu = 1
+mac = "02:00:00:00:04:01"
+addresses = ["10.0.4.1/24"]
+
+[[routes]]
+prefix = "10.8.0.0/16"
+gateway = "10.0.4.2"
+
+[[routes]]"#,
+        )
+        .replace(
+            "\"kern.polling.controller\" = \"time\"",
+            "\"kern.polling.controller\" = \"time\"\n\"net.ifpoll.1.pollhz\" = 2000\n\"dev.veth4.mode\" = \"polling\"",
+        )
+}
+
+#[test]
+fn interfaces_go_to_their_cpu_or_round_robin_and_each_cpu_gets_its_routes_and_knobs() {
+    let c = parse(&two_cpus()).unwrap();
+    let cpus: Vec<(&str, Option<usize>)> =
+        c.devices.iter().map(|d| (d.name.as_str(), d.cpu)).collect();
+    assert_eq!(
+        cpus,
+        vec![
+            ("veth1", Some(0)),
+            ("veth2", Some(0)),
+            ("veth3", Some(1)),
+            ("veth4", Some(1))
+        ]
+    );
+    let parts = c.per_cpu();
+    assert_eq!(parts.len(), 2);
+    let (cpu0, part0) = &parts[0];
+    let (cpu1, part1) = &parts[1];
+    assert_eq!((*cpu0, *cpu1), (0, 1));
+    let names = |p: &RunConfig| p.devices.iter().map(|d| d.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(part0), ["veth1", "veth2"]);
+    assert_eq!(names(part1), ["veth3", "veth4"]);
+    assert_eq!(
+        part1.devices[0].entry, 2,
+        "errors still name the file's entry"
+    );
+    let gateways = |p: &RunConfig| {
+        p.packet
+            .routes
+            .iter()
+            .map(|r| r.gateway.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(gateways(part0), ["10.0.2.2"]);
+    assert_eq!(gateways(part1), ["10.0.4.2"]);
+    let knobs = |p: &RunConfig| p.knobs.iter().map(|k| k.name.clone()).collect::<Vec<_>>();
+    assert!(!knobs(part0)
+        .iter()
+        .any(|k| k.contains("pollhz") || k.starts_with("dev.")));
+    assert!(knobs(part1).contains(&"kern.polling.hz".to_string()));
+    assert!(knobs(part1).contains(&"dev.veth4.mode".to_string()));
+    assert!(knobs(part0).contains(&"kern.polling.user_frac".to_string()));
+    assert!(knobs(part1).contains(&"kern.polling.user_frac".to_string()));
+}
+
+#[test]
+fn cpu_mistakes_name_the_field_and_the_fix() {
+    let err = parse(&two_cpus().replace("cpu = 0\n", "cpu = 5\n")).unwrap_err();
+    assert!(
+        err.contains("interfaces[1].cpu = 5 is not a poll CPU; the poll CPUs are [0, 1]"),
+        "{err}"
+    );
+    let err = parse(&two_cpus().replace("cpus = [0, 1]", "cpus = [0, 1]\ncpu = 1")).unwrap_err();
+    assert!(err.contains("daemon.cpu and daemon.cpus"), "{err}");
+    let bridge = "mode = \"bridge\"\n[daemon]\ncpus = [0, 1]\n\n[[interfaces]]\nname = \"veth1\"\n\n[[interfaces]]\nname = \"veth2\"\n";
+    let err = parse(bridge).unwrap_err();
+    assert!(err.contains("a bridge floods to every port"), "{err}");
 }
 
 #[test]

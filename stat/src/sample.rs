@@ -28,6 +28,7 @@ use std::path::Path;
 
 use polld_control::client::{request, ClientError};
 use polld_control::proto::{daemon_entry, Request, Response};
+use polld_core::ifpoll::{kern_name, per_cpu_name};
 use polld_core::SysctlEntry;
 use serde::Serialize;
 
@@ -385,11 +386,26 @@ pub struct Scheduler {
     pub kern_load: u64,
 }
 
+/// One poll CPU of `[daemon] cpus`: its own scheduler (`net.ifpoll.N.*`) and its poll
+/// thread's time (`polld.percpu.N.*`), percent of the interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PollCpu {
+    pub cpu: usize,
+    pub scheduler: Scheduler,
+    /// Device work of its poll thread.
+    pub device: f64,
+    /// Its poll thread's CPU time.
+    pub polld_thread: f64,
+}
+
 /// One interface over the interval, per second.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Interface {
     pub name: String,
+    /// The mode; `auto` shows what it does now: `auto/intr` or `auto/poll`.
     pub mode: String,
+    /// Auto mode: switches between interrupts and polling, since start.
+    pub auto_switches: u64,
     pub link: String,
     /// Wakeups taken from the device.
     pub interrupts_per_s: f64,
@@ -410,6 +426,8 @@ pub struct Snapshot {
     pub interval_s: f64,
     pub cpu: CpuSplit,
     pub scheduler: Scheduler,
+    /// Each poll CPU, with `[daemon] cpus`; empty with one poll thread.
+    pub per_cpu: Vec<PollCpu>,
     pub interfaces: Vec<Interface>,
 }
 
@@ -429,26 +447,23 @@ impl Snapshot {
             }
         };
         let cpu = CpuSplit::between(before, after, ns);
-        let k = |leaf: &str| after.number(&format!("kern.polling.{leaf}"));
-        let scheduler = Scheduler {
-            hz: k("hz"),
-            user_frac: k("user_frac"),
-            controller: after
-                .get("kern.polling.controller")
-                .unwrap_or_default()
-                .to_string(),
-            burst: k("burst"),
-            burst_max: k("burst_max"),
-            each_burst: k("each_burst"),
-            phase: k("phase"),
-            residual_burst: k("residual_burst"),
-            lost_polls: k("lost_polls"),
-            lost_polls_per_s: rate("kern.polling.lost_polls"),
-            stalled: k("stalled"),
-            handlers: k("handlers"),
-            idle_poll: k("idle_poll"),
-            kern_load: k("kern_load"),
-        };
+        let scheduler = Scheduler::of(after, &rate, &|kern| kern.to_string());
+        let per_cpu = poll_cpus(after)
+            .into_iter()
+            .map(|n| {
+                let name = |kern: &str| per_cpu_name(n, kern).unwrap_or_default();
+                let share = |leaf: &str| {
+                    let name = format!("polld.percpu.{n}.{leaf}");
+                    percent_of(delta(&name), ns)
+                };
+                PollCpu {
+                    cpu: n,
+                    scheduler: Scheduler::of(after, &rate, &name),
+                    device: share("work_ns"),
+                    polld_thread: share("thread_cpu_ns"),
+                }
+            })
+            .collect();
         let interfaces = after
             .interfaces
             .iter()
@@ -466,8 +481,14 @@ impl Snapshot {
                     })
                     .collect();
                 drops_by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
+                let mode = match after.get(&format!("{p}mode")).unwrap_or("") {
+                    "auto" if after.number(&format!("{p}auto_polling")) == 1 => "auto/poll",
+                    "auto" => "auto/intr",
+                    other => other,
+                };
                 Interface {
-                    mode: after.get(&format!("{p}mode")).unwrap_or("").to_string(),
+                    mode: mode.to_string(),
+                    auto_switches: after.number(&format!("{p}auto_switches")),
                     link: after.get(&format!("{p}link")).unwrap_or("").to_string(),
                     interrupts_per_s: rate(&format!("{p}interrupts")),
                     polls_per_s: rate(&format!("{p}polls")),
@@ -485,7 +506,57 @@ impl Snapshot {
             interval_s: seconds,
             cpu,
             scheduler,
+            per_cpu,
             interfaces,
         }
     }
+}
+
+impl Scheduler {
+    /// The scheduler's entries in `after`, each named by `name` from its `kern.polling.*`
+    /// name (itself, or a CPU's `net.ifpoll.N.*`); `rate` turns a counter into a rate.
+    fn of(after: &Sample, rate: &dyn Fn(&str) -> f64, name: &dyn Fn(&str) -> String) -> Scheduler {
+        let k = |leaf: &str| after.number(&name(&format!("kern.polling.{leaf}")));
+        Scheduler {
+            hz: k("hz"),
+            user_frac: k("user_frac"),
+            controller: after
+                .get(&name("kern.polling.controller"))
+                .unwrap_or_default()
+                .to_string(),
+            burst: k("burst"),
+            burst_max: k("burst_max"),
+            each_burst: k("each_burst"),
+            phase: k("phase"),
+            residual_burst: k("residual_burst"),
+            lost_polls: k("lost_polls"),
+            lost_polls_per_s: rate(&name("kern.polling.lost_polls")),
+            stalled: k("stalled"),
+            handlers: k("handlers"),
+            idle_poll: k("idle_poll"),
+            kern_load: k("kern_load"),
+        }
+    }
+}
+
+/// `ns` of a `span` of the daemon's clock, in percent (0 for an empty span).
+fn percent_of(ns: u64, span: u64) -> f64 {
+    if span == 0 {
+        0.0
+    } else {
+        ns as f64 * 100.0 / span as f64
+    }
+}
+
+/// The poll CPUs of a daemon with `[daemon] cpus`, from its `net.ifpoll.N.pollhz`
+/// entries; none for a daemon with one poll thread.
+fn poll_cpus(sample: &Sample) -> Vec<usize> {
+    sample
+        .values
+        .keys()
+        .filter_map(|name| {
+            let (cpu, kern) = kern_name(name)?;
+            (kern == "kern.polling.hz").then_some(cpu)
+        })
+        .collect()
 }

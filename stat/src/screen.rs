@@ -233,6 +233,39 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         k.handlers, k.idle_poll, k.kern_load, k.controller
     )));
     out.push(Line::from(""));
+    if !s.per_cpu.is_empty() {
+        out.push(Line::styled(
+            format!(
+                "{:<6} {:>6} {:>9} {:>9} {:>10} {:>3} {:>7} {:>8} {:>8}",
+                "ifpoll",
+                "pollhz",
+                "user_frac",
+                "kern_frac",
+                "burst/max",
+                "ifs",
+                "lost/s",
+                "device%",
+                "thread%"
+            ),
+            bold(),
+        ));
+        for c in &s.per_cpu {
+            let k = &c.scheduler;
+            out.push(Line::from(format!(
+                "{:<6} {:>6} {:>9} {:>9} {:>10} {:>3} {:>7} {:>8.1} {:>8.1}",
+                format!("CPU{}", c.cpu),
+                k.hz,
+                k.user_frac,
+                k.kern_load,
+                format!("{}/{}", k.burst, k.burst_max),
+                k.handlers,
+                rate(k.lost_polls_per_s),
+                c.device,
+                c.polld_thread
+            )));
+        }
+        out.push(Line::from(""));
+    }
 
     let name_w = s
         .interfaces

@@ -500,3 +500,49 @@ fn once_prints_the_same_screen_as_plain_text_without_terminal_control() {
     assert_eq!(json["cpu"]["device"], 40.0);
     assert_eq!(json["scheduler"]["burst"], 312);
 }
+
+#[test]
+fn a_daemon_with_poll_cpus_gets_one_ifpoll_row_per_cpu_with_its_own_scheduler_and_time() {
+    // Two poll CPUs (net.ifpoll.0, net.ifpoll.2), as polld run with [daemon] cpus lists them.
+    let per_cpu = |t: u64| {
+        let mut e = entries(2, t);
+        for (cpu, user_frac, burst, work_ms) in [(0, 90, 40, 100), (2, 50, 300, 480)] {
+            let p = format!("net.ifpoll.{cpu}");
+            e.push(entry(&format!("{p}.pollhz"), 4000));
+            e.push(entry(&format!("{p}.rx.user_frac"), user_frac));
+            e.push(entry(&format!("{p}.rx.burst"), burst));
+            e.push(entry(&format!("{p}.rx.burst_max"), 1000));
+            e.push(entry(&format!("{p}.rx.handlers"), 1));
+            e.push(entry(&format!("{p}.rx.kern_frac"), 100 - user_frac));
+            e.push(entry(&format!("{p}.rx.lost_polls"), 2 * t));
+            e.push(entry(
+                &format!("polld.percpu.{cpu}.work_ns"),
+                t * work_ms * 1_000_000,
+            ));
+            e.push(entry(
+                &format!("polld.percpu.{cpu}.thread_cpu_ns"),
+                t * (work_ms + 10) * 1_000_000,
+            ));
+        }
+        Sample::from_entries(e)
+    };
+    let s = Snapshot::between(&per_cpu(10), &per_cpu(11));
+    let cpus: Vec<(usize, u64, u64)> = s
+        .per_cpu
+        .iter()
+        .map(|c| (c.cpu, c.scheduler.user_frac, c.scheduler.burst))
+        .collect();
+    assert_eq!(cpus, vec![(0, 90, 40), (2, 50, 300)]);
+    assert!(close(s.per_cpu[0].device, 10.0), "{:?}", s.per_cpu[0]);
+    assert!(close(s.per_cpu[1].polld_thread, 49.0), "{:?}", s.per_cpu[1]);
+    assert!(close(s.per_cpu[1].scheduler.lost_polls_per_s, 2.0));
+    let text = text_80(&s);
+    let rows: Vec<String> = text.lines().map(str::to_string).collect();
+    assert!(row(&rows, "ifpoll").contains("user_frac"), "{text}");
+    let cpu2 = row(&rows, "CPU2 ");
+    for cell in ["4000", "50", "300/1000", "48.0", "49.0"] {
+        assert!(cpu2.contains(cell), "{cell} missing in {cpu2:?}");
+    }
+    // One poll thread: no ifpoll rows.
+    assert!(!text_80(&snapshot(2)).contains("ifpoll"));
+}

@@ -66,6 +66,10 @@ pub struct UpArgs {
     /// Delete namespaces of the same names first instead of failing.
     #[arg(long)]
     pub force: bool,
+    /// With `--devices tap`: this many TAP pairs, one per poll CPU of `[daemon] cpus`
+    /// (tap2 in gen and tap3 in sink on 10.0.3.0/24 and 10.0.4.0/24, and so on).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub tap_pairs: u8,
 }
 
 fn parse_prefix(prefix: &str) -> Result<String, String> {
@@ -87,7 +91,16 @@ pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> 
                 },
                 force: up.force,
             };
-            let report = Testbed::up(&layout, &options)?.keep();
+            if up.tap_pairs > 1 && up.devices != Devices::Tap {
+                return Err(TestbedError::Failed(
+                    "--tap-pairs needs --devices tap".to_string(),
+                ));
+            }
+            let mut testbed = Testbed::up(&layout, &options)?;
+            for pair in 1..up.tap_pairs {
+                testbed.add_tap_pair(pair)?;
+            }
+            let report = testbed.keep();
             if up.common.json {
                 write_json(out, &report)
             } else {
@@ -149,6 +162,23 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
         layout.veth0.network(),
         layout.veth3.gateway.map_or("?".into(), |g| g.to_string()),
     )?;
+    for pair in &report.tap_pairs {
+        let (gen, sink) = (&pair.veth0, &pair.veth3);
+        writeln!(
+            out,
+            "  another TAP pair: {}/{} {} {} and {}/{} {} {}; polld plays {} and {}",
+            gen.ns,
+            gen.name,
+            gen.mac,
+            gen.cidr(),
+            sink.ns,
+            sink.name,
+            sink.mac,
+            sink.cidr(),
+            pair.veth1.cidr(),
+            pair.veth2.cidr()
+        )?;
+    }
     writeln!(
         out,
         "  ip_forward in {}: {}",

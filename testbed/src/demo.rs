@@ -215,12 +215,7 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             args.duration
         )
         .ok();
-        let trial = ShareTrial {
-            mode,
-            user_frac: args.user_frac,
-            warm_up: 1.0,
-            window: args.duration,
-        };
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
         rows.push(measure_share(
             run.tb,
             run.polld,
@@ -573,15 +568,19 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
 
 fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
+    format!("{cpus} CPUs, {}", cpu_model())
+}
+
+/// The CPU's model name from /proc/cpuinfo.
+pub(crate) fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
             t.lines()
                 .find(|l| l.starts_with("model name"))
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpus} CPUs, {model}")
+        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 fn clock_ticks() -> f64 {
@@ -707,11 +706,22 @@ impl Process {
 
     /// SIGINT, wait up to 10 s; returns its standard output.
     pub(crate) fn finish(&mut self) -> Result<String, TestbedError> {
+        self.end(true)
+    }
+
+    /// Waits up to 10 s for it to exit by itself; returns its standard output.
+    pub(crate) fn wait(&mut self) -> Result<String, TestbedError> {
+        self.end(false)
+    }
+
+    fn end(&mut self, interrupt: bool) -> Result<String, TestbedError> {
         let Some(mut child) = self.child.take() else {
             return Ok(String::new());
         };
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        if interrupt {
+            // SAFETY: signals a child we started, by its pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait().ok().flatten().is_none() {
             if Instant::now() > deadline {

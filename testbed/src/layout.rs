@@ -146,18 +146,34 @@ impl Layout {
     /// The topology of `devices` with namespaces `{prefix}gen`, `{prefix}fwd` and
     /// `{prefix}sink`: the same namespaces, addresses and MACs either way.
     pub fn with_devices(prefix: &str, devices: Devices) -> Layout {
+        Layout::with_pair(prefix, devices, 0)
+    }
+
+    /// The `pair`-th TAP pair of this layout's TAP testbed, in the same namespaces: pair 0
+    /// is the testbed's own (tap0, tap1, networks 10.0.1.0/24 and 10.0.2.0/24), pair 1 is
+    /// tap2 in gen (10.0.3.1) and tap3 in sink (10.0.4.2) with polld playing 10.0.3.2 and
+    /// 10.0.4.1, and so on (`Testbed::add_tap_pair` creates it). For a second poll CPU
+    /// with its own traffic.
+    pub fn tap_pair(&self, pair: u8) -> Layout {
+        Layout::with_pair(&self.prefix, Devices::Tap, pair)
+    }
+
+    fn with_pair(prefix: &str, devices: Devices, pair: u8) -> Layout {
         let ns = |role: Role| format!("{prefix}{}", role.base_name());
         // On TAP, the forwarder's ends are the TAPs of gen and sink.
+        let (gen_tap, sink_tap) = (format!("tap{}", 2 * pair), format!("tap{}", 2 * pair + 1));
         let (names, homes) = match devices {
             Devices::Veth => (
                 ["veth0", "veth1", "veth2", "veth3"],
                 [Role::Gen, Role::Fwd, Role::Fwd, Role::Sink],
             ),
             Devices::Tap => (
-                ["tap0", "tap0", "tap1", "tap1"],
+                [&*gen_tap, &*gen_tap, &*sink_tap, &*sink_tap],
                 [Role::Gen, Role::Gen, Role::Sink, Role::Sink],
             ),
         };
+        // The links of the pair: 10.0.(2·pair + 1).0/24 on gen's side, the next on sink's.
+        let (near, far) = (2 * pair + 1, 2 * pair + 2);
         let iface =
             |role: Role, end: usize, peer: usize, host: [u8; 2], gateway: Option<[u8; 2]>| {
                 let [link, last] = host;
@@ -179,14 +195,14 @@ impl Layout {
             gen_ns: ns(Role::Gen),
             fwd_ns: ns(Role::Fwd),
             sink_ns: ns(Role::Sink),
-            veth0: iface(Role::Gen, 0, 1, [1, 1], Some([1, 2])),
-            veth1: iface(Role::Fwd, 1, 0, [1, 2], None),
-            veth2: iface(Role::Fwd, 2, 3, [2, 1], None),
-            veth3: iface(Role::Sink, 3, 2, [2, 2], Some([2, 1])),
-            unowned_dst: Ipv4Addr::new(10, 0, 2, 100),
+            veth0: iface(Role::Gen, 0, 1, [near, 1], Some([near, 2])),
+            veth1: iface(Role::Fwd, 1, 0, [near, 2], None),
+            veth2: iface(Role::Fwd, 2, 3, [far, 1], None),
+            veth3: iface(Role::Sink, 3, 2, [far, 2], Some([far, 1])),
+            unowned_dst: Ipv4Addr::new(10, 0, far, 100),
             unowned_mac: match devices {
-                Devices::Veth => "02:00:00:00:02:02".to_string(),
-                Devices::Tap => "02:00:00:00:02:64".to_string(),
+                Devices::Veth => format!("02:00:00:00:{far:02x}:02"),
+                Devices::Tap => format!("02:00:00:00:{far:02x}:64"),
             },
         }
     }
@@ -304,6 +320,27 @@ mod tests {
         }
         assert_eq!(layout.veth0.network(), "10.0.1.0/24");
         assert_eq!(layout.veth3.network(), "10.0.2.0/24");
+    }
+
+    #[test]
+    fn a_second_tap_pair_has_its_own_taps_and_networks_in_the_same_namespaces() {
+        let first = Layout::with_devices("p-", Devices::Tap);
+        let second = first.tap_pair(1);
+        assert_eq!(second.namespaces(), first.namespaces());
+        assert_eq!(
+            (second.veth0.name.as_str(), second.veth0.ns.as_str()),
+            ("tap2", "p-gen")
+        );
+        assert_eq!(
+            (second.veth3.name.as_str(), second.veth3.ns.as_str()),
+            ("tap3", "p-sink")
+        );
+        assert_eq!(second.veth0.cidr(), "10.0.3.1/24");
+        assert_eq!(second.veth1.cidr(), "10.0.3.2/24");
+        assert_eq!(second.veth2.cidr(), "10.0.4.1/24");
+        assert_eq!(second.veth3.cidr(), "10.0.4.2/24");
+        assert_eq!(second.unowned_dst.to_string(), "10.0.4.100");
+        assert_eq!(first.tap_pair(0), first);
     }
 
     #[test]

@@ -60,9 +60,12 @@ mod error;
 pub mod layout;
 pub mod napi;
 pub mod placement;
+pub mod plot;
 pub mod polld;
+pub mod seeds;
 pub mod share;
 pub mod status;
+pub mod streams;
 mod sys;
 mod testbed;
 
@@ -70,7 +73,7 @@ pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
 pub use layout::{Devices, Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
-pub use polld::{polld_config, PolldSetup};
+pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, Testbed, UpOptions, UpReport,

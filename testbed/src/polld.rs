@@ -26,6 +26,20 @@ pub struct PolldSetup<'a> {
 
 /// The TOML text of a `polld run` config for `layout`.
 pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
+    config_text(&[(layout, None)], setup)
+}
+
+/// The config of polld on several poll CPUs (`[daemon] cpus`): each TAP pair's two
+/// interfaces on the CPU given with it, so that each CPU forwards its own pair's traffic
+/// (polld does not hand frames between CPUs). `setup.cpu` is not used.
+pub fn polld_config_per_cpu(pairs: &[(&Layout, usize)], setup: &PolldSetup) -> String {
+    let pairs: Vec<(&Layout, Option<usize>)> = pairs.iter().map(|(l, c)| (*l, Some(*c))).collect();
+    config_text(&pairs, setup)
+}
+
+fn config_text(pairs: &[(&Layout, Option<usize>)], setup: &PolldSetup) -> String {
+    let layout = pairs[0].0;
+    let cpus: Vec<usize> = pairs.iter().filter_map(|(_, c)| *c).collect();
     let mut c = String::new();
     let _ = writeln!(
         c,
@@ -37,7 +51,12 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
         "[daemon]\nsocket = {:?}",
         setup.socket.display().to_string()
     );
-    if let Some(cpu) = setup.cpu {
+    if !cpus.is_empty() {
+        let mut listed = cpus.clone();
+        listed.sort_unstable();
+        listed.dedup();
+        let _ = writeln!(c, "cpus = {listed:?}");
+    } else if let Some(cpu) = setup.cpu {
         let _ = writeln!(c, "cpu = {cpu}");
     }
     if setup.realtime {
@@ -49,27 +68,34 @@ pub fn polld_config(layout: &Layout, setup: &PolldSetup) -> String {
             let _ = writeln!(c, "{name:?} = {value:?}");
         }
     }
-    for iface in [&layout.veth1, &layout.veth2] {
-        let _ = writeln!(c, "\n[[interfaces]]\nname = {:?}", iface.name);
-        if iface.ns != layout.fwd_ns {
-            let _ = writeln!(c, "netns = {:?}", iface.ns);
+    for (layout, cpu) in pairs {
+        for iface in [&layout.veth1, &layout.veth2] {
+            let _ = writeln!(c, "\n[[interfaces]]\nname = {:?}", iface.name);
+            if iface.ns != layout.fwd_ns {
+                let _ = writeln!(c, "netns = {:?}", iface.ns);
+            }
+            if let Some(cpu) = cpu {
+                let _ = writeln!(c, "cpu = {cpu}");
+            }
+            let _ = writeln!(
+                c,
+                "backend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{:?}]",
+                setup.backend,
+                setup.mode,
+                iface.mac,
+                iface.cidr()
+            );
         }
-        let _ = writeln!(
-            c,
-            "backend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{:?}]",
-            setup.backend,
-            setup.mode,
-            iface.mac,
-            iface.cidr()
-        );
     }
-    let peers = [
-        (layout.veth0.addr, &layout.veth0.mac),
-        (layout.veth3.addr, &layout.veth3.mac),
-        (layout.unowned_dst, &layout.unowned_mac),
-    ];
-    for (ip, mac) in peers {
-        let _ = writeln!(c, "\n[[static_arp]]\nip = \"{ip}\"\nmac = {mac:?}");
+    for (layout, _) in pairs {
+        let peers = [
+            (layout.veth0.addr, &layout.veth0.mac),
+            (layout.veth3.addr, &layout.veth3.mac),
+            (layout.unowned_dst, &layout.unowned_mac),
+        ];
+        for (ip, mac) in peers {
+            let _ = writeln!(c, "\n[[static_arp]]\nip = \"{ip}\"\nmac = {mac:?}");
+        }
     }
     c
 }

@@ -11,7 +11,7 @@
 //! interrupts, and conservation on every interface at the end. `polld demo` and the
 //! promise test both use it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
-use crate::{polld_config, Devices, PolldSetup, Role, Testbed, TestbedError};
+use crate::streams::ExtraStream;
+use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError};
 
 fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
@@ -63,7 +64,7 @@ fn task_cpu_ns(pid: u32, tid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// One trial: polld's mode on both TAPs and `user_frac`.
+/// One trial: polld's mode on both TAPs and `user_frac`, the load and who shares the CPU.
 #[derive(Clone, Debug)]
 pub struct ShareTrial<'a> {
     pub mode: &'a str,
@@ -72,6 +73,31 @@ pub struct ShareTrial<'a> {
     pub warm_up: f64,
     /// Seconds the shares are measured over.
     pub window: f64,
+    /// `polld gen --rate` (`unlimited`, `200k`, ...), or no `polld gen` at all.
+    pub rate: Option<&'a str>,
+    /// Run the CPU-bound competitor on the fwd CPU.
+    pub competitor: bool,
+    /// Knobs set after the trial's own (`net.inet.ip.fastforwarding=0`, ...).
+    pub knobs: &'a [(&'a str, &'a str)],
+    /// Streams besides tap0 -> tap1, already created on the testbed, each with its own
+    /// `polld gen` at `rate`.
+    pub extra_streams: &'a [ExtraStream],
+}
+
+impl<'a> ShareTrial<'a> {
+    /// The promise's trial: an unlimited flood and the competitor beside polld.
+    pub fn flood(mode: &'a str, user_frac: u32, warm_up: f64, window: f64) -> ShareTrial<'a> {
+        ShareTrial {
+            mode,
+            user_frac,
+            warm_up,
+            window,
+            rate: Some("unlimited"),
+            competitor: true,
+            knobs: &[],
+            extra_streams: &[],
+        }
+    }
 }
 
 /// What a trial measured.
@@ -79,14 +105,16 @@ pub struct ShareTrial<'a> {
 pub struct ShareRow {
     pub mode: String,
     pub user_frac: u32,
-    /// `polld gen`'s sending rate over its whole run.
+    /// `polld gen`'s sending rate over its whole run (0 without `polld gen`), summed over
+    /// the streams.
     pub offered_pps: f64,
-    /// tap1's receive counter over the window: frames polld wrote towards sink.
+    /// tap1's receive counter over the window: frames polld wrote towards sink (with
+    /// the extra streams' outputs).
     pub delivered_pps: f64,
     pub interrupts_per_sec: f64,
     /// polld's poll thread, percent of the fwd CPU over the window.
     pub polld_cpu_percent: f64,
-    /// The competitor, percent of the fwd CPU over the window.
+    /// The competitor, percent of the fwd CPU over the window (0 without one).
     pub competitor_percent: f64,
     /// tap0's drops over the window, by reason (rx_ring_full: the TAP's queue was full
     /// and the kernel dropped on gen's CPU).
@@ -107,7 +135,65 @@ fn knobs(user_frac: &str) -> [(&str, &str); 4] {
     ]
 }
 
-/// Runs one trial on a TAP testbed. `dir` holds the trial's config and socket.
+/// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
+/// once its control socket exists.
+fn start_polld(
+    tb: &Testbed,
+    polld: &str,
+    dir: &Path,
+    config: &str,
+    socket: &Path,
+) -> Result<Process, TestbedError> {
+    let config_path = dir.join("polld.toml");
+    std::fs::write(&config_path, config)
+        .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
+    let mut daemon = Process::spawn(
+        tb.command_in(Role::Fwd, None, polld)?
+            .args(["run", "--json", "-c"])
+            .arg(&config_path),
+        "polld run",
+    )?;
+    wait_for(socket, &mut daemon)?;
+    Ok(daemon)
+}
+
+/// `polld gen --rate unlimited` from `cpu` for `seconds`, from gen's TAP of `layout`'s pair
+/// to the unowned destination behind it.
+fn flood(
+    tb: &Testbed,
+    polld: &str,
+    layout: &Layout,
+    cpu: usize,
+    seconds: f64,
+) -> Result<Process, TestbedError> {
+    let (src, rx) = (&layout.veth0, &layout.veth1);
+    let (src_ip, dst_ip) = (src.addr.to_string(), layout.unowned_dst.to_string());
+    Process::spawn(
+        tb.command_in(Role::Gen, Some(cpu), polld)?.args([
+            "gen",
+            &src.name,
+            "--json",
+            "-i",
+            "0",
+            "--rate",
+            "unlimited",
+            "--duration",
+            &seconds.to_string(),
+            "--src-mac",
+            &src.mac,
+            "--dst-mac",
+            &rx.mac,
+            "--src-ip",
+            &src_ip,
+            "--dst-ip",
+            &dst_ip,
+        ]),
+        "polld gen",
+    )
+}
+
+/// Runs one trial on a TAP testbed: warm-up, then the measured window. `dir` holds the
+/// trial's config and socket.
 pub fn measure_share(
     tb: &Testbed,
     polld: &Path,
@@ -115,110 +201,167 @@ pub fn measure_share(
     cpus: (usize, usize),
     trial: &ShareTrial,
 ) -> Result<ShareRow, TestbedError> {
-    let layout = tb.layout();
-    if layout.devices != Devices::Tap {
-        return Err(failed(
-            "the share trial needs the TAP testbed (`polld testbed up --devices tap`)".into(),
-        ));
-    }
-    let (gen_cpu, fwd_cpu) = cpus;
-    let polld_str = polld.to_string_lossy().to_string();
-    let socket = dir.join("polld.sock");
-    let _ = std::fs::remove_file(&socket);
-    let user_frac = trial.user_frac.to_string();
-    let knobs = knobs(&user_frac);
-    let config = polld_config(
-        layout,
-        &PolldSetup {
-            backend: "tap",
-            mode: trial.mode,
-            socket: &socket,
-            cpu: Some(fwd_cpu),
-            realtime: true,
-            knobs: &knobs,
-        },
-    );
-    let config_path = dir.join("polld.toml");
-    std::fs::write(&config_path, config)
-        .map_err(|e| failed(format!("writing {}: {e}", config_path.display())))?;
-    let mut daemon = Process::spawn(
-        tb.command_in(Role::Fwd, None, &polld_str)?
-            .args(["run", "--json", "-c"])
-            .arg(&config_path),
-        "polld run",
-    )?;
-    wait_for(&socket, &mut daemon)?;
-    let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
-    let gen = Process::spawn(
-        tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?.args([
-            "gen",
-            &layout.veth0.name,
-            "--json",
-            "-i",
-            "0",
-            "--rate",
-            "unlimited",
-            "--duration",
-            &flood_secs,
-        ]),
-        "polld gen",
-    )?;
-    let competitor = Competitor::start(tb, fwd_cpu)?;
+    let run = TrialRun::start(tb, polld, dir, cpus, trial)?;
     std::thread::sleep(Duration::from_secs_f64(trial.warm_up));
-
-    let pid = daemon.pid();
-    let sample = || -> Result<Sample, TestbedError> {
-        Ok(Sample {
-            at: Instant::now(),
-            competitor_ns: competitor.cpu_ns(),
-            polld_ns: task_cpu_ns(pid, pid),
-            delivered: tb.counters(&layout.veth3.name)?.rx_packets,
-            values: dev_values(&socket)?,
-        })
-    };
-    let before = sample()?;
+    let before = run.sample()?;
     std::thread::sleep(Duration::from_secs_f64(trial.window));
-    let after = sample()?;
-    drop(competitor);
-
-    let mut gen = gen;
-    let gen_out = gen.finish()?;
-    let offered_pps = last_json(&gen_out)
-        .and_then(|s| s["pps"].as_f64())
-        .ok_or_else(|| failed(format!("polld gen printed no summary: {gen_out}")))?;
-    let final_counters = daemon.finish()?;
-    let interfaces: Value = serde_json::from_str(&final_counters)
-        .map_err(|e| failed(format!("polld run --json printed {final_counters:?}: {e}")))?;
-
-    let wall_ns = after.at.duration_since(before.at).as_nanos() as f64;
-    let percent = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / wall_ns;
-    let per_sec = |a: u64, b: u64| b.saturating_sub(a) as f64 * 1e9 / wall_ns;
-    let tap0 = &layout.veth1.name;
-    let delta = |name: &str| per_sec(before.get(name), after.get(name));
-    let drop_prefix = format!("dev.{tap0}.drops.");
-    let drops = after
-        .values
-        .iter()
-        .filter_map(|(n, v)| {
-            let reason = n.strip_prefix(&drop_prefix)?;
-            let d = v.saturating_sub(before.get(n));
-            (d > 0).then(|| (reason.to_string(), d))
-        })
-        .collect();
-    Ok(ShareRow {
-        mode: trial.mode.to_string(),
-        user_frac: trial.user_frac,
-        offered_pps,
-        delivered_pps: per_sec(before.delivered, after.delivered),
-        interrupts_per_sec: delta(&format!("dev.{tap0}.interrupts")),
-        polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
-        competitor_percent: percent(before.competitor_ns, after.competitor_ns),
-        drops,
-        conserved: conserved(&interfaces),
-    })
+    let after = run.sample()?;
+    run.finish(&before, &after)
 }
 
-struct Sample {
+/// A trial under way: `polld run` in fwd, `polld gen` in gen and the competitor, as the
+/// trial asks. Take [`TrialRun::sample`]s around what is measured, then
+/// [`TrialRun::finish`]. Dropped early, it kills what it started.
+pub struct TrialRun<'a> {
+    tb: &'a Testbed,
+    trial: ShareTrial<'a>,
+    socket: PathBuf,
+    daemon: Process,
+    /// A `polld gen` per stream.
+    gens: Vec<Process>,
+    competitor: Option<Competitor>,
+}
+
+impl<'a> TrialRun<'a> {
+    /// Starts polld (and waits for its control socket), then gen and the competitor.
+    pub fn start(
+        tb: &'a Testbed,
+        polld: &Path,
+        dir: &Path,
+        cpus: (usize, usize),
+        trial: &ShareTrial<'a>,
+    ) -> Result<TrialRun<'a>, TestbedError> {
+        let layout = tb.layout();
+        if layout.devices != Devices::Tap {
+            return Err(failed(
+                "the share trial needs the TAP testbed (`polld testbed up --devices tap`)".into(),
+            ));
+        }
+        let (gen_cpu, fwd_cpu) = cpus;
+        let polld_str = polld.to_string_lossy().to_string();
+        let socket = dir.join("polld.sock");
+        let _ = std::fs::remove_file(&socket);
+        let user_frac = trial.user_frac.to_string();
+        let mut all_knobs = knobs(&user_frac).to_vec();
+        all_knobs.extend_from_slice(trial.knobs);
+        let mut config = polld_config(
+            layout,
+            &PolldSetup {
+                backend: "tap",
+                mode: trial.mode,
+                socket: &socket,
+                cpu: Some(fwd_cpu),
+                realtime: true,
+                knobs: &all_knobs,
+            },
+        );
+        for stream in trial.extra_streams {
+            config.push_str(&stream.config(layout, trial.mode));
+        }
+        let daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
+        let mut gens = Vec::new();
+        if let Some(rate) = trial.rate {
+            let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
+            let targets = std::iter::once(vec![layout.veth0.name.clone()])
+                .chain(trial.extra_streams.iter().map(|s| s.gen_args()));
+            for target in targets {
+                gens.push(Process::spawn(
+                    tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?
+                        .arg("gen")
+                        .args(&target)
+                        .args(["--json", "-i", "0", "--rate", rate, "--duration"])
+                        .arg(&flood_secs),
+                    "polld gen",
+                )?);
+            }
+        }
+        let competitor = match trial.competitor {
+            true => Some(Competitor::start(tb, fwd_cpu)?),
+            false => None,
+        };
+        Ok(TrialRun {
+            tb,
+            trial: trial.clone(),
+            socket,
+            daemon,
+            gens,
+            competitor,
+        })
+    }
+
+    /// polld's control socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// CPU times and counters now.
+    pub fn sample(&self) -> Result<Sample, TestbedError> {
+        let pid = self.daemon.pid();
+        Ok(Sample {
+            at: Instant::now(),
+            competitor_ns: self.competitor.as_ref().map_or(0, Competitor::cpu_ns),
+            polld_ns: task_cpu_ns(pid, pid),
+            delivered: self.delivered()?,
+            values: dev_values(&self.socket)?,
+        })
+    }
+
+    /// Frames received so far by sink's TAPs: tap1 and the extra streams' outputs.
+    fn delivered(&self) -> Result<u64, TestbedError> {
+        let layout = self.tb.layout();
+        let mut total = self.tb.counters(&layout.veth3.name)?.rx_packets;
+        for stream in self.trial.extra_streams {
+            total += crate::counters(&layout.sink_ns, &stream.output())?.rx_packets;
+        }
+        Ok(total)
+    }
+
+    /// Stops everything; the row covers `before` to `after`, conservation polld's final
+    /// counters.
+    pub fn finish(mut self, before: &Sample, after: &Sample) -> Result<ShareRow, TestbedError> {
+        drop(self.competitor.take());
+        let mut offered_pps = 0.0;
+        for gen in &mut self.gens {
+            let gen_out = gen.finish()?;
+            offered_pps += last_json(&gen_out)
+                .and_then(|s| s["pps"].as_f64())
+                .ok_or_else(|| failed(format!("polld gen printed no summary: {gen_out}")))?;
+        }
+        let final_counters = self.daemon.finish()?;
+        let interfaces: Value = serde_json::from_str(&final_counters)
+            .map_err(|e| failed(format!("polld run --json printed {final_counters:?}: {e}")))?;
+
+        let wall_ns = after.at.duration_since(before.at).as_nanos() as f64;
+        let percent = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / wall_ns;
+        let per_sec = |a: u64, b: u64| b.saturating_sub(a) as f64 * 1e9 / wall_ns;
+        let tap0 = &self.tb.layout().veth1.name;
+        let delta = |name: &str| per_sec(before.get(name), after.get(name));
+        let drop_prefix = format!("dev.{tap0}.drops.");
+        let drops = after
+            .values
+            .iter()
+            .filter_map(|(n, v)| {
+                let reason = n.strip_prefix(&drop_prefix)?;
+                let d = v.saturating_sub(before.get(n));
+                (d > 0).then(|| (reason.to_string(), d))
+            })
+            .collect();
+        Ok(ShareRow {
+            mode: self.trial.mode.to_string(),
+            user_frac: self.trial.user_frac,
+            offered_pps,
+            delivered_pps: per_sec(before.delivered, after.delivered),
+            interrupts_per_sec: delta(&format!("dev.{tap0}.interrupts")),
+            polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
+            competitor_percent: percent(before.competitor_ns, after.competitor_ns),
+            drops,
+            conserved: conserved(&interfaces),
+        })
+    }
+}
+
+/// CPU times and polld's counters at one moment of a [`TrialRun`].
+pub struct Sample {
     at: Instant,
     competitor_ns: u64,
     polld_ns: u64,
@@ -284,4 +427,191 @@ pub fn conserved(interfaces: &Value) -> bool {
             .sum();
         get("rx_packets") == out + drops
     })
+}
+
+/// A trial on several poll CPUs: one TAP pair per CPU, each with its own `user_frac`.
+#[derive(Clone, Debug)]
+pub struct PerCpuTrial {
+    /// Each poll CPU with the TAP pair it polls and its `net.ifpoll.N.rx.user_frac`.
+    pub cpus: Vec<(usize, Layout, u32)>,
+    /// Seconds of flood that fill each TAP's queue before the competitors start.
+    pub fill: f64,
+    pub warm_up: f64,
+    pub window: f64,
+}
+
+/// What one CPU of a [`PerCpuTrial`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct PerCpuRow {
+    pub cpu: usize,
+    pub user_frac: u32,
+    /// The competitor on this CPU, percent of it over the window.
+    pub competitor_percent: f64,
+    /// This CPU's poll thread, percent of it over the window.
+    pub polld_cpu_percent: f64,
+    /// Frames polld forwarded from this CPU's gen-side TAP per second of the window.
+    pub forwarded_pps: f64,
+    /// Frames still queued in the gen-side TAP when the window closed: more than zero
+    /// means polld had frames waiting all through the window.
+    pub backlog_left: i64,
+    /// Conservation on this CPU's interfaces at the end.
+    pub conserved: bool,
+}
+
+/// When, each CPU's competitor and poll thread CPU time (ns), and polld's `dev.*` counters.
+type PerCpuSample = (Instant, Vec<(u64, u64)>, Vec<(String, u64)>);
+
+/// The TAP queue length of a [`PerCpuTrial`]: the flood is queued there first.
+const TAP_QUEUE: &str = "400000";
+
+/// Runs polld on every CPU of `trial` (`[daemon] cpus`), each CPU polling its own TAP
+/// pair. The generators on both CPUs first fill the gen-side TAPs' queues (every CPU of
+/// a 2-CPU machine also polls, so a generator running through the window would share
+/// the competitor's part of the CPU, and the competitor could not get `user_frac`), then
+/// a competitor starts on each CPU and the window measures each competitor's and each
+/// poll thread's CPU time while polld works through the queued flood.
+pub fn measure_per_cpu_shares(
+    tb: &Testbed,
+    polld: &Path,
+    dir: &Path,
+    trial: &PerCpuTrial,
+) -> Result<Vec<PerCpuRow>, TestbedError> {
+    let polld_str = polld.to_string_lossy().to_string();
+    let socket = dir.join("polld.sock");
+    let _ = std::fs::remove_file(&socket);
+    let fracs: Vec<(String, String)> = trial
+        .cpus
+        .iter()
+        .map(|(cpu, _, uf)| (format!("net.ifpoll.{cpu}.rx.user_frac"), uf.to_string()))
+        .collect();
+    let mut all_knobs: Vec<(&str, &str)> = knobs("50")[..3].to_vec();
+    all_knobs.extend(fracs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let pairs: Vec<(&Layout, usize)> = trial.cpus.iter().map(|(c, l, _)| (l, *c)).collect();
+    let config = crate::polld::polld_config_per_cpu(
+        &pairs,
+        &PolldSetup {
+            backend: "tap",
+            mode: "polling",
+            socket: &socket,
+            cpu: None,
+            realtime: true,
+            knobs: &all_knobs,
+        },
+    );
+    for (_, layout, _) in &trial.cpus {
+        let tap = &layout.veth0;
+        polld_dev::netns::ip(&[
+            "-n",
+            &tap.ns,
+            "link",
+            "set",
+            &tap.name,
+            "txqueuelen",
+            TAP_QUEUE,
+        ])
+        .map_err(|e| failed(format!("txqueuelen of {}: {e}", tap.name)))?;
+    }
+    let mut daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
+    let mut gens = Vec::new();
+    for (cpu, layout, _) in &trial.cpus {
+        gens.push(flood(tb, &polld_str, layout, *cpu, trial.fill)?);
+    }
+    let mut sent = Vec::new();
+    for gen in &mut gens {
+        let out = gen.wait()?;
+        let frames = last_json(&out)
+            .and_then(|s| s["frames"].as_u64())
+            .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
+        sent.push(frames);
+    }
+    let competitors = trial
+        .cpus
+        .iter()
+        .map(|(cpu, _, _)| Competitor::start(tb, *cpu))
+        .collect::<Result<Vec<_>, _>>()?;
+    std::thread::sleep(Duration::from_secs_f64(trial.warm_up));
+    let pid = daemon.pid();
+    let threads: Vec<u32> = trial
+        .cpus
+        .iter()
+        .map(|(cpu, _, _)| thread_named(pid, &format!("polld-cpu{cpu}")))
+        .collect::<Result<_, _>>()?;
+    let sample = || -> Result<PerCpuSample, TestbedError> {
+        let at = Instant::now();
+        let ns = competitors
+            .iter()
+            .zip(&threads)
+            .map(|(c, tid)| (c.cpu_ns(), task_cpu_ns(pid, *tid)))
+            .collect();
+        Ok((at, ns, dev_values(&socket)?))
+    };
+    let before = sample()?;
+    std::thread::sleep(Duration::from_secs_f64(trial.window));
+    let after = sample()?;
+    drop(competitors);
+    let final_counters = daemon.finish()?;
+    let interfaces: Value = serde_json::from_str(&final_counters)
+        .map_err(|e| failed(format!("polld run --json printed {final_counters:?}: {e}")))?;
+
+    let wall_ns = after.0.duration_since(before.0).as_nanos() as f64;
+    let percent = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / wall_ns;
+    let get = |values: &[(String, u64)], name: &str| {
+        values
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let final_of = |ifname: &str, counter: &str| -> u64 {
+        interfaces
+            .as_array()
+            .and_then(|l| l.iter().find(|i| i["name"] == ifname))
+            .and_then(|i| i["counters"].as_array())
+            .and_then(|cs| cs.iter().find(|c| c[0] == counter))
+            .and_then(|c| c[1].as_u64())
+            .unwrap_or(0)
+    };
+    Ok(trial
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(k, (cpu, layout, user_frac))| {
+            let rx = &layout.veth1.name;
+            let forwarded = format!("dev.{rx}.forwarded");
+            let received = get(&after.2, &format!("dev.{rx}.rx_packets"));
+            let dropped = final_of(rx, "drops.rx_ring_full");
+            let mine: Vec<Value> = interfaces
+                .as_array()
+                .map(|l| {
+                    l.iter()
+                        .filter(|i| i["name"] == *rx || i["name"] == layout.veth2.name)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            PerCpuRow {
+                cpu: *cpu,
+                user_frac: *user_frac,
+                competitor_percent: percent(before.1[k].0, after.1[k].0),
+                polld_cpu_percent: percent(before.1[k].1, after.1[k].1),
+                forwarded_pps: (get(&after.2, &forwarded) - get(&before.2, &forwarded)) as f64
+                    * 1e9
+                    / wall_ns,
+                backlog_left: sent[k] as i64 - dropped as i64 - received as i64,
+                conserved: mine.len() == 2 && conserved(&Value::Array(mine)),
+            }
+        })
+        .collect())
+}
+
+/// The thread of process `pid` named `name` (its `comm`).
+fn thread_named(pid: u32, name: &str) -> Result<u32, TestbedError> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|e| failed(format!("listing polld's threads: {e}")))?;
+    tasks
+        .filter_map(|t| t.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|tid| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .is_ok_and(|c| c.trim() == name)
+        })
+        .ok_or_else(|| failed(format!("polld has no thread {name}")))
 }

@@ -33,6 +33,8 @@ pub struct UpReport {
     pub placement: PlacementReport,
     /// Settings that could not be applied and did not stop `up`.
     pub warnings: Vec<String>,
+    /// TAP pairs added after the first ([`Testbed::add_tap_pair`]), for more poll CPUs.
+    pub tap_pairs: Vec<Layout>,
 }
 
 /// What `down` did.
@@ -103,12 +105,28 @@ impl Testbed {
                 replaced: existing,
                 placement,
                 warnings,
+                tap_pairs: Vec::new(),
             },
         })
     }
 
     pub fn layout(&self) -> &Layout {
         &self.report.layout
+    }
+
+    /// Adds the `pair`-th TAP pair ([`Layout::tap_pair`]) to a TAP testbed, in its
+    /// namespaces (removed with them); returns its layout.
+    pub fn add_tap_pair(&mut self, pair: u8) -> Result<Layout, TestbedError> {
+        if self.layout().devices != Devices::Tap {
+            return Err(TestbedError::Failed(
+                "a second TAP pair needs the TAP testbed (`polld testbed up --devices tap`)"
+                    .to_string(),
+            ));
+        }
+        let layout = self.layout().tap_pair(pair);
+        link(&layout, &[])?;
+        self.report.tap_pairs.push(layout.clone());
+        Ok(layout)
     }
 
     pub fn report(&self) -> &UpReport {
@@ -219,6 +237,14 @@ fn build(
         }
         namespaces.push(ns);
     }
+    link(layout, &namespaces)?;
+    Ok(namespaces)
+}
+
+/// Creates the links of `layout` in its namespaces (`namespaces`, gen, fwd and sink, are
+/// needed for veths only): the veths or TAPs, addresses, offloads off, static
+/// neighbours, and gen's and sink's routes to each other's network.
+fn link(layout: &Layout, namespaces: &[Netns]) -> Result<(), TestbedError> {
     match layout.devices {
         Devices::Veth => {
             let [gen, fwd, sink] = [&namespaces[0], &namespaces[1], &namespaces[2]];
@@ -296,7 +322,7 @@ fn build(
             )?;
         }
     }
-    Ok(namespaces)
+    Ok(())
 }
 
 fn add_neighbour(iface: &Iface, addr: &str, mac: &str) -> Result<(), TestbedError> {

@@ -22,6 +22,16 @@ macro_rules! require_root {
     };
 }
 
+/// Whether the machine has the two CPUs a flood test needs (the flood on CPU0, polld on
+/// CPU1); says that the test skips if not.
+pub fn two_cpus() -> bool {
+    let enough = std::thread::available_parallelism().map_or(0, |n| n.get()) >= 2;
+    if !enough {
+        eprintln!("skipped: needs 2 CPUs (the flood on CPU0, polld on CPU1)");
+    }
+    enough
+}
+
 /// A veth testbed whose namespaces are unique to this process and `tag`; torn down on
 /// drop, also when the test fails.
 pub fn testbed(tag: &str) -> Testbed {

@@ -233,10 +233,10 @@ pub fn run(
                 .map_err(|_| finding("panic while running the simulation".into()))?;
             let dp = sim.dataplane_mut();
             for iface in dp.interfaces() {
-                if iface.counters.unaccounted() != 0 {
+                if iface.counters().unaccounted() != 0 {
                     return Err(finding(format!(
                         "{} unaccounted frames",
-                        iface.counters.unaccounted()
+                        iface.counters().unaccounted()
                     )));
                 }
             }

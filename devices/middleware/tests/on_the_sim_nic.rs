@@ -47,10 +47,8 @@ fn nic(name: &str, clock: &Rc<Cell<u64>>) -> SimNic {
 
 /// Runs interface 0's interrupt handler until its ring is empty.
 fn handle<D: Device>(dp: &mut Dataplane<D, ToOne>) {
-    dp.interrupt(0);
-    while dp.handler_running().is_some() {
-        dp.continue_handler(0);
-    }
+    dp.interrupt_line(0, true);
+    dp.run_accounted(0);
     dp.sync_hw_drops();
 }
 
@@ -90,10 +88,10 @@ fn the_pcap_files_hold_exactly_the_frames_received_and_sent() {
         })
         .collect();
     let mut dp = Dataplane::new(Poller::default(), devices, ToOne);
-    dp.interface_mut(0).dev.inner_mut().inject(300);
+    dp.interface_mut(0).dev_mut().inner_mut().inject(300);
     handle(&mut dp);
 
-    let counters: Vec<IfCounters> = dp.interfaces().iter().map(|i| i.counters).collect();
+    let counters: Vec<IfCounters> = dp.interfaces().iter().map(|i| i.counters()).collect();
     assert_eq!(counters[0].rx_packets, 300);
     assert_eq!(counters[1].tx_packets, 300);
     let received = records(&files[0].0.borrow());
@@ -110,7 +108,7 @@ fn the_pcap_files_hold_exactly_the_frames_received_and_sent() {
     let word = |at: usize| u32::from_ne_bytes(file[at..at + 4].try_into().unwrap());
     assert_eq!(word(24), 1_700_000_000);
     assert!((123_456..123_460).contains(&word(28)), "{}", word(28));
-    assert!(dp.interfaces().iter().all(|i| i.dev.error().is_none()));
+    assert!(dp.interfaces().iter().all(|i| i.dev().error().is_none()));
 }
 
 /// A writer whose disk is full.
@@ -163,14 +161,14 @@ fn run_faults(seed: u64) -> (Vec<IfCounters>, Vec<polld_middleware::FaultStats>,
     };
     let mut dp = Dataplane::new(Poller::default(), faulty(&clock, rx, tx), ToOne);
     for _ in 0..10 {
-        dp.interface_mut(0).dev.inner_mut().inject(200);
+        dp.interface_mut(0).dev_mut().inner_mut().inject(200);
         handle(&mut dp);
     }
     let ifs = dp.interfaces();
-    let wire = ifs[1].dev.inner().stats.tx_queued;
+    let wire = ifs[1].dev().inner().stats.tx_queued;
     (
-        ifs.iter().map(|i| i.counters).collect(),
-        ifs.iter().map(|i| i.dev.stats()).collect(),
+        ifs.iter().map(|i| i.counters()).collect(),
+        ifs.iter().map(|i| i.dev().stats()).collect(),
         wire,
     )
 }

@@ -1,25 +1,19 @@
-//! A virtual CPU that runs the dataplane on virtual time, by priority.
+//! A virtual CPU that runs the dataplane on virtual time.
 //!
-//! One CPU, as in Rizzo's uniprocessor box. At every step it runs the most urgent work:
-//!
-//! 1. the clock tick (hardclock), with its own cost;
-//! 2. device interrupts, by line: a lower-numbered NIC outranks a higher one, like the
-//!    fixed priorities of an 8259 PIC. An rx interrupt runs the dataplane's handler; a
-//!    transmit-complete interrupt reclaims descriptors;
-//! 3. adaptive-mode tasks (a fast taskqueue at network priority);
-//! 4. the netisr: a poll chunk if armed, then the IP input queue one frame per step (so
-//!    interrupts preempt it between frames), then pollmore;
-//! 5. busy-polled interfaces: a thread that never sleeps;
-//! 6. the user task: CPU-bound spinning, or a generator that sends frames;
-//! 7. the idle poller (`idle_poll=1`);
-//! 8. idle.
+//! One CPU, as in Rizzo's uniprocessor box. The CPU keeps the clock (ticks every
+//! `1/kern.polling.hz`), the devices' interrupt lines and the cost of each piece of work
+//! ([`CpuCosts`]); which piece runs next is the dataplane's decision
+//! (`polld_core::Due`, in the order written in `polld_core::dataplane::decision`). The user
+//! task (CPU-bound spinning, or a generator that sends frames) runs when no device work
+//! but busy polling is due, before the idle poller; the CPU idles when nothing is left.
+//! A transmit-complete interrupt also reclaims descriptors (the device model).
 //!
 //! Every nanosecond is attributed to one of these, so CPU shares are measured exactly.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use polld_core::{Dataplane, Device, Emit, Mode, PacketStage, Poller, Verdict};
+use polld_core::{Dataplane, Due, Emit, PacketStage, Poller, Verdict};
 
 use crate::nic::{Clock, SimNic};
 
@@ -143,7 +137,6 @@ pub struct Sim {
     pub gen_blocked: u64,
     /// Ticks delivered.
     pub ticks: u64,
-    busy_next: usize,
 }
 
 /// The longest the user task or the idle CPU runs without looking for work, in ns.
@@ -181,7 +174,6 @@ impl Sim {
             generated: 0,
             gen_blocked: 0,
             ticks: 0,
-            busy_next: 0,
         }
     }
 
@@ -195,7 +187,7 @@ impl Sim {
         &mut self.dp
     }
     pub fn nic(&self, i: usize) -> &SimNic {
-        &self.dp.interfaces()[i].dev
+        self.dp.interfaces()[i].dev()
     }
 
     fn tick_ns(&self) -> u64 {
@@ -224,11 +216,13 @@ impl Sim {
         self.dp.sync_hw_drops();
     }
 
-    /// Runs the most urgent piece of work and says whose time it was.
+    /// Reports the clock and the interrupt lines to the dataplane, runs the work it says
+    /// is most urgent (or the user task, or nothing), charges its cost and says whose time
+    /// it was.
     fn step(&mut self, end: u64) -> Bucket {
         let now = self.now();
         for i in 0..self.dp.interfaces().len() {
-            self.dp.interface_mut(i).dev.advance();
+            self.dp.interface_mut(i).dev_mut().advance();
         }
         if now >= self.next_tick {
             let tick = self.tick_ns();
@@ -237,101 +231,75 @@ impl Sim {
             // Quiet polling has stopped its tick: the clock passes unseen.
             if !self.dp.poller().state().quiet {
                 self.ticks += n;
-                self.charge(self.costs.tick_ns);
-                self.dp.hardclock(now, n as u32);
-                return Bucket::Intr;
+                self.dp.raise_ticks(n as u32);
             }
         }
-        let waking = (0..self.dp.interfaces().len())
-            .find(|&i| self.dp.wakeup_armed(i) && self.nic(i).rx_backlog() > 0);
-        if let Some(i) = waking {
-            self.charge(self.costs.intr_ns);
-            self.dp.quiet_wakeup(i, now);
-            return Bucket::Intr;
+        for i in 0..self.dp.interfaces().len() {
+            // A quiet poller unmasks the device's interrupt for its wakeup.
+            let raised = if self.dp.wakeup_armed(i) {
+                self.nic(i).rx_backlog() > 0
+            } else {
+                self.nic(i).interrupt_asserted()
+            };
+            self.dp.interrupt_line(i, raised);
         }
-        if let Some(i) = self.dp.handler_running() {
-            let work = self.dp.continue_handler(i);
-            self.charge(work.enqueued * self.costs.enqueue_ns);
-            return Bucket::Intr;
-        }
-        if let Some(i) = self.asserted_interrupt() {
-            self.charge(self.costs.intr_ns);
-            let rx_pending = self.nic(i).rx_backlog() > 0;
-            if rx_pending && self.dp.interrupt_armed(i) {
-                let work = self.dp.interrupt(i);
-                self.charge(work.enqueued * self.costs.enqueue_ns);
+        let mut due = self.dp.next_due();
+        if due.is_none() || due == Some(Due::IdlePoll) {
+            let user = self.user;
+            match user {
+                UserTask::Spin => {
+                    self.idle_until(end, QUANTUM_NS);
+                    return Bucket::User;
+                }
+                UserTask::Generator { nic } if self.generate(nic) => return Bucket::User,
+                // A blocked generator sleeps until its ring has room.
+                _ => {}
             }
-            if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
-                self.dp.interface_mut(i).dev.tx_interrupt();
+            self.dp.raise_idle();
+            due = self.dp.next_due();
+        }
+        let Some(due) = due else {
+            self.idle_until(end, u64::MAX);
+            return Bucket::Idle;
+        };
+        self.charge(match due {
+            Due::Tick(_) => self.costs.tick_ns,
+            Due::QuietWakeup(_) | Due::Interrupt(_) => self.costs.intr_ns,
+            Due::Task(_) => self.costs.switch_ns,
+            _ => 0,
+        });
+        let work = self.dp.run(due, now);
+        self.charge(work.enqueued * self.costs.enqueue_ns);
+        self.dp.ran(due, self.now() - now);
+        match due {
+            Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
+            Due::Interrupt(i) => {
+                if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
+                    self.dp.interface_mut(i).dev_mut().tx_interrupt();
+                }
+                Bucket::Intr
             }
-            return Bucket::Intr;
-        }
-        let task = self.dp.tasks_queued().next();
-        if let Some(i) = task {
-            self.charge(self.costs.switch_ns);
-            let work = self.dp.run_task(i);
-            self.charge(work.enqueued * self.costs.enqueue_ns);
-            return Bucket::Kernel;
-        }
-        if self.dp.poll_armed() {
-            let work = self.dp.netisr_poll(now);
-            self.charge(work.enqueued * self.costs.enqueue_ns);
-            return Bucket::Kernel;
-        }
-        if self.dp.queue_pending() {
-            self.dp.drain_queue(1);
-            return Bucket::Kernel;
-        }
-        if self.dp.netisr_scheduled() {
-            self.dp.netisr_pollmore(now);
-            // As the executor does: the tick moves earlier, and the grid with it.
-            if let Some(at) = self.dp.take_repoll() {
-                self.next_tick = self.next_tick.min(at);
+            Due::Task(_) | Due::PollChunk | Due::InputQueue => Bucket::Kernel,
+            Due::Pollmore => {
+                // As the executor does: the tick moves earlier, and the grid with it.
+                if let Some(at) = self.dp.take_repoll() {
+                    self.next_tick = self.next_tick.min(at);
+                }
+                Bucket::Kernel
             }
-            return Bucket::Kernel;
-        }
-        if let Some(i) = self.next_busy() {
-            let work = self.dp.busy_poll(i);
-            self.charge(work.enqueued * self.costs.enqueue_ns);
-            if work.rx == 0 {
-                self.idle_until(end, 1_000);
+            Due::Busy(_) => {
+                if work.rx == 0 {
+                    self.idle_until(end, 1_000);
+                }
+                Bucket::Busy
             }
-            return Bucket::Busy;
-        }
-        let user = self.user;
-        match user {
-            UserTask::Spin => {
-                self.idle_until(end, QUANTUM_NS);
-                return Bucket::User;
+            Due::IdlePoll => {
+                if work.rx == 0 {
+                    self.idle_until(end, QUANTUM_NS);
+                }
+                Bucket::IdlePoll
             }
-            UserTask::Generator { nic } if self.generate(nic) => return Bucket::User,
-            // A blocked generator sleeps until its ring has room.
-            _ => {}
         }
-        if self.dp.poller().idle_poll_active() {
-            let work = self.dp.idle_poll();
-            if work.rx == 0 {
-                self.idle_until(end, QUANTUM_NS);
-            }
-            return Bucket::IdlePoll;
-        }
-        self.idle_until(end, u64::MAX);
-        Bucket::Idle
-    }
-
-    /// The highest-priority NIC whose interrupt is asserted.
-    fn asserted_interrupt(&self) -> Option<usize> {
-        (0..self.dp.interfaces().len())
-            .find(|&i| self.dp.interrupt_armed(i) && self.nic(i).interrupt_asserted())
-    }
-
-    fn next_busy(&mut self) -> Option<usize> {
-        let n = self.dp.interfaces().len();
-        let found = (0..n)
-            .map(|k| (self.busy_next + k) % n)
-            .find(|&i| self.dp.interfaces()[i].mode() == Mode::Busy)?;
-        self.busy_next = found + 1;
-        Some(found)
     }
 
     /// The generator builds and sends one frame; false if it is blocked on a full ring
@@ -339,10 +307,9 @@ impl Sim {
     fn generate(&mut self, nic: usize) -> bool {
         let frame = [0u8; 60];
         self.charge(self.costs.gen_ns);
-        match self.dp.interface_mut(nic).dev.send(&frame) {
+        match self.dp.send_from_user(nic, &frame) {
             Ok(()) => {
                 self.generated += 1;
-                self.dp.interface_mut(nic).counters.tx_packets += 1;
                 true
             }
             Err(_) => {

@@ -199,12 +199,12 @@ pub fn report(name: &str, sim: &Sim) -> Report {
         .interfaces()
         .iter()
         .map(|f| {
-            let s = f.dev.stats;
+            let s = f.dev().stats;
             NicReport {
-                name: f.dev.config().name.clone(),
+                name: f.dev().config().name.clone(),
                 mode: f.mode(),
                 nic: s,
-                counters: f.counters,
+                counters: f.counters(),
                 rx_pps: per_s(s.received),
                 tx_pps: per_s(s.tx_wire),
                 latency_avg_us: s.latency_sum_ns as f64 / s.stamped.max(1) as f64 / 1e3,
@@ -243,8 +243,8 @@ pub fn check_conservation(sim: &Sim) -> Result<(), String> {
     let mut forwarded = 0;
     let mut tx_taken = 0;
     for f in sim.dataplane().interfaces() {
-        let (s, c, name) = (f.dev.stats, f.counters, &f.dev.config().name);
-        if s.arrived != s.rx_ring_full + s.received + f.dev.rx_backlog() as u64 {
+        let (s, c, name) = (f.dev().stats, f.counters(), &f.dev().config().name);
+        if s.arrived != s.rx_ring_full + s.received + f.dev().rx_backlog() as u64 {
             return Err(format!(
                 "{name}: arrived {} != ring drops + received + backlog",
                 s.arrived
@@ -265,7 +265,7 @@ pub fn check_conservation(sim: &Sim) -> Result<(), String> {
         if c.drops.get(polld_core::DropReason::RxRingFull) != s.rx_ring_full {
             return Err(format!("{name}: ring drops not folded into the counters"));
         }
-        if s.tx_queued != s.tx_wire + f.dev.tx_backlog() as u64 {
+        if s.tx_queued != s.tx_wire + f.dev().tx_backlog() as u64 {
             return Err(format!("{name}: tx ring lost frames"));
         }
         if c.tx_drops.get(TxDrop::TooLong) != s.tx_too_long {

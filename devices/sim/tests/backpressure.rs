@@ -73,7 +73,7 @@ fn run(s: &Scenario) -> Outcome {
     sim.run_until(1000 * MS);
     let wire0 = sim.nic(1).stats.tx_wire;
     let drops0 = sim.dataplane().interfaces()[0]
-        .counters
+        .counters()
         .drops
         .get(DropReason::TxRingFull);
     let cycles0 = sim.dataplane().poller().state().cycles;
@@ -87,7 +87,7 @@ fn run(s: &Scenario) -> Outcome {
     Outcome {
         delivered_pps: (sim.nic(1).stats.tx_wire - wire0) as f64 / 0.4,
         tx_ring_full: sim.dataplane().interfaces()[0]
-            .counters
+            .counters()
             .drops
             .get(DropReason::TxRingFull)
             - drops0,

@@ -161,7 +161,7 @@ fn switching_modes_under_load_loses_no_frame() {
     }
     sim.run_until(t + 50 * MS);
     check_conservation(&sim).unwrap();
-    let c = sim.dataplane().interfaces()[0].counters;
+    let c = sim.dataplane().interfaces()[0].counters();
     assert!(c.forwarded > 20_000, "traffic flowed: {c:?}");
     assert!(c.interrupts > 0 && c.polls > 0 && c.tasks > 0);
 }
@@ -221,11 +221,11 @@ fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_ret
     let s = one_stream(100_000.0, Mode::Polling, true, UserTask::None, &[]);
     let mut sim = s.build().unwrap();
     sim.run_until(20 * MS);
-    let before = sim.dataplane().interfaces()[0].counters.forwarded;
+    let before = sim.dataplane().interfaces()[0].counters().forwarded;
     assert!(before > 0);
     sim.dataplane_mut()
         .interface_mut(0)
-        .dev
+        .dev_mut()
         .set_link(polld_core::LinkState::Gone);
     sim.dataplane_mut().check_status(0);
     let events = sim.dataplane_mut().take_events();
@@ -238,10 +238,10 @@ fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_ret
     assert!(!sim.dataplane().poller().is_registered(0));
     assert!(sim.dataplane().poller().is_registered(1), "the other stays");
     sim.run_until(40 * MS);
-    let gone = sim.dataplane().interfaces()[0].counters.forwarded;
+    let gone = sim.dataplane().interfaces()[0].counters().forwarded;
     sim.dataplane_mut()
         .interface_mut(0)
-        .dev
+        .dev_mut()
         .set_link(polld_core::LinkState::Up);
     sim.dataplane_mut().check_status(0);
     assert!(
@@ -251,7 +251,7 @@ fn a_polling_interface_that_disappears_is_deregistered_and_picked_up_when_it_ret
     assert_eq!(sim.dataplane().interfaces()[0].mode(), Mode::Polling);
     sim.run_until(60 * MS);
     check_conservation(&sim).unwrap();
-    let after = sim.dataplane().interfaces()[0].counters.forwarded;
+    let after = sim.dataplane().interfaces()[0].counters().forwarded;
     assert!(after > gone + 1000, "forwarding resumed: {gone} -> {after}");
 }
 
@@ -276,7 +276,7 @@ fn adaptive_mode_handles_bounded_batches_like_em() {
         let dp = sim.dataplane_mut();
         dp.set_mode(0, Mode::Adaptive).unwrap();
         dp.sysctl_set("dev.em0.rx_process_limit", limit).unwrap();
-        dp.interface_mut(0).dev.inject(n);
+        dp.interface_mut(0).dev_mut().inject(n);
         sim.run_until(50 * MS);
         let iface = &sim.dataplane().interfaces()[0];
         let l: i64 = limit.parse().unwrap();
@@ -285,14 +285,16 @@ fn adaptive_mode_handles_bounded_batches_like_em() {
         } else {
             n.div_ceil(l as usize) as u64
         };
-        assert_eq!(iface.counters.rx_packets, n as u64);
-        assert_eq!(iface.counters.tasks, runs, "N={n} L={limit}");
+        assert_eq!(iface.counters().rx_packets, n as u64);
+        assert_eq!(iface.counters().tasks, runs, "N={n} L={limit}");
         assert_eq!(
-            iface.counters.interrupts, 1,
+            iface.counters().interrupts,
+            1,
             "no interrupt while work remains"
         );
         assert_eq!(
-            iface.dev.stats.rx_publishes, runs,
+            iface.dev().stats.rx_publishes,
+            runs,
             "one ring release per batch"
         );
         assert!(!iface.task_queued());
@@ -306,7 +308,7 @@ fn interrupt_mode_input_queue_overflow_is_a_named_drop() {
     let mut sim = s.build().unwrap();
     sim.run_until(100 * MS);
     check_conservation(&sim).unwrap();
-    let c = sim.dataplane().interfaces()[0].counters;
+    let c = sim.dataplane().interfaces()[0].counters();
     assert!(c.drops.get(DropReason::IntrQueueFull) > 0, "{c:?}");
 }
 
@@ -319,11 +321,11 @@ fn frames_too_long_for_the_output_are_counted_there_not_lost() {
     sim.run_until(100 * MS);
     check_conservation(&sim).unwrap();
     let ifs = sim.dataplane().interfaces();
-    let (input, output) = (ifs[0].counters, ifs[1].counters);
+    let (input, output) = (ifs[0].counters(), ifs[1].counters());
     assert!(input.forwarded > 500, "{input:?}");
     assert_eq!(output.tx_packets, input.forwarded);
     assert_eq!(output.tx_drops.get(TxDrop::TooLong), input.forwarded);
-    assert_eq!(ifs[1].dev.stats.tx_wire, 0);
+    assert_eq!(ifs[1].dev().stats.tx_wire, 0);
 }
 
 #[test]

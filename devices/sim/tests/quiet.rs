@@ -47,7 +47,7 @@ fn an_idle_poller_stops_ticking_and_the_first_frame_wakes_it_at_once() {
     // Ten frames arrive between ticks: an interrupt wakes polling and they leave within
     // microseconds, not at the next tick.
     sim.run_until(500 * MS + 300_000);
-    sim.dataplane_mut().interface_mut(0).dev.inject(10);
+    sim.dataplane_mut().interface_mut(0).dev_mut().inject(10);
     sim.run_until(500 * MS + 400_000);
     let out = sim.nic(1).stats;
     assert_eq!(out.tx_wire, 10, "forwarded before the next tick");
@@ -55,7 +55,7 @@ fn an_idle_poller_stops_ticking_and_the_first_frame_wakes_it_at_once() {
     let state = *sim.dataplane().poller().state();
     assert!(!state.quiet);
     assert_eq!(state.quiet_wakeups, 1);
-    assert_eq!(sim.dataplane().interfaces()[0].counters.interrupts, 0);
+    assert_eq!(sim.dataplane().interfaces()[0].counters().interrupts, 0);
     // 100 empty cycles later it is quiet again.
     sim.run_until(700 * MS);
     assert!(sim.dataplane().poller().state().quiet);

@@ -1,0 +1,116 @@
+//! `polld bench seeds --quick --json` end to end (root only): it brings up its own TAP
+//! testbed, runs every step, prints one JSON report with every part filled, writes its SVG
+//! plots, and conservation holds in every trial. Rates and shares are not checked here:
+//! the bench prints them, and `promise.rs` asserts the competitor's share.
+//!
+//! Its own test binary, so that no other test of this crate runs on the CPUs meanwhile.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Dir, POLLD};
+use serde_json::Value;
+
+#[test]
+fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame() {
+    require_root!();
+    if !common::two_cpus() {
+        return;
+    }
+    let dir = Dir::new("bench-seeds");
+    let prefix = format!("pt{}bs", std::process::id() % 10_000);
+    let out = Command::new(POLLD)
+        .args([
+            "bench", "seeds", "--quick", "--json", "--prefix", &prefix, "--out",
+        ])
+        .arg(&dir.0)
+        .output()
+        .expect("run polld bench seeds");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "polld bench seeds failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+
+    // A progress line per step.
+    for step in ["curve:", "share:", "table:", "screens:", "tcp:"] {
+        assert!(
+            stderr.contains(&format!("polld bench seeds: {step}")),
+            "no progress line for {step}\n{stderr}"
+        );
+    }
+    let machine = &report["machine"];
+    assert!(machine["cpus"].as_u64().unwrap() >= 2 && machine["kernel"].is_string());
+
+    let curve = report["curve"].as_array().unwrap();
+    let names: Vec<&str> = curve.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["interrupt", "interrupt, fastforwarding=0", "polling"]
+    );
+    for series in curve {
+        let points = series["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2, "{series}");
+        assert!(points.iter().all(|p| p["conserved"] == true), "{series}");
+    }
+    let table = report["table"].as_array().unwrap();
+    let tests: Vec<&str> = table.iter().map(|r| r["test"].as_str().unwrap()).collect();
+    assert_eq!(
+        tests,
+        [
+            "Transmit",
+            "Rx CPU load",
+            "Forwarding 1 stream",
+            "Forwarding 1 stream, no fast forwarding",
+            "Forwarding 2 streams",
+            "Forwarding 4 streams"
+        ]
+    );
+    assert!(table
+        .iter()
+        .all(|r| r["interrupt"].is_number() && r["polling"].is_number()));
+    let screens = report["screens"].as_array().unwrap();
+    assert_eq!(screens.len(), 2);
+    assert_eq!(screens[1]["mode"], "polling");
+    assert!(screens[1]["text"].as_str().unwrap().contains("tap0"));
+    let tcp = report["tcp"].as_array().unwrap();
+    assert_eq!(tcp.len(), 2);
+    assert!(tcp
+        .iter()
+        .all(|r| r["mbit_per_sec"].as_f64().unwrap() > 0.0));
+    let share = report["share"].as_array().unwrap();
+    let user_fracs: Vec<(&str, u64)> = share
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap(),
+                r["user_frac"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        user_fracs,
+        [
+            ("polling", 10),
+            ("polling", 50),
+            ("polling", 90),
+            ("interrupt", 50)
+        ]
+    );
+
+    // Every trial conserved: 6 curve points, 4 shares, the table's 5, the screens', 2 TCP.
+    assert_eq!(report["trials"], 18, "{report}");
+    assert_eq!(report["unconserved"], Value::Array(vec![]));
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("Conservation held")),
+        "{findings:?}"
+    );
+    let svgs = report["svgs"].as_array().unwrap();
+    assert_eq!(svgs.len(), 3);
+    for svg in svgs {
+        let text = std::fs::read_to_string(svg.as_str().unwrap()).unwrap();
+        assert!(text.starts_with("<svg"), "{svg}");
+    }
+}

@@ -1,0 +1,219 @@
+//! The scheduling decision: which piece of work runs next, written once for every executor.
+//!
+//! An executor (the real poll thread of `polld-runtime`, the virtual CPU of `polld-sim`)
+//! keeps only the clock, the waiting (epoll, virtual time) and the cost accounting. It
+//! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), interrupt
+//! lines ([`Dataplane::interrupt_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
+//! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::run`], passing the
+//! time. The order of priorities, highest first, follows a uniprocessor FreeBSD box
+//! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
+//! chunks, §5 idle polling, §7 the modes):
+//!
+//! 1. [`Due::Tick`]: the clock interrupt (hardclock and the polling hook), owed ticks at once;
+//! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling;
+//! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
+//!    at interrupt priority, one batch at a time so a tick can still preempt it);
+//! 4. [`Due::Interrupt`]: a raised interrupt line, the lowest-numbered interface first
+//!    (the fixed priorities of an 8259 PIC);
+//! 5. [`Due::Task`]: an adaptive-mode task (a fast taskqueue at network priority);
+//! 6. the netisr: [`Due::PollChunk`] when a chunk is armed, then [`Due::InputQueue`] one frame
+//!    at a time (so interrupts preempt it between frames), then [`Due::Pollmore`];
+//! 7. [`Due::Busy`]: busy-polled interfaces, round robin: a thread that never sleeps;
+//! 8. [`Due::IdlePoll`]: an idle-poll pass, only once the executor reported the CPU idle
+//!    (the user task, which ranks between 7 and 8, had nothing to run).
+//!
+//! Levels 1 to 6 are the accounted device work; 7 and 8 spin, so an executor runs one pass of
+//! them and then looks at its clock and its events again ([`Due::spins`]).
+
+use crate::device::{Device, LinkState};
+use crate::poll::{Netisr, PollCmd, PollHandlers};
+use crate::stage::PacketStage;
+
+use super::{Dataplane, Mode, Work, BATCH};
+
+/// A piece of work that is due, by kind; [`Dataplane::next_due`] returns the most urgent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// Clock ticks that expired since the last tick ran (owed ticks: more than one).
+    Tick(u32),
+    /// Polling interface `i` is quiet and its interrupt fired.
+    QuietWakeup(usize),
+    /// One more batch of interface `i`'s running interrupt handler.
+    Handler(usize),
+    /// Interface `i`'s interrupt line is raised and armed.
+    Interrupt(usize),
+    /// Interface `i`'s adaptive task is queued.
+    Task(usize),
+    /// A chunk of a poll cycle is armed.
+    PollChunk,
+    /// The IP input queue has frames: one is processed.
+    InputQueue,
+    /// A chunk has ended: schedule the next one or close the cycle.
+    Pollmore,
+    /// Interface `i` is busy polled.
+    Busy(usize),
+    /// An idle-poll pass over the polling interfaces.
+    IdlePoll,
+}
+
+impl Due {
+    /// Whether this is spinning work (busy or idle polling), which is always due again: an
+    /// executor runs one pass, then waits for its events before asking again.
+    pub fn spins(self) -> bool {
+        matches!(self, Due::Busy(_) | Due::IdlePoll)
+    }
+}
+
+/// What the executor reported and the decision has not consumed yet.
+#[derive(Default)]
+pub(super) struct Pending {
+    ticks: u32,
+    /// Per interface: its interrupt line is raised.
+    lines: Vec<bool>,
+    /// The CPU was found idle (an idle-poll pass may run).
+    idle: bool,
+    /// The busy interface to look at first, for round robin.
+    busy_next: usize,
+}
+
+impl Pending {
+    pub(super) fn new(interfaces: usize) -> Pending {
+        Pending {
+            lines: vec![false; interfaces],
+            ..Pending::default()
+        }
+    }
+
+    /// Forgets interface `i`'s raised line (its mode changed: what was raised was for the
+    /// old mode).
+    pub(super) fn lower(&mut self, i: usize) {
+        self.lines[i] = false;
+    }
+}
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// `expirations` clock ticks expired (a timerfd read, virtual time passing a tick).
+    pub fn raise_ticks(&mut self, expirations: u32) {
+        self.pending.ticks = self.pending.ticks.saturating_add(expirations);
+    }
+
+    /// Interface `i`'s interrupt line: raised (`true`: its fd became readable, a simulated
+    /// device asserted it) or not. A line raised while the interrupt is masked is ignored,
+    /// as FreeBSD ignores a masked device's spurious interrupt.
+    pub fn interrupt_line(&mut self, i: usize, raised: bool) {
+        self.pending.lines[i] = raised;
+    }
+
+    /// The CPU is idle (the idle thread ran, or the user task had nothing to do): the next
+    /// idle-poll pass may run.
+    pub fn raise_idle(&mut self) {
+        self.pending.idle = true;
+    }
+
+    /// The most urgent work due now, by the priorities in this module's header; `None` when
+    /// nothing is (the executor sleeps until its next event).
+    pub fn next_due(&self) -> Option<Due> {
+        let p = &self.pending;
+        let n = self.devs.ifs.len();
+        let raised = |i: &usize| p.lines[*i];
+        if p.ticks > 0 {
+            return Some(Due::Tick(p.ticks));
+        }
+        if let Some(i) = (0..n).filter(raised).find(|&i| self.wakeup_armed(i)) {
+            return Some(Due::QuietWakeup(i));
+        }
+        if let Some(i) = self.devs.ifs.iter().position(|f| f.in_handler) {
+            return Some(Due::Handler(i));
+        }
+        if let Some(i) = (0..n).filter(raised).find(|&i| self.interrupt_armed(i)) {
+            return Some(Due::Interrupt(i));
+        }
+        if let Some(i) = self.devs.ifs.iter().position(|f| f.task_queued) {
+            return Some(Due::Task(i));
+        }
+        let netisr = self.poller.netisr_due();
+        if netisr == Some(Netisr::Chunk) {
+            return Some(Due::PollChunk);
+        }
+        if self.devs.queue.len() > 0 {
+            return Some(Due::InputQueue);
+        }
+        if netisr == Some(Netisr::Pollmore) {
+            return Some(Due::Pollmore);
+        }
+        let busy = (0..n)
+            .map(|k| (p.busy_next + k) % n)
+            .find(|&i| self.busy(i));
+        if let Some(i) = busy {
+            return Some(Due::Busy(i));
+        }
+        if p.idle && self.poller.idle_poll_active() {
+            return Some(Due::IdlePoll);
+        }
+        None
+    }
+
+    /// Whether interface `i` is busy polled now: busy mode, link up.
+    fn busy(&self, i: usize) -> bool {
+        self.devs.ifs[i].mode == Mode::Busy && self.devs.links[i] == LinkState::Up
+    }
+
+    /// Runs `due` at time `now` (ns of the executor's clock, which the packet stage gets
+    /// too) and returns the work done, for the executor's cost accounting.
+    pub fn run(&mut self, due: Due, now: u64) -> Work {
+        self.devs.stage.set_now(now);
+        self.auto_check_overload(now);
+        match due {
+            Due::Tick(n) => {
+                self.pending.ticks = self.pending.ticks.saturating_sub(n);
+                self.poller.hardclock(now, n);
+            }
+            Due::QuietWakeup(i) => {
+                self.pending.lines[i] = false;
+                if self.wakeup_armed(i) {
+                    self.poller.wake(now);
+                }
+            }
+            Due::Handler(i) => self.continue_handler(i),
+            Due::Interrupt(i) => {
+                self.pending.lines[i] = false;
+                self.interrupt(i);
+            }
+            Due::Task(i) => self.run_task(i),
+            Due::PollChunk => {
+                self.poller.netisr_poll(now, &mut self.devs);
+                self.deregister_gone();
+                self.auto_check_idle();
+            }
+            Due::InputQueue => {
+                self.devs.drain_queue(1);
+            }
+            Due::Pollmore => {
+                self.poller.netisr_pollmore(now);
+            }
+            Due::Busy(i) => {
+                self.pending.busy_next = i + 1;
+                self.devs.poll(i, PollCmd::PollOnly, BATCH as u32);
+            }
+            Due::IdlePoll => {
+                self.pending.idle = false;
+                self.poller.idle_poll(&mut self.devs);
+                self.deregister_gone();
+                self.auto_check_idle();
+            }
+        }
+        self.devs.take_work()
+    }
+
+    /// Runs every piece of accounted work due now (levels 1 to 6), as at shutdown or in a
+    /// test that hands the dataplane some frames; returns the work done.
+    pub fn run_accounted(&mut self, now: u64) -> Work {
+        let mut total = Work::default();
+        while let Some(due) = self.next_due().filter(|d| !d.spins()) {
+            let w = self.run(due, now);
+            total.rx += w.rx;
+            total.enqueued += w.enqueued;
+        }
+        total
+    }
+}

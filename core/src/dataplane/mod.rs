@@ -1,0 +1,362 @@
+//! The dataplane: interfaces in their modes, the IP input queue, and the scheduler.
+//!
+//! Each interface runs in one [`Mode`], switchable at run time:
+//!
+//! - `interrupt`: the device's interrupt (a readiness notification) runs a handler to
+//!   completion. With `net.inet.ip.fastforwarding=1` frames are processed inside the
+//!   handler; with `0` they go to the bounded IP input queue
+//!   (`net.inet.ip.intr_queue_maxlen`), drained at lower priority: the configuration that
+//!   livelocks under a flood.
+//! - `polling`: registered with the [`Poller`]; interrupts masked.
+//! - `adaptive`: the em(4) 2006/2010 design: the interrupt masks the device and queues a
+//!   task that handles at most `dev.<if>.rx_process_limit` frames and requeues itself while
+//!   work remains; the interrupt is re-armed only once the ring is drained.
+//! - `busy`: the executor spins on the device and never sleeps.
+//! - `auto`: interrupts under light load, polling when interrupt work would take more than
+//!   `100 - user_frac` of a tick, back to interrupts after `kern.polling.auto_empty_polls`
+//!   empty polls ([`auto`]).
+//!
+//! The dataplane does no I/O and reads no clock: it decides which piece of work is due
+//! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
+//! `polld-sim`, or the real poller thread) runs it with the time. Each run returns the
+//! [`Work`] it did so the executor can account for it.
+//!
+//! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
+//! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
+//! that interface waiting in the input queue. `forwarded` counts frames the output
+//! device accepted; one it drops afterwards (too long, refused by the kernel) is counted
+//! on the output interface in `tx_drops`, by reason, so a forwarded frame is delivered or
+//! counted there.
+
+//!
+//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`],
+//! [`auto`] (when an `auto` interface switches) (the per-interface state machine),
+//! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`counters`] and
+//! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
+
+mod auto;
+mod counters;
+mod decision;
+mod input_queue;
+mod modes;
+mod sysctl;
+mod transmit;
+
+pub use counters::IfCounters;
+pub use decision::Due;
+pub use modes::{Mode, ModeError};
+pub use sysctl::ENABLE;
+
+use crate::device::{Device, HwStats, LinkState};
+use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
+use crate::stage::{DropReason, PacketStage};
+
+use auto::AutoWindow;
+use decision::Pending;
+use input_queue::InputQueue;
+use transmit::{apply, TxStaging};
+
+/// What one call did, for the executor's cost accounting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Frames taken from device rings.
+    pub rx: u64,
+    /// Frames put into the IP input queue.
+    pub enqueued: u64,
+}
+
+/// One interface: its device, mode and counters.
+pub struct Interface<D> {
+    dev: D,
+    mode: Mode,
+    counters: IfCounters,
+    /// Adaptive mode: the task is queued (the interrupt is masked meanwhile).
+    task_queued: bool,
+    /// Interrupt mode: the handler is running (it returns once the ring is empty).
+    in_handler: bool,
+    /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
+    rx_process_limit: i64,
+    /// Device drops already folded into `counters`.
+    hw_seen: HwStats,
+    /// Auto mode: the interface polls now (else it is on interrupts).
+    auto_polling: bool,
+    /// Polls in a row that found the ring empty.
+    empty_streak: u32,
+    /// Auto mode on interrupts: interrupt work in the current window, ns.
+    intr_ns: u64,
+}
+
+impl<D: Device> Interface<D> {
+    pub fn dev(&self) -> &D {
+        &self.dev
+    }
+    /// The device, for what the dataplane does not do itself: a simulator's device model,
+    /// a test's injected frames.
+    pub fn dev_mut(&mut self) -> &mut D {
+        &mut self.dev
+    }
+    pub fn counters(&self) -> IfCounters {
+        self.counters
+    }
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    pub fn task_queued(&self) -> bool {
+        self.task_queued
+    }
+    pub fn rx_process_limit(&self) -> i64 {
+        self.rx_process_limit
+    }
+    /// Whether the interface is registered with the poller: polling mode, or auto mode
+    /// while it polls.
+    pub fn polls(&self) -> bool {
+        self.mode == Mode::Polling || (self.mode == Mode::Auto && self.auto_polling)
+    }
+}
+
+/// Something that happened to an interface, for the executor's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The interface went down or came back up.
+    Link { ifname: String, state: LinkState },
+    /// The interface disappeared; its polling handler was deregistered.
+    Gone { ifname: String },
+}
+
+/// Everything but the scheduler: the scheduler calls into this as its handlers.
+struct Devices<D, S> {
+    ifs: Vec<Interface<D>>,
+    links: Vec<LinkState>,
+    stage: S,
+    fastforwarding: bool,
+    queue: InputQueue,
+    tx: TxStaging,
+    /// Per interface: got frames in the current transmit batch (needs a flush).
+    touched: Vec<bool>,
+    /// Per interface: frames it received found their output full since the scheduler
+    /// last asked (transmit backpressure).
+    output_full: Vec<bool>,
+    work: Work,
+    events: Vec<Event>,
+    gone: Vec<usize>,
+}
+
+impl<D: Device, S: PacketStage> Devices<D, S> {
+    /// Receives up to `budget` frames from interface `i`; processes them now (to
+    /// completion) or queues them, per `fastforwarding`.
+    fn receive(&mut self, i: usize, budget: usize) -> u64 {
+        let Devices {
+            ifs,
+            links,
+            stage,
+            fastforwarding,
+            queue,
+            tx,
+            ..
+        } = self;
+        let Interface { dev, counters, .. } = &mut ifs[i];
+        let mut process = |frame: &mut [u8]| {
+            counters.rx_packets += 1;
+            if *fastforwarding {
+                let verdict = stage.process(i, frame, tx);
+                apply(verdict, i, frame, counters, links, tx);
+            } else if queue.enqueue(i, frame) {
+                counters.queued += 1;
+            } else {
+                counters.drops.add(DropReason::IntrQueueFull, 1);
+            }
+        };
+        let n = dev.receive(budget, &mut process) as u64;
+        self.work.rx += n;
+        if !self.fastforwarding {
+            self.work.enqueued += n;
+        }
+        self.transmit();
+        n
+    }
+
+    /// The status check: the link, and the drops the device counted itself (reading
+    /// those can cost a system call, so it is done here, not per receive).
+    fn check_status(&mut self, i: usize) {
+        self.fold_hw_drops(i);
+        let state = self.ifs[i].dev.check_status();
+        if state == self.links[i] {
+            return;
+        }
+        self.links[i] = state;
+        let ifname = self.ifs[i].dev.name().to_string();
+        if state == LinkState::Gone {
+            self.gone.push(i);
+            self.events.push(Event::Gone { ifname });
+        } else {
+            self.events.push(Event::Link { ifname, state });
+        }
+    }
+
+    fn take_work(&mut self) -> Work {
+        std::mem::take(&mut self.work)
+    }
+}
+
+impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
+    fn poll(&mut self, id: HandlerId, cmd: PollCmd, count: u32) -> u32 {
+        if cmd == PollCmd::CheckStatus {
+            self.check_status(id);
+        }
+        self.ifs[id].counters.polls += 1;
+        if self.links[id] != LinkState::Up {
+            return 0;
+        }
+        // Forwarding now, a poll takes no more frames than the fullest other interface can
+        // send: what would not fit is better left in the input ring (where the kernel drops
+        // it for free) than received and dropped at transmit. With two interfaces that is
+        // exact; with more, a full output slows every input, as a shared buffer would.
+        // (Only polls: an interrupt handler that left frames would be woken again at once.)
+        let mut budget = count as usize;
+        if self.fastforwarding {
+            let room = self.tx_room_besides(id);
+            if room < budget {
+                // Backpressure, though nothing was dropped: the output set the limit.
+                self.output_full[id] = true;
+                budget = room;
+            }
+        }
+        let n = if budget == 0 {
+            0
+        } else {
+            self.receive(id, budget)
+        };
+        let iface = &mut self.ifs[id];
+        if n == 0 {
+            iface.counters.empty_polls += 1;
+            iface.empty_streak = iface.empty_streak.saturating_add(1);
+        } else {
+            iface.empty_streak = 0;
+        }
+        n as u32
+    }
+
+    fn take_output_full(&mut self, id: HandlerId) -> bool {
+        std::mem::take(&mut self.output_full[id])
+    }
+}
+
+pub use input_queue::INTR_QUEUE_MAXLEN;
+pub use modes::RX_PROCESS_LIMIT;
+/// Frames a busy poll or an interrupt handler takes per receive call.
+const BATCH: usize = 64;
+
+/// The dataplane: interfaces, the packet stage, the input queue and the scheduler.
+pub struct Dataplane<D, S> {
+    poller: Poller,
+    devs: Devices<D, S>,
+    pending: Pending,
+    auto: AutoWindow,
+}
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
+    pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
+        let links = vec![LinkState::Up; devices.len()];
+        let touched = vec![false; devices.len()];
+        let output_full = vec![false; devices.len()];
+        let ifs = devices
+            .into_iter()
+            .map(|mut dev| {
+                dev.set_interrupt(true);
+                Interface {
+                    dev,
+                    mode: Mode::Interrupt,
+                    counters: IfCounters::default(),
+                    task_queued: false,
+                    in_handler: false,
+                    rx_process_limit: RX_PROCESS_LIMIT,
+                    hw_seen: HwStats::default(),
+                    auto_polling: false,
+                    empty_streak: 0,
+                    intr_ns: 0,
+                }
+            })
+            .collect();
+        Dataplane {
+            poller,
+            pending: Pending::new(links.len()),
+            auto: AutoWindow::default(),
+            devs: Devices {
+                ifs,
+                links,
+                stage,
+                fastforwarding: true,
+                queue: InputQueue::new(),
+                tx: TxStaging::default(),
+                touched,
+                output_full,
+                work: Work::default(),
+                events: Vec::new(),
+                gone: Vec::new(),
+            },
+        }
+    }
+
+    pub fn poller(&self) -> &Poller {
+        &self.poller
+    }
+    pub fn interfaces(&self) -> &[Interface<D>] {
+        &self.devs.ifs
+    }
+    pub fn interface_mut(&mut self, i: usize) -> &mut Interface<D> {
+        &mut self.devs.ifs[i]
+    }
+    pub fn stage(&self) -> &S {
+        &self.devs.stage
+    }
+    pub fn link(&self, i: usize) -> LinkState {
+        self.devs.links[i]
+    }
+    pub fn fastforwarding(&self) -> bool {
+        self.devs.fastforwarding
+    }
+    /// Frames waiting in the IP input queue.
+    pub fn queue_len(&self) -> usize {
+        self.devs.queue.len()
+    }
+    /// Link changes and disappearances since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.devs.events)
+    }
+
+    pub fn index_of(&self, ifname: &str) -> Option<usize> {
+        self.devs.ifs.iter().position(|i| i.dev.name() == ifname)
+    }
+    /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
+    /// its counters; status checks fold their own interface's as they go, this catches
+    /// the outputs and brings everything up to date now.
+    pub fn sync_hw_drops(&mut self) {
+        for i in 0..self.devs.ifs.len() {
+            self.devs.fold_hw_drops(i);
+        }
+    }
+
+    /// When to poll again before the next tick, once, after a cycle cut short by a full
+    /// output ([`Poller::take_repoll`]).
+    pub fn take_repoll(&mut self) -> Option<u64> {
+        self.poller.take_repoll()
+    }
+
+    /// Checks the status of interface `i` outside the poll cycle (interfaces that are
+    /// not polling get their status checked by the executor every `reg_frac` ticks).
+    pub fn check_status(&mut self, i: usize) {
+        let was_gone = self.devs.links[i] == LinkState::Gone;
+        self.devs.check_status(i);
+        self.deregister_gone();
+        if was_gone && self.devs.links[i] != LinkState::Gone {
+            self.revive(i);
+        }
+    }
+
+    fn deregister_gone(&mut self) {
+        for i in std::mem::take(&mut self.devs.gone) {
+            let _ = self.poller.deregister(i);
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Transmit staging: frames a receive batch produces are staged, sent after the batch,
+//! and charged to the counter of the frame's origin once the output device took them;
+//! drops the devices count on their own (hardware, kernel) are folded in here too.
+
+use crate::device::{Device, LinkState, TxDrop, TxFull};
+use crate::stage::{DropReason, Emit, PacketStage, Verdict};
+
+use super::{Dataplane, Devices, IfCounters};
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// A frame a user process sends on interface `i` (the simulator's traffic generator),
+    /// counted in its `tx_packets` when the device takes it.
+    pub fn send_from_user(&mut self, i: usize, frame: &[u8]) -> Result<(), TxFull> {
+        let iface = &mut self.devs.ifs[i];
+        iface.dev.send(frame)?;
+        iface.counters.tx_packets += 1;
+        Ok(())
+    }
+}
+
+/// Whose frame a staged frame is, which decides the counter it ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// Made up by the stage (ARP, ICMP): `generated` on the output.
+    Generated,
+    /// A frame received on `input` and forwarded; `more` when later
+    /// staged frames belong to the same datagram (its fragments), which counts once.
+    Received { input: usize, more: bool },
+    /// A part of a forwarded datagram whose verdict has not been applied yet; parts the
+    /// verdict did not claim (the output went down) are never sent.
+    Part,
+}
+
+/// A frame staged for transmission: the output, who to charge, and where its bytes are.
+struct Staged {
+    out: usize,
+    origin: Origin,
+    start: usize,
+    len: usize,
+}
+
+/// Frames to transmit after a receive batch, stored back to back in one buffer.
+#[derive(Default)]
+pub(super) struct TxStaging {
+    bytes: Vec<u8>,
+    frames: Vec<Staged>,
+    /// Where the parts of the datagram being forwarded start in `frames`.
+    parts_from: Option<usize>,
+}
+
+impl TxStaging {
+    fn push(&mut self, out: usize, origin: Origin, frame: &[u8]) {
+        self.frames.push(Staged {
+            out,
+            origin,
+            start: self.bytes.len(),
+            len: frame.len(),
+        });
+        self.bytes.extend_from_slice(frame);
+    }
+
+    /// Gives the parts staged since the last verdict to the datagram received on `input`
+    /// (`Some`), or leaves them unsent (`None`); returns how many there were.
+    fn settle_parts(&mut self, input: Option<usize>) -> usize {
+        let Some(from) = self.parts_from.take() else {
+            return 0;
+        };
+        let mut parts = self.frames[from..]
+            .iter_mut()
+            .filter(|s| s.origin == Origin::Part)
+            .peekable();
+        let mut n = 0;
+        while let Some(s) = parts.next() {
+            n += 1;
+            if let Some(input) = input {
+                let more = parts.peek().is_some();
+                s.origin = Origin::Received { input, more };
+            }
+        }
+        n
+    }
+}
+
+impl Emit for TxStaging {
+    fn emit(&mut self, out: usize, frame: &[u8]) {
+        self.push(out, Origin::Generated, frame);
+    }
+
+    fn forward_part(&mut self, out: usize, frame: &[u8]) {
+        self.parts_from.get_or_insert(self.frames.len());
+        self.push(out, Origin::Part, frame);
+    }
+}
+
+impl<D: Device, S: PacketStage> Devices<D, S> {
+    /// The least transmit room among the interfaces other than `i` whose link is up.
+    pub(super) fn tx_room_besides(&mut self, i: usize) -> usize {
+        let mut room = usize::MAX;
+        for (j, iface) in self.ifs.iter_mut().enumerate() {
+            if j != i && self.links[j] == LinkState::Up {
+                room = room.min(iface.dev.tx_room());
+            }
+        }
+        room
+    }
+
+    /// Sends the staged frames and flushes every device that got some.
+    pub(super) fn transmit(&mut self) {
+        if self.tx.frames.is_empty() {
+            return;
+        }
+        // Whether every frame so far of the datagram being sent was taken.
+        let mut datagram_sent = true;
+        for s in &self.tx.frames {
+            let (input, more) = match s.origin {
+                Origin::Part => continue,
+                Origin::Generated => (None, false),
+                Origin::Received { input, more } => (Some(input), more),
+            };
+            let frame = &self.tx.bytes[s.start..s.start + s.len];
+            let sent = self.ifs[s.out].dev.send(frame).is_ok();
+            if sent {
+                self.ifs[s.out].counters.tx_packets += 1;
+            }
+            match input {
+                Some(_) if more => datagram_sent &= sent,
+                Some(input) => {
+                    // The datagram's last (or only) frame: it counts now, as a whole.
+                    let whole = datagram_sent && sent;
+                    datagram_sent = true;
+                    let counters = &mut self.ifs[input].counters;
+                    if !whole {
+                        counters.drops.add(DropReason::TxRingFull, 1);
+                        self.output_full[input] = true;
+                    } else {
+                        counters.forwarded += 1;
+                    }
+                }
+                None if sent => self.ifs[s.out].counters.generated += 1,
+                None => self.ifs[s.out].counters.generated_dropped += 1,
+            }
+            self.touched[s.out] = true;
+        }
+        // Transmit drops the devices count are folded by `sync_hw_drops` (the executor's
+        // status timer), not here: reading them may cost a system call per batch.
+        for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
+            if std::mem::take(touched) {
+                iface.dev.flush();
+            }
+        }
+        self.tx.frames.clear();
+        self.tx.bytes.clear();
+    }
+
+    /// Folds the drops devices counted on their own into the interface counters.
+    pub(super) fn fold_hw_drops(&mut self, i: usize) {
+        let iface = &mut self.ifs[i];
+        let now = iface.dev.hw_stats();
+        let seen = &mut iface.hw_seen;
+        let counters = &mut iface.counters;
+        // A reopened device starts its totals again from zero.
+        let new = |total: u64, seen: u64| total.saturating_sub(seen);
+        counters.drops.add(
+            DropReason::RxRingFull,
+            new(now.rx_ring_full, seen.rx_ring_full),
+        );
+        counters
+            .drops
+            .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));
+        for r in TxDrop::ALL {
+            counters
+                .tx_drops
+                .add(r, new(now.tx_drops.get(r), seen.tx_drops.get(r)));
+        }
+        *seen = now;
+    }
+}
+
+/// Counts a verdict; forwarded and local frames are staged for transmission and
+/// counted once the output device took them.
+pub(super) fn apply(
+    verdict: Verdict,
+    input: usize,
+    frame: &[u8],
+    counters: &mut IfCounters,
+    links: &[LinkState],
+    tx: &mut TxStaging,
+) {
+    let received = Origin::Received { input, more: false };
+    let link_up = |out: usize| links.get(out) == Some(&LinkState::Up);
+    let parts = match verdict {
+        Verdict::ForwardEmitted { out } if link_up(out) => tx.settle_parts(Some(input)),
+        _ => tx.settle_parts(None),
+    };
+    match verdict {
+        Verdict::Forward { out } | Verdict::ForwardEmitted { out } if !link_up(out) => {
+            counters.drops.add(DropReason::LinkDown, 1)
+        }
+        Verdict::Forward { out } => tx.push(out, received, frame),
+        // Counted when the parts are sent; a datagram that became no frame at all was
+        // used up by the stage.
+        Verdict::ForwardEmitted { .. } if parts == 0 => counters.consumed += 1,
+        Verdict::ForwardEmitted { .. } => {}
+        Verdict::Local => counters.local += 1,
+        Verdict::Consumed => counters.consumed += 1,
+        Verdict::Drop(reason) => counters.drops.add(reason, 1),
+    }
+}

@@ -1,0 +1,261 @@
+//! The scheduling decision (`polld_core::dataplane::decision`), driven on virtual time
+//! through every work kind: what is due when several things are, and in which order.
+
+use std::collections::VecDeque;
+
+use polld_core::{
+    Dataplane, Device, Due, Emit, LinkState, Mode, PacketStage, Poller, TxFull, Verdict,
+};
+
+const MS: u64 = 1_000_000;
+
+/// A device whose ring the test fills by hand.
+struct Ring {
+    name: String,
+    rx: VecDeque<Vec<u8>>,
+}
+
+impl Device for Ring {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        let mut n = 0;
+        while n < budget {
+            let Some(mut frame) = self.rx.pop_front() else {
+                break;
+            };
+            rx(&mut frame);
+            n += 1;
+        }
+        n
+    }
+    fn rx_ready(&mut self) -> bool {
+        !self.rx.is_empty()
+    }
+    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
+        Ok(())
+    }
+    fn flush(&mut self) {}
+    fn check_status(&mut self) -> LinkState {
+        LinkState::Up
+    }
+    fn set_interrupt(&mut self, _armed: bool) {}
+}
+
+/// Every frame is for the box; the stage records the clock it was given.
+#[derive(Default)]
+struct ForTheBox {
+    now: u64,
+}
+
+impl PacketStage for ForTheBox {
+    fn process(&mut self, _input: usize, _frame: &mut [u8], _emit: &mut dyn Emit) -> Verdict {
+        Verdict::Local
+    }
+    fn set_now(&mut self, now_ns: u64) {
+        self.now = now_ns;
+    }
+}
+
+/// Interfaces 0..n in the given modes, with the given knobs.
+fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<Ring, ForTheBox> {
+    let devices = (0..modes.len())
+        .map(|i| Ring {
+            name: format!("if{i}"),
+            rx: VecDeque::new(),
+        })
+        .collect();
+    let mut dp = Dataplane::new(Poller::default(), devices, ForTheBox::default());
+    for (k, v) in knobs {
+        dp.sysctl_set(k, v).unwrap();
+    }
+    for (i, &mode) in modes.iter().enumerate() {
+        dp.set_mode(i, mode).unwrap();
+    }
+    dp
+}
+
+fn inject(dp: &mut Dataplane<Ring, ForTheBox>, i: usize, frames: usize) {
+    let ring = &mut dp.interface_mut(i).dev_mut().rx;
+    ring.extend((0..frames).map(|_| vec![0u8; 60]));
+}
+
+/// Runs what is due at `now` until nothing is or spinning work comes up; returns the kinds
+/// run, each run of the same kind once.
+fn run_due(dp: &mut Dataplane<Ring, ForTheBox>, now: u64) -> Vec<Due> {
+    let mut seen: Vec<Due> = Vec::new();
+    while let Some(due) = dp.next_due() {
+        if due.spins() {
+            seen.push(due);
+            break;
+        }
+        dp.run(due, now);
+        assert_eq!(dp.stage().now, now, "{due:?} set the stage's clock");
+        if seen.last() != Some(&due) {
+            seen.push(due);
+        }
+    }
+    seen
+}
+
+fn conserved(dp: &Dataplane<Ring, ForTheBox>) {
+    for iface in dp.interfaces() {
+        assert_eq!(iface.counters().unaccounted(), 0, "{}", iface.dev().name());
+    }
+}
+
+#[test]
+fn every_kind_of_accounted_work_runs_in_the_documented_order() {
+    // Input queue on (fastforwarding=0) so the netisr has protocol work too.
+    let mut dp = dataplane(
+        &[Mode::Interrupt, Mode::Adaptive, Mode::Polling],
+        &[
+            ("net.inet.ip.fastforwarding", "0"),
+            ("net.inet.ip.intr_queue_maxlen", "1000"),
+        ],
+    );
+    dp.sysctl_set("dev.if1.rx_process_limit", "10").unwrap();
+    inject(&mut dp, 0, 100); // two handler batches of 64
+    inject(&mut dp, 1, 15); // two task runs of 10
+    inject(&mut dp, 2, 3);
+    assert_eq!(dp.next_due(), None, "nothing raised, nothing due");
+    // Everything at once: a tick, both interrupt lines (the higher line raised first).
+    dp.interrupt_line(1, true);
+    dp.interrupt_line(0, true);
+    dp.raise_ticks(1);
+    let order = run_due(&mut dp, 5 * MS);
+    assert_eq!(
+        order,
+        [
+            Due::Tick(1),
+            Due::Interrupt(0),
+            Due::Handler(0),
+            Due::Interrupt(1),
+            Due::Task(1),
+            Due::PollChunk,
+            Due::InputQueue,
+            Due::Pollmore,
+        ]
+    );
+    assert_eq!(dp.next_due(), None);
+    let c: Vec<_> = dp.interfaces().iter().map(|i| i.counters()).collect();
+    assert_eq!((c[0].interrupts, c[0].local), (1, 100));
+    assert_eq!((c[1].interrupts, c[1].tasks, c[1].local), (1, 2, 15));
+    assert_eq!(c[2].local, 3);
+    conserved(&dp);
+}
+
+#[test]
+fn a_tick_preempts_a_running_handler_and_the_queue_yields_to_interrupts() {
+    let mut dp = dataplane(
+        &[Mode::Interrupt, Mode::Interrupt],
+        &[
+            ("net.inet.ip.fastforwarding", "0"),
+            ("net.inet.ip.intr_queue_maxlen", "1000"),
+        ],
+    );
+    inject(&mut dp, 1, 200);
+    dp.interrupt_line(1, true);
+    assert_eq!(dp.next_due(), Some(Due::Interrupt(1)));
+    dp.run(Due::Interrupt(1), 0);
+    // The handler is mid-ring: a tick outranks it (with nothing registered it is cheap).
+    dp.raise_ticks(2);
+    assert_eq!(dp.next_due(), Some(Due::Tick(2)));
+    dp.run(Due::Tick(2), 0);
+    assert_eq!(dp.next_due(), Some(Due::Handler(1)));
+    while dp.next_due() == Some(Due::Handler(1)) {
+        dp.run(Due::Handler(1), 0);
+    }
+    // The queue drains one frame at a time, so a new interrupt gets in between.
+    assert_eq!(dp.next_due(), Some(Due::InputQueue));
+    dp.run(Due::InputQueue, 0);
+    assert_eq!(dp.queue_len(), 199);
+    inject(&mut dp, 0, 1);
+    dp.interrupt_line(0, true);
+    assert_eq!(dp.next_due(), Some(Due::Interrupt(0)));
+    dp.run_accounted(0);
+    assert_eq!(dp.queue_len(), 0);
+    conserved(&dp);
+}
+
+#[test]
+fn a_masked_line_is_ignored_and_an_interrupt_without_frames_is_not_counted() {
+    let mut dp = dataplane(&[Mode::Interrupt, Mode::Polling], &[]);
+    // Polling masks interface 1: its raised line is nobody's work (polling is not quiet).
+    dp.interrupt_line(1, true);
+    assert_eq!(dp.next_due(), None);
+    // A transmit completion raises the line with an empty ring: no handler, not counted.
+    dp.interrupt_line(0, true);
+    assert_eq!(dp.next_due(), Some(Due::Interrupt(0)));
+    dp.run(Due::Interrupt(0), 0);
+    assert_eq!(dp.next_due(), None);
+    assert_eq!(dp.interfaces()[0].counters().interrupts, 0);
+}
+
+#[test]
+fn busy_polling_round_robins_after_accounted_work_and_idle_polling_waits_for_an_idle_cpu() {
+    let mut dp = dataplane(&[Mode::Busy, Mode::Interrupt, Mode::Busy], &[]);
+    inject(&mut dp, 1, 1);
+    dp.interrupt_line(1, true);
+    dp.raise_idle();
+    assert_eq!(run_due(&mut dp, 0), [Due::Interrupt(1), Due::Busy(0)]);
+    let mut turns = Vec::new();
+    for _ in 0..4 {
+        let due = dp.next_due().unwrap();
+        dp.run(due, 0);
+        turns.push(due);
+    }
+    assert_eq!(
+        turns,
+        [Due::Busy(0), Due::Busy(2), Due::Busy(0), Due::Busy(2)]
+    );
+    assert!(
+        dp.next_due().is_some_and(Due::spins),
+        "nothing but busy polling is due"
+    );
+
+    // Idle polling: only once the CPU was reported idle, and once per report.
+    let mut dp = dataplane(&[Mode::Polling], &[("kern.polling.idle_poll", "1")]);
+    assert_eq!(dp.next_due(), None);
+    dp.raise_idle();
+    assert_eq!(dp.next_due(), Some(Due::IdlePoll));
+    inject(&mut dp, 0, 4);
+    assert_eq!(dp.run(Due::IdlePoll, 0).rx, 4);
+    assert_eq!(dp.next_due(), None);
+    conserved(&dp);
+}
+
+#[test]
+fn a_quiet_poller_wakes_on_its_interrupt_line() {
+    let mut dp = dataplane(
+        &[Mode::Polling, Mode::Interrupt],
+        &[("kern.polling.quiet_cycles", "2")],
+    );
+    let mut now = 0;
+    while !dp.poller().state().quiet {
+        now += MS;
+        dp.raise_ticks(1);
+        run_due(&mut dp, now);
+        assert!(now < 100 * MS, "two empty cycles make polling quiet");
+    }
+    assert!(dp.wakeup_armed(0));
+    inject(&mut dp, 0, 1);
+    inject(&mut dp, 1, 1);
+    dp.interrupt_line(1, true);
+    dp.interrupt_line(0, true);
+    // The wakeup outranks the other interface's interrupt; it is not an interrupt of if0.
+    assert_eq!(
+        run_due(&mut dp, now),
+        [
+            Due::QuietWakeup(0),
+            Due::Interrupt(1),
+            Due::PollChunk,
+            Due::Pollmore
+        ]
+    );
+    assert_eq!(dp.poller().state().quiet_wakeups, 1);
+    assert_eq!(dp.interfaces()[0].counters().interrupts, 0);
+    assert_eq!(dp.interfaces()[0].counters().local, 1);
+    conserved(&dp);
+}

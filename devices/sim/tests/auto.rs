@@ -1,0 +1,160 @@
+//! `auto` mode on virtual time (docs/algorithm.md §7): interrupts under light load,
+//! polling from the first tick in which interrupt work exceeds `100 - user_frac`, back to
+//! interrupts after `kern.polling.auto_empty_polls` empty polls, no flapping near the
+//! threshold, and every frame accounted for through every switch.
+
+use polld_core::Mode;
+use polld_sim::scenario::check_conservation;
+use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, Sim, UserTask};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+
+/// One stream from in0 to out0 with `arrivals`, both NICs in auto mode.
+fn stream(arrivals: Arrivals, user: UserTask) -> Sim {
+    let mut input = NicConfig::new("in0", arrivals);
+    input.costs = rizzo::DRIVER;
+    input.route = Some("out0".into());
+    input.mode = Mode::Auto;
+    let mut output = NicConfig::new("out0", Arrivals::None);
+    output.costs = rizzo::DRIVER;
+    output.line_pps = 10_000_000.0;
+    output.mode = Mode::Auto;
+    let s = Scenario {
+        name: "auto".into(),
+        duration_ms: 1000.0,
+        seed: 7,
+        user,
+        knobs: Default::default(),
+        costs: rizzo::CPU,
+        nics: vec![input, output],
+    };
+    s.build().unwrap()
+}
+
+fn polls(sim: &Sim) -> bool {
+    sim.dataplane().interfaces()[0].polls()
+}
+
+fn switches(sim: &Sim) -> u64 {
+    sim.dataplane().interfaces()[0].counters().auto_switches
+}
+
+/// Runs in steps of `step` until `until`, returning the times at which in0 changed between
+/// interrupts and polling.
+fn switch_times(sim: &mut Sim, step: u64, until: u64) -> Vec<u64> {
+    let mut times = Vec::new();
+    let mut was = polls(sim);
+    while sim.now() < until {
+        let next = sim.now() + step;
+        sim.run_until(next);
+        if polls(sim) != was {
+            was = polls(sim);
+            times.push(sim.now());
+        }
+    }
+    times
+}
+
+#[test]
+fn a_flood_switches_to_polling_when_the_first_tick_closes_and_it_stays_there() {
+    // 200 kpps: interrupt work takes the whole CPU from the first frame.
+    let mut sim = stream(Arrivals::Constant { pps: 200_000.0 }, UserTask::Spin);
+    sim.run_until(MS - US);
+    assert!(!polls(&sim), "still on interrupts before the tick closes");
+    let times = switch_times(&mut sim, 10 * US, 300 * MS);
+    assert_eq!(times.len(), 1, "one switch, no flapping: {times:?}");
+    // The window closes at the first piece of work after 1 ms: one handler batch later.
+    assert!(times[0] > MS && times[0] <= MS + 100 * US, "{times:?}");
+    assert_eq!(switches(&sim), 1);
+    // Polling keeps the competitor's share: user_frac 50, within 5.
+    let user = sim.split.pct(sim.split.user_ns);
+    assert!(user >= 45.0, "user share {user:.1} %");
+    check_conservation(&sim).unwrap();
+}
+
+#[test]
+fn after_auto_empty_polls_empty_polls_it_goes_back_to_interrupts() {
+    // A 20 ms flood, then silence.
+    let flood = Arrivals::OnOff {
+        pps: 200_000.0,
+        on_ms: 20.0,
+        off_ms: 1000.0,
+    };
+    let mut sim = stream(flood, UserTask::Spin);
+    // Up at the first tick, then polled until the ring is drained (the last frame received).
+    let up = switch_times(&mut sim, 10 * US, 20 * MS);
+    let mut last_rx = (0, 0);
+    while polls(&sim) {
+        let next = sim.now() + 10 * US;
+        sim.run_until(next);
+        let rx = sim.dataplane().interfaces()[0].counters().rx_packets;
+        if rx != last_rx.1 {
+            last_rx = (sim.now(), rx);
+        }
+    }
+    let down = sim.now();
+    let mut times = up;
+    times.extend(switch_times(&mut sim, 10 * US, 500 * MS));
+    assert_eq!(
+        times.len(),
+        1,
+        "up once, then no more switches until down: {times:?}"
+    );
+    let iface = &sim.dataplane().interfaces()[0];
+    // Polls found work until the flood ended; then, one poll per tick, exactly
+    // auto_empty_polls (20) empty ones, and the 20th switched it back.
+    assert_eq!(iface.counters().empty_polls, 20);
+    let idle = down - last_rx.0;
+    assert!(
+        (19 * MS..=21 * MS).contains(&idle),
+        "back on interrupts 20 ticks after the last frame: {idle} ns"
+    );
+    assert_eq!(switches(&sim), 2);
+    check_conservation(&sim).unwrap();
+}
+
+#[test]
+fn a_load_near_the_threshold_does_not_flap() {
+    // Interrupt work is about 35 % of the CPU at 40 kpps and 53 % at 60 kpps (user_frac 50).
+    let mut below = stream(Arrivals::Poisson { pps: 40_000.0 }, UserTask::Spin);
+    let times = switch_times(&mut below, 100 * US, 500 * MS);
+    assert_eq!(
+        times,
+        [] as [u64; 0],
+        "below the threshold: interrupts throughout"
+    );
+    let mut above = stream(Arrivals::Poisson { pps: 60_000.0 }, UserTask::Spin);
+    let times = switch_times(&mut above, 100 * US, 500 * MS);
+    assert_eq!(
+        times.len(),
+        1,
+        "above: polling once and for good: {times:?}"
+    );
+    check_conservation(&below).unwrap();
+    check_conservation(&above).unwrap();
+}
+
+#[test]
+fn frames_survive_every_switch_and_light_load_stays_on_interrupts() {
+    // Bursts that overload for 5 ms every 50 ms: many switches each way.
+    let bursts = Arrivals::OnOff {
+        pps: 300_000.0,
+        on_ms: 5.0,
+        off_ms: 45.0,
+    };
+    let mut sim = stream(bursts, UserTask::Spin);
+    let times = switch_times(&mut sim, 50 * US, 1000 * MS);
+    assert!(times.len() >= 10, "switches both ways: {times:?}");
+    check_conservation(&sim).unwrap();
+    let c = sim.dataplane().interfaces()[0].counters();
+    assert_eq!(c.unaccounted(), 0);
+    assert!(c.forwarded > 0 && c.interrupts > 0 && c.polls > 0);
+
+    // Light load: interrupts only, as interrupt mode.
+    let mut light = stream(Arrivals::Constant { pps: 1_000.0 }, UserTask::Spin);
+    light.run_until(500 * MS);
+    let c = light.dataplane().interfaces()[0].counters();
+    assert_eq!((c.auto_switches, c.polls), (0, 0));
+    assert_eq!(c.interrupts, c.rx_packets);
+}

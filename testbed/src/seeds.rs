@@ -1,0 +1,1149 @@
+//! `polld bench seeds`: the seeds' experiments (docs/sources.md: Rizzo 2002, the polling
+//! how-to, the nixCraft tutorial) on real traffic, on a TAP testbed of the bench's own, each
+//! printed beside the seed's figure.
+//!
+//! Steps, each one or more [`crate::share`] trials (polld realtime on the fwd CPU, `polld
+//! gen` on the gen CPU, both TAPs in the same mode):
+//! - `curve`: delivered against offered load (gen's rate in steps, then unlimited) for
+//!   interrupt, interrupt with `net.inet.ip.fastforwarding=0`, and polling; no competitor.
+//! - `table`: Rizzo's table from the curve's flooded points, one more flood polling with
+//!   `fastforwarding=0`, 2 and 4 streams (more input TAPs, [`crate::streams`]) in both
+//!   modes, and the receive CPU load from the `share` step.
+//! - `screens`: `polld stat --once` in interrupt mode at a moderate rate, then
+//!   `polld ifconfig tap0 polling` (and tap1) and `polld stat --once` again.
+//! - `tcp`: iperf3 TCP from gen to sink through polld, interrupt against polling.
+//! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
+//!   interrupt mode, under a flood.
+//!
+//! Every trial checks conservation on every interface from polld's final counters; the
+//! bench fails if one does not hold. The figures go to `--out` as SVG ([`crate::plot`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::plot::{LineChart, Series};
+use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
+use crate::streams::ExtraStream;
+use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
+
+/// `polld bench seeds` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SeedsArgs {
+    /// Shorter windows and two load steps: about half a minute instead of almost two.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run only these steps (comma-separated); all of them by default. `table` also runs
+    /// `curve` and `share`, whose figures it shows.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub steps: Vec<Step>,
+    /// Directory the SVG plots are written to.
+    #[arg(long, default_value = "target/bench-seeds")]
+    pub out: PathBuf,
+    /// Namespace prefix of the bench's own TAP testbed (`{prefix}gen`, ...).
+    #[arg(long, default_value = "bseeds", value_parser = parse_prefix)]
+    pub prefix: String,
+    /// Print the results as one JSON document (progress lines still go to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    crate::layout::check_prefix(prefix).map(|()| prefix.to_string())
+}
+
+/// One experiment of the bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    Curve,
+    Table,
+    Screens,
+    Tcp,
+    Share,
+}
+
+/// The seeds' own figures, beside which polld's are printed.
+mod seed {
+    /// Rizzo 2002, 750 MHz Athlon, 100 Mbit cards, minimum-size frames (148 kpps a stream):
+    /// (test, interrupt, polling, unit).
+    pub const TABLE: [(&str, &str, &str); 6] = [
+        ("Transmit", "138 kpps", "148 kpps"),
+        ("Rx CPU load", "100 %", "40 %"),
+        ("Forwarding 1 stream", "143 kpps", "148 kpps"),
+        (
+            "Forwarding 1 stream, no fast forwarding",
+            "110 pps",
+            "148 kpps",
+        ),
+        ("Forwarding 2 streams", "0", "180 kpps"),
+        ("Forwarding 4 streams", "0", "185 kpps"),
+    ];
+    /// Rizzo 2002 on the curve: without fast forwarding, interrupts sustain at most
+    /// 120 kpps, "above that load the forwarding speed rapidly decays to almost 0".
+    pub const CURVE: &str = "interrupts without fast forwarding: at most 120 kpps, then decaying to almost 0 (110 pps at 148 kpps offered); polling: 148 kpps, \"roughly remains there when the incoming traffic increases\"";
+    /// The polling how-to's systat screens (em3 at about 7 kpps of interrupts).
+    pub const SCREENS: &str = "interrupts: em3 7133/s, 21.5 % Intr, 76.6 % idle; polling: em3 0/s, 0.8 % Intr, 96.2 % idle";
+    /// The nixCraft tutorial, over a 10 Mbit/s metro Ethernet link: (mode, Mbit/s, CPU load).
+    // 6.28 is the tutorial's Mbit/s, not 2π.
+    #[allow(clippy::approx_constant)]
+    pub const TCP: [(&str, f64, f64); 2] = [("interrupt", 6.28, 73.0), ("polling", 8.87, 34.0)];
+}
+
+/// How long each trial runs, by `--quick`.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    warm_up: f64,
+    window: f64,
+    /// `polld gen --rate` of the curve's steps, the last one the flood.
+    rates: &'static [&'static str],
+    /// iperf3's seconds.
+    tcp_secs: u32,
+}
+
+const FULL: Timing = Timing {
+    warm_up: 0.5,
+    window: 1.5,
+    rates: &[
+        "100k",
+        "250k",
+        "500k",
+        "750k",
+        "1M",
+        "1.25M",
+        "1.5M",
+        "2M",
+        "unlimited",
+    ],
+    tcp_secs: 3,
+};
+
+const QUICK: Timing = Timing {
+    warm_up: 0.3,
+    window: 0.7,
+    rates: &["200k", "unlimited"],
+    tcp_secs: 1,
+};
+
+/// The curve's and the table's polling trials: a router box (seed 000: "low values ...
+/// useful e.g. in a router box") with no user work to leave room for.
+const CURVE_USER_FRAC: u32 = 10;
+/// The `screens`, `tcp` and `share`-derived Rx CPU rows: FreeBSD's default.
+const DEFAULT_USER_FRAC: u32 = 50;
+
+/// Knobs a trial sets after its own.
+type Knobs = &'static [(&'static str, &'static str)];
+
+const NO_FASTFORWARDING: [(&str, &str); 1] = [("net.inet.ip.fastforwarding", "0")];
+
+/// One line of the curve: a configuration's trials, in offered order.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurveSeries {
+    pub name: String,
+    pub points: Vec<ShareRow>,
+}
+
+/// A row of seed 000's table.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableRow {
+    pub test: String,
+    pub interrupt: Option<f64>,
+    pub polling: Option<f64>,
+    pub unit: String,
+    pub seed_interrupt: String,
+    pub seed_polling: String,
+    /// What polld's figures are, where the seed's test cannot be repeated as it was.
+    pub note: String,
+}
+
+/// Seed 001's screen, once per mode.
+#[derive(Clone, Debug, Serialize)]
+pub struct Screen {
+    pub mode: String,
+    /// tap0's interrupts/s as the screen shows them.
+    pub interrupts_per_sec: f64,
+    /// The poll CPU's idle percent as the screen shows it.
+    pub idle_percent: f64,
+    /// polld's poll thread, percent of its CPU, as the screen shows it.
+    pub polld_thread_percent: f64,
+    pub text: String,
+}
+
+/// Seed 002's test, once per mode.
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpRow {
+    pub mode: String,
+    pub mbit_per_sec: f64,
+    /// polld's poll thread, percent of the fwd CPU during the transfer.
+    pub polld_cpu_percent: f64,
+    pub interrupts_per_sec: f64,
+    pub conserved: bool,
+}
+
+/// The machine the bench ran on.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub kernel: String,
+}
+
+/// Everything the bench measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SeedsReport {
+    pub machine: Option<Machine>,
+    pub quick: bool,
+    pub curve: Vec<CurveSeries>,
+    pub table: Vec<TableRow>,
+    pub screens: Vec<Screen>,
+    pub tcp: Vec<TcpRow>,
+    pub share: Vec<ShareRow>,
+    /// Sentences decided by the numbers above.
+    pub findings: Vec<String>,
+    pub svgs: Vec<PathBuf>,
+    /// Trials run, and those whose counters did not add up.
+    pub trials: usize,
+    pub unconserved: Vec<String>,
+}
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// What the steps share.
+struct Bench<'a> {
+    tb: &'a Testbed,
+    polld: &'a Path,
+    dir: &'a Path,
+    cpus: (usize, usize),
+    timing: Timing,
+    progress: &'a mut dyn Write,
+    report: SeedsReport,
+}
+
+impl Bench<'_> {
+    fn say(&mut self, line: &str) {
+        let _ = writeln!(self.progress, "polld bench seeds: {line}");
+    }
+
+    /// Runs one trial and books its conservation.
+    fn trial(&mut self, label: &str, trial: &ShareTrial) -> Result<ShareRow, TestbedError> {
+        let row = measure_share(self.tb, self.polld, self.dir, self.cpus, trial)?;
+        self.book(label, row.conserved);
+        Ok(row)
+    }
+
+    fn book(&mut self, label: &str, conserved: bool) {
+        self.report.trials += 1;
+        if !conserved {
+            self.report.unconserved.push(label.to_string());
+        }
+    }
+
+    fn flood_trial<'t>(&self, mode: &'t str, user_frac: u32) -> ShareTrial<'t> {
+        ShareTrial::flood(mode, user_frac, self.timing.warm_up, self.timing.window)
+    }
+
+    fn curve(&mut self) -> Result<(), TestbedError> {
+        let configs: [(&str, &str, Knobs); 3] = [
+            ("interrupt", "interrupt", &[]),
+            (
+                "interrupt, fastforwarding=0",
+                "interrupt",
+                &NO_FASTFORWARDING,
+            ),
+            ("polling", "polling", &[]),
+        ];
+        for (name, mode, knobs) in configs {
+            let mut points = Vec::new();
+            for &rate in self.timing.rates {
+                self.say(&format!("curve: {name}, polld gen --rate {rate} ..."));
+                let trial = ShareTrial {
+                    rate: Some(rate),
+                    competitor: false,
+                    knobs,
+                    ..self.flood_trial(mode, CURVE_USER_FRAC)
+                };
+                let row = self.trial(&format!("curve {name} {rate}"), &trial)?;
+                self.say(&format!(
+                    "curve: {name}: offered {:.0}/s, delivered {:.0}/s",
+                    row.offered_pps, row.delivered_pps
+                ));
+                points.push(row);
+            }
+            points.sort_by(|a, b| a.offered_pps.total_cmp(&b.offered_pps));
+            self.report.curve.push(CurveSeries {
+                name: name.to_string(),
+                points,
+            });
+        }
+        Ok(())
+    }
+
+    fn share(&mut self) -> Result<(), TestbedError> {
+        for (mode, user_frac) in [
+            ("polling", 10),
+            ("polling", 50),
+            ("polling", 90),
+            ("interrupt", DEFAULT_USER_FRAC),
+        ] {
+            self.say(&format!(
+                "share: {mode}, user_frac {user_frac}, flood and a competitor on CPU{} ...",
+                self.cpus.1
+            ));
+            let row = self.trial(
+                &format!("share {mode} {user_frac}"),
+                &ShareTrial {
+                    warm_up: self.timing.warm_up.max(1.0),
+                    ..self.flood_trial(mode, user_frac)
+                },
+            )?;
+            self.say(&format!(
+                "share: {mode}, user_frac {user_frac}: competitor {:.1} %, polld {:.1} %",
+                row.competitor_percent, row.polld_cpu_percent
+            ));
+            self.report.share.push(row);
+        }
+        Ok(())
+    }
+
+    /// Seed 000's table, from the curve's and the share step's trials and one more.
+    fn table(&mut self) -> Result<(), TestbedError> {
+        self.say("table: polling with fastforwarding=0 under a flood ...");
+        let trial = ShareTrial {
+            competitor: false,
+            knobs: &NO_FASTFORWARDING,
+            ..self.flood_trial("polling", CURVE_USER_FRAC)
+        };
+        let polling_no_ff = self.trial("table polling fastforwarding=0", &trial)?;
+        let streams = self.streams()?;
+        let flooded = |name: &str| {
+            self.report
+                .curve
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| {
+                    s.points
+                        .iter()
+                        .max_by(|a, b| a.offered_pps.total_cmp(&b.offered_pps))
+                })
+                .cloned()
+        };
+        let (intr, intr_no_ff, poll) = (
+            flooded("interrupt"),
+            flooded("interrupt, fastforwarding=0"),
+            flooded("polling"),
+        );
+        let share = |mode: &str| {
+            self.report
+                .share
+                .iter()
+                .find(|r| r.mode == mode && r.user_frac == DEFAULT_USER_FRAC)
+                .cloned()
+        };
+        let kpps = |r: &Option<ShareRow>, f: fn(&ShareRow) -> f64| r.as_ref().map(|r| f(r) / 1e3);
+        let rows = [
+            (
+                kpps(&intr, |r| r.offered_pps),
+                kpps(&poll, |r| r.offered_pps),
+                "kpps",
+                "polld gen's sending rate on the gen CPU during the flooded forwarding runs: polld does not generate traffic, and its mode does not touch that CPU",
+            ),
+            (
+                share("interrupt").map(|r| r.polld_cpu_percent),
+                share("polling").map(|r| r.polld_cpu_percent),
+                "%",
+                "polld's poll thread under a flood with a CPU-bound competitor beside it (user_frac 50)",
+            ),
+            (
+                kpps(&intr, |r| r.delivered_pps),
+                kpps(&poll, |r| r.delivered_pps),
+                "kpps",
+                "delivered to tap1 under gen's flood, no competitor (polling: user_frac 10)",
+            ),
+            (
+                kpps(&intr_no_ff, |r| r.delivered_pps),
+                Some(polling_no_ff.delivered_pps / 1e3),
+                "kpps",
+                "as above, net.inet.ip.fastforwarding=0",
+            ),
+            (
+                Some(streams[0].0 / 1e3),
+                Some(streams[0].1 / 1e3),
+                "kpps",
+                "2 input TAPs (tap0, tap2) each flooded by its own polld gen on the gen CPU, each forwarded to its own output TAP; delivered summed (polling: user_frac 10)",
+            ),
+            (
+                Some(streams[1].0 / 1e3),
+                Some(streams[1].1 / 1e3),
+                "kpps",
+                "as above with 4 inputs (tap0, tap2, tap4, tap6)",
+            ),
+        ];
+        for (i, (interrupt, polling, unit, note)) in rows.into_iter().enumerate() {
+            let (test, seed_interrupt, seed_polling) = seed::TABLE[i];
+            self.report.table.push(TableRow {
+                test: test.into(),
+                interrupt,
+                polling,
+                unit: unit.into(),
+                seed_interrupt: seed_interrupt.into(),
+                seed_polling: seed_polling.into(),
+                note: note.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Seed 000's 2- and 4-stream rows: (interrupt, polling) delivered for 2, then 4
+    /// streams, each input flooded by its own gen, no competitor.
+    fn streams(&mut self) -> Result<[(f64, f64); 2], TestbedError> {
+        let extra = ExtraStream::for_total(4);
+        for stream in &extra {
+            stream.create(self.tb)?;
+        }
+        let mut delivered = [(0.0, 0.0); 2];
+        for (slot, n) in [2, 4].into_iter().enumerate() {
+            for mode in ["interrupt", "polling"] {
+                self.say(&format!(
+                    "table: {n} streams, {mode}, each input flooded ..."
+                ));
+                let trial = ShareTrial {
+                    competitor: false,
+                    extra_streams: &extra[..n - 1],
+                    ..self.flood_trial(mode, CURVE_USER_FRAC)
+                };
+                let row = self.trial(&format!("table {n} streams {mode}"), &trial)?;
+                self.say(&format!(
+                    "table: {n} streams, {mode}: offered {:.0}/s, delivered {:.0}/s",
+                    row.offered_pps, row.delivered_pps
+                ));
+                match mode {
+                    "interrupt" => delivered[slot].0 = row.delivered_pps,
+                    _ => delivered[slot].1 = row.delivered_pps,
+                }
+            }
+        }
+        Ok(delivered)
+    }
+
+    /// Seed 001: `polld stat --once` before and after `polld ifconfig tap0 polling`.
+    fn screens(&mut self) -> Result<(), TestbedError> {
+        self.say(
+            "screens: interrupt mode, polld gen at 100k, then polld ifconfig tap0 polling ...",
+        );
+        let trial = ShareTrial {
+            rate: Some("100k"),
+            competitor: false,
+            warm_up: 0.0,
+            // gen runs this much longer than the warm-up: both screens fit.
+            window: 8.0,
+            ..self.flood_trial("interrupt", DEFAULT_USER_FRAC)
+        };
+        let run = TrialRun::start(self.tb, self.polld, self.dir, self.cpus, &trial)?;
+        std::thread::sleep(Duration::from_secs_f64(0.5));
+        let before = run.sample()?;
+        let interrupt = self.screen(&run, "interrupt")?;
+        for iface in [&self.tb.layout().veth1.name, &self.tb.layout().veth2.name] {
+            self.polld_command(&run, &["ifconfig", iface, "polling"])?;
+        }
+        std::thread::sleep(Duration::from_secs_f64(0.5));
+        let polling = self.screen(&run, "polling")?;
+        let after = run.sample()?;
+        let row = run.finish(&before, &after)?;
+        self.book("screens", row.conserved);
+        self.report.screens = vec![interrupt, polling];
+        Ok(())
+    }
+
+    /// Runs `polld COMMAND --socket S ARGS` and returns its standard output. (The socket
+    /// comes first: `ifconfig` takes everything after the interface as its actions.)
+    fn polld_command(&self, run: &TrialRun, args: &[&str]) -> Result<String, TestbedError> {
+        let out = std::process::Command::new(self.polld)
+            .arg(args[0])
+            .arg("--socket")
+            .arg(run.socket())
+            .args(&args[1..])
+            .output()
+            .map_err(|e| failed(format!("polld {}: {e}", args.join(" "))))?;
+        if !out.status.success() {
+            return Err(failed(format!(
+                "polld {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn screen(&mut self, run: &TrialRun, mode: &str) -> Result<Screen, TestbedError> {
+        let text = self.polld_command(run, &["stat", "--once", "-w", "1"])?;
+        let tap0 = &self.tb.layout().veth1.name;
+        let (interrupts_per_sec, idle_percent, polld_thread_percent) = parse_screen(&text, tap0)
+            .ok_or_else(|| {
+                failed(format!(
+                    "polld stat --once: no {tap0} row, idle bar or polld thread figure in\n{text}"
+                ))
+            })?;
+        self.say(&format!(
+            "screens: {mode}: {tap0} {interrupts_per_sec:.0} interrupts/s, idle {idle_percent:.1} %, polld thread {polld_thread_percent:.1} %"
+        ));
+        Ok(Screen {
+            mode: mode.into(),
+            interrupts_per_sec,
+            idle_percent,
+            polld_thread_percent,
+            text,
+        })
+    }
+
+    /// Seed 002: iperf3 TCP from gen to sink through polld.
+    fn tcp(&mut self) -> Result<(), TestbedError> {
+        for mode in ["interrupt", "polling"] {
+            self.say(&format!(
+                "tcp: iperf3 for {} s through polld in {mode} mode ...",
+                self.timing.tcp_secs
+            ));
+            let trial = ShareTrial {
+                rate: None,
+                competitor: false,
+                ..self.flood_trial(mode, DEFAULT_USER_FRAC)
+            };
+            let run = TrialRun::start(self.tb, self.polld, self.dir, self.cpus, &trial)?;
+            let (mbit_per_sec, before, after) = self.iperf3(&run)?;
+            let row = run.finish(&before, &after)?;
+            self.book(&format!("tcp {mode}"), row.conserved);
+            let tcp = TcpRow {
+                mode: mode.into(),
+                mbit_per_sec,
+                polld_cpu_percent: row.polld_cpu_percent,
+                interrupts_per_sec: row.interrupts_per_sec,
+                conserved: row.conserved,
+            };
+            self.say(&format!(
+                "tcp: {mode}: {:.0} Mbit/s, polld {:.1} % of CPU{}",
+                tcp.mbit_per_sec, tcp.polld_cpu_percent, self.cpus.1
+            ));
+            self.report.tcp.push(tcp);
+        }
+        Ok(())
+    }
+
+    /// One iperf3 TCP run, with samples around the transfer; returns its Mbit/s.
+    fn iperf3(&self, run: &TrialRun) -> Result<(f64, Sample, Sample), TestbedError> {
+        let layout = self.tb.layout();
+        // The first frame to polld's address makes gen's kernel resolve it.
+        let _ = self
+            .tb
+            .command_in(Role::Gen, None, "ping")?
+            .args([
+                "-c",
+                "2",
+                "-i",
+                "0.2",
+                "-W",
+                "1",
+                &layout.veth3.addr.to_string(),
+            ])
+            .output();
+        let mut server = self
+            .tb
+            .command_in(Role::Sink, None, "iperf3")?
+            .args(["-s", "-1", "-p", "5399"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| failed(format!("starting iperf3 -s in {}: {e}", layout.sink_ns)))?;
+        std::thread::sleep(Duration::from_millis(300));
+        let before = run.sample()?;
+        let out = self
+            .tb
+            .command_in(Role::Gen, Some(self.cpus.0), "iperf3")?
+            .args([
+                "-c",
+                &layout.veth3.addr.to_string(),
+                "-p",
+                "5399",
+                "-J",
+                "-t",
+            ])
+            .arg(self.timing.tcp_secs.to_string())
+            .output();
+        let after = run.sample()?;
+        let _ = server.kill();
+        let _ = server.wait();
+        let out = out.map_err(|e| failed(format!("iperf3 -c in {}: {e}", layout.gen_ns)))?;
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let bits = report["end"]["sum_received"]["bits_per_second"].as_f64();
+        match bits {
+            Some(bits) if out.status.success() => Ok((bits / 1e6, before, after)),
+            _ => Err(failed(format!(
+                "iperf3 TCP through polld failed: {} {}",
+                report["error"],
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+        }
+    }
+}
+
+/// tap0's interrupts/s, the idle percent and polld's thread percent from a
+/// `polld stat --once` screen.
+fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64, f64)> {
+    let intr = text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.first() == Some(&iface) && f.len() > 3)
+            .then(|| f[3].parse::<f64>().ok())
+            .flatten()
+    })?;
+    let idle = text.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("idle ")?;
+        rest.split_whitespace()
+            .next()?
+            .strip_suffix('%')?
+            .parse::<f64>()
+            .ok()
+    })?;
+    let thread = text.lines().find_map(|l| {
+        let rest = l.split_once("polld thread")?.1;
+        rest.split_whitespace()
+            .next()?
+            .strip_suffix('%')?
+            .parse::<f64>()
+            .ok()
+    })?;
+    Some((intr, idle, thread))
+}
+
+/// Runs the bench; `polld` is the binary the trials run. Results go to `out`, a
+/// progress line per step to `progress`.
+pub fn run_seeds(
+    args: &SeedsArgs,
+    polld: &Path,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<SeedsReport, TestbedError> {
+    let mut steps = if args.steps.is_empty() {
+        vec![
+            Step::Curve,
+            Step::Table,
+            Step::Screens,
+            Step::Tcp,
+            Step::Share,
+        ]
+    } else {
+        args.steps.clone()
+    };
+    if steps.contains(&Step::Table) {
+        steps.extend([Step::Curve, Step::Share]);
+    }
+    let timing = if args.quick { QUICK } else { FULL };
+    let layout = Layout::with_devices(&args.prefix, Devices::Tap);
+    let options = UpOptions::default();
+    let _ = writeln!(
+        progress,
+        "polld bench seeds: bringing up the TAP testbed {}, {}, {}",
+        layout.gen_ns, layout.fwd_ns, layout.sink_ns
+    );
+    let tb = Testbed::up(&layout, &options)?;
+    let dir = std::env::temp_dir().join(format!("polld-bench-seeds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    let mut bench = Bench {
+        tb: &tb,
+        polld,
+        dir: &dir,
+        cpus: (options.cpus.gen, options.cpus.fwd),
+        timing,
+        progress,
+        report: SeedsReport {
+            machine: Some(machine()),
+            quick: args.quick,
+            ..SeedsReport::default()
+        },
+    };
+    let result = (|| {
+        // In this order: the table reads the curve's and the share step's trials.
+        for step in [
+            Step::Curve,
+            Step::Share,
+            Step::Table,
+            Step::Screens,
+            Step::Tcp,
+        ] {
+            if !steps.contains(&step) {
+                continue;
+            }
+            match step {
+                Step::Curve => bench.curve()?,
+                Step::Share => bench.share()?,
+                Step::Table => bench.table()?,
+                Step::Screens => bench.screens()?,
+                Step::Tcp => bench.tcp()?,
+            }
+        }
+        Ok::<(), TestbedError>(())
+    })();
+    let mut report = bench.report;
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    let _ = writeln!(progress, "polld bench seeds: testbed removed");
+    result?;
+    report.findings = findings(&report);
+    report.svgs = write_plots(&report, &args.out)?;
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        write_text(&report, out);
+    }
+    if !report.unconserved.is_empty() {
+        return Err(failed(format!(
+            "conservation did not hold in {}: see polld run --json",
+            report.unconserved.join(", ")
+        )));
+    }
+    Ok(report)
+}
+
+fn machine() -> Machine {
+    let cpu_model = crate::demo::cpu_model();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|k| k.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    Machine {
+        cpu_model,
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        kernel,
+    }
+}
+
+/// The issue's questions about the curve, answered from its points.
+fn curve_findings(curve: &[CurveSeries]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let best = |s: &CurveSeries| {
+        s.points
+            .iter()
+            .max_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps))
+            .cloned()
+    };
+    if let Some(s) = curve
+        .iter()
+        .find(|s| s.name == "interrupt, fastforwarding=0")
+    {
+        if let (Some(best), Some(flooded)) = (best(s), s.points.last()) {
+            let ratio = flooded.delivered_pps / best.delivered_pps.max(1.0);
+            let verdict = if ratio < 0.10 {
+                "under 10 % of its best: livelock"
+            } else {
+                "NOT under 10 % of its best: no livelock here"
+            };
+            lines.push(format!(
+                "Interrupts without fastforwarding: best {:.0}/s at {:.0}/s offered; flooded ({:.0}/s offered) {:.0}/s, {:.1} % of its best, {verdict}.",
+                best.delivered_pps, best.offered_pps, flooded.offered_pps, flooded.delivered_pps, ratio * 100.0
+            ));
+        }
+    }
+    if let Some(s) = curve.iter().find(|s| s.name == "polling") {
+        if let Some(best) = best(s) {
+            // Overloaded: it delivered less than 95 % of what was offered. Every load
+            // from the first such one up is "above its peak".
+            let overloaded: Vec<&ShareRow> = s
+                .points
+                .iter()
+                .skip_while(|p| p.delivered_pps >= 0.95 * p.offered_pps)
+                .collect();
+            let worst = overloaded
+                .iter()
+                .min_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps));
+            lines.push(match worst {
+                None => format!(
+                    "Polling: delivered at least 95 % of every offered load (best {:.0}/s): none overloaded it.",
+                    best.delivered_pps
+                ),
+                Some(worst) => {
+                    let ratio = worst.delivered_pps / best.delivered_pps.max(1.0);
+                    let verdict = if ratio >= 0.95 {
+                        "at least 95 % of its best at every load above its peak"
+                    } else {
+                        "NOT at least 95 % of its best at every load above its peak"
+                    };
+                    format!(
+                        "Polling: best {:.0}/s (at {:.0}/s offered); from {:.0}/s offered up, at worst {:.0}/s (at {:.0}/s offered), {:.1} % of its best: {verdict}.",
+                        best.delivered_pps,
+                        best.offered_pps,
+                        overloaded[0].offered_pps,
+                        worst.delivered_pps,
+                        worst.offered_pps,
+                        ratio * 100.0
+                    )
+                }
+            });
+        }
+    }
+    lines
+}
+
+fn findings(report: &SeedsReport) -> Vec<String> {
+    let mut lines = curve_findings(&report.curve);
+    for r in &report.share {
+        let line = match r.mode.as_str() {
+            "interrupt" => format!(
+                "Interrupt mode under a flood: the competitor got {:.1} % ({}).",
+                r.competitor_percent,
+                if r.competitor_percent < 15.0 {
+                    "under 15 %: starved"
+                } else {
+                    "NOT under 15 %"
+                }
+            ),
+            _ => format!(
+                "Polling, user_frac {}: the competitor got {:.1} % ({}).",
+                r.user_frac,
+                r.competitor_percent,
+                if (r.competitor_percent - f64::from(r.user_frac)).abs() <= 5.0 {
+                    "within 5 points"
+                } else {
+                    "NOT within 5 points"
+                }
+            ),
+        };
+        lines.push(line);
+    }
+    if let [intr, poll] = &report.screens[..] {
+        lines.push(format!(
+            "After `polld ifconfig tap0 polling`: interrupts/s {:.0} -> {:.0}, idle on the poll CPU {:.1} % -> {:.1} % ({}), polld's thread {:.1} % -> {:.1} %.",
+            intr.interrupts_per_sec,
+            poll.interrupts_per_sec,
+            intr.idle_percent,
+            poll.idle_percent,
+            if poll.idle_percent > intr.idle_percent { "rising, as in the seed" } else { "NOT rising, unlike the seed" },
+            intr.polld_thread_percent,
+            poll.polld_thread_percent
+        ));
+    }
+    lines.push(if report.unconserved.is_empty() {
+        format!(
+            "Conservation held on every interface in all {} trials (rx = forwarded + local + consumed + queued + named drops).",
+            report.trials
+        )
+    } else {
+        format!(
+            "CONSERVATION VIOLATED in {} of {} trials: {}.",
+            report.unconserved.len(),
+            report.trials,
+            report.unconserved.join(", ")
+        )
+    });
+    lines
+}
+
+/// The charts of the steps that ran, as SVG files in `dir`.
+fn write_plots(report: &SeedsReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedError> {
+    let mut charts = Vec::new();
+    if !report.curve.is_empty() {
+        let series = |f: fn(&ShareRow) -> f64| {
+            report
+                .curve
+                .iter()
+                .map(|s| {
+                    Series::new(
+                        s.name.clone(),
+                        s.points
+                            .iter()
+                            .map(|p| (p.offered_pps / 1e3, f(p)))
+                            .collect(),
+                    )
+                })
+                .collect()
+        };
+        charts.push((
+            "livelock-curve.svg",
+            LineChart {
+                title: "polld on TAP: delivered against offered load".into(),
+                x_label: "offered (kpps, polld gen)".into(),
+                y_label: "delivered to tap1 (kpps)".into(),
+                series: series(|p| p.delivered_pps / 1e3),
+            },
+        ));
+        charts.push((
+            "livelock-cpu.svg",
+            LineChart {
+                title: "polld's CPU against offered load".into(),
+                x_label: "offered (kpps, polld gen)".into(),
+                y_label: "polld poll thread (% of its CPU)".into(),
+                series: series(|p| p.polld_cpu_percent),
+            },
+        ));
+    }
+    let polling: Vec<(f64, f64)> = report
+        .share
+        .iter()
+        .filter(|r| r.mode == "polling")
+        .map(|r| (f64::from(r.user_frac), r.competitor_percent))
+        .collect();
+    if !polling.is_empty() {
+        let xs: Vec<f64> = polling.iter().map(|p| p.0).collect();
+        let mut series = vec![
+            Series::new("competitor, polling", polling),
+            Series::new(
+                "user_frac (the promise)",
+                xs.iter().map(|&x| (x, x)).collect(),
+            ),
+        ];
+        if let Some(r) = report.share.iter().find(|r| r.mode == "interrupt") {
+            series.push(Series::new(
+                "competitor, interrupt mode",
+                xs.iter().map(|&x| (x, r.competitor_percent)).collect(),
+            ));
+        }
+        charts.push((
+            "competitor-share.svg",
+            LineChart {
+                title: "A CPU-bound competitor's share of the poll CPU under a flood".into(),
+                x_label: "kern.polling.user_frac".into(),
+                y_label: "competitor (% of the CPU)".into(),
+                series,
+            },
+        ));
+    }
+    let mut written = Vec::new();
+    for (name, chart) in charts {
+        let path = dir.join(name);
+        chart.write_svg(&path)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(v) if unit == "%" => format!("{v:.1} %"),
+        // Under 1 kpps in pps, as the seed's "110 pps".
+        Some(v) if unit == "kpps" && v < 1.0 => format!("{:.0} pps", v * 1e3),
+        Some(v) => format!("{v:.0} {unit}"),
+        None => "-".into(),
+    }
+}
+
+fn write_text(report: &SeedsReport, out: &mut dyn Write) {
+    if let Some(m) = &report.machine {
+        let _ = writeln!(
+            out,
+            "polld bench seeds{} on {} CPUs, {}, kernel {}; polld realtime on CPU1, polld gen on CPU0, TAP testbed",
+            if report.quick { " --quick" } else { "" },
+            m.cpus,
+            m.cpu_model,
+            m.kernel
+        );
+    }
+    if !report.table.is_empty() {
+        let _ = writeln!(out, "\nSeed 000 (Rizzo 2002): polld on TAP beside the seed's 750 MHz Athlon with 100 Mbit cards");
+        let _ = writeln!(
+            out,
+            "{:<42} {:>12} {:>12} {:>7} | {:>10} {:>10}",
+            "test", "interrupt", "polling", "p/i", "seed intr", "seed poll"
+        );
+        for r in &report.table {
+            let ratio = match (r.interrupt, r.polling) {
+                (Some(i), Some(p)) if i > 0.0 => format!("{:.2}", p / i),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<42} {:>12} {:>12} {:>7} | {:>10} {:>10}",
+                r.test,
+                opt(r.interrupt, &r.unit),
+                opt(r.polling, &r.unit),
+                ratio,
+                r.seed_interrupt,
+                r.seed_polling
+            );
+        }
+        for (i, r) in report.table.iter().enumerate() {
+            let _ = writeln!(out, "  ({}) {}: {}", i + 1, r.test, r.note);
+        }
+    }
+    if !report.curve.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSeed 000's curve: delivered against offered (frames/s); seed: {}",
+            seed::CURVE
+        );
+        let _ = writeln!(
+            out,
+            "{:<30} {:>11} {:>12} {:>10} {:>13}",
+            "configuration", "offered/s", "delivered/s", "polld CPU", "interrupts/s"
+        );
+        for s in &report.curve {
+            for p in &s.points {
+                let _ = writeln!(
+                    out,
+                    "{:<30} {:>11.0} {:>12.0} {:>9.1}% {:>13.0}",
+                    s.name,
+                    p.offered_pps,
+                    p.delivered_pps,
+                    p.polld_cpu_percent,
+                    p.interrupts_per_sec
+                );
+            }
+        }
+    }
+    if !report.screens.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSeed 001 (the polling how-to's systat screens); seed: {}",
+            seed::SCREENS
+        );
+        for s in &report.screens {
+            let _ = writeln!(
+                out,
+                "--- polld stat --once, tap0 and tap1 in {} mode ---\n{}",
+                s.mode,
+                s.text.trim_end()
+            );
+        }
+    }
+    if !report.tcp.is_empty() {
+        let _ = writeln!(out, "\nSeed 002 (the nixCraft tutorial: iperf TCP through the box; polling at user_frac 50, idle_poll 0, as its sysctl listing)");
+        let _ = writeln!(
+            out,
+            "{:<10} {:>10} {:>10} {:>13} | {:>10} {:>9}",
+            "mode", "Mbit/s", "polld CPU", "interrupts/s", "seed Mbit/s", "seed CPU"
+        );
+        for r in &report.tcp {
+            let (_, seed_mbit, seed_cpu) = seed::TCP
+                .iter()
+                .find(|(m, _, _)| *m == r.mode)
+                .copied()
+                .unwrap_or(("", 0.0, 0.0));
+            let _ = writeln!(
+                out,
+                "{:<10} {:>10.0} {:>9.1}% {:>13.0} | {:>10.2} {:>8.0}%",
+                r.mode,
+                r.mbit_per_sec,
+                r.polld_cpu_percent,
+                r.interrupts_per_sec,
+                seed_mbit,
+                seed_cpu
+            );
+        }
+        if let [i, p] = &report.tcp[..] {
+            let _ = writeln!(
+                out,
+                "polling/interrupt: throughput {:.2}x (seed {:.2}x), polld CPU {:.2}x (seed {:.2}x)",
+                p.mbit_per_sec / i.mbit_per_sec.max(1e-9),
+                seed::TCP[1].1 / seed::TCP[0].1,
+                p.polld_cpu_percent / i.polld_cpu_percent.max(1e-9),
+                seed::TCP[1].2 / seed::TCP[0].2
+            );
+        }
+    }
+    if !report.share.is_empty() {
+        let _ = writeln!(out, "\nThe promise: a CPU-bound competitor on polld's CPU under a flood (seed 000: user_frac is the CPU share left to userland)");
+        let _ = writeln!(
+            out,
+            "{:<22} {:>11} {:>12} {:>10} {:>11}",
+            "polld mode", "offered/s", "delivered/s", "polld CPU", "competitor"
+        );
+        for r in &report.share {
+            let label = match r.mode.as_str() {
+                "polling" => format!("polling, user_frac {}", r.user_frac),
+                other => other.to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%",
+                label, r.offered_pps, r.delivered_pps, r.polld_cpu_percent, r.competitor_percent
+            );
+        }
+    }
+    let _ = writeln!(out);
+    for line in &report.findings {
+        let _ = writeln!(out, "{line}");
+    }
+    for svg in &report.svgs {
+        let _ = writeln!(out, "wrote {}", svg.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(offered: f64, delivered: f64) -> ShareRow {
+        ShareRow {
+            mode: "polling".into(),
+            user_frac: 10,
+            offered_pps: offered,
+            delivered_pps: delivered,
+            interrupts_per_sec: 0.0,
+            polld_cpu_percent: 50.0,
+            competitor_percent: 0.0,
+            drops: vec![],
+            conserved: true,
+        }
+    }
+
+    fn series(name: &str, points: &[(f64, f64)]) -> CurveSeries {
+        CurveSeries {
+            name: name.into(),
+            points: points.iter().map(|&(o, d)| row(o, d)).collect(),
+        }
+    }
+
+    #[test]
+    fn livelock_and_the_plateau_are_decided_from_the_points() {
+        let lines = curve_findings(&[
+            series(
+                "interrupt, fastforwarding=0",
+                &[(100.0, 100.0), (200.0, 150.0), (900.0, 10.0)],
+            ),
+            series(
+                "polling",
+                &[
+                    (100.0, 100.0),
+                    (200.0, 190.0),
+                    (400.0, 195.0),
+                    (900.0, 187.0),
+                ],
+            ),
+        ]);
+        assert!(
+            lines[0].contains("6.7 % of its best, under 10 %"),
+            "{}",
+            lines[0]
+        );
+        // Overloaded from 400/s up (195 < 0.95 * 400); the worst there is 187 of 195.
+        assert!(
+            lines[1].contains("from 400/s offered up, at worst 187/s (at 900/s offered), 95.9 %")
+                && lines[1].contains(": at least 95 %"),
+            "{}",
+            lines[1]
+        );
+        let lines = curve_findings(&[
+            series(
+                "interrupt, fastforwarding=0",
+                &[(100.0, 100.0), (900.0, 50.0)],
+            ),
+            series("polling", &[(100.0, 100.0), (200.0, 150.0), (900.0, 100.0)]),
+        ]);
+        assert!(lines[0].contains("NOT under 10 %"), "{}", lines[0]);
+        assert!(lines[1].contains("NOT at least 95 %"), "{}", lines[1]);
+        let lines = curve_findings(&[series("polling", &[(100.0, 100.0), (900.0, 890.0)])]);
+        assert!(lines[0].contains("none overloaded it"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn a_stat_screen_gives_tap0s_interrupts_and_the_idle_share() {
+        let screen = "CPU1 busy 40.0%   polld thread  27.0%\n  idle    61.5% |====   |\ninterface mode      link    intr/s   polls/s\ntap0      interrupt up        7133         0\ntap1      interrupt up           0         0\n";
+        assert_eq!(parse_screen(screen, "tap0"), Some((7133.0, 61.5, 27.0)));
+        assert_eq!(parse_screen(screen, "tap9"), None);
+    }
+}
