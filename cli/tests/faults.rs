@@ -1,64 +1,75 @@
 //! Faults under a flood on the namespace testbed (root only; CI runs as root): a link
-//! going down and up, SIGKILL and a restart, a control-socket storm. polld keeps
-//! forwarding what it can, and every frame that reached it is accounted for.
+//! going down and up, SIGKILL and a restart (on veth with AF_XDP, and on the TAP
+//! testbed), a control-socket storm. polld keeps forwarding what it can, and every frame
+//! that reached it is accounted for.
 
 mod common;
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_conserved, router_config, testbed, Dir, Polld, POLLD};
-use polld_testbed::Testbed;
+use common::{
+    assert_conserved, ip_in, router_config, testbed, testbed_of, Dir, Polld, Running, POLLD,
+};
+use polld_testbed::{Devices, Testbed};
 use serde_json::Value;
 
-/// `polld gen` in gen at `rate` for `secs`, killed (by its pid) on drop.
-struct Flood(Child);
-
-impl Flood {
-    fn start(tb: &Testbed, rate: &str, secs: u32) -> Flood {
-        let child = Command::new(POLLD)
-            .args(["gen", "veth0", "--netns", &tb.layout().gen_ns, "-i", "0"])
-            .args(["--rate", rate, "--duration", &secs.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Flood(child)
-    }
-}
-
-impl Drop for Flood {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `polld gen` on gen's end of the testbed (veth0 or tap0) at `rate` for `secs`, killed
+/// (by its pid) on drop.
+fn flood(tb: &Testbed, rate: &str, secs: u32) -> Running {
+    let l = tb.layout();
+    let child = Command::new(POLLD)
+        .args(["gen", &l.veth0.name, "--netns", &l.gen_ns, "-i", "0"])
+        .args(["--rate", rate, "--duration", &secs.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
 }
 
 fn value(polld: &Polld, name: &str) -> String {
     polld.ok(&["ctl", "-n", name]).trim().to_string()
 }
 
+/// Frames forwarded from the receive interface `input` (veth1 or tap0).
+fn forwarded_from(polld: &Polld, input: &str) -> u64 {
+    value(polld, &format!("dev.{input}.forwarded"))
+        .parse()
+        .unwrap()
+}
+
 fn forwarded(polld: &Polld) -> u64 {
-    value(polld, "dev.veth1.forwarded").parse().unwrap()
+    forwarded_from(polld, "veth1")
 }
 
-/// How many frames polld forwards over `window`.
-fn forwarding(polld: &Polld, window: Duration) -> u64 {
-    let before = forwarded(polld);
+/// How many frames polld forwards from `input` over `window`.
+fn forwarding_from(polld: &Polld, input: &str, window: Duration) -> u64 {
+    let before = forwarded_from(polld, input);
     std::thread::sleep(window);
-    forwarded(polld) - before
+    forwarded_from(polld, input) - before
 }
 
-fn ip(ns: &str, args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(["-n", ns])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "ip -n {ns} {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+fn forwarding(polld: &Polld, window: Duration) -> u64 {
+    forwarding_from(polld, "veth1", window)
+}
+
+/// Waits (up to 20 s) until a restarted polld answers on its control socket.
+fn answers(polld: &Polld) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !polld
+        .run(&["ctl", "-n", "kern.polling.handlers"])
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted polld never answered"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Stops polld and checks conservation on every interface.
@@ -77,13 +88,13 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     let dir = Dir::new("linkflap");
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = Flood::start(&tb, "50k", 8);
+    let _flood = flood(&tb, "50k", 8);
     assert!(forwarding(&polld, Duration::from_secs(1)) > 10_000);
 
-    ip(&fwd, &["link", "set", "veth2", "down"]);
+    ip_in(&fwd, &["link", "set", "veth2", "down"]);
     std::thread::sleep(Duration::from_millis(800));
     assert_eq!(value(&polld, "dev.veth2.link"), "down");
-    ip(&fwd, &["link", "set", "veth2", "up"]);
+    ip_in(&fwd, &["link", "set", "veth2", "up"]);
     let deadline = Instant::now() + Duration::from_secs(5);
     while value(&polld, "dev.veth2.link") != "up" {
         assert!(
@@ -107,14 +118,14 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     let dir = Dir::new("sigkill");
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    assert!(ip(&fwd, &["link", "show", "veth1"]).contains("xdp"));
-    let _flood = Flood::start(&tb, "50k", 8);
+    assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
+    let _flood = flood(&tb, "50k", 8);
     assert!(forwarding(&polld, Duration::from_millis(700)) > 5_000);
 
     polld.kill();
     assert!(socket.exists(), "a killed polld leaves its socket file");
     for ifname in ["veth1", "veth2"] {
-        let link = ip(&fwd, &["link", "show", ifname]);
+        let link = ip_in(&fwd, &["link", "show", ifname]);
         assert!(
             !link.contains("xdp"),
             "stale XDP program on {ifname}: {link}"
@@ -122,25 +133,79 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     }
 
     let polld = Polld::start(&tb, &path, &socket);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !polld
-        .run(&["ctl", "-n", "kern.polling.handlers"])
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the restarted polld never answered"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    answers(&polld);
     assert_eq!(value(&polld, "kern.polling.handlers"), "2");
-    assert!(ip(&fwd, &["link", "show", "veth1"]).contains("xdp"));
+    assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
     let after = forwarding(&polld, Duration::from_secs(1));
     assert!(
         after > 10_000,
         "the restarted polld does not forward: {after} in 1 s"
     );
+    stop_conserved(polld);
+}
+
+/// The first line of `ip -n NS link show TAP`, which starts with the interface index.
+fn tap_link(ns: &str, tap: &str) -> String {
+    ip_in(ns, &["link", "show", tap])
+        .lines()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn after_sigkill_on_the_tap_testbed_a_restart_reattaches_the_same_taps_and_forwards() {
+    require_root!();
+    let tb = testbed_of("K", Devices::Tap);
+    let l = tb.layout().clone();
+    let taps = [(&l.gen_ns, "tap0"), (&l.sink_ns, "tap1")];
+    let index = |line: &str| line.split(':').next().unwrap().to_string();
+    let indexes: Vec<String> = taps.iter().map(|(ns, t)| index(&tap_link(ns, t))).collect();
+    let dir = Dir::new("sigkill-tap");
+    let (path, socket) = router_config(&tb, &dir, "tap", "polling", None, false, &[]);
+    let polld = Polld::start(&tb, &path, &socket);
+    let _flood = flood(&tb, "50k", 10);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while forwarding_from(&polld, "tap0", Duration::from_millis(300)) < 3_000 {
+        assert!(Instant::now() < deadline, "polld does not forward on TAP");
+    }
+
+    polld.kill();
+    assert!(socket.exists(), "a killed polld leaves its socket file");
+    // The persistent TAPs outlive the process that held them, without a reader.
+    for ((ns, tap), before) in taps.iter().zip(&indexes) {
+        let link = tap_link(ns, tap);
+        assert_eq!(&index(&link), before, "{tap} was recreated: {link}");
+        assert!(
+            link.contains("NO-CARRIER"),
+            "{tap} still has a reader: {link}"
+        );
+    }
+
+    // The same config again: the same TAPs reattached, the stale socket reclaimed.
+    let polld = Polld::start(&tb, &path, &socket);
+    answers(&polld);
+    assert_eq!(value(&polld, "kern.polling.handlers"), "2");
+    for ((ns, tap), before) in taps.iter().zip(&indexes) {
+        let link = tap_link(ns, tap);
+        assert_eq!(&index(&link), before, "{tap} was recreated: {link}");
+        assert!(!link.contains("NO-CARRIER"), "{tap} has no reader: {link}");
+        assert!(
+            ip_in(ns, &["addr", "show", tap]).contains("10.0."),
+            "{tap} lost its address"
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let after = forwarding_from(&polld, "tap0", Duration::from_millis(500));
+        if after > 5_000 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the restarted polld does not forward: {after} in 0.5 s"
+        );
+    }
     stop_conserved(polld);
 }
 
@@ -163,7 +228,7 @@ fn a_control_socket_storm_is_answered_or_refused_while_forwarding_goes_on() {
     let dir = Dir::new("storm");
     let (path, socket) = router_config(&tb, &dir, "af_packet", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = Flood::start(&tb, "50k", 8);
+    let _flood = flood(&tb, "50k", 8);
     let before = forwarded(&polld);
     let start = Instant::now();
 

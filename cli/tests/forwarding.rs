@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    count, counter, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed, values,
-    warm_up, Polld, POLLD,
+    count, counter, ip_in, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed,
+    values, warm_up, Polld, POLLD,
 };
 use polld_testbed::{Layout, PolldSetup, Role};
 
@@ -140,16 +140,7 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
     for backend in ["af_packet", "af_xdp"] {
         let (_dir, polld) = start_router(&tb, backend, "polling");
         warm_up(&tb);
-        let ip = |ns: &str, args: &[&str]| {
-            let out = Command::new("ip")
-                .arg("-n")
-                .arg(ns)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "ip -n {ns} {args:?}: {out:?}");
-        };
-        ip(&l.fwd_ns, &["link", "del", "veth2"]);
+        ip_in(&l.fwd_ns, &["link", "del", "veth2"]);
         let deadline = Instant::now() + Duration::from_secs(10);
         while values(&polld, &["dev.veth2.link"])[0].1 != "gone" {
             assert!(Instant::now() < deadline, "{backend}: veth2 not seen gone");
@@ -166,7 +157,7 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
             .unwrap();
         assert!(own.status.success(), "{backend}: {own:?}");
         // The pair returns, as the testbed made it.
-        ip(
+        ip_in(
             &l.fwd_ns,
             &[
                 "link",
@@ -185,14 +176,14 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
                 &l.sink_ns,
             ],
         );
-        ip(&l.fwd_ns, &["addr", "add", &l.veth2.cidr(), "dev", "veth2"]);
-        ip(&l.fwd_ns, &["link", "set", "veth2", "up"]);
-        ip(
+        ip_in(&l.fwd_ns, &["addr", "add", &l.veth2.cidr(), "dev", "veth2"]);
+        ip_in(&l.fwd_ns, &["link", "set", "veth2", "up"]);
+        ip_in(
             &l.sink_ns,
             &["addr", "add", &l.veth3.cidr(), "dev", "veth3"],
         );
-        ip(&l.sink_ns, &["link", "set", "veth3", "up"]);
-        ip(
+        ip_in(&l.sink_ns, &["link", "set", "veth3", "up"]);
+        ip_in(
             &l.sink_ns,
             &[
                 "route",

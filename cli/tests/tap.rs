@@ -11,15 +11,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{
-    count, counter, ping, ping_tcp_udp, start_router, stop, testbed_of, values, warm_up, Dir, POLLD,
+    count, counter, ip, ping, ping_tcp_udp, start_router, stop, testbed_of, values, warm_up, Dir,
+    POLLD,
 };
 use polld_testbed::{polld_config, Devices, PolldSetup, Role, Testbed};
 use serde_json::Value;
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {args:?}: {out:?}");
-}
 
 /// `polld run` on `config` in fwd, expected to fail: its standard error.
 fn refused(tb: &Testbed, config: &str, tag: &str) -> String {

@@ -94,8 +94,9 @@ fn scraped_values_equal_what_ctl_reads_at_the_same_moment() {
         assert_eq!(value(&scraped, &metric), v, "{metric} against {name}");
         compared += 1;
     }
-    // Two interfaces with every drop reason, and the scheduler's.
-    assert!(compared > 40, "only {compared} compared");
+    // Two interfaces with five counters and the dataplane's five drop reasons each (the
+    // simulator's stage declares none of its own), and the scheduler's eight.
+    assert!(compared >= 28, "only {compared} compared");
     // The simulated NIC sim0 is flooded: its drops are not all zero.
     assert!(scraped
         .iter()

@@ -31,5 +31,5 @@ pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{
     HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,
 };
-pub use stage::{DropCounters, DropReason, Emit, PacketStage, Verdict};
+pub use stage::{DropCounters, DropReason, Emit, PacketStage, StageDrop, Verdict};
 pub use sysctl::{Kind, Reading, Value};

@@ -5,8 +5,10 @@
 //! (the netisr). The dataplane calls a [`PacketStage`] for every frame and counts the
 //! [`Verdict`] so that, at every layer, received = forwarded + local + consumed + drops.
 
-/// Why a frame was dropped. Each reason is its own counter, named by [`DropReason::name`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+/// Why a frame was dropped: one of the dataplane's own reasons (the device, the input
+/// queue, the output), or a reason the packet stage declares. The core counts a stage's
+/// reasons without knowing them: the stage names them ([`PacketStage::drop_reasons`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DropReason {
     /// The device's receive ring was full when the frame arrived.
     RxRingFull,
@@ -18,66 +20,57 @@ pub enum DropReason {
     TxRingFull,
     /// The output interface is down or gone.
     LinkDown,
-    /// Shorter than the headers it claims.
-    Truncated,
-    /// Longer than the output MTU, and not to be fragmented (DF set).
-    Oversize,
-    /// An ethertype polld does not handle.
-    UnknownEthertype,
-    /// An 802.1Q tag on a routed interface.
-    Vlan,
-    /// IP version other than 4.
-    BadVersion,
-    /// IHL below 5 or beyond the frame.
-    BadIhl,
-    /// IPv4 total length inconsistent with the frame.
-    BadLength,
-    /// IPv4 header checksum wrong.
-    BadChecksum,
-    /// Invalid source or destination address (RFC 1812 §5.3.7).
-    Martian,
-    /// An IPv4 option list that is malformed (an ICMP parameter problem may have been
-    /// sent) or asks for what polld refuses (source routing).
-    IpOptions,
-    /// A fragment polld does not reassemble or forward.
-    Fragment,
-    /// TTL reached zero (an ICMP time-exceeded may have been sent).
-    TtlExceeded,
-    /// No route to the destination.
-    NoRoute,
-    /// The next hop's link-layer address is not resolved (ARP pending or failed).
-    Unresolved,
-    /// A deny rule matched.
-    Filtered,
-    /// Addressed to this box but there is no host path for it.
-    NotDelivered,
+    /// A reason of the packet stage (a martian address, TTL exceeded, no route, ...).
+    Stage(StageDrop),
 }
 
+/// A drop reason a packet stage declares: its position in the stage's table
+/// ([`PacketStage::drop_reasons`]) and its counter name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StageDrop {
+    index: u8,
+    name: &'static str,
+}
+
+impl StageDrop {
+    /// Reason `index` of a stage's table, counted as `drops.<name>`; `index` must be
+    /// below [`STAGE_DROPS_MAX`].
+    pub const fn new(index: u8, name: &'static str) -> StageDrop {
+        assert!(
+            (index as usize) < STAGE_DROPS_MAX,
+            "too many stage drop reasons"
+        );
+        StageDrop { index, name }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// How many drop reasons a packet stage may declare.
+pub const STAGE_DROPS_MAX: usize = 32;
+
 impl DropReason {
-    /// Every reason, in counter order.
-    pub const ALL: [DropReason; 21] = [
+    /// The dataplane's own reasons, in counter order (a stage's follow them).
+    pub const OWN: [DropReason; 5] = [
         DropReason::RxRingFull,
         DropReason::FaultInjected,
         DropReason::IntrQueueFull,
         DropReason::TxRingFull,
         DropReason::LinkDown,
-        DropReason::Truncated,
-        DropReason::Oversize,
-        DropReason::UnknownEthertype,
-        DropReason::Vlan,
-        DropReason::BadVersion,
-        DropReason::BadIhl,
-        DropReason::BadLength,
-        DropReason::BadChecksum,
-        DropReason::Martian,
-        DropReason::IpOptions,
-        DropReason::Fragment,
-        DropReason::TtlExceeded,
-        DropReason::NoRoute,
-        DropReason::Unresolved,
-        DropReason::Filtered,
-        DropReason::NotDelivered,
     ];
+
+    /// Every reason in counter order: the dataplane's own, then the stage's `stage`.
+    pub fn all(stage: &'static [StageDrop]) -> impl Iterator<Item = DropReason> {
+        DropReason::OWN
+            .into_iter()
+            .chain(stage.iter().map(|&s| DropReason::Stage(s)))
+    }
 
     /// The counter name, as shown by `polld ctl` and `polld stat`.
     pub fn name(self) -> &'static str {
@@ -87,22 +80,7 @@ impl DropReason {
             DropReason::IntrQueueFull => "intr_queue_full",
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::LinkDown => "link_down",
-            DropReason::Truncated => "truncated",
-            DropReason::Oversize => "oversize",
-            DropReason::UnknownEthertype => "unknown_ethertype",
-            DropReason::Vlan => "vlan",
-            DropReason::BadVersion => "bad_version",
-            DropReason::BadIhl => "bad_ihl",
-            DropReason::BadLength => "bad_length",
-            DropReason::BadChecksum => "bad_checksum",
-            DropReason::Martian => "martian",
-            DropReason::IpOptions => "ip_options",
-            DropReason::Fragment => "fragment",
-            DropReason::TtlExceeded => "ttl_exceeded",
-            DropReason::NoRoute => "no_route",
-            DropReason::Unresolved => "unresolved",
-            DropReason::Filtered => "filtered",
-            DropReason::NotDelivered => "not_delivered",
+            DropReason::Stage(s) => s.name,
         }
     }
 
@@ -112,13 +90,20 @@ impl DropReason {
         matches!(self, DropReason::RxRingFull | DropReason::FaultInjected)
     }
 
-    /// Index into a `[u64; DropReason::ALL.len()]` counter array.
-    pub fn index(self) -> usize {
-        self as usize
+    /// Index into [`DropCounters`].
+    fn index(self) -> usize {
+        match self {
+            DropReason::RxRingFull => 0,
+            DropReason::FaultInjected => 1,
+            DropReason::IntrQueueFull => 2,
+            DropReason::TxRingFull => 3,
+            DropReason::LinkDown => 4,
+            DropReason::Stage(s) => DropReason::OWN.len() + s.index(),
+        }
     }
 }
 
-/// A set of named reasons, each with its own counter ([`DropReason`], [`TxDrop`]).
+/// A closed set of named reasons, each with its own counter ([`TxDrop`]).
 ///
 /// [`TxDrop`]: crate::device::TxDrop
 pub trait Reason: Copy + 'static {
@@ -128,16 +113,6 @@ pub trait Reason: Copy + 'static {
     fn name(self) -> &'static str;
     /// The position in [`Reason::ALL`].
     fn index(self) -> usize;
-}
-
-impl Reason for DropReason {
-    const ALL: &'static [DropReason] = &DropReason::ALL;
-    fn name(self) -> &'static str {
-        DropReason::name(self)
-    }
-    fn index(self) -> usize {
-        DropReason::index(self)
-    }
 }
 
 /// One counter per reason `R` (`N` is `R::ALL.len()`).
@@ -180,8 +155,62 @@ impl<R: Reason, const N: usize> serde::Serialize for Counts<R, N> {
     }
 }
 
-/// Drop counters, one per [`DropReason`].
-pub type DropCounters = Counts<DropReason, { DropReason::ALL.len() }>;
+/// Drop counters, one per [`DropReason`]: the dataplane's own and up to
+/// [`STAGE_DROPS_MAX`] of the stage's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DropCounters([u64; DropReason::OWN.len() + STAGE_DROPS_MAX]);
+
+impl Default for DropCounters {
+    fn default() -> Self {
+        DropCounters([0; DropReason::OWN.len() + STAGE_DROPS_MAX])
+    }
+}
+
+impl DropCounters {
+    pub fn add(&mut self, reason: DropReason, n: u64) {
+        self.0[reason.index()] += n;
+    }
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason.index()]
+    }
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// Drops of frames the device had handed up (not [`DropReason::before_rx`]).
+    pub fn after_rx(&self) -> u64 {
+        self.total() - self.get(DropReason::RxRingFull) - self.get(DropReason::FaultInjected)
+    }
+    /// The non-zero counters, by reason; a stage's reasons are named by its table
+    /// `stage` ([`PacketStage::drop_reasons`]).
+    pub fn nonzero(
+        &self,
+        stage: &'static [StageDrop],
+    ) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::all(stage)
+            .map(|r| (r, self.get(r)))
+            .filter(|&(_, n)| n > 0)
+    }
+}
+
+/// The dataplane's own reasons by name, then the stage's counters by index under `stage`
+/// (up to the last non-zero one): the names of a stage's reasons are the stage's.
+impl serde::Serialize for DropCounters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let own = DropReason::OWN.len();
+        let stage = &self.0[own..];
+        let used = stage
+            .iter()
+            .rposition(|&n| n > 0)
+            .map_or(0, |last| last + 1);
+        let mut m = s.serialize_map(Some(own + 1))?;
+        for r in DropReason::OWN {
+            m.serialize_entry(r.name(), &self.get(r))?;
+        }
+        m.serialize_entry("stage", &stage[..used])?;
+        m.end()
+    }
+}
 
 /// What the stage decided for one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,7 +222,8 @@ pub enum Verdict {
     /// link-layer padding. One forwarded frame in the counters, however many frames it
     /// became; lost as a whole if the device refuses any of them.
     ForwardEmitted { out: usize },
-    /// Addressed to this box: hand it to the host's stack.
+    /// Addressed to this box: counted `local`; polld does not pass it on (the host's
+    /// stack gets its own copy from the kernel: AF_PACKET, the XDP program passing local).
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
     Consumed,
@@ -218,6 +248,11 @@ pub trait PacketStage {
     /// Decides the fate of `frame`, received on device `input`; may rewrite it in place
     /// and may emit frames of its own.
     fn process(&mut self, input: usize, frame: &mut [u8], emit: &mut dyn Emit) -> Verdict;
+
+    /// The reasons this stage drops frames for ([`DropReason::Stage`]), in counter order.
+    fn drop_reasons(&self) -> &'static [StageDrop] {
+        &[]
+    }
 
     /// The executor's clock, in ns, before each piece of work (ARP timers, ICMP rate
     /// limits); a stage that keeps no time ignores it.

@@ -23,11 +23,12 @@
 
 use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
+use crate::drops::PacketDrop;
 use crate::rules::{Action, FiveTuple, RuleSet};
 use crate::table::AgingMap;
 use crate::wire::ethernet::ethertype;
 use crate::wire::{EthernetFrame, Ipv4Packet, MacAddr};
-use polld_core::{DropReason, Emit, PacketStage, Verdict};
+use polld_core::{DropReason, Emit, PacketStage, StageDrop, Verdict};
 
 const NS_PER_MS: u64 = 1_000_000;
 
@@ -94,22 +95,22 @@ impl Bridge {
         }
         let eth = match EthernetFrame::new_checked(frame) {
             Ok(eth) => eth,
-            Err(e) => return Verdict::Drop(e.into()),
+            Err(e) => return e.drop_reason().verdict(),
         };
         let src = eth.src_addr();
         if !src.is_unicast() {
-            return Verdict::Drop(DropReason::Martian);
+            return PacketDrop::Martian.verdict();
         }
         if eth.is_vlan_tagged() {
-            return Verdict::Drop(DropReason::Vlan);
+            return PacketDrop::Vlan.verdict();
         }
         if eth.ethertype() == ethertype::IPV4 && !self.rules.allows_everything() {
             let ip = match Ipv4Packet::new_checked(eth.payload()) {
                 Ok(ip) => ip,
-                Err(e) => return Verdict::Drop(e.into()),
+                Err(e) => return e.drop_reason().verdict(),
             };
             if self.rules.evaluate(&FiveTuple::of(&ip)) == Action::Deny {
-                return Verdict::Drop(DropReason::Filtered);
+                return PacketDrop::Filtered.verdict();
             }
         }
         self.stations.insert(src, input, self.now_ns);
@@ -117,7 +118,7 @@ impl Bridge {
         if dst.is_unicast() {
             if let Some((&port, _)) = self.stations.get(&dst, self.now_ns) {
                 return if port == input {
-                    Verdict::Drop(DropReason::NoRoute)
+                    PacketDrop::NoRoute.verdict()
                 } else {
                     Verdict::Forward { out: port }
                 };
@@ -125,7 +126,7 @@ impl Bridge {
         }
         let mut others = (0..self.ports).filter(|&p| p != input);
         let Some(first) = others.next() else {
-            return Verdict::Drop(DropReason::NoRoute);
+            return PacketDrop::NoRoute.verdict();
         };
         for port in others {
             emit.emit(port, frame);
@@ -144,5 +145,9 @@ impl PacketStage for Bridge {
         let verdict = self.decide(input, frame, emit);
         self.counters.record(verdict);
         verdict
+    }
+
+    fn drop_reasons(&self) -> &'static [StageDrop] {
+        &PacketDrop::TABLE
     }
 }

@@ -7,6 +7,7 @@
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
 //! left as; the fragments are counted apart (`ofragments`).
 
+use crate::drops::PacketDrop;
 use crate::options::OptionCounters;
 use crate::rules::RuleHits;
 use crate::table::TableStats;
@@ -42,6 +43,7 @@ pub struct StageCounters {
     pub forwarded: u64,
     pub local: u64,
     pub consumed: u64,
+    #[serde(serialize_with = "named_drops")]
     pub drops: DropCounters,
     pub generated: GeneratedCounters,
     /// ICMP errors that were due but suppressed by the rate limit.
@@ -73,8 +75,8 @@ impl StageCounters {
         }
     }
 
-    pub fn dropped(&self, reason: DropReason) -> u64 {
-        self.drops.get(reason)
+    pub fn dropped(&self, reason: impl Into<DropReason>) -> u64 {
+        self.drops.get(reason.into())
     }
 
     /// What the stage counts beyond the verdicts, as `net.inet.ip.*` entries (FreeBSD's
@@ -155,6 +157,11 @@ impl StageCounters {
     }
 }
 
+/// The drops by name, the stages' reasons included.
+fn named_drops<S: serde::Serializer>(drops: &DropCounters, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(DropReason::all(&PacketDrop::TABLE).map(|r| (r.name(), drops.get(r))))
+}
+
 /// The counters did not add up: a frame was lost or counted twice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConservationError {
@@ -198,9 +205,9 @@ mod tests {
         c.record(Verdict::Forward { out: 1 });
         c.record(Verdict::Local);
         c.record(Verdict::Consumed);
-        c.record(Verdict::Drop(DropReason::NoRoute));
+        c.record(PacketDrop::NoRoute.verdict());
         assert_eq!(c.received, 4);
-        assert_eq!(c.dropped(DropReason::NoRoute), 1);
+        assert_eq!(c.dropped(PacketDrop::NoRoute), 1);
         assert!(c.check_conservation().is_ok());
         c.forwarded += 1;
         let err = c.check_conservation().unwrap_err();

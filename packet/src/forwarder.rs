@@ -61,6 +61,7 @@
 use crate::arp_cache::ArpCache;
 use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
+use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, Link};
 use crate::net::{is_martian_destination, is_martian_source, Ipv4Net};
 use crate::options::{self, Malformed, Recorder};
@@ -72,7 +73,7 @@ use crate::wire::ethernet::ethertype;
 use crate::wire::icmp::{icmp_type, unreachable_code};
 use crate::wire::ipv4::protocol;
 use crate::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
-use polld_core::{DropReason, Emit, PacketStage, Verdict};
+use polld_core::{DropReason, Emit, PacketStage, StageDrop, Verdict};
 use std::net::Ipv4Addr;
 
 const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
@@ -248,30 +249,30 @@ impl Forwarder {
         };
         let eth = match EthernetFrame::new_checked(&*frame) {
             Ok(eth) => eth,
-            Err(e) => return Verdict::Drop(e.into()),
+            Err(e) => return e.drop_reason().verdict(),
         };
         let dst_mac = eth.dst_addr();
         if !eth.src_addr().is_unicast() || (dst_mac.is_unicast() && dst_mac != iface.mac) {
-            return Verdict::Drop(DropReason::Martian);
+            return PacketDrop::Martian.verdict();
         }
         let link_group = dst_mac.is_multicast();
         match eth.ethertype() {
             ethertype::IPV4 => self.ipv4(input, frame, link_group, emit),
             ethertype::ARP => self.arp(input, frame, emit),
-            _ if eth.is_vlan_tagged() => Verdict::Drop(DropReason::Vlan),
-            _ => Verdict::Drop(DropReason::UnknownEthertype),
+            _ if eth.is_vlan_tagged() => PacketDrop::Vlan.verdict(),
+            _ => PacketDrop::UnknownEthertype.verdict(),
         }
     }
 
     fn arp(&mut self, input: usize, frame: &[u8], emit: &mut dyn Emit) -> Verdict {
         let arp = match ArpPacket::new_checked(&frame[ETH..]) {
             Ok(arp) => arp,
-            Err(e) => return Verdict::Drop(e.into()),
+            Err(e) => return e.drop_reason().verdict(),
         };
         let (sender_mac, sender_ip, target_ip) =
             (arp.sender_hw_addr(), arp.sender_ip(), arp.target_ip());
         if !sender_mac.is_unicast() {
-            return Verdict::Drop(DropReason::Martian);
+            return PacketDrop::Martian.verdict();
         }
         let iface = &self.interfaces[input];
         let for_us = iface.owns(target_ip);
@@ -302,10 +303,10 @@ impl Forwarder {
     ) -> Verdict {
         let ip = match Ipv4Packet::new_checked(&frame[ETH..]) {
             Ok(ip) => ip,
-            Err(e) => return Verdict::Drop(e.into()),
+            Err(e) => return e.drop_reason().verdict(),
         };
         if let Err(e) = ip.check_checksum() {
-            return Verdict::Drop(e.into());
+            return e.drop_reason().verdict();
         }
         let (src, dst) = (ip.src_addr(), ip.dst_addr());
         if is_martian_source(src)
@@ -313,12 +314,12 @@ impl Forwarder {
             || self.is_broadcast(src)
             || is_martian_destination(dst)
         {
-            return Verdict::Drop(DropReason::Martian);
+            return PacketDrop::Martian.verdict();
         }
         if !self.rules.allows_everything()
             && self.rules.evaluate(&FiveTuple::of(&ip)) == Action::Deny
         {
-            return Verdict::Drop(DropReason::Filtered);
+            return PacketDrop::Filtered.verdict();
         }
         if self.is_broadcast(dst) || dst.is_multicast() {
             return Verdict::Local;
@@ -327,7 +328,7 @@ impl Forwarder {
             return self.local(input, frame, emit);
         }
         if link_group {
-            return Verdict::Drop(DropReason::Martian);
+            return PacketDrop::Martian.verdict();
         }
         let mut records = false;
         if ip.has_options() {
@@ -339,14 +340,14 @@ impl Forwarder {
                         rest: (pointer as u32) << 24,
                     };
                     self.icmp_error(input, frame, header, emit);
-                    return Verdict::Drop(DropReason::IpOptions);
+                    return PacketDrop::IpOptions.verdict();
                 }
-                Ok(found) if found.source_route => return Verdict::Drop(DropReason::IpOptions),
+                Ok(found) if found.source_route => return PacketDrop::IpOptions.verdict(),
                 Ok(found) => records = found.records,
             }
         }
         if defeats_port_filtering(&ip) {
-            return Verdict::Drop(DropReason::Fragment);
+            return PacketDrop::Fragment.verdict();
         }
         let (ttl, total_len, dont_fragment) = (ip.ttl(), ip.total_len(), ip.dont_fragment());
         if ttl <= 1 {
@@ -356,7 +357,7 @@ impl Forwarder {
                 rest: 0,
             };
             self.icmp_error(input, frame, header, emit);
-            return Verdict::Drop(DropReason::TtlExceeded);
+            return PacketDrop::TtlExceeded.verdict();
         }
         let Some((_, &route)) = self.routes.lookup(dst) else {
             let header = IcmpHeader {
@@ -365,7 +366,7 @@ impl Forwarder {
                 rest: 0,
             };
             self.icmp_error(input, frame, header, emit);
-            return Verdict::Drop(DropReason::NoRoute);
+            return PacketDrop::NoRoute.verdict();
         };
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);
@@ -378,12 +379,12 @@ impl Forwarder {
                 rest: u32::from(mtu),
             };
             self.icmp_error(input, frame, header, emit);
-            return Verdict::Drop(DropReason::Oversize);
+            return PacketDrop::Oversize.verdict();
         }
         if fragment && ip.frag_offset() + ip.payload().len() > MAX_DATAGRAM {
             // Its last fragment's offset would not fit the 13-bit field.
             self.counters.cantfrag += 1;
-            return Verdict::Drop(DropReason::Fragment);
+            return PacketDrop::Fragment.verdict();
         }
         let next_hop = route.next_hop_addr(dst);
         let resolution = self.arp.resolve(next_hop, self.now_ns);
@@ -391,7 +392,7 @@ impl Forwarder {
             self.arp_request(route.out, next_hop, emit);
         }
         let Some(next_hop_mac) = resolution.mac else {
-            return Verdict::Drop(DropReason::Unresolved);
+            return PacketDrop::Unresolved.verdict();
         };
         let ip_end = ETH + usize::from(total_len);
         let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH..ip_end]);
@@ -489,7 +490,7 @@ impl Forwarder {
             _ => return Verdict::Local,
         };
         if !request.verify_checksum() {
-            return Verdict::Drop(DropReason::BadChecksum);
+            return PacketDrop::BadChecksum.verdict();
         }
         let link = Link {
             src: self.interfaces[input].mac,
@@ -598,6 +599,10 @@ impl PacketStage for Forwarder {
         let verdict = self.decide(input, frame, emit);
         self.counters.record(verdict);
         verdict
+    }
+
+    fn drop_reasons(&self) -> &'static [StageDrop] {
+        &PacketDrop::TABLE
     }
 
     fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {

@@ -7,7 +7,8 @@
 //! - [`Bridge`]: an L2 learning bridge.
 //! - [`rules`]: ipfw-style 5-tuple allow/deny rules, used by both.
 //! - [`config`]: the serde configuration embedded in `polld run`'s TOML, and validation.
-//! - [`counters`]: what each stage counts, and the conservation check.
+//! - [`counters`]: what each stage counts, and the conservation check; [`drops`]: why a
+//!   stage drops a frame.
 //!
 //! [`Stage`] picks the router or the bridge from the config; all of them implement
 //! [`polld_core::PacketStage`], take time through `set_now` and never read a clock.
@@ -16,6 +17,7 @@ pub mod arp_cache;
 pub mod bridge;
 pub mod config;
 pub mod counters;
+pub mod drops;
 mod fasthash;
 pub mod forwarder;
 mod frames;
@@ -32,6 +34,7 @@ pub mod wire;
 pub use bridge::Bridge;
 pub use config::{ConfigError, Mode, PacketConfig};
 pub use counters::{ConservationError, GeneratedCounters, StageCounters, StageStats};
+pub use drops::PacketDrop;
 pub use forwarder::Forwarder;
 pub use net::Ipv4Net;
 pub use rules::{Action, FiveTuple, Rule, RuleSet};

@@ -3,8 +3,9 @@
 use crate::bridge::Bridge;
 use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
+use crate::drops::PacketDrop;
 use crate::forwarder::Forwarder;
-use polld_core::{Emit, PacketStage, Verdict};
+use polld_core::{Emit, PacketStage, StageDrop, Verdict};
 
 /// Either packet stage, behind one type.
 // One stage per dataplane: the size difference between the variants costs nothing, while
@@ -63,6 +64,10 @@ impl PacketStage for Stage {
             Stage::Router(f) => f.process(input, frame, emit),
             Stage::Bridge(b) => b.process(input, frame, emit),
         }
+    }
+
+    fn drop_reasons(&self) -> &'static [StageDrop] {
+        &PacketDrop::TABLE
     }
 
     fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {

@@ -8,7 +8,7 @@ use polld_core::{DropReason, PacketStage, Verdict};
 use polld_packet::wire::arp::operation;
 use polld_packet::wire::ethernet::ethertype;
 use polld_packet::wire::MacAddr;
-use polld_packet::{Bridge, PacketConfig, Stage};
+use polld_packet::{Bridge, PacketConfig, PacketDrop, Stage};
 use proptest::prelude::*;
 
 const PORTS: [&str; 3] = ["p0", "p1", "p2"];
@@ -129,7 +129,7 @@ fn destination_on_the_input_port_is_not_forwarded() {
     rig.sent.take();
     assert_eq!(
         rig.send(0, station(3), station(1)),
-        Verdict::Drop(DropReason::NoRoute)
+        PacketDrop::NoRoute.verdict()
     );
     assert!(rig.sent.take().is_empty());
 }
@@ -170,16 +170,13 @@ fn table_capacity_evicts_the_oldest() {
 fn invalid_frames() {
     let mut rig = Rig::with("");
     let mut short = vec![0u8; 10];
-    assert_eq!(
-        rig.process(0, &mut short),
-        Verdict::Drop(DropReason::Truncated)
-    );
+    assert_eq!(rig.process(0, &mut short), PacketDrop::Truncated.verdict());
     assert_eq!(
         rig.send(0, MacAddr::BROADCAST, station(1)),
-        Verdict::Drop(DropReason::Martian)
+        PacketDrop::Martian.verdict()
     );
     let mut tagged = eth_frame(station(1), station(2), ethertype::VLAN, &[0, 5, 8, 0]);
-    assert_eq!(rig.process(0, &mut tagged), Verdict::Drop(DropReason::Vlan));
+    assert_eq!(rig.process(0, &mut tagged), PacketDrop::Vlan.verdict());
     assert_eq!(
         rig.send(5, station(1), station(2)),
         Verdict::Drop(DropReason::LinkDown)
@@ -199,7 +196,7 @@ fn rules_apply_to_ipv4_only() {
     let mut to_port_7 = Ip::udp("10.0.0.1", "10.0.0.2", 7, 8).frame(station(1), station(2));
     assert_eq!(
         rig.process(0, &mut to_port_7),
-        Verdict::Drop(DropReason::Filtered)
+        PacketDrop::Filtered.verdict()
     );
     let mut arp = arp_frame(
         operation::REQUEST,
@@ -216,7 +213,7 @@ fn rules_apply_to_ipv4_only() {
     broken[14] = 0x4F; // a 60-byte header in a 46-byte payload
     assert_eq!(
         rig.process(0, &mut broken),
-        Verdict::Drop(DropReason::BadIhl),
+        PacketDrop::BadIhl.verdict(),
         "rules need a valid header"
     );
     assert_eq!(rig.bridge.stats().rules.rules, vec![1]);

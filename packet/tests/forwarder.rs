@@ -9,7 +9,7 @@ use polld_packet::wire::arp::operation;
 use polld_packet::wire::ethernet::ethertype;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
-use polld_packet::{Forwarder, PacketConfig};
+use polld_packet::{Forwarder, PacketConfig, PacketDrop};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -68,9 +68,10 @@ impl Rig {
         self.send_from_a(packet).0
     }
 
-    fn drop_from_a(&mut self, packet: &Ip) -> DropReason {
+    fn drop_from_a(&mut self, packet: &Ip) -> PacketDrop {
         match self.verdict_from_a(packet) {
-            Verdict::Drop(reason) => reason,
+            Verdict::Drop(reason) => PacketDrop::try_from(reason)
+                .unwrap_or_else(|r| panic!("expected a stage reason, got {r:?}")),
             other => panic!("expected a drop, got {other:?}"),
         }
     }
@@ -158,7 +159,7 @@ fn connected_destination_needs_arp_then_forwards() {
     let mut rig = Rig::new();
     let host_b = ip("10.0.2.77");
     let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 32);
-    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::Unresolved);
     let sent = rig.sent.take();
     assert_eq!(sent.len(), 1, "one ARP request");
     let (out, request) = &sent[0];
@@ -177,10 +178,10 @@ fn connected_destination_needs_arp_then_forwards() {
     assert_eq!(arp.target_ip(), host_b);
 
     // Rate-limited per next hop: no second request within the retry interval.
-    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::Unresolved);
     assert!(rig.sent.take().is_empty());
     rig.fwd.set_now(SEC);
-    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::Unresolved);
     assert_eq!(rig.sent.take().len(), 1, "a new request after retry_ms");
 
     let host_b_mac = mac(77, 2);
@@ -191,7 +192,7 @@ fn connected_destination_needs_arp_then_forwards() {
         EthernetFrame::new_checked(&frame[..]).unwrap().dst_addr(),
         host_b_mac
     );
-    assert_eq!(rig.fwd.counters().drops.get(DropReason::Unresolved), 3);
+    assert_eq!(rig.fwd.counters().dropped(PacketDrop::Unresolved), 3);
 }
 
 #[test]
@@ -212,7 +213,7 @@ fn truncated_ethernet() {
     let mut frame = udp_to_net9().frame(host_a(), r1());
     assert_eq!(
         rig.process(0, &mut frame[..13]),
-        Verdict::Drop(DropReason::Truncated)
+        PacketDrop::Truncated.verdict()
     );
 }
 
@@ -222,7 +223,7 @@ fn truncated_ip() {
     let mut frame = udp_to_net9().frame(host_a(), r1());
     assert_eq!(
         rig.process(0, &mut frame[..14 + 19]),
-        Verdict::Drop(DropReason::Truncated)
+        PacketDrop::Truncated.verdict()
     );
 }
 
@@ -231,10 +232,7 @@ fn bad_version() {
     let mut rig = Rig::new();
     let mut frame = udp_to_net9().frame(host_a(), r1());
     frame[14] = 0x65;
-    assert_eq!(
-        rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::BadVersion)
-    );
+    assert_eq!(rig.process(0, &mut frame), PacketDrop::BadVersion.verdict());
 }
 
 #[test]
@@ -245,7 +243,7 @@ fn bad_ihl() {
         frame[14] = ihl_byte; // IHL 4 is below 5; IHL 15 (60 bytes) is beyond the 46-byte payload
         assert_eq!(
             rig.process(0, &mut frame),
-            Verdict::Drop(DropReason::BadIhl),
+            PacketDrop::BadIhl.verdict(),
             "{ihl_byte:#x}"
         );
     }
@@ -260,7 +258,7 @@ fn bad_total_length() {
         frame[16..18].copy_from_slice(&total.to_be_bytes());
         assert_eq!(
             rig.process(0, &mut frame),
-            Verdict::Drop(DropReason::BadLength),
+            PacketDrop::BadLength.verdict(),
             "total {total}"
         );
     }
@@ -273,7 +271,7 @@ fn bad_checksum() {
     frame[14 + 10] ^= 0x01;
     assert_eq!(
         rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::BadChecksum)
+        PacketDrop::BadChecksum.verdict()
     );
     assert!(rig.sent.take().is_empty(), "no ICMP about a corrupt header");
 }
@@ -285,7 +283,7 @@ fn ttl_1_is_exceeded_with_icmp() {
         ttl: 1,
         ..udp_to_net9()
     };
-    assert_eq!(rig.drop_from_a(&packet), DropReason::TtlExceeded);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::TtlExceeded);
     let sent = rig.sent.take();
     assert_eq!(sent.len(), 1);
     let (_, icmp_ip, icmp) = parse_icmp(&sent[0].1);
@@ -303,7 +301,7 @@ fn ttl_0_is_exceeded() {
         ttl: 0,
         ..udp_to_net9()
     };
-    assert_eq!(rig.drop_from_a(&packet), DropReason::TtlExceeded);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::TtlExceeded);
 }
 
 /// Forwards `packet` from host A, expecting it in place on port 1; returns the IP bytes.
@@ -400,7 +398,7 @@ fn malformed_options_get_parameter_problem() {
             forwarded_in_place(&mut rig, &packet);
             continue;
         }
-        assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+        assert_eq!(rig.drop_from_a(&packet), PacketDrop::IpOptions);
         let sent = rig.sent.take();
         assert_eq!(sent.len(), 1, "{packet:?}");
         let (_, _, icmp) = parse_icmp(&sent[0].1);
@@ -421,7 +419,7 @@ fn source_routes_are_refused_silently() {
             options: vec![kind, 7, 4, 10, 9, 1, 1, 0],
             ..udp_to_net9()
         };
-        assert_eq!(rig.drop_from_a(&packet), DropReason::IpOptions);
+        assert_eq!(rig.drop_from_a(&packet), PacketDrop::IpOptions);
     }
     assert!(
         rig.sent.take().is_empty(),
@@ -548,7 +546,7 @@ fn fragments_ending_past_the_largest_datagram_are_dropped() {
         frag_offset: 65528 - 8 * 8,
         ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 1500)
     };
-    assert_eq!(rig.drop_from_a(&late), DropReason::Fragment);
+    assert_eq!(rig.drop_from_a(&late), PacketDrop::Fragment);
     assert_eq!(rig.fwd.counters().cantfrag, 1);
 }
 
@@ -601,12 +599,12 @@ fn fragments_that_defeat_port_filtering_are_dropped() {
         more_fragments: true,
         ..Ip::with_payload("10.0.1.2", "10.9.1.1", 17, vec![0x9c, 0x40, 0, 22])
     };
-    assert_eq!(rig.drop_from_a(&tiny_first), DropReason::Fragment);
+    assert_eq!(rig.drop_from_a(&tiny_first), PacketDrop::Fragment);
     let tcp_at_8 = Ip {
         frag_offset: 8,
         ..Ip::with_payload("10.0.1.2", "10.9.1.1", 6, vec![0; 16])
     };
-    assert_eq!(rig.drop_from_a(&tcp_at_8), DropReason::Fragment);
+    assert_eq!(rig.drop_from_a(&tcp_at_8), PacketDrop::Fragment);
 }
 
 #[test]
@@ -617,7 +615,7 @@ fn vlan_tagged_frames_are_dropped() {
     tagged[2..4].copy_from_slice(&ethertype::IPV4.to_be_bytes());
     tagged.extend_from_slice(&udp_to_net9().bytes());
     let mut frame = eth_frame(host_a(), r1(), ethertype::VLAN, &tagged);
-    assert_eq!(rig.process(0, &mut frame), Verdict::Drop(DropReason::Vlan));
+    assert_eq!(rig.process(0, &mut frame), PacketDrop::Vlan.verdict());
 }
 
 #[test]
@@ -627,7 +625,7 @@ fn oversize_with_df_gets_frag_needed() {
         dont_fragment: true,
         ..Ip::udp("10.0.1.2", "10.9.1.1", 9, 1401 - 28)
     };
-    assert_eq!(rig.drop_from_a(&big), DropReason::Oversize);
+    assert_eq!(rig.drop_from_a(&big), PacketDrop::Oversize);
     let sent = rig.sent.take();
     assert_eq!(sent.len(), 1);
     let (_, _, icmp) = parse_icmp(&sent[0].1);
@@ -648,7 +646,7 @@ fn unknown_ethertype() {
     let mut frame = eth_frame(host_a(), r1(), 0x86DD, &[0x60; 40]);
     assert_eq!(
         rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::UnknownEthertype)
+        PacketDrop::UnknownEthertype.verdict()
     );
 }
 
@@ -668,7 +666,7 @@ fn martian_sources() {
         let packet = Ip::udp(src, "10.9.1.1", 9, 8);
         assert_eq!(
             rig.drop_from_a(&packet),
-            DropReason::Martian,
+            PacketDrop::Martian,
             "source {src}"
         );
     }
@@ -682,7 +680,7 @@ fn martian_destinations() {
         let packet = Ip::udp("10.0.1.2", dst, 9, 8);
         assert_eq!(
             rig.drop_from_a(&packet),
-            DropReason::Martian,
+            PacketDrop::Martian,
             "destination {dst}"
         );
     }
@@ -694,22 +692,13 @@ fn martian_link_addressing() {
     let packet = udp_to_net9();
     // Unicast IP in a link-layer broadcast (RFC 1812 5.3.4).
     let mut frame = packet.frame(host_a(), MacAddr::BROADCAST);
-    assert_eq!(
-        rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::Martian)
-    );
+    assert_eq!(rig.process(0, &mut frame), PacketDrop::Martian.verdict());
     // A frame for another station, as seen in promiscuous capture.
     let mut frame = packet.frame(host_a(), mac(9, 1));
-    assert_eq!(
-        rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::Martian)
-    );
+    assert_eq!(rig.process(0, &mut frame), PacketDrop::Martian.verdict());
     // A group source MAC.
     let mut frame = packet.frame(MacAddr([1, 0, 0x5e, 0, 0, 1]), r1());
-    assert_eq!(
-        rig.process(0, &mut frame),
-        Verdict::Drop(DropReason::Martian)
-    );
+    assert_eq!(rig.process(0, &mut frame), PacketDrop::Martian.verdict());
 }
 
 #[test]
@@ -717,7 +706,7 @@ fn no_route_sends_net_unreachable() {
     let mut rig = Rig::new();
     assert_eq!(
         rig.drop_from_a(&Ip::udp("10.0.1.2", "192.168.7.7", 9, 8)),
-        DropReason::NoRoute
+        PacketDrop::NoRoute
     );
     let sent = rig.sent.take();
     let (_, _, icmp) = parse_icmp(&sent[0].1);
@@ -785,7 +774,7 @@ fn echo_request_with_bad_icmp_checksum_is_dropped() {
     let mut rig = Rig::new();
     let mut ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"x");
     ping.payload[8] ^= 0xFF;
-    assert_eq!(rig.drop_from_a(&ping), DropReason::BadChecksum);
+    assert_eq!(rig.drop_from_a(&ping), PacketDrop::BadChecksum);
 }
 
 #[test]
@@ -834,7 +823,7 @@ fn icmp_errors_are_rate_limited() {
         ..udp_to_net9()
     };
     for _ in 0..5 {
-        assert_eq!(rig.drop_from_a(&expired), DropReason::TtlExceeded);
+        assert_eq!(rig.drop_from_a(&expired), PacketDrop::TtlExceeded);
     }
     assert_eq!(rig.sent.take().len(), 2, "the burst");
     assert_eq!(rig.fwd.counters().icmp_rate_limited, 3);
@@ -859,20 +848,20 @@ fn no_icmp_error_about_icmp_errors_or_later_fragments() {
             &[0; 28],
         )
     };
-    assert_eq!(rig.drop_from_a(&error), DropReason::TtlExceeded);
+    assert_eq!(rig.drop_from_a(&error), PacketDrop::TtlExceeded);
     let later_fragment = Ip {
         ttl: 1,
         frag_offset: 64,
         ..udp_to_net9()
     };
-    assert_eq!(rig.drop_from_a(&later_fragment), DropReason::TtlExceeded);
+    assert_eq!(rig.drop_from_a(&later_fragment), PacketDrop::TtlExceeded);
     assert!(rig.sent.take().is_empty());
     // A query does get one.
     let ping = Ip {
         ttl: 1,
         ..Ip::icmp("10.0.1.2", "10.9.1.1", icmp_type::ECHO_REQUEST, 0, b"")
     };
-    assert_eq!(rig.drop_from_a(&ping), DropReason::TtlExceeded);
+    assert_eq!(rig.drop_from_a(&ping), PacketDrop::TtlExceeded);
     assert_eq!(rig.sent.take().len(), 1);
 }
 
@@ -940,7 +929,7 @@ fn arp_for_other_hosts_is_consumed_silently() {
 fn arp_entries_age_out() {
     let mut rig = Rig::with("[arp]\nmax_age_ms = 10000\n");
     let packet = Ip::udp("10.0.1.2", "10.0.2.77", 9, 32);
-    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved);
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::Unresolved);
     rig.arp_reply_from(1, ip("10.0.2.77"), mac(77, 2));
     rig.sent.take();
     rig.fwd.set_now(10 * SEC);
@@ -951,7 +940,7 @@ fn arp_entries_age_out() {
         "an old entry is refreshed while still in use"
     );
     rig.fwd.set_now(10 * SEC + 1);
-    assert_eq!(rig.drop_from_a(&packet), DropReason::Unresolved, "aged out");
+    assert_eq!(rig.drop_from_a(&packet), PacketDrop::Unresolved, "aged out");
 }
 
 #[test]
@@ -1027,12 +1016,12 @@ fn rules_filter_first_match_and_count() {
     );
     assert_eq!(
         rig.drop_from_a(&Ip::udp("10.0.1.2", "10.9.1.1", 80, 32)),
-        DropReason::Filtered
+        PacketDrop::Filtered
     );
     let ping = Ip::icmp("10.0.1.2", "10.0.1.1", icmp_type::ECHO_REQUEST, 1, b"");
     assert_eq!(
         rig.drop_from_a(&ping),
-        DropReason::Filtered,
+        PacketDrop::Filtered,
         "rules apply to local traffic"
     );
     assert_eq!(
@@ -1048,7 +1037,7 @@ fn rules_filter_first_match_and_count() {
 #[test]
 fn default_deny() {
     let mut rig = Rig::with("default_action = \"deny\"\n");
-    assert_eq!(rig.drop_from_a(&udp_to_net9()), DropReason::Filtered);
+    assert_eq!(rig.drop_from_a(&udp_to_net9()), PacketDrop::Filtered);
     let mut arp = arp_frame(
         operation::REQUEST,
         MacAddr::BROADCAST,

@@ -6,7 +6,7 @@
 //!    stops there); block SIGINT/SIGTERM;
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
-//!    interface, start the control socket;
+//!    interface, start the reopen thread ([`crate::reopen`]) and the control socket;
 //! 5. run until SIGINT/SIGTERM; drain, print the counters, exit 0.
 
 use std::fmt;
@@ -24,12 +24,13 @@ use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
 use polld_dev::tap::Tap;
 use polld_middleware::{FaultInjector, PcapWriter};
-use polld_packet::Stage;
+use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
 use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
+use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
 
@@ -132,6 +133,31 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
     CapSet::of(&keep)
 }
 
+/// Whether a device is opened at start, or again after its interface went away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opening {
+    Start,
+    /// Off the poll thread ([`crate::reopen`]): a TAP is attached to, never created.
+    Again,
+}
+
+/// The namespace interface `d` lives in: its `netns`, else the calling thread's.
+fn namespace_of(d: &DeviceConfig) -> Result<Namespace, OpenError> {
+    match &d.netns {
+        Some(name) => Namespace::named(name),
+        None => Namespace::of_this_thread(&d.name),
+    }
+}
+
+/// What opens interface `d` again once it went away, on the reopen thread.
+fn opener(d: &DeviceConfig, knobs: &Knobs) -> Opener {
+    let (d, knobs) = (d.clone(), knobs.clone());
+    Box::new(move || {
+        let netns = namespace_of(&d).map_err(|e| e.to_string())?;
+        open_device(&d, netns, &knobs, Opening::Again).map(|(dev, _)| dev)
+    })
+}
+
 /// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
 /// for preferred busy polling with a budget of the configured chunk (`each_burst`). For a
 /// TAP, says in the log whether it was created or attached to.
@@ -139,7 +165,8 @@ fn open_device(
     d: &DeviceConfig,
     netns: Namespace,
     knobs: &Knobs,
-) -> Result<(Box<dyn Device>, RxOwner), String> {
+    opening: Opening,
+) -> Result<(Opened, RxOwner), String> {
     let text = |e: &dyn fmt::Display| e.to_string();
     let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
@@ -172,6 +199,10 @@ fn open_device(
             };
             (Box::new(dev), owner)
         }
+        Backend::Tap if opening == Opening::Again => (
+            Box::new(Tap::attach_in(netns, &d.name).map_err(entered)?),
+            RxOwner::Polld("polld's read() of the TAP".to_string()),
+        ),
         Backend::Tap => {
             let tap = Tap::open_in(netns, &d.name).map_err(entered)?;
             let place = d
@@ -300,9 +331,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     if !config.daemon.cpus.is_empty() {
         return crate::percpu::run(&config, args, &socket, signals, out);
     }
-    let (dp, defaults, info) = open_dataplane(&config, args.pcap.as_deref())?;
+    let (dp, defaults, info, mut reopener) = open_dataplane(&config, args.pcap.as_deref())?;
 
-    let policy = place_poll_thread(&config, config.daemon.cpu)?;
+    let policy = place_poll_thread(&config, config.daemon.cpu, &mut reopener)?;
     let (server, inbox, metrics) = start_control(&config, &socket)?;
     eprintln!(
         "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
@@ -331,11 +362,13 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     .map_err(RunError::Io)
 }
 
-/// Pins the calling poll thread to `cpu`, makes it SCHED_FIFO if `realtime`, and drops
-/// every capability not needed to reopen an interface; returns its policy's name.
+/// Pins the calling poll thread to `cpu`, makes it SCHED_FIFO if `realtime`, drops every
+/// capability not needed to reopen an interface, and starts `reopener`'s thread with
+/// what is left; returns the poll thread's policy's name.
 pub(crate) fn place_poll_thread(
     config: &RunConfig,
     cpu: Option<usize>,
+    reopener: &mut Reopener,
 ) -> Result<&'static str, RunError> {
     if let Some(cpu) = cpu {
         sys::pin_to_cpu(cpu).map_err(|e| {
@@ -356,6 +389,9 @@ pub(crate) fn place_poll_thread(
     };
     caps::drop_all_but(kept_caps(config))
         .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))?;
+    reopener
+        .start()
+        .map_err(|e| RunError::Setup(format!("starting the reopen thread: {e}")))?;
     Ok(policy)
 }
 
@@ -400,14 +436,17 @@ pub(crate) fn daemon_info(
 }
 
 /// Opens `config`'s interfaces and builds the dataplane on them; also the writable values
-/// before the config was applied, and what `polld ifconfig` shows of each interface.
+/// before the config was applied, what `polld ifconfig` shows of each interface, and the
+/// reopener of the interfaces, to start once capabilities are dropped
+/// ([`place_poll_thread`]).
 pub(crate) fn open_dataplane(
     config: &RunConfig,
     pcap: Option<&str>,
-) -> Result<(RealDataplane, Defaults, Vec<IfInfo>), RunError> {
+) -> Result<(RealDataplane, Defaults, Vec<IfInfo>, Reopener), RunError> {
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     let mut rx_owners = Vec::new();
     let knobs = configured_knobs(config);
+    let reopener = Reopener::new();
     for d in &config.devices {
         let i = d.entry;
         let fail = |key: &str, e: String| {
@@ -416,12 +455,10 @@ pub(crate) fn open_dataplane(
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         };
-        let netns = match &d.netns {
-            Some(name) => Namespace::named(name),
-            None => Namespace::of_this_thread(&d.name),
-        }
-        .map_err(|e| fail("netns", e.to_string()))?;
-        let (dev, rx_owner) = open_device(d, netns, &knobs).map_err(|e| fail("name", e))?;
+        let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
+        let (dev, rx_owner) =
+            open_device(d, netns, &knobs, Opening::Start).map_err(|e| fail("name", e))?;
+        let dev = Box::new(reopener.wrap(dev, opener(d, &knobs)));
         let dev = wrap_device(dev, d, pcap).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
@@ -440,7 +477,7 @@ pub(crate) fn open_dataplane(
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })
         .collect();
-    Ok((dp, defaults, info))
+    Ok((dp, defaults, info, reopener))
 }
 
 /// Each interface as `polld ifconfig` shows it, with its counters: what the final report
@@ -527,7 +564,8 @@ pub(crate) fn report(
             status.name, status.mode, status.link, c.rx_packets, c.forwarded, c.local, c.consumed,
             c.tx_packets, c.interrupts, c.polls
         )?;
-        for (reason, n) in c.drops.nonzero() {
+        // The stage is the packet crate's (router or bridge): its reasons are PacketDrop.
+        for (reason, n) in c.drops.nonzero(&PacketDrop::TABLE) {
             writeln!(out, "    dropped {n} {}", reason.name())?;
         }
         for (reason, n) in c.tx_drops.nonzero() {

@@ -7,7 +7,7 @@
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
-//!   (a device reopens itself there when its interface returns);
+//!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
 //! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on.
 //!
@@ -306,7 +306,7 @@ impl Executor {
         for i in 0..self.dp.interfaces().len() {
             if !self.dp.poller().is_registered(i) || self.dp.poller().state().quiet {
                 self.dp.check_status(i);
-                // A check may have reopened the device, and its new fd may reuse the old
+                // A check may have swapped in a reopened device, whose fd may reuse the old
                 // number, which a comparison cannot tell: wait on it afresh.
                 if let Some(fd) = self.watched[i].take() {
                     self.epoll.remove(fd);

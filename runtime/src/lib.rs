@@ -5,6 +5,7 @@
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`idle`]: idle polling's own thread at idle priority;
+//! - [`reopen`]: an interface that went away opened anew on a helper thread, swapped in;
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
 //!   to them (DragonFly's ifpoll);
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
@@ -18,6 +19,7 @@ pub mod daemon;
 pub mod executor;
 pub mod idle;
 pub mod percpu;
+pub mod reopen;
 pub mod rx_work;
 pub mod sys;
 

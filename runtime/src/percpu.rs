@@ -152,8 +152,8 @@ fn poll_thread(
                 &e,
             ))
         })?;
-        let (dp, defaults, info) = daemon::open_dataplane(config, pcap)?;
-        let policy = daemon::place_poll_thread(config, None)?;
+        let (dp, defaults, info, mut reopener) = daemon::open_dataplane(config, pcap)?;
+        let policy = daemon::place_poll_thread(config, None, &mut reopener)?;
         let info_daemon = daemon::daemon_info(config, Some(cpu), defaults);
         let exec = Executor::new(dp, info.clone(), info_daemon, signals, Some(inbox))
             .map_err(RunError::Io)?;

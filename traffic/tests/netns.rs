@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::Parser;
 use common::{conserved, GenCli, SinkCli};
 use polld_dev::netns::{self, Netns, VethEnd};
-use polld_dev::xdp::{DropProgram, XdpMode};
+use polld_dev::xdp::{CountProgram, XdpMode};
 use polld_traffic::backend::XdpCounter;
 use polld_traffic::{GenSummary, Generator, Sink, SinkSummary};
 
@@ -120,9 +120,10 @@ fn start_sink(p: &Pair, args: &[&str]) -> JoinHandle<(SinkSummary, String)> {
 #[test]
 fn the_rate_holds_within_2_percent_at_10k_100k_and_300k_pps() {
     let Some(p) = pair() else { return };
-    // The peer drops in XDP, so the receive side costs the generator's CPU little.
+    // The peer counts and drops in XDP, so the receive side costs the generator's CPU
+    // little.
     let _drop = netns::in_netns(p.sink.name(), || {
-        DropProgram::load()
+        CountProgram::load()
             .and_then(|prog| prog.attach("ts", XdpMode::Native))
             .map_err(|e| e.to_string())
     })

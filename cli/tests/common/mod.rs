@@ -45,6 +45,16 @@ pub fn testbed_of(tag: &str, devices: Devices) -> Testbed {
     Testbed::up(&layout, &UpOptions::default()).expect("testbed up")
 }
 
+/// `ip ARGS`, which must succeed; its standard output.
+pub fn ip(args: &[&str]) -> String {
+    polld_dev::netns::ip(args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `ip -n NS ARGS`, which must succeed; its standard output.
+pub fn ip_in(ns: &str, args: &[&str]) -> String {
+    ip(&[&["-n", ns], args].concat())
+}
+
 /// A scratch directory, removed on drop.
 pub struct Dir(pub PathBuf);
 

@@ -48,14 +48,8 @@ sysctl_struct! {
 impl IfCounters {
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
-        let after_rx: u64 = self
-            .drops
-            .nonzero()
-            .filter(|(r, _)| !r.before_rx())
-            .map(|(_, n)| n)
-            .sum();
         self.rx_packets as i64
             - (self.forwarded + self.local + self.consumed + self.queued) as i64
-            - after_rx as i64
+            - self.drops.after_rx() as i64
     }
 }

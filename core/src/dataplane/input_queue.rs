@@ -77,7 +77,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 &q.frame,
                 counters,
                 &self.links,
-                self.host,
                 &mut self.tx,
             );
             self.queue.spare.push(q.frame);

@@ -136,8 +136,6 @@ struct Devices<D, S> {
     /// Per interface: frames it received found their output full since the scheduler
     /// last asked (transmit backpressure).
     output_full: Vec<bool>,
-    /// Where frames for the box go; `None` leaves them to the kernel.
-    host: Option<usize>,
     work: Work,
     events: Vec<Event>,
     gone: Vec<usize>,
@@ -154,7 +152,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             fastforwarding,
             queue,
             tx,
-            host,
             ..
         } = self;
         let Interface { dev, counters, .. } = &mut ifs[i];
@@ -162,7 +159,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             counters.rx_packets += 1;
             if *fastforwarding {
                 let verdict = stage.process(i, frame, tx);
-                apply(verdict, i, frame, counters, links, *host, tx);
+                apply(verdict, i, frame, counters, links, tx);
             } else if queue.enqueue(i, frame) {
                 counters.queued += 1;
             } else {
@@ -294,7 +291,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 tx: TxStaging::default(),
                 touched,
                 output_full,
-                host: None,
                 work: Work::default(),
                 events: Vec::new(),
                 gone: Vec::new(),
@@ -323,11 +319,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Frames waiting in the IP input queue.
     pub fn queue_len(&self) -> usize {
         self.devs.queue.len()
-    }
-    /// Sends frames for the box to interface `host` (a TAP) instead of leaving them to
-    /// the kernel.
-    pub fn set_host(&mut self, host: Option<usize>) {
-        self.devs.host = host;
     }
     /// Link changes and disappearances since the last call.
     pub fn take_events(&mut self) -> Vec<Event> {

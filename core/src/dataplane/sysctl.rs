@@ -152,7 +152,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 value: Value::from(n),
                 descr: descr.to_string(),
             };
-            for r in DropReason::ALL {
+            for r in DropReason::all(self.devs.stage.drop_reasons()) {
                 all.push(by_reason(
                     "drops",
                     r.name(),

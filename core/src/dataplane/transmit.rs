@@ -23,7 +23,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 enum Origin {
     /// Made up by the stage (ARP, ICMP): `generated` on the output.
     Generated,
-    /// A frame received on `input`, forwarded or handed to the host; `more` when later
+    /// A frame received on `input` and forwarded; `more` when later
     /// staged frames belong to the same datagram (its fragments), which counts once.
     Received { input: usize, more: bool },
     /// A part of a forwarded datagram whose verdict has not been applied yet; parts the
@@ -132,8 +132,6 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     if !whole {
                         counters.drops.add(DropReason::TxRingFull, 1);
                         self.output_full[input] = true;
-                    } else if self.host == Some(s.out) {
-                        counters.local += 1;
                     } else {
                         counters.forwarded += 1;
                     }
@@ -186,7 +184,6 @@ pub(super) fn apply(
     frame: &[u8],
     counters: &mut IfCounters,
     links: &[LinkState],
-    host: Option<usize>,
     tx: &mut TxStaging,
 ) {
     let received = Origin::Received { input, more: false };
@@ -204,10 +201,7 @@ pub(super) fn apply(
         // used up by the stage.
         Verdict::ForwardEmitted { .. } if parts == 0 => counters.consumed += 1,
         Verdict::ForwardEmitted { .. } => {}
-        Verdict::Local => match host {
-            Some(h) => tx.push(h, received, frame),
-            None => counters.local += 1,
-        },
+        Verdict::Local => counters.local += 1,
         Verdict::Consumed => counters.consumed += 1,
         Verdict::Drop(reason) => counters.drops.add(reason, 1),
     }

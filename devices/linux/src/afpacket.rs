@@ -21,9 +21,10 @@
 //! retires a block (full, or after the retire timeout). Masking it is the dataplane's job
 //! (it stops waiting on the fd); the kernel side needs nothing.
 //!
-//! If the interface is deleted, [`Device::check_status`] reports [`LinkState::Gone`]; if an
-//! interface of the same name appears again, the next `check_status` reopens the device
-//! on it transparently (or call [`AfPacket::reopen`] yourself).
+//! If the interface is deleted, or replaced by a new one of the same name,
+//! [`Device::check_status`] reports [`LinkState::Gone`]; reopening is an explicit action:
+//! [`AfPacket::reopen`], or a new device opened off the poll thread (polld's runtime does
+//! that).
 
 use std::io;
 use std::mem::size_of;
@@ -235,19 +236,18 @@ impl Device for AfPacket {
         self.tx.push(self.tx_socket.as_raw_fd());
     }
 
-    /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same
-    /// name is reopened here, and reported `Gone` only if that fails.
+    /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
+    /// the same name: this device is bound to the old one. Reopening is the caller's
+    /// explicit action ([`AfPacket::reopen`], or a new device), never a status check's.
     fn check_status(&mut self) -> LinkState {
         // A link going down leaves ENETDOWN pending on the socket, which makes epoll
         // report it ready (EPOLLERR) until someone reads the error.
         self.rx.clear_socket_error();
         match iface::index(self.rx.fd(), &self.name) {
-            None => LinkState::Gone,
-            Some(index) if index != self.rx.ifindex() => match self.reopen() {
-                Ok(()) => iface::link_state(self.rx.fd(), &self.name),
-                Err(_) => LinkState::Gone,
-            },
-            Some(_) => iface::link_state(self.rx.fd(), &self.name),
+            Some(index) if index == self.rx.ifindex() => {
+                iface::link_state(self.rx.fd(), &self.name)
+            }
+            _ => LinkState::Gone,
         }
     }
 

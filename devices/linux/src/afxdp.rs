@@ -30,7 +30,7 @@ use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
 use crate::busy_poll::{BusyPoll, BusyPollConfig};
-use crate::iface::{self, IfName, Namespace};
+use crate::iface::{self, IfName};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
 /// Whether the socket shares frames with the driver (zero-copy) or the kernel copies them.
@@ -208,8 +208,6 @@ pub struct AfXdp {
     zero_copy: bool,
     /// What it was opened with, to reopen it the same way.
     config: AfXdpConfig,
-    /// The network namespace it was opened in, to reopen it there.
-    netns: Namespace,
     // Ring handles first: they must be dropped before the memory they point into.
     rx: RingRx,
     tx: RingTx,
@@ -397,7 +395,6 @@ impl AfXdp {
         // SAFETY: `fd` was just created and is owned by nobody else.
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
 
-        let netns = Namespace::of_this_thread(ifname)?;
         let busy_poll = match &config.busy_poll {
             Some(wanted) => {
                 let busy_poll = BusyPoll::enable(sock.as_raw_fd(), wanted);
@@ -422,7 +419,6 @@ impl AfXdp {
             queue,
             zero_copy,
             config: config.clone(),
-            netns,
             rx,
             tx,
             fill_completion,
@@ -661,31 +657,20 @@ impl Device for AfXdp {
         self.reclaim();
     }
 
-    /// Reads the link flags. A deleted interface is `Gone`; one recreated under the same
-    /// name is reopened here (program, UMEM and socket, in the namespace it was first
-    /// opened in), and reported `Gone` only if that fails.
+    /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
+    /// the same name: this socket is bound to the old one. Reopening (program, UMEM,
+    /// socket, bind retries) is too slow for a status check on the poll thread: the
+    /// caller opens a new device elsewhere and swaps it in.
     fn check_status(&mut self) -> LinkState {
         // Both ioctls go through a socket of the device's namespace, whatever namespace
         // the calling thread is in.
         let fd = self.ioctl_socket.as_raw_fd();
         match iface::index(fd, &self.name) {
-            None => LinkState::Gone,
             Some(index) if index == self.ifindex => {
                 self.read_mtu();
                 iface::link_state(fd, &self.name)
             }
-            Some(_) => {
-                let reopened = self.netns.run(&self.name, || {
-                    AfXdp::open(self.name.as_str(), self.queue, &self.config)
-                });
-                match reopened {
-                    Ok(device) => {
-                        *self = device;
-                        iface::link_state(self.ioctl_socket.as_raw_fd(), &self.name)
-                    }
-                    Err(_) => LinkState::Gone,
-                }
-            }
+            _ => LinkState::Gone,
         }
     }
 

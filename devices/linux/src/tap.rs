@@ -22,8 +22,9 @@
 //! The fd is non-blocking and its readiness is the interrupt.
 //!
 //! A TAP can live in another network namespace than polld ([`Tap::open_in`]); the
-//! device remembers it, reopens the interface there when it is deleted and created
-//! again, and reports itself gone when the namespace is deleted.
+//! device remembers it and reports itself gone when the interface or the namespace is
+//! deleted (or replaced by a new one of the same name). Attaching to the new one is an
+//! explicit action: a new device, which polld's runtime opens off the poll thread.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -44,7 +45,7 @@ const READ_BUFFER_SIZE: usize = 65536 + 18;
 /// A TAP interface, created if it did not exist, attached to if it did.
 pub struct Tap {
     name: IfName,
-    /// The namespace the interface lives in, for reopening it there.
+    /// The namespace the interface lives in, to notice when it is deleted.
     netns: Namespace,
     attached: Attachment,
     /// Whether polld created the interface (it goes away when polld closes it) rather
@@ -52,8 +53,6 @@ pub struct Tap {
     created: bool,
     buffer: Vec<u8>,
     interrupt_armed: bool,
-    /// Queue-full drops counted on interfaces this device was attached to before a reopen.
-    earlier_drops: u64,
     /// Writes the kernel refused, by reason.
     tx_drops: TxDrops,
 }
@@ -87,8 +86,18 @@ impl Tap {
     /// As [`Tap::open`], in network namespace `netns` (entered for the open only, which
     /// needs CAP_SYS_ADMIN when it is not the caller's).
     pub fn open_in(netns: Namespace, name: &str) -> Result<Tap, OpenError> {
+        Tap::open_with(netns, name, Create::IfMissing)
+    }
+
+    /// Attaches to the existing TAP `name` in `netns`; never creates one (to take up an
+    /// interface that was deleted and made again by whoever owns it).
+    pub fn attach_in(netns: Namespace, name: &str) -> Result<Tap, OpenError> {
+        Tap::open_with(netns, name, Create::Never)
+    }
+
+    fn open_with(netns: Namespace, name: &str, create: Create) -> Result<Tap, OpenError> {
         let name = IfName::new(name)?;
-        let (attached, created) = netns.enter_while(name.as_str(), || attach(&name))??;
+        let (attached, created) = netns.enter_while(name.as_str(), || attach(&name, create))??;
         Ok(Tap {
             name,
             netns,
@@ -96,7 +105,6 @@ impl Tap {
             created,
             buffer: vec![0; READ_BUFFER_SIZE],
             interrupt_armed: true,
-            earlier_drops: 0,
             tx_drops: TxDrops::default(),
         })
     }
@@ -116,52 +124,33 @@ impl Tap {
         self.interrupt_armed
     }
 
-    /// Attaches to the interface that now has this device's name, in `moved_to` if the
-    /// namespace was replaced, else in the device's namespace.
-    fn reattach(&mut self, moved_to: Option<Namespace>) -> Result<(), OpenError> {
-        let netns = moved_to.as_ref().unwrap_or(&self.netns);
-        let (attached, created) =
-            netns.enter_while(self.name.as_str(), || attach(&self.name))??;
-        self.earlier_drops += self.attached.drops();
-        self.attached = attached;
-        self.created = created;
-        if let Some(netns) = moved_to {
-            self.netns = netns;
+    /// The link state. The interface deleted, replaced by a new one of the same name, or
+    /// unreachable because its namespace was deleted (`ip netns del`: polld's fds keep
+    /// the namespace alive, but nothing else can reach it) is `Gone`: this fd belongs to
+    /// the old one.
+    fn link(&self) -> LinkState {
+        if !self.netns.still_named() {
+            return LinkState::Gone;
         }
-        Ok(())
+        let control = self.attached.control.as_raw_fd();
+        match iface::index(control, &self.name) {
+            Some(index) if index == self.attached.ifindex => iface::link_state(control, &self.name),
+            _ => LinkState::Gone,
+        }
     }
+}
 
-    /// The link state, reattaching first if the interface (or its namespace) was
-    /// replaced by a new one of the same name.
-    fn refresh(&mut self) -> LinkState {
-        let moved_to = if self.netns.still_named() {
-            match iface::index(self.attached.control.as_raw_fd(), &self.name) {
-                None => return LinkState::Gone,
-                Some(index) if index == self.attached.ifindex => {
-                    return iface::link_state(self.attached.control.as_raw_fd(), &self.name)
-                }
-                Some(_) => None,
-            }
-        } else {
-            // `ip netns del`: the interface is unreachable even though polld's fd keeps
-            // the namespace alive. A namespace created again under the name may hold
-            // the interface again.
-            match self.netns.name().and_then(|n| Namespace::named(n).ok()) {
-                Some(netns) => Some(netns),
-                None => return LinkState::Gone,
-            }
-        };
-        match self.reattach(moved_to) {
-            Ok(()) => iface::link_state(self.attached.control.as_raw_fd(), &self.name),
-            Err(_) => LinkState::Gone,
-        }
-    }
+/// Whether opening a TAP that does not exist creates it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Create {
+    IfMissing,
+    Never,
 }
 
 /// Opens `/dev/net/tun` and attaches it to TAP `name` in the calling thread's
 /// namespace, creating (and bringing up) the interface if it does not exist. Returns the
 /// attachment and whether the interface was created.
-fn attach(name: &IfName) -> Result<(Attachment, bool), OpenError> {
+fn attach(name: &IfName, create: Create) -> Result<(Attachment, bool), OpenError> {
     let interface = name.as_str();
     // SAFETY: plain socket creation; the fd is owned below.
     let control = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -176,6 +165,11 @@ fn attach(name: &IfName) -> Result<(Attachment, bool), OpenError> {
     // SAFETY: a fresh descriptor nobody else owns.
     let control = unsafe { OwnedFd::from_raw_fd(control) };
     let existed = iface::index(control.as_raw_fd(), name).is_some();
+    if !existed && create == Create::Never {
+        return Err(OpenError::InterfaceNotFound {
+            interface: interface.to_string(),
+        });
+    }
     let tun = OpenOptions::new()
         .read(true)
         .write(true)
@@ -323,11 +317,11 @@ impl Device for Tap {
     /// Writes are immediate: nothing is queued on our side.
     fn flush(&mut self) {}
 
-    /// Reads the link flags. An interface deleted and created again under the same name
-    /// (or its namespace deleted and created again) is reattached here; a deleted
-    /// namespace makes the interface `Gone`. Also reads the queue-full drops.
+    /// Reads the link flags: `Gone` once the interface or its namespace was deleted, also
+    /// when a new one took the name (attaching to it is the caller's explicit action: a
+    /// new device). Also reads the queue-full drops.
     fn check_status(&mut self) -> LinkState {
-        let state = self.refresh();
+        let state = self.link();
         if let Ok(drops) = self.attached.counters.tx_dropped() {
             self.attached.drops_now = drops;
         }
@@ -348,7 +342,7 @@ impl Device for Tap {
     /// the counter is an rtnetlink round trip that would cost more than the frames.
     fn hw_stats(&mut self) -> HwStats {
         HwStats {
-            rx_ring_full: self.earlier_drops + self.attached.drops(),
+            rx_ring_full: self.attached.drops(),
             tx_drops: self.tx_drops,
             ..HwStats::default()
         }

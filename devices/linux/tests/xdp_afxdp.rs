@@ -17,7 +17,7 @@ use polld_core::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
-use polld_dev::xdp::{CountProgram, DropProgram, RedirectProgram, XdpError, XdpMode};
+use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpMode};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
@@ -194,7 +194,6 @@ fn receive_frames(dev: &mut AfXdp, count: usize) -> Vec<Vec<u8>> {
 #[test]
 fn all_programs_pass_the_verifier() {
     require_root!();
-    DropProgram::load().unwrap();
     CountProgram::load().unwrap();
     RedirectProgram::load(4).unwrap();
 }
@@ -204,7 +203,7 @@ fn dropping_the_link_detaches_the_program() {
     require_root!();
     let p = pair();
     let link = inside(&p.a, || {
-        DropProgram::load().unwrap().attach("va", XdpMode::Auto)
+        CountProgram::load().unwrap().attach("va", XdpMode::Auto)
     })
     .unwrap();
     assert_eq!(link.mode(), XdpMode::Native, "veth supports native XDP");
@@ -222,13 +221,13 @@ fn drivers_without_native_xdp_fall_back_to_generic() {
     let p = pair();
     // The loopback driver has no native XDP.
     let link = inside(&p.a, || {
-        DropProgram::load().unwrap().attach("lo", XdpMode::Auto)
+        CountProgram::load().unwrap().attach("lo", XdpMode::Auto)
     })
     .unwrap();
     assert_eq!(link.mode(), XdpMode::Generic);
     assert!(xdp_attached(&p.a, "lo"));
     let native = inside(&p.b, || {
-        DropProgram::load().unwrap().attach("lo", XdpMode::Native)
+        CountProgram::load().unwrap().attach("lo", XdpMode::Native)
     });
     assert!(native.is_err(), "forced native mode must fail on lo");
 }
@@ -238,7 +237,7 @@ fn a_second_program_on_the_interface_is_reported_busy() {
     require_root!();
     let p = pair();
     let (first, second) = inside(&p.a, || {
-        let prog = DropProgram::load().unwrap();
+        let prog = CountProgram::load().unwrap();
         (
             prog.attach("va", XdpMode::Native),
             prog.attach("va", XdpMode::Native),
@@ -255,7 +254,7 @@ fn a_missing_interface_is_named_in_the_error() {
     require_root!();
     let p = pair();
     let err = inside(&p.a, || {
-        DropProgram::load().unwrap().attach("vnone", XdpMode::Auto)
+        CountProgram::load().unwrap().attach("vnone", XdpMode::Auto)
     })
     .unwrap_err();
     assert!(matches!(err, XdpError::NoSuchInterface(_)), "{err}");
@@ -272,7 +271,7 @@ fn a_killed_holder_leaves_no_program_attached() {
     require_root!();
     let p = pair();
     let link = inside(&p.a, || {
-        DropProgram::load().unwrap().attach("va", XdpMode::Auto)
+        CountProgram::load().unwrap().attach("va", XdpMode::Auto)
     })
     .unwrap();
     let link_fd = link.as_fd().as_raw_fd();

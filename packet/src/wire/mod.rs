@@ -4,8 +4,8 @@
 //! (rewrite in place). `new_checked` validates lengths and the fields that the accessors
 //! rely on, so that every accessor of a checked view is in bounds; `new_unchecked` is for
 //! buffers the caller sized itself (building frames), where a too-short buffer panics.
-//! Validation failures are a [`WireError`], which maps one-to-one onto the
-//! [`DropReason`] the dataplane counts.
+//! Validation failures are a [`WireError`], which maps onto the [`PacketDrop`] the
+//! stage's counters name.
 
 pub mod arp;
 pub mod checksum;
@@ -20,7 +20,7 @@ pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
 pub use udp::UdpPacket;
 
-use polld_core::DropReason;
+use crate::drops::PacketDrop;
 use std::fmt;
 
 /// Why a buffer is not a valid instance of the header it was checked as.
@@ -42,23 +42,17 @@ pub enum WireError {
 
 impl WireError {
     /// The drop counter this error is accounted under.
-    pub fn drop_reason(self) -> DropReason {
+    pub fn drop_reason(self) -> PacketDrop {
         match self {
-            WireError::Truncated => DropReason::Truncated,
-            WireError::BadVersion => DropReason::BadVersion,
-            WireError::BadIhl => DropReason::BadIhl,
-            WireError::BadLength => DropReason::BadLength,
-            WireError::BadChecksum => DropReason::BadChecksum,
+            WireError::Truncated => PacketDrop::Truncated,
+            WireError::BadVersion => PacketDrop::BadVersion,
+            WireError::BadIhl => PacketDrop::BadIhl,
+            WireError::BadLength => PacketDrop::BadLength,
+            WireError::BadChecksum => PacketDrop::BadChecksum,
             // An ARP variant polld does not speak is, like an unknown ethertype, a
             // protocol it does not handle.
-            WireError::UnsupportedArp => DropReason::UnknownEthertype,
+            WireError::UnsupportedArp => PacketDrop::UnknownEthertype,
         }
-    }
-}
-
-impl From<WireError> for DropReason {
-    fn from(e: WireError) -> Self {
-        e.drop_reason()
     }
 }
 

@@ -1,11 +1,10 @@
 //! polld's XDP programs, loaded and attached through the raw `bpf(2)` system call.
 //!
 //! No libbpf and no C toolchain: the programs are assembled in Rust ([`insn`], [`programs`])
-//! and loaded at run time. Three programs exist:
+//! and loaded at run time. Two programs exist:
 //! - [`RedirectProgram`]: frames go to the AF_XDP socket of their receive queue (the
 //!   [`AfXdp`](crate::afxdp::AfXdp) backend), or to the kernel when no socket is bound;
 //!   a variant passes IPv4 and ARP for the host's own addresses to the kernel;
-//! - [`DropProgram`]: drops everything, the cheapest consumer a generator can face;
 //! - [`CountProgram`]: counts packets and bytes per CPU, then drops, for a sink at rates
 //!   user space cannot reach.
 //!
@@ -272,24 +271,6 @@ impl XdpLink {
 impl AsFd for XdpLink {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.link.as_fd()
-    }
-}
-
-/// The program that drops every frame (`return XDP_DROP`).
-#[derive(Debug)]
-pub struct DropProgram {
-    program: XdpProgram,
-}
-
-impl DropProgram {
-    pub fn load() -> Result<DropProgram> {
-        Ok(DropProgram {
-            program: XdpProgram::load("polld_drop", &programs::drop_all())?,
-        })
-    }
-
-    pub fn attach(&self, ifname: &str, mode: XdpMode) -> Result<XdpLink> {
-        self.program.attach(ifname, mode)
     }
 }
 

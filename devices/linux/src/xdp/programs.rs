@@ -98,15 +98,6 @@ pub fn redirect_to_xsk_except_local(xsks_map_fd: i32, local_addrs_map_fd: i32) -
     prog
 }
 
-/// Drops every frame, at the earliest point the kernel offers:
-///
-/// ```c
-/// int polld_drop(struct xdp_md *ctx) { return XDP_DROP; }
-/// ```
-pub fn drop_all() -> Vec<Insn> {
-    vec![Insn::mov64_imm(R0, XDP_DROP), Insn::exit()]
-}
-
 /// Counts frames and bytes in a one-entry per-CPU array, then drops the frame:
 ///
 /// ```c
