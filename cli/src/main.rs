@@ -47,6 +47,9 @@ enum Bench {
     /// The seeds' experiments on a TAP testbed: Rizzo's table and livelock curve, the
     /// systat screens, iperf3 TCP, the competitor's share; tables, JSON and SVG plots.
     Seeds(polld_testbed::seeds::SeedsArgs),
+    /// A load ramp (idle, rising steps, flood, falling steps, idle) through polld beside a
+    /// competitor: offered, delivered, mode per interface and CPU shares over time.
+    Ramp(polld_testbed::ramp::RampArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +87,16 @@ fn main() -> ExitCode {
         Command::Bench {
             bench: Bench::Seeds(args),
         } => polld_testbed::seeds::run_seeds(
+            &args,
+            &polld_testbed::demo::current_polld(),
+            &mut std::io::stdout(),
+            &mut std::io::stderr(),
+        )
+        .map(drop)
+        .map_err(|e| e.to_string()),
+        Command::Bench {
+            bench: Bench::Ramp(args),
+        } => polld_testbed::ramp::run_ramp(
             &args,
             &polld_testbed::demo::current_polld(),
             &mut std::io::stdout(),

@@ -62,6 +62,7 @@ pub mod napi;
 pub mod placement;
 pub mod plot;
 pub mod polld;
+pub mod ramp;
 pub mod seeds;
 pub mod share;
 pub mod status;

@@ -214,6 +214,8 @@ pub fn measure_share(
 /// [`TrialRun::finish`]. Dropped early, it kills what it started.
 pub struct TrialRun<'a> {
     tb: &'a Testbed,
+    polld: String,
+    gen_cpu: usize,
     trial: ShareTrial<'a>,
     socket: PathBuf,
     daemon: Process,
@@ -261,17 +263,12 @@ impl<'a> TrialRun<'a> {
         let daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
-            let flood_secs = (trial.warm_up + trial.window + 1.0).to_string();
+            let flood_secs = trial.warm_up + trial.window + 1.0;
             let targets = std::iter::once(vec![layout.veth0.name.clone()])
                 .chain(trial.extra_streams.iter().map(|s| s.gen_args()));
             for target in targets {
-                gens.push(Process::spawn(
-                    tb.command_in(Role::Gen, Some(gen_cpu), &polld_str)?
-                        .arg("gen")
-                        .args(&target)
-                        .args(["--json", "-i", "0", "--rate", rate, "--duration"])
-                        .arg(&flood_secs),
-                    "polld gen",
+                gens.push(spawn_gen(
+                    tb, &polld_str, gen_cpu, &target, rate, flood_secs,
                 )?);
             }
         }
@@ -281,12 +278,21 @@ impl<'a> TrialRun<'a> {
         };
         Ok(TrialRun {
             tb,
+            polld: polld_str,
+            gen_cpu,
             trial: trial.clone(),
             socket,
             daemon,
             gens,
             competitor,
         })
+    }
+
+    /// Starts one more `polld gen --rate rate` into tap0 for `seconds`, on the gen CPU;
+    /// the caller finishes it.
+    pub(crate) fn start_gen(&self, rate: &str, seconds: f64) -> Result<Process, TestbedError> {
+        let target = [self.tb.layout().veth0.name.clone()];
+        spawn_gen(self.tb, &self.polld, self.gen_cpu, &target, rate, seconds)
     }
 
     /// polld's control socket.
@@ -360,17 +366,37 @@ impl<'a> TrialRun<'a> {
     }
 }
 
+/// `polld gen target --rate rate` from `cpu` for `seconds`.
+fn spawn_gen(
+    tb: &Testbed,
+    polld: &str,
+    cpu: usize,
+    target: &[String],
+    rate: &str,
+    seconds: f64,
+) -> Result<Process, TestbedError> {
+    Process::spawn(
+        tb.command_in(Role::Gen, Some(cpu), polld)?
+            .arg("gen")
+            .args(target)
+            .args(["--json", "-i", "0", "--rate", rate, "--duration"])
+            .arg(seconds.to_string()),
+        "polld gen",
+    )
+}
+
 /// CPU times and polld's counters at one moment of a [`TrialRun`].
 pub struct Sample {
-    at: Instant,
-    competitor_ns: u64,
-    polld_ns: u64,
-    delivered: u64,
-    values: Vec<(String, u64)>,
+    pub(crate) at: Instant,
+    pub(crate) competitor_ns: u64,
+    pub(crate) polld_ns: u64,
+    /// Frames sink's TAPs received so far.
+    pub(crate) delivered: u64,
+    pub(crate) values: Vec<(String, u64)>,
 }
 
 impl Sample {
-    fn get(&self, name: &str) -> u64 {
+    pub(crate) fn get(&self, name: &str) -> u64 {
         self.values
             .iter()
             .find(|(n, _)| n == name)

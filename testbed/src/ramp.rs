@@ -1,0 +1,436 @@
+//! `polld bench ramp`: a load ramp (idle → rising steps → flood → falling steps → idle)
+//! through polld on the TAP testbed, sampled every [`SAMPLE_EVERY`]: offered and
+//! delivered packets/s, whether each interface polls, auto-mode switches, polld's and a
+//! competitor's CPU share, interrupts/s. It shows `mode = "auto"` (docs/algorithm.md)
+//! entering polling under load and leaving it when the load goes. The trial itself —
+//! polld realtime on the fwd CPU with a CPU-bound competitor beside it — is
+//! [`crate::share::TrialRun`]; this module steps gen's rate and plots the samples.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::plot::{LineChart, Series};
+use crate::share::{Sample, ShareTrial, TrialRun};
+use crate::{Devices, Layout, Testbed, TestbedError, UpOptions};
+
+/// `polld bench ramp` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RampArgs {
+    /// Five 1-second steps (idle, 30 kpps, flood, 30 kpps, idle) instead of eleven.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seconds per step (default 2, or 1 with --quick).
+    #[arg(long)]
+    pub step_secs: Option<f64>,
+    /// polld's mode for its interfaces: auto, polling or interrupt.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "polling", "interrupt"])]
+    pub mode: String,
+    /// Directory the SVG plots are written to.
+    #[arg(long, default_value = "target/bench-ramp")]
+    pub out: PathBuf,
+    /// Namespace prefix of the bench's own TAP testbed (`{prefix}gen`, ...).
+    #[arg(long, default_value = "bramp", value_parser = parse_prefix)]
+    pub prefix: String,
+    /// Print every sample as one JSON document (progress lines still go to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_prefix(prefix: &str) -> Result<String, String> {
+    crate::layout::check_prefix(prefix).map(|()| prefix.to_string())
+}
+
+/// gen's rate per step; `idle` runs no gen.
+const FULL: [&str; 11] = [
+    "idle",
+    "10000",
+    "30000",
+    "100000",
+    "300000",
+    "unlimited",
+    "300000",
+    "100000",
+    "30000",
+    "10000",
+    "idle",
+];
+const QUICK: [&str; 5] = ["idle", "30000", "unlimited", "30000", "idle"];
+const IDLE: &str = "idle";
+
+/// How often the ramp samples.
+const SAMPLE_EVERY: Duration = Duration::from_millis(150);
+
+/// `kern.polling.user_frac` of the ramp: FreeBSD's default.
+const USER_FRAC: u32 = 50;
+
+/// One sample, over the [`SAMPLE_EVERY`] before `t`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RampSample {
+    /// Seconds since the first step began.
+    pub t: f64,
+    pub step: usize,
+    pub rate: String,
+    /// tap0's transmit rate in gen.
+    pub offered_pps: f64,
+    /// tap1's receive rate in sink.
+    pub delivered_pps: f64,
+    pub polld_cpu_percent: f64,
+    pub competitor_percent: f64,
+    /// polld's interrupts on every interface, per second.
+    pub interrupts_per_sec: f64,
+    /// 1 when the interface polls, 0 when it takes interrupts.
+    pub polling: BTreeMap<String, u64>,
+    /// `dev.<if>.auto_switches` so far, summed over the interfaces.
+    pub auto_switches: u64,
+}
+
+/// One step's averages.
+#[derive(Clone, Debug, Serialize)]
+pub struct RampStep {
+    pub step: usize,
+    pub rate: String,
+    pub offered_pps: f64,
+    pub delivered_pps: f64,
+    pub polld_cpu_percent: f64,
+    pub competitor_percent: f64,
+    pub interrupts_per_sec: f64,
+    /// The share of the step's samples in which each interface polled.
+    pub polling_fraction: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RampReport {
+    pub mode: String,
+    pub step_secs: f64,
+    pub steps: Vec<RampStep>,
+    pub samples: Vec<RampSample>,
+    /// Conservation on every interface of polld's final `--json` counters.
+    pub conserved: bool,
+    pub svgs: Vec<PathBuf>,
+}
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// Tap0's frames sent in gen so far, and the sample of polld and the competitor.
+struct Point {
+    offered: u64,
+    sample: Sample,
+}
+
+fn point(tb: &Testbed, run: &TrialRun) -> Result<Point, TestbedError> {
+    Ok(Point {
+        offered: tb.counters(&tb.layout().veth0.name)?.tx_packets,
+        sample: run.sample()?,
+    })
+}
+
+/// The interfaces polld reports, by their `dev.<if>.auto_polling` entries.
+fn interfaces(sample: &Sample) -> Vec<String> {
+    sample
+        .values
+        .iter()
+        .filter_map(|(n, _)| {
+            Some(
+                n.strip_prefix("dev.")?
+                    .strip_suffix(".auto_polling")?
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+/// What happened between `a` and `b`.
+fn between(mode: &str, a: &Point, b: &Point, t: f64, step: usize, rate: &str) -> RampSample {
+    let (sa, sb) = (&a.sample, &b.sample);
+    let wall_ns = sb.at.duration_since(sa.at).as_nanos().max(1) as f64;
+    let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 * 1e9 / wall_ns;
+    let percent = |x: u64, y: u64| y.saturating_sub(x) as f64 * 100.0 / wall_ns;
+    let ifaces = interfaces(sb);
+    let sum = |s: &Sample, leaf: &str| -> u64 {
+        ifaces
+            .iter()
+            .map(|i| s.get(&format!("dev.{i}.{leaf}")))
+            .sum()
+    };
+    let polling = ifaces
+        .iter()
+        .map(|i| {
+            let on = match mode {
+                "polling" => 1,
+                "interrupt" => 0,
+                _ => sb.get(&format!("dev.{i}.auto_polling")),
+            };
+            (i.clone(), on)
+        })
+        .collect();
+    RampSample {
+        t,
+        step,
+        rate: rate.to_string(),
+        offered_pps: per_sec(a.offered, b.offered),
+        delivered_pps: per_sec(sa.delivered, sb.delivered),
+        polld_cpu_percent: percent(sa.polld_ns, sb.polld_ns),
+        competitor_percent: percent(sa.competitor_ns, sb.competitor_ns),
+        interrupts_per_sec: per_sec(sum(sa, "interrupts"), sum(sb, "interrupts")),
+        polling,
+        auto_switches: sum(sb, "auto_switches"),
+    }
+}
+
+/// Runs the ramp; `polld` is the binary it runs. Results go to `out`, a progress line per
+/// step to `progress`. Fails when conservation does not hold.
+pub fn run_ramp(
+    args: &RampArgs,
+    polld: &Path,
+    out: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<RampReport, TestbedError> {
+    let rates: &[&str] = if args.quick { &QUICK } else { &FULL };
+    let step_secs = args.step_secs.unwrap_or(if args.quick { 1.0 } else { 2.0 });
+    if !(step_secs.is_finite() && (0.5..=60.0).contains(&step_secs)) {
+        return Err(failed(format!(
+            "--step-secs {step_secs} is out of range: give 0.5 to 60 seconds"
+        )));
+    }
+    let layout = Layout::with_devices(&args.prefix, Devices::Tap);
+    let options = UpOptions::default();
+    let _ = writeln!(
+        progress,
+        "polld bench ramp: bringing up the TAP testbed {}, {}, {}",
+        layout.gen_ns, layout.fwd_ns, layout.sink_ns
+    );
+    let tb = Testbed::up(&layout, &options)?;
+    let dir = std::env::temp_dir().join(format!("polld-bench-ramp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    let trial = ShareTrial {
+        rate: None,
+        competitor: true,
+        ..ShareTrial::flood(&args.mode, USER_FRAC, 0.0, 0.0)
+    };
+    let result = ramp(
+        &tb,
+        polld,
+        &dir,
+        (options.cpus.gen, options.cpus.fwd),
+        &trial,
+        rates,
+        step_secs,
+        progress,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    let _ = writeln!(progress, "polld bench ramp: testbed removed");
+    let (samples, steps, conserved) = result?;
+    let mut report = RampReport {
+        mode: args.mode.clone(),
+        step_secs,
+        steps,
+        samples,
+        conserved,
+        svgs: Vec::new(),
+    };
+    report.svgs = write_plots(&report, &args.out)?;
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        write_text(&report, out);
+    }
+    if !conserved {
+        return Err(failed(
+            "conservation did not hold on polld's final counters: see polld run --json".into(),
+        ));
+    }
+    Ok(report)
+}
+
+type Ramped = (Vec<RampSample>, Vec<RampStep>, bool);
+
+#[allow(clippy::too_many_arguments)]
+fn ramp(
+    tb: &Testbed,
+    polld: &Path,
+    dir: &Path,
+    cpus: (usize, usize),
+    trial: &ShareTrial,
+    rates: &[&str],
+    step_secs: f64,
+    progress: &mut dyn Write,
+) -> Result<Ramped, TestbedError> {
+    let run = TrialRun::start(tb, polld, dir, cpus, trial)?;
+    let first = point(tb, &run)?;
+    let start = first.sample.at;
+    let mut last = point(tb, &run)?;
+    let mut samples = Vec::new();
+    let mut steps = Vec::new();
+    for (step, &rate) in rates.iter().enumerate() {
+        let mut gen = match rate {
+            IDLE => None,
+            _ => Some(run.start_gen(rate, step_secs)?),
+        };
+        let step_start = Instant::now();
+        let from = samples.len();
+        let step_first = point(tb, &run)?;
+        while step_start.elapsed().as_secs_f64() < step_secs {
+            std::thread::sleep(SAMPLE_EVERY);
+            let now = point(tb, &run)?;
+            let t = now.sample.at.duration_since(start).as_secs_f64();
+            samples.push(between(trial.mode, &last, &now, t, step, rate));
+            last = now;
+        }
+        if let Some(gen) = gen.as_mut() {
+            gen.finish()?;
+        }
+        let whole = between(trial.mode, &step_first, &last, 0.0, step, rate);
+        let taken = &samples[from..];
+        let polling_fraction = whole
+            .polling
+            .keys()
+            .map(|i| {
+                let on = taken
+                    .iter()
+                    .filter(|s| s.polling.get(i) == Some(&1))
+                    .count();
+                (i.clone(), on as f64 / taken.len().max(1) as f64)
+            })
+            .collect();
+        let row = RampStep {
+            step,
+            rate: rate.to_string(),
+            offered_pps: whole.offered_pps,
+            delivered_pps: whole.delivered_pps,
+            polld_cpu_percent: whole.polld_cpu_percent,
+            competitor_percent: whole.competitor_percent,
+            interrupts_per_sec: whole.interrupts_per_sec,
+            polling_fraction,
+        };
+        let _ = writeln!(
+            progress,
+            "polld bench ramp: step {}/{} rate {rate}: offered {:.0}/s, delivered {:.0}/s, polld {:.0}%, competitor {:.0}%, polling {:?}",
+            step + 1,
+            rates.len(),
+            row.offered_pps,
+            row.delivered_pps,
+            row.polld_cpu_percent,
+            row.competitor_percent,
+            row.polling_fraction
+        );
+        steps.push(row);
+    }
+    let share = run.finish(&first.sample, &last.sample)?;
+    Ok((samples, steps, share.conserved))
+}
+
+fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedError> {
+    std::fs::create_dir_all(dir).map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    let line = |name: &str, y: &dyn Fn(&RampSample) -> f64| {
+        Series::new(name, report.samples.iter().map(|s| (s.t, y(s))).collect())
+    };
+    let x_label = "time (s)".to_string();
+    let mut charts = vec![
+        (
+            "packets.svg",
+            LineChart {
+                title: format!("Load ramp through polld ({} mode)", report.mode),
+                x_label: x_label.clone(),
+                y_label: "packets/s".into(),
+                series: vec![
+                    line("offered (tap0 tx in gen)", &|s| s.offered_pps),
+                    line("delivered (tap1 rx in sink)", &|s| s.delivered_pps),
+                ],
+            },
+        ),
+        (
+            "cpu.svg",
+            LineChart {
+                title: "CPU share on the poll CPU".into(),
+                x_label: x_label.clone(),
+                y_label: "% of one CPU".into(),
+                series: vec![
+                    line("polld", &|s| s.polld_cpu_percent),
+                    line("competitor", &|s| s.competitor_percent),
+                ],
+            },
+        ),
+    ];
+    let ifaces: Vec<String> = report
+        .samples
+        .last()
+        .map(|s| s.polling.keys().cloned().collect())
+        .unwrap_or_default();
+    charts.push((
+        "mode.svg",
+        LineChart {
+            title: "Mode per interface (0 interrupts, 1 polling)".into(),
+            x_label,
+            y_label: "polling".into(),
+            series: ifaces
+                .iter()
+                .map(|i| line(i, &|s| s.polling.get(i).copied().unwrap_or(0) as f64))
+                .collect(),
+        },
+    ));
+    let mut paths = Vec::new();
+    for (file, chart) in charts {
+        let path = dir.join(file);
+        chart.write_svg(&path)?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+fn write_text(report: &RampReport, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "load ramp, {} mode, {} s per step, competitor and polld on the same CPU",
+        report.mode, report.step_secs
+    );
+    let _ = writeln!(
+        out,
+        "{:>4} {:>10} {:>12} {:>12} {:>7} {:>11} {:>10}  polling",
+        "step", "rate", "offered/s", "delivered/s", "polld%", "competitor%", "intr/s"
+    );
+    for s in &report.steps {
+        let polling: Vec<String> = s
+            .polling_fraction
+            .iter()
+            .map(|(i, f)| format!("{i} {:.0}%", f * 100.0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>4} {:>10} {:>12.0} {:>12.0} {:>7.1} {:>11.1} {:>10.0}  {}",
+            s.step + 1,
+            s.rate,
+            s.offered_pps,
+            s.delivered_pps,
+            s.polld_cpu_percent,
+            s.competitor_percent,
+            s.interrupts_per_sec,
+            polling.join(", ")
+        );
+    }
+    let switches = report.samples.last().map_or(0, |s| s.auto_switches);
+    let _ = writeln!(out, "auto_switches: {switches}");
+    let _ = writeln!(
+        out,
+        "conservation: {}",
+        if report.conserved {
+            "holds"
+        } else {
+            "VIOLATED"
+        }
+    );
+    for svg in &report.svgs {
+        let _ = writeln!(out, "plot: {}", svg.display());
+    }
+}
