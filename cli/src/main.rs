@@ -84,26 +84,19 @@ fn main() -> ExitCode {
             &mut std::io::stdout(),
         )
         .map_err(|e| e.to_string()),
-        Command::Bench {
-            bench: Bench::Seeds(args),
-        } => polld_testbed::seeds::run_seeds(
-            &args,
-            &polld_testbed::demo::current_polld(),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
-        )
-        .map(drop)
-        .map_err(|e| e.to_string()),
-        Command::Bench {
-            bench: Bench::Ramp(args),
-        } => polld_testbed::ramp::run_ramp(
-            &args,
-            &polld_testbed::demo::current_polld(),
-            &mut std::io::stdout(),
-            &mut std::io::stderr(),
-        )
-        .map(drop)
-        .map_err(|e| e.to_string()),
+        Command::Bench { bench } => {
+            let polld = polld_testbed::demo::current_polld();
+            let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
+            match bench {
+                Bench::Seeds(args) => {
+                    polld_testbed::seeds::run_seeds(&args, &polld, out, progress).map(drop)
+                }
+                Bench::Ramp(args) => {
+                    polld_testbed::ramp::run_ramp(&args, &polld, out, progress).map(drop)
+                }
+            }
+            .map_err(|e| e.to_string())
+        }
         Command::Testbed(args) => {
             polld_testbed::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }

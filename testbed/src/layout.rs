@@ -265,6 +265,11 @@ impl Layout {
     }
 }
 
+/// [`check_prefix`] as a clap value parser, for the benches' `--prefix`.
+pub(crate) fn parse_prefix(prefix: &str) -> Result<String, String> {
+    check_prefix(prefix).map(|()| prefix.to_string())
+}
+
 /// Checks that `prefix` can start a namespace name: ASCII letters, digits, `-`, `_` and
 /// `.`, short enough that the name stays a valid file name under /run/netns.
 pub fn check_prefix(prefix: &str) -> Result<(), String> {

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::plot::{LineChart, Series};
-use crate::share::{Sample, ShareTrial, TrialRun};
-use crate::{Devices, Layout, Testbed, TestbedError, UpOptions};
+use crate::share::{failed, Sample, ShareTrial, TrialRun};
+use crate::{Testbed, TestbedError};
 
 /// `polld bench ramp` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -33,15 +33,11 @@ pub struct RampArgs {
     #[arg(long, default_value = "target/bench-ramp")]
     pub out: PathBuf,
     /// Namespace prefix of the bench's own TAP testbed (`{prefix}gen`, ...).
-    #[arg(long, default_value = "bramp", value_parser = parse_prefix)]
+    #[arg(long, default_value = "bramp", value_parser = crate::layout::parse_prefix)]
     pub prefix: String,
     /// Print every sample as one JSON document (progress lines still go to stderr).
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_prefix(prefix: &str) -> Result<String, String> {
-    crate::layout::check_prefix(prefix).map(|()| prefix.to_string())
 }
 
 /// gen's rate per step; `idle` runs no gen.
@@ -67,13 +63,9 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(150);
 /// `kern.polling.user_frac` of the ramp: FreeBSD's default.
 const USER_FRAC: u32 = 50;
 
-/// One sample, over the [`SAMPLE_EVERY`] before `t`.
+/// Rates and CPU shares over an interval.
 #[derive(Clone, Debug, Serialize)]
-pub struct RampSample {
-    /// Seconds since the first step began.
-    pub t: f64,
-    pub step: usize,
-    pub rate: String,
+pub struct Rates {
     /// tap0's transmit rate in gen.
     pub offered_pps: f64,
     /// tap1's receive rate in sink.
@@ -82,6 +74,17 @@ pub struct RampSample {
     pub competitor_percent: f64,
     /// polld's interrupts on every interface, per second.
     pub interrupts_per_sec: f64,
+}
+
+/// One sample, over the [`SAMPLE_EVERY`] before `t`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RampSample {
+    /// Seconds since the first step began.
+    pub t: f64,
+    pub step: usize,
+    pub rate: String,
+    #[serde(flatten)]
+    pub rates: Rates,
     /// 1 when the interface polls, 0 when it takes interrupts.
     pub polling: BTreeMap<String, u64>,
     /// `dev.<if>.auto_switches` so far, summed over the interfaces.
@@ -93,15 +96,13 @@ pub struct RampSample {
 pub struct RampStep {
     pub step: usize,
     pub rate: String,
-    pub offered_pps: f64,
-    pub delivered_pps: f64,
-    pub polld_cpu_percent: f64,
-    pub competitor_percent: f64,
-    pub interrupts_per_sec: f64,
+    #[serde(flatten)]
+    pub rates: Rates,
     /// The share of the step's samples in which each interface polled.
     pub polling_fraction: BTreeMap<String, f64>,
 }
 
+/// What `polld bench ramp --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct RampReport {
     pub mode: String,
@@ -111,10 +112,6 @@ pub struct RampReport {
     /// Conservation on every interface of polld's final `--json` counters.
     pub conserved: bool,
     pub svgs: Vec<PathBuf>,
-}
-
-fn failed(what: String) -> TestbedError {
-    TestbedError::Failed(what)
 }
 
 /// Tap0's frames sent in gen so far, and the sample of polld and the competitor.
@@ -173,11 +170,13 @@ fn between(mode: &str, a: &Point, b: &Point, t: f64, step: usize, rate: &str) ->
         t,
         step,
         rate: rate.to_string(),
-        offered_pps: per_sec(a.offered, b.offered),
-        delivered_pps: per_sec(sa.delivered, sb.delivered),
-        polld_cpu_percent: percent(sa.polld_ns, sb.polld_ns),
-        competitor_percent: percent(sa.competitor_ns, sb.competitor_ns),
-        interrupts_per_sec: per_sec(sum(sa, "interrupts"), sum(sb, "interrupts")),
+        rates: Rates {
+            offered_pps: per_sec(a.offered, b.offered),
+            delivered_pps: per_sec(sa.delivered, sb.delivered),
+            polld_cpu_percent: percent(sa.polld_ns, sb.polld_ns),
+            competitor_percent: percent(sa.competitor_ns, sb.competitor_ns),
+            interrupts_per_sec: per_sec(sum(sa, "interrupts"), sum(sb, "interrupts")),
+        },
         polling,
         auto_switches: sum(sb, "auto_switches"),
     }
@@ -198,36 +197,17 @@ pub fn run_ramp(
             "--step-secs {step_secs} is out of range: give 0.5 to 60 seconds"
         )));
     }
-    let layout = Layout::with_devices(&args.prefix, Devices::Tap);
-    let options = UpOptions::default();
-    let _ = writeln!(
-        progress,
-        "polld bench ramp: bringing up the TAP testbed {}, {}, {}",
-        layout.gen_ns, layout.fwd_ns, layout.sink_ns
-    );
-    let tb = Testbed::up(&layout, &options)?;
-    let dir = std::env::temp_dir().join(format!("polld-bench-ramp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
     let trial = ShareTrial {
         rate: None,
         competitor: true,
         ..ShareTrial::flood(&args.mode, USER_FRAC, 0.0, 0.0)
     };
-    let result = ramp(
-        &tb,
-        polld,
-        &dir,
-        (options.cpus.gen, options.cpus.fwd),
-        &trial,
-        rates,
-        step_secs,
+    let (samples, steps, conserved) = crate::share::on_own_tap_testbed(
+        "ramp",
+        &args.prefix,
         progress,
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    drop(tb);
-    let _ = writeln!(progress, "polld bench ramp: testbed removed");
-    let (samples, steps, conserved) = result?;
+        |tb, dir, cpus, progress| ramp(tb, polld, dir, cpus, &trial, rates, step_secs, progress),
+    )?;
     let mut report = RampReport {
         mode: args.mode.clone(),
         step_secs,
@@ -237,15 +217,7 @@ pub fn run_ramp(
         svgs: Vec::new(),
     };
     report.svgs = write_plots(&report, &args.out)?;
-    if args.json {
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        write_text(&report, out);
-    }
+    crate::share::print_report(&report, args.json, out, write_text);
     if !conserved {
         return Err(failed(
             "conservation did not hold on polld's final counters: see polld run --json".into(),
@@ -307,11 +279,7 @@ fn ramp(
         let row = RampStep {
             step,
             rate: rate.to_string(),
-            offered_pps: whole.offered_pps,
-            delivered_pps: whole.delivered_pps,
-            polld_cpu_percent: whole.polld_cpu_percent,
-            competitor_percent: whole.competitor_percent,
-            interrupts_per_sec: whole.interrupts_per_sec,
+            rates: whole.rates,
             polling_fraction,
         };
         let _ = writeln!(
@@ -319,10 +287,10 @@ fn ramp(
             "polld bench ramp: step {}/{} rate {rate}: offered {:.0}/s, delivered {:.0}/s, polld {:.0}%, competitor {:.0}%, polling {:?}",
             step + 1,
             rates.len(),
-            row.offered_pps,
-            row.delivered_pps,
-            row.polld_cpu_percent,
-            row.competitor_percent,
+            row.rates.offered_pps,
+            row.rates.delivered_pps,
+            row.rates.polld_cpu_percent,
+            row.rates.competitor_percent,
             row.polling_fraction
         );
         steps.push(row);
@@ -345,8 +313,8 @@ fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedE
                 x_label: x_label.clone(),
                 y_label: "packets/s".into(),
                 series: vec![
-                    line("offered (tap0 tx in gen)", &|s| s.offered_pps),
-                    line("delivered (tap1 rx in sink)", &|s| s.delivered_pps),
+                    line("offered (tap0 tx in gen)", &|s| s.rates.offered_pps),
+                    line("delivered (tap1 rx in sink)", &|s| s.rates.delivered_pps),
                 ],
             },
         ),
@@ -357,8 +325,8 @@ fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedE
                 x_label: x_label.clone(),
                 y_label: "% of one CPU".into(),
                 series: vec![
-                    line("polld", &|s| s.polld_cpu_percent),
-                    line("competitor", &|s| s.competitor_percent),
+                    line("polld", &|s| s.rates.polld_cpu_percent),
+                    line("competitor", &|s| s.rates.competitor_percent),
                 ],
             },
         ),
@@ -411,11 +379,11 @@ fn write_text(report: &RampReport, out: &mut dyn Write) {
             "{:>4} {:>10} {:>12.0} {:>12.0} {:>7.1} {:>11.1} {:>10.0}  {}",
             s.step + 1,
             s.rate,
-            s.offered_pps,
-            s.delivered_pps,
-            s.polld_cpu_percent,
-            s.competitor_percent,
-            s.interrupts_per_sec,
+            s.rates.offered_pps,
+            s.rates.delivered_pps,
+            s.rates.polld_cpu_percent,
+            s.rates.competitor_percent,
+            s.rates.interrupts_per_sec,
             polling.join(", ")
         );
     }

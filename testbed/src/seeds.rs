@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::plot::{LineChart, Series};
 use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
 use crate::streams::ExtraStream;
-use crate::{Devices, Layout, Role, Testbed, TestbedError, UpOptions};
+use crate::{Role, Testbed, TestbedError};
 
 /// `polld bench seeds` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -45,15 +45,11 @@ pub struct SeedsArgs {
     #[arg(long, default_value = "target/bench-seeds")]
     pub out: PathBuf,
     /// Namespace prefix of the bench's own TAP testbed (`{prefix}gen`, ...).
-    #[arg(long, default_value = "bseeds", value_parser = parse_prefix)]
+    #[arg(long, default_value = "bseeds", value_parser = crate::layout::parse_prefix)]
     pub prefix: String,
     /// Print the results as one JSON document (progress lines still go to stderr).
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_prefix(prefix: &str) -> Result<String, String> {
-    crate::layout::check_prefix(prefix).map(|()| prefix.to_string())
 }
 
 /// One experiment of the bench.
@@ -641,68 +637,49 @@ pub fn run_seeds(
         steps.extend([Step::Curve, Step::Share]);
     }
     let timing = if args.quick { QUICK } else { FULL };
-    let layout = Layout::with_devices(&args.prefix, Devices::Tap);
-    let options = UpOptions::default();
-    let _ = writeln!(
+    let mut report = crate::share::on_own_tap_testbed(
+        "seeds",
+        &args.prefix,
         progress,
-        "polld bench seeds: bringing up the TAP testbed {}, {}, {}",
-        layout.gen_ns, layout.fwd_ns, layout.sink_ns
-    );
-    let tb = Testbed::up(&layout, &options)?;
-    let dir = std::env::temp_dir().join(format!("polld-bench-seeds-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
-    let mut bench = Bench {
-        tb: &tb,
-        polld,
-        dir: &dir,
-        cpus: (options.cpus.gen, options.cpus.fwd),
-        timing,
-        progress,
-        report: SeedsReport {
-            machine: Some(machine()),
-            quick: args.quick,
-            ..SeedsReport::default()
+        |tb, dir, cpus, progress| {
+            let mut bench = Bench {
+                tb,
+                polld,
+                dir,
+                cpus,
+                timing,
+                progress,
+                report: SeedsReport {
+                    machine: Some(machine()),
+                    quick: args.quick,
+                    ..SeedsReport::default()
+                },
+            };
+            // In this order: the table reads the curve's and the share step's trials.
+            for step in [
+                Step::Curve,
+                Step::Share,
+                Step::Table,
+                Step::Screens,
+                Step::Tcp,
+            ] {
+                if !steps.contains(&step) {
+                    continue;
+                }
+                match step {
+                    Step::Curve => bench.curve()?,
+                    Step::Share => bench.share()?,
+                    Step::Table => bench.table()?,
+                    Step::Screens => bench.screens()?,
+                    Step::Tcp => bench.tcp()?,
+                }
+            }
+            Ok(bench.report)
         },
-    };
-    let result = (|| {
-        // In this order: the table reads the curve's and the share step's trials.
-        for step in [
-            Step::Curve,
-            Step::Share,
-            Step::Table,
-            Step::Screens,
-            Step::Tcp,
-        ] {
-            if !steps.contains(&step) {
-                continue;
-            }
-            match step {
-                Step::Curve => bench.curve()?,
-                Step::Share => bench.share()?,
-                Step::Table => bench.table()?,
-                Step::Screens => bench.screens()?,
-                Step::Tcp => bench.tcp()?,
-            }
-        }
-        Ok::<(), TestbedError>(())
-    })();
-    let mut report = bench.report;
-    let _ = std::fs::remove_dir_all(&dir);
-    drop(tb);
-    let _ = writeln!(progress, "polld bench seeds: testbed removed");
-    result?;
+    )?;
     report.findings = findings(&report);
     report.svgs = write_plots(&report, &args.out)?;
-    if args.json {
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        write_text(&report, out);
-    }
+    crate::share::print_report(&report, args.json, out, write_text);
     if !report.unconserved.is_empty() {
         return Err(failed(format!(
             "conservation did not hold in {}: see polld run --json",

@@ -11,6 +11,7 @@
 //! interrupts, and conservation on every interface at the end. `polld demo` and the
 //! promise test both use it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -20,9 +21,9 @@ use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
 use crate::streams::ExtraStream;
-use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError};
+use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
-fn failed(what: String) -> TestbedError {
+pub(crate) fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
 }
 
@@ -364,6 +365,50 @@ impl<'a> TrialRun<'a> {
             conserved: conserved(&interfaces),
         })
     }
+}
+
+/// Prints a bench's report to `out`: one JSON document with `json`, else `text`'s table.
+pub(crate) fn print_report<R: Serialize>(
+    report: &R,
+    json: bool,
+    out: &mut dyn Write,
+    text: fn(&R, &mut dyn Write),
+) {
+    if json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(report).unwrap_or_default()
+        );
+    } else {
+        text(report, out);
+    }
+}
+
+/// Brings up a TAP testbed of `prefix` and a scratch directory, runs `body` on them with
+/// the (gen, fwd) CPUs, then removes both, saying so as `polld bench {bench}: ...`.
+pub(crate) fn on_own_tap_testbed<T>(
+    bench: &str,
+    prefix: &str,
+    progress: &mut dyn Write,
+    body: impl FnOnce(&Testbed, &Path, (usize, usize), &mut dyn Write) -> Result<T, TestbedError>,
+) -> Result<T, TestbedError> {
+    let layout = Layout::with_devices(prefix, Devices::Tap);
+    let options = UpOptions::default();
+    let _ = writeln!(
+        progress,
+        "polld bench {bench}: bringing up the TAP testbed {}, {}, {}",
+        layout.gen_ns, layout.fwd_ns, layout.sink_ns
+    );
+    let tb = Testbed::up(&layout, &options)?;
+    let dir = std::env::temp_dir().join(format!("polld-bench-{bench}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    let result = body(&tb, &dir, (options.cpus.gen, options.cpus.fwd), progress);
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    let _ = writeln!(progress, "polld bench {bench}: testbed removed");
+    result
 }
 
 /// `polld gen target --rate rate` from `cpu` for `seconds`.
