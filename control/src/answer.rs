@@ -234,27 +234,32 @@ pub fn snapshot<D: Device, S: PacketStage>(
 /// declaration where no dataplane is needed to find it (`kern.polling.*`, `polld.*`); for
 /// the others the dataplane's declarations say the same as this rule: writable is a knob,
 /// the interface counters count, the rest are levels.
-pub fn typed(entry: SysctlEntry) -> Reading {
-    let lookup = declared_name(&entry.name);
-    let declared = Poller::default()
+pub fn typed(entries: impl IntoIterator<Item = SysctlEntry>) -> Vec<Reading> {
+    // The declarations are read once for the whole list.
+    let declared: std::collections::HashMap<String, Kind> = Poller::default()
         .readings(NODE)
         .into_iter()
         .chain(DaemonStatus::default().readings())
-        .find(|r| r.name() == lookup);
-    let (node, leaf) = split_name(&entry.name);
-    let kind = match declared {
-        Some(d) => d.kind,
-        None if entry.writable => Kind::Knob,
-        None => undeclared_kind(node, leaf),
-    };
-    let value = value_of(&entry.value);
-    Reading {
-        node: node.to_string(),
-        leaf: leaf.to_string(),
-        kind,
-        value,
-        descr: entry.descr,
-    }
+        .map(|r| (r.name(), r.kind))
+        .collect();
+    entries
+        .into_iter()
+        .map(|entry| {
+            let (node, leaf) = split_name(&entry.name);
+            let kind = match declared.get(&declared_name(&entry.name)) {
+                Some(&kind) => kind,
+                None if entry.writable => Kind::Knob,
+                None => undeclared_kind(node, leaf),
+            };
+            Reading {
+                node: node.to_string(),
+                leaf: leaf.to_string(),
+                kind,
+                value: value_of(&entry.value),
+                descr: entry.descr,
+            }
+        })
+        .collect()
 }
 
 /// The declaration a name is an instance of: a poll CPU's `net.ifpoll.N.*` entry is its

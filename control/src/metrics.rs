@@ -187,7 +187,7 @@ fn one_of(current: &str, choices: &[&str]) -> Vec<(String, String)> {
 /// The entries of a [`Request::List`] answer in the Prometheus text format, typed by
 /// their declarations ([`typed`]).
 pub fn exposition(entries: &[SysctlEntry]) -> String {
-    let readings: Vec<Reading> = entries.iter().cloned().map(typed).collect();
+    let readings = typed(entries.iter().cloned());
     exposition_of(&readings)
 }
 

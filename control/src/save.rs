@@ -124,7 +124,7 @@ struct Running {
 
 impl Running {
     fn from_entries(entries: &[SysctlEntry]) -> Running {
-        let readings: Vec<Reading> = entries.iter().cloned().map(typed).collect();
+        let readings: Vec<Reading> = typed(entries.iter().cloned());
         let default_of = |name: &str| {
             readings
                 .iter()

@@ -153,8 +153,9 @@ fn every_knob_of_the_snapshot_takes_its_own_value_back() {
 
 #[test]
 fn entries_given_as_text_get_the_kinds_their_declarations_give() {
-    for r in snapshot() {
-        let typed = answer::typed(polld_core::SysctlEntry::from(r.clone()));
+    let declared = snapshot();
+    let as_text = declared.iter().cloned().map(polld_core::SysctlEntry::from);
+    for (typed, r) in answer::typed(as_text).into_iter().zip(&declared) {
         assert_eq!(typed.kind, r.kind, "{}", r.name());
         assert_eq!(typed.value, r.value, "{}", r.name());
     }

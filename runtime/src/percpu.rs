@@ -243,7 +243,7 @@ fn route(threads: &[PollThread], order: &[&str], req: Request) -> Response {
         // declarations the names are instances of.
         Request::Snapshot => match merged_entries(threads) {
             Ok(entries) => Response::Snapshot {
-                readings: entries.into_iter().map(typed).collect(),
+                readings: typed(entries),
             },
             Err(answer) => answer,
         },

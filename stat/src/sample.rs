@@ -170,7 +170,7 @@ impl Sample {
     /// A sample of `entries` (a List answer), typed by their declarations, without
     /// `/proc/stat`.
     pub fn from_entries(entries: Vec<SysctlEntry>) -> Sample {
-        Sample::from_readings(entries.into_iter().map(typed).collect())
+        Sample::from_readings(typed(entries))
     }
 
     /// A sample of `readings`, without `/proc/stat`.
