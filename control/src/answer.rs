@@ -268,11 +268,8 @@ fn declared_name(name: &str) -> String {
     if let Some((_, kern)) = polld_core::ifpoll::kern_name(name) {
         return kern;
     }
-    match name
-        .strip_prefix("polld.percpu.")
-        .and_then(|rest| rest.split_once('.'))
-    {
-        Some((_, leaf)) => format!("{DAEMON_NODE}.{leaf}"),
+    match daemon_entry::split_per_cpu(name) {
+        Some((_, entry)) => entry,
         None => name.to_string(),
     }
 }

@@ -244,7 +244,7 @@ pub fn exposition_of(readings: &[Reading]) -> String {
             let leaf = kern.trim_start_matches("kern.polling.");
             let cpu = vec![("cpu", cpu.to_string())];
             add_scheduler(&mut families, format!("polld_ifpoll_{leaf}"), r, leaf, cpu);
-        } else if let Some((cpu, account)) = per_cpu_account(&r.name()) {
+        } else if let Some((cpu, account)) = daemon_entry::split_per_cpu(&r.name()) {
             if let (Some((_, metric, help)), Some(ns)) = (
                 TIME_ACCOUNTS.iter().find(|(n, _, _)| *n == account),
                 r.value.int(),
@@ -292,12 +292,6 @@ fn add_scheduler(
             families.add(base, &r.descr, Type::Gauge, labels, "1".into())
         }
     }
-}
-
-/// `polld.percpu.N.LEAF`: the CPU and the daemon entry `polld.LEAF` it is a share of.
-fn per_cpu_account(name: &str) -> Option<(usize, String)> {
-    let (cpu, leaf) = name.strip_prefix("polld.percpu.")?.split_once('.')?;
-    Some((cpu.parse().ok()?, format!("polld.{leaf}")))
 }
 
 /// Nanoseconds as seconds, exactly.

@@ -43,6 +43,19 @@ pub mod daemon_entry {
     /// `polld.default.<name>`: the value of each writable entry before the config file's
     /// modes and knobs were applied, which `polld ctl --save` compares against.
     pub const DEFAULT_PREFIX: &str = "polld.default.";
+
+    /// `polld.percpu.N.<leaf>`: poll thread N's copy of the per-thread entry `polld.<leaf>`
+    /// (`[daemon] cpus`).
+    pub fn per_cpu(cpu: usize, entry: &str) -> String {
+        let leaf = entry.trim_start_matches("polld.");
+        format!("polld.percpu.{cpu}.{leaf}")
+    }
+
+    /// The CPU and the `polld.<leaf>` entry a `polld.percpu.N.<leaf>` name is a copy of.
+    pub fn split_per_cpu(name: &str) -> Option<(usize, String)> {
+        let (cpu, leaf) = name.strip_prefix("polld.percpu.")?.split_once('.')?;
+        Some((cpu.parse().ok()?, format!("polld.{leaf}")))
+    }
 }
 
 /// Requests are refused above this many bytes (one line, newline included).

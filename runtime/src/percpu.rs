@@ -54,9 +54,6 @@ const PER_THREAD: [&str; 5] = [
     daemon_entry::THREAD_CPU_NS,
 ];
 
-/// The prefix of the per-CPU copies of [`PER_THREAD`].
-pub const PERCPU_PREFIX: &str = "polld.percpu.";
-
 const TOKEN_SIGNAL: u64 = 0;
 const TOKEN_CONTROL: u64 = 1;
 const TOKEN_EXITED: u64 = 2;
@@ -369,9 +366,8 @@ pub fn merge(per_cpu: &[(usize, Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
                 }
             }
             if PER_THREAD.contains(&e.name.as_str()) {
-                let leaf = e.name.trim_start_matches("polld.");
                 threads.push(SysctlEntry {
-                    name: format!("{PERCPU_PREFIX}{cpu}.{leaf}"),
+                    name: daemon_entry::per_cpu(*cpu, &e.name),
                     ..e.clone()
                 });
             }

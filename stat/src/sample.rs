@@ -460,15 +460,12 @@ impl Snapshot {
             .into_iter()
             .map(|n| {
                 let name = |kern: &str| per_cpu_name(n, kern).unwrap_or_default();
-                let share = |leaf: &str| {
-                    let name = format!("polld.percpu.{n}.{leaf}");
-                    percent_of(delta(&name), ns)
-                };
+                let share = |entry: &str| percent_of(delta(&daemon_entry::per_cpu(n, entry)), ns);
                 PollCpu {
                     cpu: n,
                     scheduler: Scheduler::of(after, &rate, &name),
-                    device: share("work_ns"),
-                    polld_thread: share("thread_cpu_ns"),
+                    device: share(daemon_entry::WORK_NS),
+                    polld_thread: share(daemon_entry::THREAD_CPU_NS),
                 }
             })
             .collect();
