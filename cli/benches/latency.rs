@@ -70,7 +70,7 @@ fn main() {
         options.cpus.fwd
     );
     println!(
-        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10}  bound",
+        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10} {:>15}  bound",
         "forwarder",
         "offered/s",
         "delivered/s",
@@ -79,7 +79,8 @@ fn main() {
         "p99 µs",
         "max µs",
         "polld CPU",
-        "kernel rx"
+        "kernel rx",
+        "tick late µs"
     );
     let mut all_conserved = true;
     for (r, hz) in &rows {
@@ -96,8 +97,17 @@ fn main() {
                 if met { "met" } else { "NOT met" }
             )
         });
+        // The tick timer's lateness, p50/p99/max: the kernel's part of polling's wait.
+        let tick_late = r.tick_lateness.map_or(String::new(), |t| {
+            format!(
+                "{}/{}/{}",
+                t.p50_ns / 1000,
+                t.p99_ns / 1000,
+                t.max_ns / 1000
+            )
+        });
         println!(
-            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}%  {bound}",
+            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}% {tick_late:>15}  {bound}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,

@@ -28,6 +28,9 @@
 //! thread's. Idle polling waits for the idle thread (`SCHED_IDLE`) to find the CPU idle,
 //! so busy mode is the only thing that changes the poll thread's policy.
 //!
+//! Each tick wakeup is timed against the tick's expiry ([`Lateness`], `polld.tick_lateness_*`):
+//! the part of polling's latency that is the kernel's timer path, not polld's.
+//!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
 //! are served as `polld.work_ns`, `polld.busy_poll_ns` and `polld.idle_poll_ns` with the
@@ -43,6 +46,7 @@ use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
+use crate::lateness::Lateness;
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -110,6 +114,8 @@ pub struct Executor {
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
+    /// How late the tick timer woke the thread.
+    lateness: Lateness,
 }
 
 impl Executor {
@@ -147,6 +153,7 @@ impl Executor {
             watched: vec![None; n],
             idle,
             lowered: false,
+            lateness: Lateness::default(),
         })
     }
 
@@ -173,7 +180,10 @@ impl Executor {
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
-                        let n = self.tick.expirations();
+                        let (n, late_ns) = self.tick.expirations_late();
+                        if n > 0 {
+                            self.lateness.record(late_ns);
+                        }
                         self.dp.raise_ticks(n.min(u32::MAX as u64) as u32);
                     }
                     TOKEN_STATUS => {
@@ -356,6 +366,7 @@ impl Executor {
             busy_poll_ns: self.accounts.busy_poll_ns,
             idle_poll_ns: self.accounts.idle_poll_ns,
             thread_cpu_ns: polld_dev::clock::thread_cpu_ns(),
+            tick_lateness: self.lateness.summary(),
             kernel_rx: rx_work::kernel_rx_status(interfaces, self.daemon.pinned_cpu),
             defaults: self.daemon.defaults.clone(),
         }

@@ -146,6 +146,27 @@ impl Timer {
         }
     }
 
+    /// Expirations since the last read, and how long ago the first of them expired, in
+    /// ns (0 if none, or if the timer is not periodic). Read right after the wakeup, that
+    /// is how late the wakeup came.
+    pub fn expirations_late(&self) -> (u64, u64) {
+        let n = self.expirations();
+        if n == 0 {
+            return (0, 0);
+        }
+        // SAFETY: an all-zero itimerspec is valid, and the kernel fills it.
+        let mut now: libc::itimerspec = unsafe { std::mem::zeroed() };
+        // SAFETY: `now` is valid for the call.
+        if unsafe { libc::timerfd_gettime(self.fd.as_raw_fd(), &mut now) } != 0 {
+            return (n, 0);
+        }
+        let ns = |t: libc::timespec| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+        let (period, to_next) = (ns(now.it_interval), ns(now.it_value));
+        // The latest expiry was one period before the next; the first, n - 1 before that.
+        let late = period.saturating_sub(to_next) + (n - 1) * period;
+        (n, late)
+    }
+
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -308,4 +329,22 @@ pub fn make_realtime() -> io::Result<()> {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_read_reports_the_first_expiry_it_missed() {
+        let timer = Timer::new().unwrap();
+        assert_eq!(timer.expirations_late(), (0, 0));
+        timer.set_period(1_000_000).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (n, late) = timer.expirations_late();
+        assert!(n >= 4, "{n} expirations in 5 ms");
+        // The first expiry was at 1 ms, read at 5 ms or later.
+        assert!(late >= (n - 1) * 1_000_000, "{late} ns late after {n}");
+        assert!(late < n * 1_000_000, "{late} ns late after {n}");
+    }
 }

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_control::answer::TickLateness;
+use polld_control::proto::daemon_entry;
 use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
@@ -72,6 +74,9 @@ pub struct DemoRow {
     pub latency: Option<SinkLatency>,
     /// The TCP stream's rate, in a TCP trial.
     pub tcp: Option<TcpResult>,
+    /// How late polld's tick timer woke its poll thread, from start to the end of the run
+    /// (`None`: no ticks, as in interrupt mode, or the kernel forwarded).
+    pub tick_lateness: Option<TickLateness>,
     /// Conservation on every interface in polld's final report (`None`: the kernel
     /// forwarded).
     pub conserved: Option<bool>,
@@ -545,6 +550,13 @@ pub fn measure(
         polld_rss_kib: after.rss_kib,
         latency,
         tcp,
+        tick_lateness: Some(TickLateness {
+            wakeups: after.get(daemon_entry::TICK_WAKEUPS),
+            p50_ns: after.get(daemon_entry::TICK_LATENESS_P50_NS),
+            p99_ns: after.get(daemon_entry::TICK_LATENESS_P99_NS),
+            max_ns: after.get(daemon_entry::TICK_LATENESS_MAX_NS),
+        })
+        .filter(|t| t.wakeups > 0),
         conserved,
     })
 }
@@ -736,8 +748,9 @@ struct Snapshot {
 
 impl Snapshot {
     fn take(socket: &Path, pid: u32, cpu: usize) -> Result<Snapshot, TestbedError> {
+        // Every entry: the interfaces' counters, the scheduler's and the daemon's own.
         let request = polld_control::proto::Request::List {
-            prefix: "dev".into(),
+            prefix: String::new(),
         };
         let values = match polld_control::client::request(socket, &request) {
             Ok(polld_control::proto::Response::Entries { entries }) => entries
