@@ -58,6 +58,8 @@ pub struct DemoRow {
     pub mode: String,
     pub offered_pps: f64,
     pub delivered_pps: f64,
+    /// The measured window, s.
+    pub seconds: f64,
     /// polld's CPU time over the run, percent of one CPU (0 for the kernel).
     pub polld_cpu_percent: f64,
     /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
@@ -74,12 +76,38 @@ pub struct DemoRow {
     pub latency: Option<SinkLatency>,
     /// The TCP stream's rate, in a TCP trial.
     pub tcp: Option<TcpResult>,
+    /// Growth over the run of each of polld's numeric entries (counters; a gauge's
+    /// change), by name: empty when the kernel forwarded.
+    pub polld_deltas: Vec<(String, u64)>,
     /// How late polld's tick timer woke its poll thread, from start to the end of the run
     /// (`None`: no ticks, as in interrupt mode, or the kernel forwarded).
     pub tick_lateness: Option<TickLateness>,
     /// Conservation on every interface in polld's final report (`None`: the kernel
     /// forwarded).
     pub conserved: Option<bool>,
+}
+
+impl DemoRow {
+    /// How much polld's entry `name` grew over the run (0 if it has none).
+    pub fn polld_delta(&self, name: &str) -> u64 {
+        self.polld_deltas
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+
+    /// The growth over the run of `dev.<if>.<leaf>`, summed over polld's interfaces.
+    pub fn polld_delta_all_ifs(&self, leaf: &str) -> u64 {
+        self.polld_deltas
+            .iter()
+            .filter(|(n, _)| {
+                n.strip_prefix("dev.")
+                    .and_then(|rest| rest.split_once('.'))
+                    .is_some_and(|(_, l)| l == leaf)
+            })
+            .map(|(_, v)| v)
+            .sum()
+    }
 }
 
 /// Who forwards in fwd during a trial.
@@ -493,6 +521,9 @@ pub fn measure(
                     .unwrap_or(0.0)
                     / 1e6,
                 retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+                mean_rtt_us: end["streams"][0]["sender"]["mean_rtt"]
+                    .as_u64()
+                    .unwrap_or(0),
             };
             (0.0, trial.duration, Some(tcp))
         }
@@ -540,6 +571,7 @@ pub fn measure(
         mode: trial.label.clone(),
         offered_pps,
         delivered_pps,
+        seconds: wall,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
@@ -550,6 +582,11 @@ pub fn measure(
         polld_rss_kib: after.rss_kib,
         latency,
         tcp,
+        polld_deltas: after
+            .values
+            .iter()
+            .map(|(name, v)| (name.clone(), v.saturating_sub(before.get(name))))
+            .collect(),
         tick_lateness: Some(TickLateness {
             wakeups: after.get(daemon_entry::TICK_WAKEUPS),
             p50_ns: after.get(daemon_entry::TICK_LATENESS_P50_NS),
@@ -571,6 +608,8 @@ pub struct TcpResult {
     pub mbit_per_s: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
+    /// The sender's mean smoothed round-trip time over the run (iperf3's `mean_rtt`), µs.
+    pub mean_rtt_us: u64,
 }
 
 /// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its
