@@ -128,7 +128,7 @@ impl Executor {
     ) -> io::Result<Executor> {
         let epoll = Epoll::new()?;
         let tick = Timer::new()?;
-        let status = Timer::new()?;
+        let mut status = Timer::new()?;
         epoll.add(tick.fd(), TOKEN_TICK)?;
         epoll.add(status.fd(), TOKEN_STATUS)?;
         epoll.add(signals.fd(), TOKEN_SIGNAL)?;

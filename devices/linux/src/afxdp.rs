@@ -33,6 +33,11 @@ use crate::busy_poll::{BusyPoll, BusyPollConfig};
 use crate::iface::{self, IfName};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
+/// How long a kick the device pushed back on holds off the next one when no sent frame
+/// completes meanwhile (frames of others may fill the peer's ring, and theirs complete
+/// elsewhere).
+const STALLED_KICK_RETRY_NS: u64 = 200_000;
+
 /// Whether the socket shares frames with the driver (zero-copy) or the kernel copies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BindMode {
@@ -223,6 +228,8 @@ pub struct AfXdp {
     tx_queued: Vec<XdpDesc>,
     interrupt_armed: bool,
     stats: AfXdpStats,
+    /// The device pushed back at the last kick: when, and `stats.tx_completed` then.
+    tx_stalled: Option<(u64, u64)>,
     /// A datagram socket for interface-flag ioctls (an XDP socket does not take them).
     ioctl_socket: OwnedFd,
     /// The longest frame `send` takes: the smaller of a UMEM frame and what the MTU
@@ -428,6 +435,7 @@ impl AfXdp {
             tx_queued: Vec::with_capacity(config.tx_frames as usize),
             interrupt_armed: false,
             stats: AfXdpStats::default(),
+            tx_stalled: None,
             max_frame: 0,
             ioctl_socket,
             busy_poll,
@@ -531,7 +539,21 @@ impl AfXdp {
 
     /// Asks the kernel to transmit what the tx ring holds. In copy mode one `sendto` sends
     /// a bounded batch (32 frames by default) and answers EAGAIN while more are left.
+    ///
+    /// After a kick the device pushed back on, the next one waits for a sign that it
+    /// drained: a completion (in copy mode a sent frame completes once the peer took it
+    /// off its ring) or [`STALLED_KICK_RETRY_NS`]. Until then a kick could only fail
+    /// again, a system call per chunk for nothing (on veth the peer's NAPI thread may
+    /// need the very CPU polld holds).
     fn kick_tx(&mut self) {
+        if let Some((at, completed)) = self.tx_stalled {
+            self.reclaim();
+            let drained = self.stats.tx_completed != completed;
+            if !drained && crate::clock::monotonic_ns() < at + STALLED_KICK_RETRY_NS {
+                return;
+            }
+            self.tx_stalled = None;
+        }
         while self.tx.needs_wakeup() && self.tx.pending() > 0 {
             let before = self.tx.pending();
             self.stats.tx_kicks += 1;
@@ -553,6 +575,7 @@ impl AfXdp {
                 );
             // Stop when the kernel makes no progress: the next flush tries again.
             if !retry || self.tx.pending() >= before {
+                self.tx_stalled = Some((crate::clock::monotonic_ns(), self.stats.tx_completed));
                 break;
             }
         }
