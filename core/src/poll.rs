@@ -192,8 +192,6 @@ pub struct Poller {
     table: Vec<HandlerId>,
     /// Per table entry: its output was full in the current cycle, so its share is over.
     blocked: Vec<bool>,
-    /// Per table entry: frames it polled in the current cycle.
-    cycle_polled: Vec<u32>,
     /// The current cycle met a full output (work not done: the burst must not grow).
     cycle_blocked: bool,
     /// The last chunk left every polled ring empty or blocked.
@@ -208,10 +206,6 @@ pub struct Poller {
     repoll_backoff: u64,
     /// The current cycle met a full output in its first chunk.
     blocked_at_once: bool,
-    /// A repoll was asked for, and the cycle it starts is an early one.
-    repoll_asked: bool,
-    /// The current cycle is a repoll's, before the tick.
-    cycle_early: bool,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -237,15 +231,12 @@ impl Poller {
             cycle_start: 0,
             table: Vec::new(),
             blocked: Vec::new(),
-            cycle_polled: Vec::new(),
             cycle_blocked: false,
             chunk_drained: false,
             empty_cycles: 0,
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
             blocked_at_once: false,
-            repoll_asked: false,
-            cycle_early: false,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -321,7 +312,6 @@ impl Poller {
         }
         self.table.push(id);
         self.blocked.push(false);
-        self.cycle_polled.push(0);
         self.update_idle_sleep();
         self.leave_quiet();
         Ok(())
@@ -336,7 +326,6 @@ impl Poller {
             .ok_or(RegError::Enoent)?;
         self.table.swap_remove(pos);
         self.blocked.swap_remove(pos);
-        self.cycle_polled.swap_remove(pos);
         self.update_idle_sleep();
         Ok(())
     }
@@ -393,9 +382,7 @@ impl Poller {
             self.cycle_packets = 0;
             self.cycle_blocked = false;
             self.blocked_at_once = false;
-            self.cycle_early = std::mem::take(&mut self.repoll_asked);
             self.blocked.iter_mut().for_each(|b| *b = false);
-            self.cycle_polled.iter_mut().for_each(|n| *n = 0);
             self.reg_frac_count += 1;
             if self.reg_frac_count >= self.knobs.reg_frac {
                 cmd = PollCmd::CheckStatus;
@@ -424,7 +411,6 @@ impl Poller {
             }
             let id = self.table[i];
             let done = handlers.poll(id, cmd, count);
-            self.cycle_polled[i] += done;
             max_done = max_done.max(done);
             self.cycle_packets += done as u64;
             if handlers.take_output_full(id) {
@@ -487,12 +473,9 @@ impl Poller {
             Controller::Classic => {
                 if self.state.kern_load > 100 - self.knobs.user_frac {
                     self.state.burst = self.state.burst.saturating_sub(1).max(1);
-                } else if self.cycle_blocked {
+                } else if self.state.burst < self.knobs.burst_max && !self.cycle_blocked {
                     // A full output, not the CPU, limited this cycle: a bigger budget
-                    // would only buy frames to drop, and a cycle that fills the output
-                    // pays for a repoll that may find it still full.
-                    self.fit_burst_to_output();
-                } else if self.state.burst < self.knobs.burst_max {
+                    // would only buy frames to drop.
                     self.state.burst += 1;
                 }
             }
@@ -505,7 +488,6 @@ impl Poller {
             self.state.phase = 0;
             if self.cycle_blocked {
                 self.repoll_at = Some(now + self.repoll_gap(now));
-                self.repoll_asked = true;
                 self.state.repolls += 1;
             }
         } else {
@@ -516,24 +498,6 @@ impl Poller {
             self.state.phase = 6;
         }
         true
-    }
-
-    /// After a cycle that filled an output, the burst comes down to what the fullest
-    /// blocked input moved before its output filled: what the output took in one cycle.
-    /// A repoll's cycle, early by design, and one that found the output still full at
-    /// once say nothing about what it drains in a tick, and leave the burst alone. From
-    /// there the burst climbs by one a cycle again, so cycles settle just below what the
-    /// output drains between ticks.
-    fn fit_burst_to_output(&mut self) {
-        if self.blocked_at_once || self.cycle_early {
-            return;
-        }
-        let took = (0..self.table.len())
-            .filter(|&i| self.blocked[i])
-            .map(|i| self.cycle_polled[i])
-            .max()
-            .unwrap_or(self.state.burst);
-        self.state.burst = self.state.burst.min(took).max(1);
     }
 
     /// Counts empty cycles and enters or leaves the quiet state at the close of a cycle.

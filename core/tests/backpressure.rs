@@ -1,7 +1,6 @@
 //! The scheduler's two departures from kern_poll, exactly: a handler whose output filled
-//! is skipped for the rest of the cycle and the burst does not grow after such a cycle
-//! (the classic burst comes down to what the output took); without idle polling, a chunk
-//! that leaves every ring empty ends the cycle.
+//! is skipped for the rest of the cycle and the burst does not grow after such a cycle;
+//! without idle polling, a chunk that leaves every ring empty ends the cycle.
 
 use polld_core::{HandlerId, PollCmd, PollHandlers, Poller};
 
@@ -96,56 +95,6 @@ fn a_classic_burst_does_not_grow_on_cycles_whose_output_filled() {
     }
     assert_eq!(p.state().burst, 5, "stays at its start value");
     assert_eq!(p.state().cycles, 50);
-}
-
-#[test]
-fn a_tick_cycle_that_fills_the_output_fits_the_classic_burst_to_what_it_took() {
-    let mut p = poller(
-        &[
-            ("kern.polling.burst_max", "100"),
-            ("kern.polling.each_burst", "10"),
-        ],
-        2,
-    );
-    let mut h = Rings::new(vec![u32::MAX; 2], vec![None, None]);
-    for _ in 0..100 {
-        one_cycle(&mut p, &mut h);
-    }
-    assert_eq!(p.state().burst, 100);
-    // Handler 0's output takes 25: its third chunk (frames 21 to 30) finds it full.
-    let mut h = Rings::new(vec![u32::MAX; 2], vec![Some(25), None]);
-    one_cycle(&mut p, &mut h);
-    assert_eq!(
-        p.state().burst,
-        30,
-        "what the blocked input moved this cycle"
-    );
-    assert!(
-        p.take_repoll().is_some(),
-        "the cut-short cycle asks to poll again"
-    );
-    // The repoll's cycle comes early by design: what it moves says nothing of a tick's
-    // worth, and leaves the burst alone.
-    let mut h = Rings::new(vec![u32::MAX; 2], vec![Some(5), None]);
-    one_cycle(&mut p, &mut h);
-    assert_eq!(p.state().burst, 30, "an early cycle does not fit it");
-    assert!(p.take_repoll().is_some());
-    let mut h = Rings::new(vec![u32::MAX; 2], vec![None, None]);
-    one_cycle(&mut p, &mut h);
-    assert_eq!(
-        p.state().burst,
-        31,
-        "the repoll's cycle had room: it grows again"
-    );
-    // A tick cycle that finds the output still full at once leaves it alone too.
-    let mut h = Rings::new(vec![u32::MAX; 2], vec![Some(0), None]);
-    h.sent[0] = 1;
-    one_cycle(&mut p, &mut h);
-    assert_eq!(
-        p.state().burst,
-        31,
-        "full from before: no news of what it drains"
-    );
 }
 
 #[test]
