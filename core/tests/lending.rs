@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use polld_core::{
-    Dataplane, Device, Due, Emit, Lending, LinkState, Loan, Mode, PacketStage, PoolId, Poller,
+    Dataplane, Device, Due, Emit, Lending, LinkState, Loan, Mode, PacketStage, Poller, PoolId,
     TxFull, Verdict,
 };
 
@@ -243,7 +243,11 @@ fn a_frame_lent_to_an_output_of_its_pool_is_sent_as_the_same_buffer_rewritten() 
         inject(&mut dp, 40);
         run(&mut dp);
         let c = dp.interfaces()[0].counters();
-        assert_eq!((c.rx_packets, c.forwarded, c.lent), (40, 40, 40), "{mode:?}");
+        assert_eq!(
+            (c.rx_packets, c.forwarded, c.lent),
+            (40, 40, 40),
+            "{mode:?}"
+        );
         let out = dp.interfaces()[1].dev();
         assert_eq!(out.sent_lent, 40);
         // In order, each rewritten in place (byte 0: 64 → 63).
@@ -308,7 +312,11 @@ fn another_pool_or_an_output_that_cannot_lend_gets_a_copy() {
         assert_eq!((c.forwarded, c.lent), (8, 0));
         let out = dp.interfaces()[1].dev();
         assert_eq!((out.sent.len(), out.sent_lent), (8, 0));
-        assert_eq!(out.sent[7], vec![63, 7, 0, 0], "the copy carries the rewrite");
+        assert_eq!(
+            out.sent[7],
+            vec![63, 7, 0, 0],
+            "the copy carries the rewrite"
+        );
         assert!(pools.iter().all(|p| p.borrow().all_free()));
         conserved(&dp);
     }

@@ -146,9 +146,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     self.ifs[s.out].dev.send(frame).is_ok()
                 }
                 // Only a received frame is ever lent.
-                Bytes::Lent(loan) => {
-                    send_loan(&mut self.ifs, s.out, input.unwrap_or(s.out), loan)
-                }
+                Bytes::Lent(loan) => send_loan(&mut self.ifs, s.out, input.unwrap_or(s.out), loan),
             };
             if sent {
                 self.ifs[s.out].counters.tx_packets += 1;
@@ -243,11 +241,7 @@ pub(super) fn apply(
     pools: &[Option<PoolId>],
     tx: &mut TxStaging,
 ) -> bool {
-    let Received {
-        input,
-        frame,
-        loan,
-    } = rx;
+    let Received { input, frame, loan } = rx;
     let received = Origin::Received { input, more: false };
     let link_up = |out: usize| links.get(out) == Some(&LinkState::Up);
     let parts = match verdict {

@@ -39,8 +39,8 @@
 use std::ffi::CString;
 use std::net::Ipv4Addr;
 use std::num::NonZeroU32;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ops::Range;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -265,7 +265,8 @@ struct Group {
 impl UmemFrames {
     fn new(members: u32, shared: bool, sizes: &AfXdpConfig) -> xdp::Result<Arc<UmemFrames>> {
         sizes.validate()?;
-        let len = members as usize * Self::frames_per_member(shared, sizes) as usize
+        let len = members as usize
+            * Self::frames_per_member(shared, sizes) as usize
             * sizes.frame_size as usize;
         let area = UmemArea::new(len)
             .map_err(|e| XdpError::os(format!("allocating an AF_XDP UMEM of {len} bytes"), e))?;
@@ -506,9 +507,10 @@ impl AfXdp {
             };
             // SAFETY: the area is page aligned (mmap) and outlives every ring: each member
             // holds the `UmemFrames` that owns it, and drops its rings first (field order).
-            let umem = unsafe { Umem::new(umem_config, frames.area.as_slice_ptr()) }.map_err(
-                |e| XdpError::os(on_queue("creating the AF_XDP socket and UMEM"), errno(e)),
-            )?;
+            let umem =
+                unsafe { Umem::new(umem_config, frames.area.as_slice_ptr()) }.map_err(|e| {
+                    XdpError::os(on_queue("creating the AF_XDP socket and UMEM"), errno(e))
+                })?;
             group.registration = Some(Registration(umem));
         }
         let result = AfXdp::bind_member(&name, ifindex, queue, config, &group, first);

@@ -717,12 +717,15 @@ fn sockets_of_a_shared_umem_send_each_others_frames_without_a_copy() {
         sent.iter().for_each(|f| sender.send(f));
         let mut loans = Vec::new();
         assert!(eventually(|| {
-            input.lending().unwrap().receive_lending(64, &mut |f, loan| {
-                // Rewritten in place, as the stage rewrites MACs: here the destination.
-                f[..6].copy_from_slice(&MAC_B);
-                loans.push(loan);
-                true
-            });
+            input
+                .lending()
+                .unwrap()
+                .receive_lending(64, &mut |f, loan| {
+                    // Rewritten in place, as the stage rewrites MACs: here the destination.
+                    f[..6].copy_from_slice(&MAC_B);
+                    loans.push(loan);
+                    true
+                });
             loans.len() == BURST as usize
         }));
         for loan in loans {
@@ -743,7 +746,11 @@ fn sockets_of_a_shared_umem_send_each_others_frames_without_a_copy() {
     let (i, o) = (input.stats().unwrap(), output.stats().unwrap());
     assert_eq!(o.tx_lent, u64::from(ROUNDS * BURST));
     assert_eq!(o.tx_frames, o.tx_lent);
-    assert_eq!(i.rx_frames, u64::from(ROUNDS * BURST), "10x the receive frames");
+    assert_eq!(
+        i.rx_frames,
+        u64::from(ROUNDS * BURST),
+        "10x the receive frames"
+    );
     assert_eq!(i.rx_dropped + i.rx_ring_full, 0, "{i:?}");
 }
 
