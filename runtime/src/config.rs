@@ -445,7 +445,10 @@ impl RunConfig {
 
 /// An explicit `af_xdp_shared_umem = true` needs two AF_XDP interfaces on one poll thread
 /// to share anything: otherwise it says which interfaces cannot.
-fn check_shared_umem(daemon: &DaemonConfig, devices: &[DeviceConfig]) -> Result<(), String> {
+pub(crate) fn check_shared_umem(
+    daemon: &DaemonConfig,
+    devices: &[DeviceConfig],
+) -> Result<(), String> {
     if daemon.af_xdp_shared_umem != Some(true) {
         return Ok(());
     }

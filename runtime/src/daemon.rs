@@ -28,7 +28,7 @@ use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
-use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
+use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// pcap, readable by tcpdump -r); a write error stops that recording and is printed.
     #[arg(long, value_name = "PREFIX")]
     pub pcap: Option<String>,
+    /// Overrides `[daemon] af_xdp_shared_umem`: whether the AF_XDP interfaces of a poll
+    /// thread share one UMEM, so forwarded frames leave without a user-space copy.
+    #[arg(long, value_name = "BOOL", env = "POLLD_AF_XDP_SHARED_UMEM")]
+    pub af_xdp_shared_umem: Option<bool>,
 }
 
 /// Why `polld run` could not start or stopped with an error.
@@ -321,7 +325,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             ))
         })?;
     }
-    let config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    if let Some(shared) = args.af_xdp_shared_umem {
+        config.daemon.af_xdp_shared_umem = Some(shared);
+        check_shared_umem(&config.daemon, &config.devices)
+            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
+    }
     let socket = args
         .socket
         .clone()
