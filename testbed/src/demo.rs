@@ -92,9 +92,9 @@ pub enum Forwarder<'a> {
     },
     /// The kernel's own IPv4 forwarding (`ip_forward=1`), no polld.
     Kernel,
-    /// DPDK's testpmd in `mac` mode on `backend` (`af_xdp` or `af_packet`), see
-    /// [`crate::testpmd`].
-    Testpmd { backend: &'a str },
+    /// DPDK's testpmd (`program`, see [`crate::testpmd::program`]) in `mac` mode on
+    /// `backend` (`af_xdp` or `af_packet`), see [`crate::testpmd`].
+    Testpmd { program: &'a Path, backend: &'a str },
 }
 
 /// The forwarder of a trial, once started.
@@ -409,9 +409,12 @@ pub fn measure(
                 tb, &polld_str, dir, &config, &socket,
             )?)
         }
-        Forwarder::Testpmd { backend } => {
-            Running::Testpmd(Box::new(Testpmd::start(tb, options.cpus.fwd, backend)?))
-        }
+        Forwarder::Testpmd { program, backend } => Running::Testpmd(Box::new(Testpmd::start(
+            tb,
+            program,
+            options.cpus.fwd,
+            backend,
+        )?)),
         Forwarder::Kernel => Running::Kernel,
     };
     let duration = trial.duration.to_string();

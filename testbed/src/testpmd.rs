@@ -14,7 +14,7 @@
 //! every frame (see [`TestpmdCounters`]).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -151,11 +151,15 @@ pub struct Testpmd {
 }
 
 impl Testpmd {
-    /// Starts testpmd in fwd with both lcores on `cpu` and its ports on `backend`
-    /// (`af_xdp` or `af_packet`); returns once it forwards, or why it could not (EAL's
-    /// own words: no memory, a device it could not open, ...).
-    pub fn start(tb: &Testbed, cpu: usize, backend: &str) -> Result<Testpmd, TestbedError> {
-        let program = program()?;
+    /// Starts `program` (see [`program()`]) in fwd with both lcores on `cpu` and its ports
+    /// on `backend` (`af_xdp` or `af_packet`); returns once it forwards, or why it could
+    /// not (EAL's own words: no memory, a device it could not open, ...).
+    pub fn start(
+        tb: &Testbed,
+        program: &Path,
+        cpu: usize,
+        backend: &str,
+    ) -> Result<Testpmd, TestbedError> {
         let layout = tb.layout();
         let [rx, tx] = vdevs(backend, &layout.veth1.name, &layout.veth2.name)?;
         // A file prefix of its own: two testpmds (two testbeds) must not share EAL state.
@@ -167,7 +171,7 @@ impl Testpmd {
         ];
         let mut command = tb.command_in(Role::Fwd, Some(cpu), "stdbuf")?;
         // Line-buffered, so the readiness line arrives while testpmd runs.
-        command.arg("-oL").arg(&program);
+        command.arg("-oL").arg(program);
         command.args(["--no-pci", "--no-huge", "-m", "512", "--no-shconf"]);
         command.args(["--no-telemetry", "--file-prefix", &file_prefix]);
         command.args(["--lcores", &lcores, "--vdev", &rx, "--vdev", &tx, "--"]);

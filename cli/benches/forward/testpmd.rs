@@ -16,13 +16,19 @@ fn label(backend: &str) -> String {
 
 /// testpmd's rows on `tb` at a flood and at `half` frames/s, or notes saying why not.
 pub(super) fn run(bench: &mut Bench, tb: &Testbed, half: u64) {
-    if let Err(e) = polld_testbed::testpmd::program() {
-        bench.notes.push(format!("DPDK testpmd: {e}; skipped"));
-        return;
-    }
+    let program = match polld_testbed::testpmd::program() {
+        Ok(program) => program,
+        Err(e) => {
+            bench.notes.push(format!("DPDK testpmd: {e}; skipped"));
+            return;
+        }
+    };
     for backend in BACKENDS {
         let label = label(backend);
-        let forwarder = Forwarder::Testpmd { backend };
+        let forwarder = Forwarder::Testpmd {
+            program: &program,
+            backend,
+        };
         if !bench.selected(&label, forwarder) {
             continue;
         }
