@@ -149,9 +149,19 @@ pub trait Device {
         usize::MAX
     }
 
-    /// Pushes queued transmit frames out (a kick) and reclaims completed ones.
-    /// Called once per batch, after the sends of that batch.
+    /// Pushes queued transmit frames out (a kick) and reclaims completed ones. The
+    /// dataplane calls it once [`Device::tx_batch`] frames wait, and when its work is done
+    /// (the poll cycle closed, the handler returned) for what is left.
     fn flush(&mut self);
+
+    /// The most frames one [`Device::flush`] pushes out at once: what one kick sends (an
+    /// AF_XDP `sendto` in copy mode sends at most the socket's TX budget, an AF_PACKET
+    /// `sendmmsg` its batch). The dataplane flushes an output as soon as this many frames
+    /// wait on it, so each kick goes out full instead of one per receive chunk. The
+    /// default, no limit, flushes only when the work is done.
+    fn tx_batch(&self) -> usize {
+        usize::MAX
+    }
 
     /// The periodic status check (`POLL_AND_CHECK_STATUS` every `reg_frac` cycles).
     fn check_status(&mut self) -> LinkState;
@@ -235,6 +245,9 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn flush(&mut self) {
         (**self).flush()
+    }
+    fn tx_batch(&self) -> usize {
+        (**self).tx_batch()
     }
     fn check_status(&mut self) -> LinkState {
         (**self).check_status()

@@ -170,6 +170,9 @@ impl Device for Reopening {
     fn flush(&mut self) {
         self.current.flush()
     }
+    fn tx_batch(&self) -> usize {
+        self.current.tx_batch()
+    }
 
     /// The current device's status; a device gone asks for a new one, and a new one
     /// ready is swapped in first.

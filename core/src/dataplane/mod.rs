@@ -134,8 +134,9 @@ struct Devices<D, S> {
     /// Per interface: the pool of buffers its device lends from and sends loans of
     /// ([`crate::device::Lending`]), read at each receive batch.
     pools: Vec<Option<PoolId>>,
-    /// Per interface: got frames in the current transmit batch (needs a flush).
-    touched: Vec<bool>,
+    /// Per interface: `Some(frames it accepted)` since it was given frames to send,
+    /// until its next flush ([`Devices::flush_waiting`]).
+    unflushed: Vec<Option<usize>>,
     /// Per interface: frames it received found their output full since the scheduler
     /// last asked (transmit backpressure).
     output_full: Vec<bool>,
@@ -285,8 +286,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
-        let touched = vec![false; devices.len()];
         let pools = vec![None; devices.len()];
+        let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
@@ -318,7 +319,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 queue: InputQueue::new(),
                 tx: TxStaging::default(),
                 pools,
-                touched,
+                unflushed,
                 output_full,
                 work: Work::default(),
                 events: Vec::new(),

@@ -127,7 +127,8 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         room
     }
 
-    /// Sends the staged frames and flushes every device that got some.
+    /// Sends the staged frames. An output is flushed once a kick's worth of frames
+    /// ([`Device::tx_batch`]) waits on it; the rest wait for [`Devices::flush_waiting`].
     pub(super) fn transmit(&mut self) {
         if self.tx.frames.is_empty() {
             return;
@@ -169,17 +170,27 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 None if sent => self.ifs[s.out].counters.generated += 1,
                 None => self.ifs[s.out].counters.generated_dropped += 1,
             }
-            self.touched[s.out] = true;
+            let waiting = self.unflushed[s.out].get_or_insert(0);
+            *waiting += usize::from(sent);
+            if *waiting >= self.ifs[s.out].dev.tx_batch() {
+                self.ifs[s.out].dev.flush();
+                self.unflushed[s.out] = None;
+            }
         }
         // Transmit drops the devices count are folded by `sync_hw_drops` (the executor's
         // status timer), not here: reading them may cost a system call per batch.
-        for (iface, touched) in self.ifs.iter_mut().zip(self.touched.iter_mut()) {
-            if std::mem::take(touched) {
+        self.tx.frames.clear();
+        self.tx.bytes.clear();
+    }
+
+    /// Flushes every output given frames since its last flush (also one whose `send`
+    /// refused them: a flush is what makes room).
+    pub(super) fn flush_waiting(&mut self) {
+        for (iface, unflushed) in self.ifs.iter_mut().zip(self.unflushed.iter_mut()) {
+            if unflushed.take().is_some() {
                 iface.dev.flush();
             }
         }
-        self.tx.frames.clear();
-        self.tx.bytes.clear();
     }
 
     /// Folds the drops devices counted on their own into the interface counters.

@@ -54,6 +54,13 @@ use crate::busy_poll::{BusyPoll, BusyPollConfig};
 use crate::iface::{self, IfName};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
+/// Descriptors one `sendto` kick sends in copy mode: the kernel's budget per call
+/// (`TX_BATCH_SIZE` in `__xsk_generic_xmit`, net/xdp/xsk.c; a socket may raise it with
+/// `XDP_MAX_TX_SKB_BUDGET` since Linux 6.17). The call answers EAGAIN when the budget runs
+/// out with descriptors left, and stops early when the device pushes back (veth: the peer's
+/// ring is full).
+const KICK_BUDGET: usize = 32;
+
 /// Whether the socket shares frames with the driver (zero-copy) or the kernel copies them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BindMode {
@@ -824,7 +831,7 @@ impl AfXdp {
     }
 
     /// Asks the kernel to transmit what the tx ring holds. In copy mode one `sendto` sends
-    /// a bounded batch (32 frames by default) and answers EAGAIN while more are left.
+    /// at most [`KICK_BUDGET`] frames and answers EAGAIN while more are left.
     fn kick_tx(&mut self) {
         while self.tx.needs_wakeup() && self.tx.pending() > 0 {
             let before = self.tx.pending();
@@ -970,6 +977,11 @@ impl Device for AfXdp {
         self.publish_tx();
         self.kick_tx();
         self.reclaim();
+    }
+
+    /// What one kick sends, so that each `sendto` carries a full budget.
+    fn tx_batch(&self) -> usize {
+        KICK_BUDGET
     }
 
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
