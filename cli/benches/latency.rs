@@ -5,7 +5,9 @@
 //! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy; then DPDK
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
 //! skipped, and why). It prints p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs
-//! next to the polling rows.
+//! next to the polling rows, with how late polld's tick timer woke it
+//! (`polld.tick_lateness_*`), and splits each polling p99 into the tick, the timer's
+//! lateness spread and what is left, beside the kernel's own path p99.
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
@@ -147,6 +149,27 @@ fn main() {
     }
     if let Some(note) = testpmd_note {
         println!("{note}");
+    }
+    // What of polling's p99 is the tick, what the timer's lateness, and what the path the
+    // kernel's own forwarding also takes.
+    let kernel_p99 = rows
+        .iter()
+        .find(|(r, _)| r.mode.starts_with("kernel"))
+        .and_then(|(r, _)| r.latency)
+        .map(|l| l.p99_us);
+    for (r, hz) in &rows {
+        let (Some(hz), Some(l), Some(t)) = (hz, r.latency, r.tick_lateness) else {
+            continue;
+        };
+        let tick_us = 1e6 / *hz as f64;
+        println!(
+            "{}: p99 {:.0} µs = the tick {tick_us:.0} + {:.0}; of that the tick timer's lateness spread (p99 - p50) {} µs, and the kernel's own path had p99 {} µs",
+            r.mode,
+            l.p99_us,
+            l.p99_us - tick_us,
+            t.p99_ns.saturating_sub(t.p50_ns) / 1000,
+            kernel_p99.map_or("-".to_string(), |p| format!("{p:.0}")),
+        );
     }
     if all_conserved {
         println!("conservation held on every interface in every polld run");
