@@ -173,6 +173,7 @@ impl Executor {
             self.sync_policy()?;
             let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
+            let events_start = now_ns();
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
@@ -198,6 +199,8 @@ impl Executor {
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
+            // Timer reads, status checks, control requests: none of it is interrupt work.
+            self.dp.ran_outside(now_ns().saturating_sub(events_start));
             self.run_due()?;
             self.log_events();
         }

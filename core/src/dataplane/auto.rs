@@ -9,7 +9,8 @@
 //!   (the context switch, `epoll_wait`, the kernel's readiness work), which on a TAP costs
 //!   more than the handler itself. The work that is not interrupt work of `auto`
 //!   interfaces (ticks, poll cycles, other modes' handlers), timed around each piece on the
-//!   executor's clock ([`Dataplane::ran`]), is taken out; what is left over
+//!   executor's clock ([`Dataplane::ran`], [`Dataplane::ran_outside`]: status checks and
+//!   control requests), is taken out; what is left over
 //!   `100 - kern.polling.user_frac` percent of the window switches every `auto` interface
 //!   that took interrupts in it to polling.
 //! - A preemption is not CPU the thread used, so it never counts as interrupt work, with or
@@ -58,6 +59,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if !auto_interrupt {
             self.auto.other_ns += ns;
         }
+    }
+
+    /// The executor's own work between the pieces it runs (reading its events: timers,
+    /// status checks, control requests), `ns` of its clock: not interrupt work either.
+    pub fn ran_outside(&mut self, ns: u64) {
+        self.auto.other_ns += ns;
     }
 
     /// Whether the executor should read the poll thread's CPU clock now and pass it to
