@@ -159,6 +159,10 @@ impl Executor {
         &self.dp
     }
 
+    pub fn dataplane_mut(&mut self) -> &mut RealDataplane {
+        &mut self.dp
+    }
+
     pub fn accounts(&self) -> TimeAccounts {
         self.accounts
     }
@@ -398,15 +402,26 @@ fn answer(
     }
 }
 
+/// What `polld ifconfig` says of interface `i`'s UMEM now: the shared UMEM it was opened
+/// with is gone once the interface was reopened (it gets its own) or wrapped (`--pcap`).
+fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
+    let lends = dp.interface_mut(i).dev_mut().lending().is_some();
+    if lends || opened_with == "own" {
+        opened_with
+    } else {
+        "own".to_string()
+    }
+}
+
 /// Every interface as `polld ifconfig` shows it.
-pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
+pub fn interfaces(dp: &mut RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
     (0..dp.interfaces().len())
         .map(|i| {
             let info = info.get(i).cloned().unwrap_or_default();
             let mut status =
                 control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
             status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
-            status.umem = info.umem;
+            status.umem = info.umem.map(|umem| umem_now(dp, i, umem));
             status
         })
         .collect()
