@@ -64,7 +64,7 @@ fn check_refuses_what_run_would_and_opens_nothing() {
         "{out}"
     );
     assert!(
-        out.contains("queue 0 of veth1's 1 receive queue(s)"),
+        out.contains("queue(s) 0 of veth1's 1 receive queue(s)"),
         "{out}"
     );
     assert!(

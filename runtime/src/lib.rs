@@ -19,6 +19,7 @@ pub mod daemon;
 pub mod executor;
 pub mod idle;
 pub mod percpu;
+pub mod queues;
 pub mod reopen;
 pub mod rx_work;
 pub mod sys;
