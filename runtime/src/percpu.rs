@@ -461,9 +461,13 @@ fn set_one(threads: &[PollThread], name: &str, value: &str) -> SetResult {
     first.unwrap_or_else(|| refused(format!("{name}: no poll thread to write it")))
 }
 
+/// One poll CPU's whole list of entries: the CPU, its queues (interface, queue number),
+/// the entries.
+pub type CpuEntries<'a> = (usize, &'a [(String, u32)], Vec<SysctlEntry>);
+
 /// The poll threads' entries as one table (module docs): `per_cpu` holds each CPU's
-/// queues (interface, queue number) and whole list, the first poll CPU first.
-pub fn merge(per_cpu: &[(usize, &[(String, u32)], Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
+/// list, the first poll CPU first.
+pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
     let mut merged: Vec<SysctlEntry> = Vec::new();
     let mut ifpoll: Vec<SysctlEntry> = Vec::new();
     let mut threads: Vec<SysctlEntry> = Vec::new();
@@ -572,7 +576,42 @@ mod tests {
         assert_eq!(get("polld.pid"), "42");
         assert_eq!(get("polld.default.kern.polling.user_frac"), "50");
         let names: Vec<&str> = merged.iter().map(|e| e.name.as_str()).collect();
+        assert!(!names.iter().any(|n| n.contains(".queue")), "{names:?}");
         let unique: std::collections::HashSet<&&str> = names.iter().collect();
         assert_eq!(unique.len(), names.len(), "duplicates in {names:?}");
+    }
+
+    #[test]
+    fn a_queued_interface_is_listed_per_queue_and_its_counters_summed() {
+        let cpu = |rx: &str, link: &str| {
+            vec![
+                entry("dev.veth1.rx_packets", rx, false),
+                entry("dev.veth1.queued", "1", false),
+                entry("dev.veth1.link", link, false),
+                entry("dev.veth1.auto_polling", "1", false),
+                entry("dev.veth1.mode", "polling", true),
+                entry("dev.veth2.rx_packets", "5", false),
+            ]
+        };
+        let (q0, q1) = ([("veth1".to_string(), 0)], [("veth1".to_string(), 1)]);
+        let merged = merge(&[(0, &q0, cpu("10", "up")), (1, &q1, cpu("32", "down"))]);
+        let get = |name: &str| {
+            merged
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| e.value.as_str())
+                .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
+        };
+        assert_eq!(get("dev.veth1.rx_packets"), "42");
+        assert_eq!(get("dev.veth1.queued"), "2");
+        assert_eq!(get("dev.veth1.queue0.rx_packets"), "10");
+        assert_eq!(get("dev.veth1.queue1.rx_packets"), "32");
+        assert_eq!(get("dev.veth1.queue1.link"), "down");
+        // States and settings are not sums: the first CPU's.
+        assert_eq!(get("dev.veth1.link"), "up");
+        assert_eq!(get("dev.veth1.auto_polling"), "1");
+        assert_eq!(get("dev.veth1.mode"), "polling");
+        // An interface polled whole is not summed over the CPUs that list it.
+        assert_eq!(get("dev.veth2.rx_packets"), "5");
     }
 }
