@@ -106,6 +106,14 @@ fn check_refuses_what_run_would_and_opens_nothing() {
             "interfaces[0].queue: veth1 has 1 receive queue(s), 0..0".into(),
         ),
         (
+            "af_xdp",
+            Box::new(|c| {
+                c.replacen("[daemon]\n", "[daemon]\ncpus = [0, 1]\n", 1)
+                    .replacen("mode = \"polling\"", "mode = \"polling\"\nqueues = [0, 1]", 1)
+            }),
+            "interfaces[0].queues: veth1 has 1 receive queue(s), 0..0, and queue 1 is not one".into(),
+        ),
+        (
             "af_packet",
             Box::new(|c| c.replacen("name = \"veth2\"", "name = \"nosuch0\"", 1)),
             format!("interfaces[1].name: there is no interface \"nosuch0\" in network namespace `{fwd}`"),
