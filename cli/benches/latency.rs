@@ -2,15 +2,17 @@
 //! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
 //! times each frame when the kernel hands it over. In one run it measures the kernel's own
 //! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
-//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy. It prints
-//! p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs next to the polling rows.
+//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy; then DPDK
+//! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
+//! skipped, and why). It prints p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs
+//! next to the polling rows.
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
 mod common;
 
-use common::{arg, is_root, measure_or_exit, testbed};
-use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use common::{announce, arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Devices, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
@@ -47,22 +49,45 @@ fn main() {
         ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None),
     ];
+    // testpmd is optional: when it is missing or cannot start, a line says why.
+    let testpmd_program = polld_testbed::testpmd::program();
+    let trial_of = |label: &str, forwarder| Trial {
+        label: label.to_string(),
+        forwarder,
+        load: Load::Frames {
+            rate: &rate,
+            sink: true,
+        },
+        duration,
+    };
     let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
     for (label, forwarder, hz) in trials {
-        let trial = Trial {
-            label: label.to_string(),
-            forwarder,
-            load: Load::Frames {
-                rate: &rate,
-                sink: true,
-            },
-            duration,
-        };
+        let trial = trial_of(label, forwarder);
         rows.push((
             measure_or_exit("latency", &tb, &options, polld, &dir, &trial),
             hz,
         ));
     }
+    let testpmd = testpmd_program
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|program| {
+            let forwarder = Forwarder::Testpmd {
+                program,
+                backend: "af_xdp",
+            };
+            let trial = trial_of("testpmd af_xdp", forwarder);
+            announce("latency", &trial);
+            measure(&tb, &options, polld, &dir, &trial)
+        });
+    let testpmd_note = match testpmd {
+        Ok(row) => {
+            let note = row.testpmd.map(|c| format!("testpmd af_xdp: {c}"));
+            rows.push((row, None));
+            note
+        }
+        Err(e) => Some(format!("DPDK testpmd af_xdp: {e}; skipped")),
+    };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
     println!(
@@ -108,7 +133,10 @@ fn main() {
             r.polld_cpu_percent,
             r.kernel_rx_cpu_percent,
         );
-        all_conserved &= r.conserved != Some(false);
+        all_conserved &= r.conserved != Some(false) && r.testpmd.is_none_or(|c| c.balanced());
+    }
+    if let Some(note) = testpmd_note {
+        println!("{note}");
     }
     if all_conserved {
         println!("conservation held on every interface in every polld run");

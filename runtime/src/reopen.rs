@@ -170,6 +170,9 @@ impl Device for Reopening {
     fn flush(&mut self) {
         self.current.flush()
     }
+    fn tx_batch(&self) -> usize {
+        self.current.tx_batch()
+    }
 
     /// The current device's status; a device gone asks for a new one, and a new one
     /// ready is swapped in first.
@@ -196,6 +199,11 @@ impl Device for Reopening {
     }
     fn hw_stats(&mut self) -> HwStats {
         sum(self.carried, self.current.hw_stats())
+    }
+    /// Loans never outlive a receive batch, and the device is swapped only at a status
+    /// check, between batches.
+    fn lending(&mut self) -> Option<&mut dyn polld_core::Lending> {
+        self.current.lending()
     }
 }
 

@@ -264,6 +264,11 @@ impl Device for AfPacket {
         self.tx.push(self.tx_socket.as_raw_fd());
     }
 
+    /// The batch: one `sendmmsg` takes all of it, and `send` refuses a frame beyond it.
+    fn tx_batch(&self) -> usize {
+        self.tx.capacity()
+    }
+
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
     /// the same name: this device is bound to the old one. Reopening is the caller's
     /// explicit action ([`AfPacket::reopen`], or a new device), never a status check's.

@@ -44,7 +44,7 @@ impl TxBatch {
         }
     }
 
-    fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.slots.len() / self.slot_size
     }
 

@@ -29,6 +29,12 @@ macro_rules! pass_through_to_inner {
         fn interrupt_fd(&self) -> Option<std::os::fd::RawFd> {
             self.inner.interrupt_fd()
         }
+        fn tx_room(&mut self) -> usize {
+            self.inner.tx_room()
+        }
+        fn tx_batch(&self) -> usize {
+            self.inner.tx_batch()
+        }
     };
 }
 

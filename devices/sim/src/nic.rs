@@ -104,6 +104,10 @@ pub struct NicConfig {
     /// Where frames received here go: another NIC's name, or `local` (the default).
     #[serde(default)]
     pub route: Option<String>,
+    /// Frames one flush (a kick) takes at most, as an AF_XDP `sendto` does; unset, no
+    /// limit (a doorbell write).
+    #[serde(default)]
+    pub tx_batch: Option<usize>,
 }
 
 fn default_mode() -> Mode {
@@ -142,6 +146,7 @@ impl NicConfig {
             costs: DriverCosts::default(),
             mode: Mode::Interrupt,
             route: None,
+            tx_batch: None,
         }
     }
 
@@ -162,6 +167,9 @@ impl NicConfig {
         }
         if !(14..=9018).contains(&self.frame_len) {
             return Err(format!("nic '{n}': frame_len must be 14..=9018 bytes"));
+        }
+        if self.tx_batch == Some(0) {
+            return Err(format!("nic '{n}': tx_batch must be at least 1"));
         }
         if self.max_frame < 14 {
             return Err(format!("nic '{n}': max_frame must be at least 14 bytes"));
@@ -202,6 +210,8 @@ pub struct NicStats {
     pub tx_wire: u64,
     /// Transmit-complete interrupts taken.
     pub tx_interrupts: u64,
+    /// Times the driver flushed its transmit side (kicks).
+    pub tx_flushes: u64,
     /// Frames that left on the wire carrying an arrival stamp (forwarded ones).
     pub stamped: u64,
     /// Sum of (wire time - arrival time) over those frames, ns.
@@ -451,9 +461,14 @@ impl Device for SimNic {
     }
 
     fn flush(&mut self) {
+        self.stats.tx_flushes += 1;
         if !self.armed {
             self.reclaim();
         }
+    }
+
+    fn tx_batch(&self) -> usize {
+        self.cfg.tx_batch.unwrap_or(usize::MAX)
     }
 
     fn check_status(&mut self) -> LinkState {

@@ -141,3 +141,51 @@ fn without_backpressure_the_burst_still_climbs_to_burst_max() {
     assert_eq!(o.tx_ring_full, 0);
     assert_eq!(o.max_burst, BURST_MAX);
 }
+
+/// Flushes of out0 per poll cycle, over 400 ms after 1 s of warm-up: (flushes, cycles,
+/// frames out0 took).
+fn flushes(s: &Scenario) -> (u64, u64, u64) {
+    let mut sim: Sim = s.build().unwrap();
+    sim.run_until(1000 * MS);
+    let flushes0 = sim.nic(1).stats.tx_flushes;
+    let sent0 = sim.nic(1).stats.tx_queued;
+    let cycles0 = sim.dataplane().poller().state().cycles;
+    sim.run_until(1400 * MS);
+    check_conservation(&sim).unwrap();
+    (
+        sim.nic(1).stats.tx_flushes - flushes0,
+        sim.dataplane().poller().state().cycles - cycles0,
+        sim.nic(1).stats.tx_queued - sent0,
+    )
+}
+
+#[test]
+fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
+    for controller in ["classic", "time"] {
+        let mut s = flood(controller);
+        // Chunks of 16, as the README recommends: about 16 chunks a cycle here.
+        s.knobs.insert(
+            "kern.polling.each_burst".into(),
+            toml::Value::String("16".into()),
+        );
+        // A device without a kick limit is flushed once, when the cycle closes.
+        let (n, cycles, sent) = flushes(&s);
+        assert!(sent > 0 && cycles > 0, "{controller}: nothing forwarded");
+        assert!(
+            n <= cycles,
+            "{controller}: {n} flushes in {cycles} cycles ({sent} frames)"
+        );
+        // One whose kick sends at most 32 frames is also flushed as each 32 wait.
+        const KICK: u64 = 32;
+        s.nics[1].tx_batch = Some(KICK as usize);
+        let (n, cycles, sent) = flushes(&s);
+        assert!(
+            n <= cycles + sent / KICK,
+            "{controller}: {n} flushes in {cycles} cycles for {sent} frames, kicks of {KICK}"
+        );
+        assert!(
+            n >= sent / KICK,
+            "{controller}: {n} flushes for {sent} frames: a kick takes at most {KICK}"
+        );
+    }
+}
