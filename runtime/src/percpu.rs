@@ -529,6 +529,15 @@ fn summed(e: &SysctlEntry) -> bool {
 mod tests {
     use super::*;
 
+    /// The value of entry `name` of `merged`, which must have it.
+    fn value<'a>(merged: &'a [SysctlEntry], name: &str) -> &'a str {
+        merged
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.value.as_str())
+            .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
+    }
+
     fn entry(name: &str, value: &str, writable: bool) -> SysctlEntry {
         SysctlEntry {
             name: name.to_string(),
@@ -556,13 +565,7 @@ mod tests {
             (0, &[], cpu("30", "100", "1", "1000", "tap0")),
             (1, &[], cpu("70", "5", "2", "500", "tap2")),
         ]);
-        let get = |name: &str| {
-            merged
-                .iter()
-                .find(|e| e.name == name)
-                .map(|e| e.value.as_str())
-                .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
-        };
+        let get = |name: &str| value(&merged, name);
         assert_eq!(get("kern.polling.user_frac"), "30");
         assert_eq!(get("kern.polling.burst"), "100");
         assert_eq!(get("net.ifpoll.0.rx.user_frac"), "30");
@@ -595,13 +598,7 @@ mod tests {
         };
         let (q0, q1) = ([("veth1".to_string(), 0)], [("veth1".to_string(), 1)]);
         let merged = merge(&[(0, &q0, cpu("10", "up")), (1, &q1, cpu("32", "down"))]);
-        let get = |name: &str| {
-            merged
-                .iter()
-                .find(|e| e.name == name)
-                .map(|e| e.value.as_str())
-                .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
-        };
+        let get = |name: &str| value(&merged, name);
         assert_eq!(get("dev.veth1.rx_packets"), "42");
         assert_eq!(get("dev.veth1.queued"), "2");
         assert_eq!(get("dev.veth1.queue0.rx_packets"), "10");
