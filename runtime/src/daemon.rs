@@ -129,6 +129,13 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
         if d.netns.is_some() {
             keep.push(Cap::SysAdmin);
         }
+        // Reopening an AF_XDP interface split into queues registers a UMEM per queue at
+        // once: without CAP_IPC_LOCK they count against RLIMIT_MEMLOCK (8 MiB here, one
+        // UMEM) and the second fails with ENOBUFS. Kept if polld has it.
+        let has_ipc_lock = || caps::effective().is_ok_and(|c| c.contains(Cap::IpcLock));
+        if d.backend == Backend::AfXdp && !d.queues.is_empty() && has_ipc_lock() {
+            keep.push(Cap::IpcLock);
+        }
     }
     // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
     // (see the executor's module doc).
