@@ -3,14 +3,14 @@
 //! interfaces with two queues (AF_PACKET `fanout = 2`, AF_XDP `queues = 2`), one queue of
 //! each on each CPU. Two `polld gen` on CPU0 and CPU1 send so that both queues get frames;
 //! both CPUs forward, each through its own queue of veth2, and conservation holds on
-//! every queue and on each interface's totals.
+//! every queue and on each interface's totals. The AF_XDP queues are then reopened
+//! together after veth1 is deleted and created again.
 //!
 //! Its own test binary, so that no other test of this crate runs on the CPUs meanwhile.
 
 mod common;
 
 use std::process::Stdio;
-
 use std::time::{Duration, Instant};
 
 use common::{count, counter, ip, ip_in, stop, testbed, values, Dir, Polld, POLLD};
