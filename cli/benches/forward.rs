@@ -328,10 +328,10 @@ fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
         .filter(|r| r.demo.conserved == Some(false))
         .map(|r| format!("{} ({})", r.demo.mode, r.load))
         .collect();
-    if violated.is_empty() {
-        println!("conservation held on every interface in all {polld_runs} polld runs");
-    } else {
+    if !violated.is_empty() {
         println!("CONSERVATION VIOLATED in: {}", violated.join(", "));
         std::process::exit(1);
+    } else if polld_runs > 0 {
+        println!("conservation held on every interface in all {polld_runs} polld runs");
     }
 }

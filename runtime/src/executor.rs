@@ -31,7 +31,10 @@
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
 //! are served as `polld.work_ns`, `polld.busy_poll_ns` and `polld.idle_poll_ns` with the
-//! other `polld.*` entries, from which `polld stat` splits the core's time.
+//! other `polld.*` entries, from which `polld stat` splits the core's time. For `auto`
+//! interfaces it also reads the thread's CPU clock, once per window of a tick, when the
+//! dataplane asks ([`Dataplane::auto_window_due`]): overload is judged on the CPU the
+//! thread really used, wakeups included and preemptions not.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -156,6 +159,10 @@ impl Executor {
         &self.dp
     }
 
+    pub fn dataplane_mut(&mut self) -> &mut RealDataplane {
+        &mut self.dp
+    }
+
     pub fn accounts(&self) -> TimeAccounts {
         self.accounts
     }
@@ -172,6 +179,7 @@ impl Executor {
             self.sync_policy()?;
             let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
+            let events_start = now_ns();
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
@@ -197,6 +205,8 @@ impl Executor {
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
+            // Timer reads, status checks, control requests: none of it is interrupt work.
+            self.dp.ran_outside(now_ns().saturating_sub(events_start));
             self.run_due()?;
             self.log_events();
         }
@@ -212,6 +222,11 @@ impl Executor {
                 _ => &mut self.accounts.work_ns,
             };
             let start = now_ns();
+            if self.dp.auto_window_due(start) {
+                // Once a tick at most: what the thread used, wakeups included.
+                self.dp
+                    .close_auto_window(start, polld_dev::clock::thread_cpu_ns());
+            }
             let work = self.dp.run(due, start);
             let end = now_ns();
             *account += end.saturating_sub(start);
@@ -387,15 +402,26 @@ fn answer(
     }
 }
 
+/// What `polld ifconfig` says of interface `i`'s UMEM now: the shared UMEM it was opened
+/// with is gone once the interface was reopened (it gets its own) or wrapped (`--pcap`).
+fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
+    let lends = dp.interface_mut(i).dev_mut().lending().is_some();
+    if lends || opened_with == "own" {
+        opened_with
+    } else {
+        "own".to_string()
+    }
+}
+
 /// Every interface as `polld ifconfig` shows it.
-pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
+pub fn interfaces(dp: &mut RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
     (0..dp.interfaces().len())
         .map(|i| {
             let info = info.get(i).cloned().unwrap_or_default();
             let mut status =
                 control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
             status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
-            status.umem = info.umem;
+            status.umem = info.umem.map(|umem| umem_now(dp, i, umem));
             status
         })
         .collect()
