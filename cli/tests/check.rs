@@ -64,7 +64,7 @@ fn check_refuses_what_run_would_and_opens_nothing() {
         "{out}"
     );
     assert!(
-        out.contains("queue 0 of veth1's 1 receive queue(s)"),
+        out.contains("queue(s) 0 of veth1's 1 receive queue(s)"),
         "{out}"
     );
     assert!(
@@ -104,6 +104,14 @@ fn check_refuses_what_run_would_and_opens_nothing() {
             "af_xdp",
             Box::new(|c| c.replacen("mode = \"polling\"", "mode = \"polling\"\nqueue = 5", 1)),
             "interfaces[0].queue: veth1 has 1 receive queue(s), 0..0".into(),
+        ),
+        (
+            "af_xdp",
+            Box::new(|c| {
+                c.replacen("[daemon]\n", "[daemon]\ncpus = [0, 1]\n", 1)
+                    .replacen("mode = \"polling\"", "mode = \"polling\"\nqueues = [0, 1]", 1)
+            }),
+            "interfaces[0].queues: veth1 has 1 receive queue(s), 0..0, and queue 1 is not one".into(),
         ),
         (
             "af_packet",

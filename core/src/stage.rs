@@ -129,6 +129,10 @@ impl<R: Reason, const N: usize> Counts<R, N> {
     pub fn add(&mut self, reason: R, n: u64) {
         self.0[reason.index()] += n;
     }
+    /// Adds every counter of `other`.
+    pub fn add_all(&mut self, other: &Self) {
+        self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a += b);
+    }
     pub fn get(&self, reason: R) -> u64 {
         self.0[reason.index()]
     }
@@ -169,6 +173,10 @@ impl Default for DropCounters {
 impl DropCounters {
     pub fn add(&mut self, reason: DropReason, n: u64) {
         self.0[reason.index()] += n;
+    }
+    /// Adds every counter of `other`.
+    pub fn add_all(&mut self, other: &Self) {
+        self.0.iter_mut().zip(other.0).for_each(|(a, b)| *a += b);
     }
     pub fn get(&self, reason: DropReason) -> u64 {
         self.0[reason.index()]

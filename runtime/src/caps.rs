@@ -20,6 +20,7 @@ pub enum Cap {
     SysNice,
     SysAdmin,
     Bpf,
+    IpcLock,
 }
 
 impl Cap {
@@ -30,6 +31,7 @@ impl Cap {
             Cap::SysAdmin => 21,
             Cap::SysNice => 23,
             Cap::Bpf => 39,
+            Cap::IpcLock => 14,
         }
     }
 
@@ -40,6 +42,7 @@ impl Cap {
             Cap::SysAdmin => "CAP_SYS_ADMIN",
             Cap::SysNice => "CAP_SYS_NICE",
             Cap::Bpf => "CAP_BPF",
+            Cap::IpcLock => "CAP_IPC_LOCK",
         }
     }
 }

@@ -154,33 +154,46 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     Ok(report)
 }
 
-/// An AF_XDP interface's queue must be one of its receive queues.
+/// An AF_XDP interface's queue (or each of its `queues`) must be one of its receive
+/// queues.
 fn check_queue(config: &RunConfig, i: usize, report: &mut CheckReport) -> Result<(), RunError> {
     let d = &config.devices[i];
-    let field = format!("interfaces[{i}].queue");
+    let (field, wanted) = match d.queues.is_empty() {
+        true => (format!("interfaces[{i}].queue"), vec![d.queue]),
+        false => (format!("interfaces[{i}].queues"), d.queues.clone()),
+    };
+    let listed = wanted
+        .iter()
+        .map(|q| q.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let queues = polld_dev::iface::rx_queues(&d.name)
         .map_err(|e| RunError::Config(config.error_at_field(&field, format!("{field}: {e}"))))?;
     match queues {
-        Some(n) if d.queue >= n => Err(RunError::Config(config.error_at_field(
+        Some(n) if wanted.iter().any(|&q| q >= n) => Err(RunError::Config(config.error_at_field(
             &field,
             format!(
-                "{field}: {} has {n} receive queue(s), 0..{}; pick one of them (`ethtool -l {}`)",
+                "{field}: {} has {n} receive queue(s), 0..{}, and queue {} is not one; pick \
+                 among them, or give it more (`ethtool -l {}`, `ethtool -L {} rx N tx N`; a \
+                 veth: `ip link add ... numrxqueues N numtxqueues N`)",
                 d.name,
                 n - 1,
+                wanted.iter().find(|&&q| q >= n).unwrap_or(&0),
+                d.name,
                 d.name
             ),
         ))),
         Some(n) => {
             report.checked.push(format!(
-                "interfaces[{i}]: queue {} of {}'s {n} receive queue(s)",
-                d.queue, d.name
+                "interfaces[{i}]: queue(s) {listed} of {}'s {n} receive queue(s)",
+                d.name
             ));
             Ok(())
         }
         None => {
             report.not_checked.push(format!(
-                "interfaces[{i}]: whether {} has queue {} (its driver does not report channels)",
-                d.name, d.queue
+                "interfaces[{i}]: whether {} has queue(s) {listed} (its driver does not report channels)",
+                d.name
             ));
             Ok(())
         }

@@ -30,6 +30,14 @@
 //! queue = 0                      # af_xdp: the receive queue
 //! cpu = 1                        # with [daemon] cpus: the CPU that polls it (default:
 //!                                # round-robin over `cpus` in file order)
+//! queues = [0, 1]                # af_xdp, with [daemon] cpus: one socket per receive
+//!                                # queue (or `queues = 2`: 0 and 1), each polled by its
+//!                                # own CPU; not with `queue` or `cpu`
+//! fanout = 2                     # af_packet, with [daemon] cpus: that many sockets in
+//!                                # one PACKET_FANOUT group (hash), each polled by its
+//!                                # own CPU
+//! cpus = [1, 0]                  # with queues or fanout: the CPU of each (default: the
+//!                                # first of [daemon] cpus for the first, and so on)
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
 //! addresses = ["10.0.1.2/24"]
 //! mtu = 1500                     # the largest IP packet sent out of it (default: the
@@ -164,8 +172,18 @@ pub struct DeviceConfig {
     pub backend: Backend,
     pub mode: Mode,
     pub queue: u32,
-    /// The poll CPU, with `[daemon] cpus`: the entry's `cpu`, else round-robin.
+    /// The poll CPU, with `[daemon] cpus`: the entry's `cpu`, else round-robin. `None`
+    /// for an interface with `queues`.
     pub cpu: Option<usize>,
+    /// An interface polled by several CPUs, one device each: its AF_XDP receive queues
+    /// (`queues`), or its AF_PACKET fanout members numbered 0..N (`fanout`). Empty: one
+    /// device, polled whole by `cpu`.
+    pub queues: Vec<u32>,
+    /// The poll CPU of each of `queues`: the entry's `cpus`, else `[daemon] cpus` in order.
+    pub queue_cpus: Vec<usize>,
+    /// In the part of the config one poll CPU runs ([`RunConfig::per_cpu`]): which of
+    /// `queues` is that CPU's.
+    pub this_queue: Option<usize>,
     /// Faults to inject (a test tool), from `[interfaces.fault]`.
     pub fault: Option<FaultConfig>,
 }
@@ -236,7 +254,21 @@ struct DeviceKeys {
     netns: Option<String>,
     #[serde(default)]
     cpu: Option<usize>,
+    #[serde(default)]
+    queues: Option<QueueList>,
+    #[serde(default)]
+    fanout: Option<u32>,
+    #[serde(default)]
+    cpus: Option<Vec<usize>>,
     fault: Option<FaultConfig>,
+}
+
+/// `queues = N` (queues 0..N) or `queues = [ids]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum QueueList {
+    Count(u32),
+    Ids(Vec<u32>),
 }
 
 struct ModeName(Mode);
@@ -259,7 +291,9 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-const DEVICE_KEYS: [&str; 6] = ["backend", "mode", "queue", "netns", "cpu", "fault"];
+const DEVICE_KEYS: [&str; 9] = [
+    "backend", "mode", "queue", "netns", "cpu", "fault", "queues", "fanout", "cpus",
+];
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -325,6 +359,8 @@ impl RunConfig {
                 let field = format!("interfaces[{i}].fault.{}", e.field);
                 return Err(fail(locate(&field), format!("interfaces[{i}].{e}")));
             }
+            let queues = queue_keys(i, &keys, &device_part)
+                .map_err(|(field, message)| fail(locate(&field), message))?;
             devices.push(DeviceConfig {
                 entry: i,
                 name,
@@ -333,6 +369,9 @@ impl RunConfig {
                 mode: keys.mode.0,
                 queue: keys.queue,
                 cpu: keys.cpu,
+                queues,
+                queue_cpus: keys.cpus.unwrap_or_default(),
+                this_queue: None,
                 fault: keys.fault,
             });
             explicit_mtu.push(stage_part.contains_key("mtu"));
@@ -443,6 +482,118 @@ impl RunConfig {
     }
 }
 
+/// The queues of an `[[interfaces]]` entry (`queues` on AF_XDP, `fanout` on AF_PACKET),
+/// checked against its backend and its other keys; empty for a device polled whole. The
+/// error names the field and the fix.
+fn queue_keys(
+    i: usize,
+    keys: &DeviceKeys,
+    given: &toml::Table,
+) -> Result<Vec<u32>, (String, String)> {
+    let refuse = |key: &str, why: String| {
+        let field = format!("interfaces[{i}].{key}");
+        Err((field.clone(), format!("{field}: {why}")))
+    };
+    let several_taps = "a TAP here has one queue: for several CPUs use several TAPs, one \
+                        [[interfaces]] entry each with its own `cpu`";
+    let queues: Vec<u32> = match (&keys.queues, keys.fanout) {
+        (Some(_), Some(_)) => {
+            return refuse(
+                "fanout",
+                "`queues` (AF_XDP) and `fanout` (AF_PACKET) are two ways to split one \
+                 interface; keep the one of its backend"
+                    .to_string(),
+            )
+        }
+        (None, None) => {
+            if given.contains_key("cpus") {
+                return refuse(
+                    "cpus",
+                    "`cpus` lists the CPU of each queue, and this interface has none; use \
+                     `cpu = N`, or add `queues` (af_xdp) or `fanout` (af_packet)"
+                        .to_string(),
+                );
+            }
+            return Ok(Vec::new());
+        }
+        (None, Some(n)) => {
+            match keys.backend {
+                Backend::AfPacket => {}
+                Backend::AfXdp => {
+                    return refuse(
+                        "fanout",
+                        "fanout is AF_PACKET's PACKET_FANOUT; on backend af_xdp write \
+                         `queues = N` (one socket per receive queue)"
+                            .to_string(),
+                    )
+                }
+                Backend::Tap => return refuse("fanout", several_taps.to_string()),
+            }
+            if n == 0 {
+                return refuse(
+                    "fanout",
+                    "0 sockets; write fanout = 2 or more (one per poll CPU)".to_string(),
+                );
+            }
+            (0..n).collect()
+        }
+        (Some(list), None) => {
+            match keys.backend {
+                Backend::AfXdp => {}
+                Backend::AfPacket => {
+                    return refuse(
+                        "queues",
+                        "backend af_packet has no per-queue sockets; write `fanout = N` to \
+                         spread the interface over N sockets, or backend = \"af_xdp\""
+                            .to_string(),
+                    )
+                }
+                Backend::Tap => return refuse("queues", several_taps.to_string()),
+            }
+            let ids = match list {
+                QueueList::Count(n) => (0..*n).collect(),
+                QueueList::Ids(ids) => ids.clone(),
+            };
+            if ids.is_empty() {
+                return refuse(
+                    "queues",
+                    "no queue listed; write e.g. queues = [0, 1] or queues = 2".to_string(),
+                );
+            }
+            if let Some(q) = ids
+                .iter()
+                .enumerate()
+                .find_map(|(k, q)| ids[..k].contains(q).then_some(q))
+            {
+                return refuse(
+                    "queues",
+                    format!("queue {q} is listed twice; list each once"),
+                );
+            }
+            if given.contains_key("queue") {
+                return refuse(
+                    "queue",
+                    "`queue` opens one receive queue and `queues` several; keep one of them"
+                        .to_string(),
+                );
+            }
+            ids
+        }
+    };
+    if given.contains_key("cpu") {
+        let key = if keys.fanout.is_some() {
+            "fanout"
+        } else {
+            "queues"
+        };
+        return refuse(
+            "cpu",
+            format!("with `{key}` each queue has its own CPU: write `cpus = [..]`, one per queue, or leave it out (round-robin)"),
+        );
+    }
+    Ok(queues)
+}
+
 /// An explicit `af_xdp_shared_umem = true` needs two AF_XDP interfaces on one poll thread
 /// to share anything: otherwise it says which interfaces cannot.
 pub(crate) fn check_shared_umem(
@@ -492,6 +643,19 @@ fn assign_cpus(
     packet: &PacketConfig,
 ) -> Result<(), (String, String)> {
     if daemon.cpus.is_empty() {
+        if let Some(i) = devices.iter().position(|d| !d.queues.is_empty()) {
+            let key = if devices[i].backend == Backend::AfPacket {
+                "fanout"
+            } else {
+                "queues"
+            };
+            let field = format!("interfaces[{i}].{key}");
+            let message = format!(
+                "{field}: each queue is polled by its own CPU, and there is one poll thread; \
+                 list the poll CPUs in [daemon] cpus = [..], or remove `{key}` here"
+            );
+            return Err((field, message));
+        }
         if let Some(i) = devices.iter().position(|d| d.cpu.is_some()) {
             let field = format!("interfaces[{i}].cpu");
             let message = format!(
@@ -508,24 +672,42 @@ fn assign_cpus(
             .to_string();
         return Err(("daemon.cpu".to_string(), message));
     }
-    let wanted: Vec<Option<usize>> = devices.iter().map(|d| d.cpu).collect();
+    for (i, d) in devices.iter_mut().enumerate() {
+        d.queue_cpus = queue_cpus(i, d, &daemon.cpus)?;
+    }
+    let whole: Vec<usize> = (0..devices.len())
+        .filter(|&i| devices[i].queues.is_empty())
+        .collect();
+    let wanted: Vec<Option<usize>> = whole.iter().map(|&i| devices[i].cpu).collect();
     let assigned = polld_core::ifpoll::assign(&daemon.cpus, &wanted).map_err(|e| {
         let field = match &e {
             polld_core::ifpoll::AssignError::NotAPollCpu { index, .. } => {
-                format!("interfaces[{index}].cpu")
+                format!("interfaces[{}].cpu", whole[*index])
             }
             _ => "daemon.cpus".to_string(),
         };
-        let message = match &e {
-            polld_core::ifpoll::AssignError::NotAPollCpu { .. } => e.to_string(),
-            _ => format!("daemon.cpus: {e}"),
+        let message = match e {
+            polld_core::ifpoll::AssignError::NotAPollCpu { index, cpu, cpus } => {
+                polld_core::ifpoll::AssignError::NotAPollCpu {
+                    index: whole[index],
+                    cpu,
+                    cpus,
+                }
+                .to_string()
+            }
+            e => format!("daemon.cpus: {e}"),
         };
         (field, message)
     })?;
-    for (d, cpu) in devices.iter_mut().zip(&assigned) {
-        d.cpu = Some(*cpu);
+    for (&i, cpu) in whole.iter().zip(&assigned) {
+        devices[i].cpu = Some(*cpu);
     }
-    if let Some(idle) = daemon.cpus.iter().find(|c| !assigned.contains(c)) {
+    let polled = |c: &usize| {
+        devices
+            .iter()
+            .any(|d| d.cpu == Some(*c) || d.queue_cpus.contains(c))
+    };
+    if let Some(idle) = daemon.cpus.iter().find(|c| !polled(c)) {
         let message = format!(
             "daemon.cpus: CPU {idle} polls no interface; remove it from `cpus`, or give an \
              interface `cpu = {idle}`"
@@ -533,6 +715,16 @@ fn assign_cpus(
         return Err(("daemon.cpus".to_string(), message));
     }
     if packet.mode == polld_packet::Mode::Bridge {
+        if let Some(i) = devices.iter().position(|d| !d.queues.is_empty()) {
+            let field = format!("interfaces[{i}].cpus");
+            let message = format!(
+                "{field}: a bridge floods to every port and polld does not hand frames between \
+                 poll CPUs, so a bridge port is polled whole by one CPU: remove `queues` or \
+                 `fanout` from {}",
+                devices[i].name
+            );
+            return Err((field, message));
+        }
         if let Some(i) = assigned.iter().position(|c| *c != assigned[0]) {
             let field = format!("interfaces[{i}].cpu");
             let message = format!(
@@ -546,17 +738,79 @@ fn assign_cpus(
     Ok(())
 }
 
+/// The poll CPU of each queue of device `i`: its `cpus` (one per queue, each a poll CPU,
+/// no CPU twice), else the poll CPUs in order. A CPU polls at most one queue of an
+/// interface, so there are at most as many queues as poll CPUs.
+fn queue_cpus(i: usize, d: &DeviceConfig, cpus: &[usize]) -> Result<Vec<usize>, (String, String)> {
+    let n = d.queues.len();
+    let key = if d.backend == Backend::AfPacket {
+        "fanout"
+    } else {
+        "queues"
+    };
+    let refuse = |key: &str, why: String| {
+        let field = format!("interfaces[{i}].{key}");
+        Err((field.clone(), format!("{field}: {why}")))
+    };
+    if n > cpus.len() {
+        return refuse(
+            key,
+            format!(
+                "{n} queues on {} poll CPU(s) ([daemon] cpus = {cpus:?}); each CPU polls one \
+                 queue of an interface: at most {}, or add CPUs to [daemon] cpus",
+                cpus.len(),
+                cpus.len()
+            ),
+        );
+    }
+    if d.queue_cpus.is_empty() {
+        return Ok(cpus[..n].to_vec());
+    }
+    if d.queue_cpus.len() != n {
+        return refuse(
+            "cpus",
+            format!(
+                "{} CPU(s) for {n} queue(s); list one CPU per queue, in the order of `{key}`",
+                d.queue_cpus.len()
+            ),
+        );
+    }
+    for (k, cpu) in d.queue_cpus.iter().enumerate() {
+        if !cpus.contains(cpu) {
+            return refuse(
+                "cpus",
+                format!(
+                    "CPU {cpu} is not a poll CPU; the poll CPUs are {cpus:?} ([daemon] cpus): \
+                     add {cpu} there or pick one of them"
+                ),
+            );
+        }
+        if d.queue_cpus[..k].contains(cpu) {
+            return refuse(
+                "cpus",
+                format!("CPU {cpu} is listed twice; each CPU polls one queue of an interface"),
+            );
+        }
+    }
+    Ok(d.queue_cpus.clone())
+}
+
 impl RunConfig {
     /// The poll CPUs (`[daemon] cpus`), each with the part of this config it runs: its
     /// interfaces, and the routes and static ARP entries whose addresses are on their
     /// networks. Every CPU is a router of its own interfaces (polld does not hand frames
-    /// between CPUs): a frame for a network on another CPU is dropped as `no_route`.
+    /// between CPUs): a frame for a network on another CPU is dropped as `no_route`. An
+    /// interface with queues is in the part of every CPU that polls one of them.
     pub fn per_cpu(&self) -> Vec<(usize, RunConfig)> {
         self.daemon
             .cpus
             .iter()
             .map(|&cpu| {
-                let mine: Vec<bool> = self.devices.iter().map(|d| d.cpu == Some(cpu)).collect();
+                let mine: Vec<bool> = self
+                    .devices
+                    .iter()
+                    .map(|d| d.cpu == Some(cpu) || d.queue_cpus.contains(&cpu))
+                    .collect();
                 let on_mine = |ip: Ipv4Addr| {
                     self.packet
                         .interfaces
@@ -566,6 +820,9 @@ impl RunConfig {
                 };
                 let mut part = self.clone();
                 part.devices = pick(&self.devices, &mine);
+                for d in &mut part.devices {
+                    d.this_queue = d.queue_cpus.iter().position(|&c| c == cpu);
+                }
                 part.packet.interfaces = pick(&self.packet.interfaces, &mine);
                 part.packet.routes.retain(|r| on_mine(r.gateway));
                 part.packet.static_arp.retain(|a| on_mine(a.ip));

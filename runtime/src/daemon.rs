@@ -30,6 +30,7 @@ use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
 use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
+use crate::queues::QueueGroups;
 use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
@@ -128,6 +129,13 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
         if d.netns.is_some() {
             keep.push(Cap::SysAdmin);
         }
+        // Reopening an AF_XDP interface split into queues registers a UMEM per queue at
+        // once: without CAP_IPC_LOCK they count against RLIMIT_MEMLOCK (8 MiB here, one
+        // UMEM) and the second fails with ENOBUFS. Kept if polld has it.
+        let has_ipc_lock = || caps::effective().is_ok_and(|c| c.contains(Cap::IpcLock));
+        if d.backend == Backend::AfXdp && !d.queues.is_empty() && has_ipc_lock() {
+            keep.push(Cap::IpcLock);
+        }
     }
     // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
     // (see the executor's module doc).
@@ -146,15 +154,19 @@ enum Opening {
 }
 
 /// The namespace interface `d` lives in: its `netns`, else the calling thread's.
-fn namespace_of(d: &DeviceConfig) -> Result<Namespace, OpenError> {
+pub(crate) fn namespace_of(d: &DeviceConfig) -> Result<Namespace, OpenError> {
     match &d.netns {
         Some(name) => Namespace::named(name),
         None => Namespace::of_this_thread(&d.name),
     }
 }
 
-/// What opens interface `d` again once it went away, on the reopen thread.
-fn opener(d: &DeviceConfig, knobs: &Knobs) -> Opener {
+/// What opens interface `d` again once it went away, on the reopen thread; a queue of an
+/// interface with several reopens through their group.
+fn opener(d: &DeviceConfig, knobs: &Knobs, groups: &QueueGroups) -> Opener {
+    if let Some((group, k)) = groups.of(d) {
+        return Box::new(move || group.take(k).map(|(dev, _)| dev));
+    }
     let (d, knobs) = (d.clone(), knobs.clone());
     Box::new(move || {
         let netns = namespace_of(&d).map_err(|e| e.to_string())?;
@@ -187,27 +199,17 @@ fn open_device(
                     .map_err(entered)?
                     .map_err(|e| text(&e))?,
             ),
-            RxOwner::Kernel(
-                "AF_PACKET: the kernel copies each frame into the ring before polld polls it"
-                    .to_string(),
-            ),
+            afpacket_rx_owner(),
         ),
         Backend::AfXdp => {
-            let config = AfXdpConfig {
-                busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
-                ..AfXdpConfig::default()
-            };
             let dev = netns
                 .enter_while(&d.name, || match umem {
-                    Some(umem) => AfXdp::open_shared(&d.name, d.queue, &config, umem),
-                    None => AfXdp::open(&d.name, d.queue, &config),
+                    Some(umem) => AfXdp::open_shared(&d.name, d.queue, &afxdp_config(knobs), umem),
+                    None => AfXdp::open(&d.name, d.queue, &afxdp_config(knobs)),
                 })
                 .map_err(entered)?
                 .map_err(|e| text(&e))?;
-            let owner = match dev.busy_poll() {
-                busy if busy.is_active() => RxOwner::Polld(busy.describe()),
-                busy => RxOwner::Kernel(busy.describe()),
-            };
+            let owner = afxdp_rx_owner(&dev);
             (Box::new(dev), owner)
         }
         Backend::Tap if opening == Opening::Again => (
@@ -234,6 +236,62 @@ fn open_device(
                 RxOwner::Polld("polld's read() of the TAP".to_string()),
             )
         }
+    })
+}
+
+/// AF_XDP asks for preferred busy polling with a budget of the configured chunk.
+fn afxdp_config(knobs: &Knobs) -> AfXdpConfig {
+    AfXdpConfig {
+        busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
+        ..AfXdpConfig::default()
+    }
+}
+
+fn afxdp_rx_owner(dev: &AfXdp) -> RxOwner {
+    match dev.busy_poll() {
+        busy if busy.is_active() => RxOwner::Polld(busy.describe()),
+        busy => RxOwner::Kernel(busy.describe()),
+    }
+}
+
+fn afpacket_rx_owner() -> RxOwner {
+    RxOwner::Kernel(
+        "AF_PACKET: the kernel copies each frame into the ring before polld polls it".to_string(),
+    )
+}
+
+/// Opens every queue of interface `d` (`queues` or `fanout`) in `netns`, in the order of
+/// `d.queues`: AF_XDP sockets sharing one redirect program, or AF_PACKET sockets in one
+/// new PACKET_FANOUT group.
+pub(crate) fn open_queues(
+    d: &DeviceConfig,
+    netns: Namespace,
+    knobs: &Knobs,
+) -> Result<Vec<(Opened, RxOwner)>, String> {
+    let entered = |e: OpenError| e.to_string();
+    Ok(match d.backend {
+        Backend::AfPacket => netns
+            .enter_while(&d.name, || {
+                AfPacket::open_fanout(&d.name, d.queues.len(), AfPacketConfig::default())
+            })
+            .map_err(entered)?
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|dev| (Box::new(dev) as Opened, afpacket_rx_owner()))
+            .collect(),
+        Backend::AfXdp => netns
+            .enter_while(&d.name, || {
+                AfXdp::open_queues(&d.name, &d.queues, &afxdp_config(knobs))
+            })
+            .map_err(entered)?
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|dev| {
+                let owner = afxdp_rx_owner(&dev);
+                (Box::new(dev) as Opened, owner)
+            })
+            .collect(),
+        Backend::Tap => return Err("a TAP has one queue here".to_string()),
     })
 }
 
@@ -305,7 +363,7 @@ impl Write for PcapFile {
 /// The `kern.polling.*` knobs the config file sets, on top of the defaults: what the
 /// devices are opened with. A refused or foreign entry is skipped here: the dataplane
 /// applies the whole `[knobs]` table afterwards and reports it with its line.
-fn configured_knobs(config: &RunConfig) -> Knobs {
+pub(crate) fn configured_knobs(config: &RunConfig) -> Knobs {
     let mut knobs = Knobs::default();
     for k in &config.knobs {
         if Poller::is_declared(&k.name) {
@@ -347,7 +405,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     if !config.daemon.cpus.is_empty() {
         return crate::percpu::run(&config, args, &socket, signals, out);
     }
-    let (dp, defaults, info, mut reopener) = open_dataplane(&config, args.pcap.as_deref())?;
+    let (dp, defaults, info, mut reopener) =
+        open_dataplane(&config, args.pcap.as_deref(), &QueueGroups::default())?;
 
     let policy = place_poll_thread(&config, config.daemon.cpu, &mut reopener)?;
     let (server, inbox, metrics) = start_control(&config, &socket)?;
@@ -454,10 +513,11 @@ pub(crate) fn daemon_info(
 /// Opens `config`'s interfaces and builds the dataplane on them; also the writable values
 /// before the config was applied, what `polld ifconfig` shows of each interface, and the
 /// reopener of the interfaces, to start once capabilities are dropped
-/// ([`place_poll_thread`]).
+/// ([`place_poll_thread`]). A queue of an interface with several comes from `groups`.
 pub(crate) fn open_dataplane(
     config: &RunConfig,
     pcap: Option<&str>,
+    groups: &QueueGroups,
 ) -> Result<(RealDataplane, Defaults, Vec<IfInfo>, Reopener), RunError> {
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     let mut rx_owners = Vec::new();
@@ -472,11 +532,16 @@ pub(crate) fn open_dataplane(
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         };
-        let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
         let member = umem.as_ref().filter(|_| d.backend == Backend::AfXdp);
-        let (dev, rx_owner) =
-            open_device(d, netns, &knobs, Opening::Start, member).map_err(|e| fail("name", e))?;
-        let dev = Box::new(reopener.wrap(dev, opener(d, &knobs)));
+        let (dev, rx_owner) = match groups.of(d) {
+            Some((group, k)) => group.take(k).map_err(|e| fail("name", e))?,
+            None => {
+                let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
+                open_device(d, netns, &knobs, Opening::Start, member)
+                    .map_err(|e| fail("name", e))?
+            }
+        };
+        let dev = Box::new(reopener.wrap(dev, opener(d, &knobs, groups)));
         let dev = wrap_device(dev, d, pcap).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
@@ -505,7 +570,8 @@ fn shared_umem(config: &RunConfig) -> Result<(Option<SharedUmem>, Vec<String>), 
     let names: Vec<String> = config
         .devices
         .iter()
-        .filter(|d| d.backend == Backend::AfXdp)
+        // An interface split into queues opens its sockets together, each on its own UMEM.
+        .filter(|d| d.backend == Backend::AfXdp && d.queues.is_empty())
         .map(|d| d.name.clone())
         .collect();
     if !config.daemon.shared_umem() || names.len() < 2 {

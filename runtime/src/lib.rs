@@ -21,6 +21,7 @@ pub mod executor;
 pub mod idle;
 pub mod lateness;
 pub mod percpu;
+pub mod queues;
 pub mod reopen;
 pub mod rx_work;
 pub mod sys;

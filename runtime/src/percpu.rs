@@ -6,13 +6,18 @@
 //! its own tick, burst and `user_frac` accounting, its own packet stage. The threads share
 //! nothing, so polld does not hand frames between CPUs: each CPU routes among its own
 //! interfaces, and a frame for a network on another CPU is dropped there as `no_route`.
+//! An interface with queues (`queues`, `fanout`: [`crate::queues`]) is one device on
+//! each CPU that polls one of its queues, so a CPU with a queue of each of two such
+//! interfaces forwards between them itself, transmitting through its own queue.
 //!
 //! The main thread keeps the stop signals and the control socket. It passes a signal on to
 //! every poll thread, and routes each control request ([`route`]):
 //!
 //! - `net.ifpoll.N.*` is CPU N's `kern.polling.*` ([`polld_core::ifpoll::kern_name`]);
 //! - `kern.polling.*` reads the first poll CPU's and writes every CPU's;
-//! - `dev.<if>.*` goes to the CPU of that interface;
+//! - `dev.<if>.*` goes to the CPU of that interface, or every CPU with one of its
+//!   queues; read, a queued interface's entries are listed per queue as
+//!   `dev.<if>.queue<N>.*`, and its counters summed under `dev.<if>.*`;
 //! - anything else (`net.inet.ip.*`) is written on every CPU; read, its counters are
 //!   summed;
 //! - `polld.*` is the first poll CPU's thread's, as `kern.polling.*` is its poller's (so
@@ -34,16 +39,51 @@ use polld_core::SysctlEntry;
 use crate::config::RunConfig;
 use crate::daemon::{self, FinalCounters, RunArgs, RunError};
 use crate::executor::Executor;
+use crate::queues::{queue_name, QueueGroups};
 use crate::sys::{Epoll, SignalRelay, Signals};
+use polld_core::IfCounters;
 
 /// The main thread's end of one poll thread.
 struct PollThread {
     cpu: usize,
     interfaces: Vec<String>,
+    /// The interfaces of which this CPU polls one queue, with that queue's number.
+    queues: Vec<(String, u32)>,
     requester: Requester,
     relay: SignalRelay,
     handle: JoinHandle<Result<FinalCounters, RunError>>,
 }
+
+impl PollThread {
+    /// What this CPU polls: its interfaces, a queue named as such (`veth1.queue0`).
+    fn polled(&self) -> Vec<String> {
+        self.interfaces
+            .iter()
+            .map(|i| match queue_of(&self.queues, i) {
+                Some(q) => queue_name(i, q),
+                None => i.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The queue of interface `ifname` a CPU polls, if it polls one of its `queues`.
+fn queue_of(queues: &[(String, u32)], ifname: &str) -> Option<u32> {
+    queues.iter().find(|(i, _)| i == ifname).map(|&(_, q)| q)
+}
+
+/// The row of one of a CPU's interfaces, with the interface's name, under the name of
+/// its queue if it is one of the CPU's `queues`.
+fn label<T>(queues: &[(String, u32)], (mut status, value): (IfStatus, T)) -> Row<T> {
+    let interface = status.name.clone();
+    if let Some(q) = queue_of(queues, &interface) {
+        status.name = queue_name(&interface, q);
+    }
+    (interface, status, value)
+}
+
+/// A poll thread's row of an interface or a queue: the interface's name, the row.
+type Row<T> = (String, IfStatus, T);
 
 /// The per-thread daemon entries, listed per CPU under `polld.percpu.N.`.
 const PER_THREAD: [&str; 5] = [
@@ -70,17 +110,30 @@ pub(crate) fn run(
     let exited = Arc::new(EventFd::new().map_err(RunError::Io)?);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<&'static str, ()>>();
     let mut threads: Vec<PollThread> = Vec::new();
+    let groups = QueueGroups::of_config(config);
     for (cpu, part) in config.per_cpu() {
         let (requester, inbox) = server::channel().map_err(RunError::Io)?;
         let (thread_signals, relay) = Signals::relay().map_err(RunError::Io)?;
         let interfaces = part.devices.iter().map(|d| d.name.clone()).collect();
-        let pcap = args.pcap.clone();
+        let queues = part
+            .devices
+            .iter()
+            .filter_map(|d| Some((d.name.clone(), d.queues[d.this_queue?])))
+            .collect();
+        let (pcap, groups) = (args.pcap.clone(), groups.clone());
         let (ready, exited) = (ready_tx.clone(), exited.clone());
         let handle = std::thread::Builder::new()
             .name(format!("polld-cpu{cpu}"))
             .spawn(move || {
-                let result =
-                    poll_thread(cpu, &part, pcap.as_deref(), thread_signals, inbox, &ready);
+                let result = poll_thread(
+                    cpu,
+                    &part,
+                    pcap.as_deref(),
+                    &groups,
+                    thread_signals,
+                    inbox,
+                    &ready,
+                );
                 if result.is_err() {
                     exited.signal();
                 }
@@ -90,6 +143,7 @@ pub(crate) fn run(
         threads.push(PollThread {
             cpu,
             interfaces,
+            queues,
             requester,
             relay,
             handle,
@@ -110,7 +164,7 @@ pub(crate) fn run(
     let (server, inbox, metrics) = daemon::start_control(config, socket)?;
     let placement: Vec<String> = threads
         .iter()
-        .map(|t| format!("CPU {}: {}", t.cpu, t.interfaces.join(", ")))
+        .map(|t| format!("CPU {}: {}", t.cpu, t.polled().join(", ")))
         .collect();
     eprintln!(
         "polld: running {} interface(s) from {}; {} poll threads {policy} ({}); control socket {}{}",
@@ -126,9 +180,14 @@ pub(crate) fn run(
     drop(metrics);
     drop(server);
     let signal = stopped.map_err(RunError::Io)?;
-    let mut rows = stop_all(threads, signal)?;
-    rows.sort_by_key(|(s, _)| order.iter().position(|n| *n == s.name));
-    daemon::report(&rows, signal, args.json, out).map_err(RunError::Io)
+    let rows = stop_all(threads, signal)?;
+    daemon::report(
+        &in_order(rows, &order, IfCounters::add),
+        signal,
+        args.json,
+        out,
+    )
+    .map_err(RunError::Io)
 }
 
 /// One poll thread: pinned to `cpu`, its interfaces opened, its capabilities dropped,
@@ -137,6 +196,7 @@ fn poll_thread(
     cpu: usize,
     config: &RunConfig,
     pcap: Option<&str>,
+    groups: &QueueGroups,
     signals: Signals,
     inbox: Inbox,
     ready: &mpsc::Sender<Result<&'static str, ()>>,
@@ -149,7 +209,7 @@ fn poll_thread(
                 &e,
             ))
         })?;
-        let (dp, defaults, info, mut reopener) = daemon::open_dataplane(config, pcap)?;
+        let (dp, defaults, info, mut reopener) = daemon::open_dataplane(config, pcap, groups)?;
         let policy = daemon::place_poll_thread(config, None, &mut reopener)?;
         let info_daemon = daemon::daemon_info(config, Some(cpu), defaults);
         let exec = Executor::new(dp, info.clone(), info_daemon, signals, Some(inbox))
@@ -200,7 +260,7 @@ fn wait(
 
 /// Passes `signal` to every poll thread and collects their final counters; the first
 /// error of a thread, if any.
-fn stop_all(threads: Vec<PollThread>, signal: i32) -> Result<FinalCounters, RunError> {
+fn stop_all(threads: Vec<PollThread>, signal: i32) -> Result<Vec<Row<IfCounters>>, RunError> {
     for t in &threads {
         t.relay.send(signal);
     }
@@ -208,7 +268,7 @@ fn stop_all(threads: Vec<PollThread>, signal: i32) -> Result<FinalCounters, RunE
     let mut first_error = None;
     for t in threads {
         match t.handle.join() {
-            Ok(Ok(r)) => rows.extend(r),
+            Ok(Ok(r)) => rows.extend(r.into_iter().map(|row| label(&t.queues, row))),
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
             }
@@ -251,15 +311,60 @@ fn route(threads: &[PollThread], order: &[&str], req: Request) -> Response {
                 .collect(),
         },
         Request::Interfaces => {
-            let mut interfaces: Vec<IfStatus> = Vec::new();
+            let mut rows = Vec::new();
             for t in threads {
                 match t.requester.ask(Request::Interfaces) {
-                    Some(Response::Interfaces { interfaces: mine }) => interfaces.extend(mine),
+                    Some(Response::Interfaces { interfaces: mine }) => {
+                        rows.extend(mine.into_iter().map(|s| label(&t.queues, (s, ()))))
+                    }
                     other => return no_answer(t.cpu, other),
                 }
             }
-            interfaces.sort_by_key(|s| order.iter().position(|n| *n == s.name));
+            let interfaces = in_order(rows, order, |_, _| {})
+                .into_iter()
+                .map(|(s, ())| s)
+                .collect();
             Response::Interfaces { interfaces }
+        }
+    }
+}
+
+/// The rows of every poll thread in the config's order of `order`; an interface polled as
+/// queues has a row of its totals (the counters summed, `add` for the `T`s), followed
+/// by its queues' rows.
+fn in_order<T: Clone>(
+    rows: Vec<Row<T>>,
+    order: &[&str],
+    add: impl Fn(&mut T, &T),
+) -> Vec<(IfStatus, T)> {
+    let mut ordered = Vec::new();
+    for name in order {
+        let mut mine: Vec<(IfStatus, T)> = rows
+            .iter()
+            .filter(|(i, _, _)| i == name)
+            .map(|(_, s, t)| (s.clone(), t.clone()))
+            .collect();
+        if mine.iter().any(|(s, _)| s.name != *name) {
+            mine.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+            let mut total = mine[0].clone();
+            total.0.name = name.to_string();
+            for (s, t) in &mine[1..] {
+                add_counters(&mut total.0.counters, &s.counters);
+                add(&mut total.1, t);
+            }
+            ordered.push(total);
+        }
+        ordered.extend(mine);
+    }
+    ordered
+}
+
+/// Adds `more` to `counters`, by name.
+fn add_counters(counters: &mut Vec<(String, u64)>, more: &[(String, u64)]) {
+    for (name, n) in more {
+        match counters.iter_mut().find(|(c, _)| c == name) {
+            Some((_, sum)) => *sum += n,
+            None => counters.push((name.clone(), *n)),
         }
     }
 }
@@ -272,7 +377,7 @@ fn merged_entries(threads: &[PollThread]) -> Result<Vec<SysctlEntry>, Response> 
         match t.requester.ask(Request::List {
             prefix: String::new(),
         }) {
-            Some(Response::Entries { entries }) => per_cpu.push((t.cpu, entries)),
+            Some(Response::Entries { entries }) => per_cpu.push((t.cpu, &t.queues[..], entries)),
             other => return Err(no_answer(t.cpu, other)),
         }
     }
@@ -325,16 +430,21 @@ fn set_one(threads: &[PollThread], name: &str, value: &str) -> SetResult {
             Err(e) => refused(e),
         };
     }
-    let owner = name.strip_prefix("dev.").and_then(|rest| {
-        threads.iter().find(|t| {
-            t.interfaces
-                .iter()
-                .any(|i| rest.starts_with(&format!("{i}.")))
-        })
-    });
-    let targets: Vec<&PollThread> = match owner {
-        Some(t) => vec![t],
-        None => threads.iter().collect(),
+    // An interface's CPU, or each CPU with one of its queues.
+    let owners: Vec<&PollThread> = match name.strip_prefix("dev.") {
+        Some(rest) => threads
+            .iter()
+            .filter(|t| {
+                t.interfaces
+                    .iter()
+                    .any(|i| rest.starts_with(&format!("{i}.")))
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let targets: Vec<&PollThread> = match owners.is_empty() {
+        false => owners,
+        true => threads.iter().collect(),
     };
     let mut first: Option<SetResult> = None;
     for t in targets {
@@ -351,14 +461,29 @@ fn set_one(threads: &[PollThread], name: &str, value: &str) -> SetResult {
     first.unwrap_or_else(|| refused(format!("{name}: no poll thread to write it")))
 }
 
-/// The poll threads' entries as one table (module docs): `per_cpu` holds each CPU's whole
+/// One poll CPU's whole list of entries: the CPU, its queues (interface, queue number),
+/// the entries.
+pub type CpuEntries<'a> = (usize, &'a [(String, u32)], Vec<SysctlEntry>);
+
+/// The poll threads' entries as one table (module docs): `per_cpu` holds each CPU's
 /// list, the first poll CPU first.
-pub fn merge(per_cpu: &[(usize, Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
+pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
     let mut merged: Vec<SysctlEntry> = Vec::new();
     let mut ifpoll: Vec<SysctlEntry> = Vec::new();
     let mut threads: Vec<SysctlEntry> = Vec::new();
-    for (k, (cpu, entries)) in per_cpu.iter().enumerate() {
+    let mut queues: Vec<SysctlEntry> = Vec::new();
+    for (k, (cpu, mine, entries)) in per_cpu.iter().enumerate() {
         for e in entries {
+            let queue = mine.iter().find_map(|(i, q)| {
+                let leaf = e.name.strip_prefix(&format!("dev.{i}."))?;
+                Some(format!("dev.{}.{leaf}", queue_name(i, *q)))
+            });
+            if let Some(name) = &queue {
+                queues.push(SysctlEntry {
+                    name: name.clone(),
+                    ..e.clone()
+                });
+            }
             if let Some(name) = per_cpu_name(*cpu, &e.name) {
                 ifpoll.push(SysctlEntry { name, ..e.clone() });
                 if k > 0 {
@@ -373,7 +498,7 @@ pub fn merge(per_cpu: &[(usize, Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
             }
             match merged.iter_mut().find(|m| m.name == e.name) {
                 None => merged.push(e.clone()),
-                Some(m) if summed(e) => {
+                Some(m) if summed(e) || (queue.is_some() && summed_over_queues(e)) => {
                     let sum =
                         m.value.parse::<u64>().unwrap_or(0) + e.value.parse::<u64>().unwrap_or(0);
                     m.value = sum.to_string();
@@ -382,9 +507,17 @@ pub fn merge(per_cpu: &[(usize, Vec<SysctlEntry>)]) -> Vec<SysctlEntry> {
             }
         }
     }
+    merged.extend(queues);
     merged.extend(ifpoll);
     merged.extend(threads);
     merged
+}
+
+/// Whether an entry of a queued interface is the sum over its queues: the read-only
+/// numbers but the link's state and auto mode's polling flag.
+fn summed_over_queues(e: &SysctlEntry) -> bool {
+    let leaf = e.name.rsplit('.').next().unwrap_or_default();
+    !e.writable && e.value.parse::<u64>().is_ok() && !["link", "auto_polling"].contains(&leaf)
 }
 
 /// Whether an entry is the sum over the CPUs: the stage's read-only counters.
@@ -395,6 +528,15 @@ fn summed(e: &SysctlEntry) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value of entry `name` of `merged`, which must have it.
+    fn value<'a>(merged: &'a [SysctlEntry], name: &str) -> &'a str {
+        merged
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.value.as_str())
+            .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
+    }
 
     fn entry(name: &str, value: &str, writable: bool) -> SysctlEntry {
         SysctlEntry {
@@ -420,16 +562,10 @@ mod tests {
             ]
         };
         let merged = merge(&[
-            (0, cpu("30", "100", "1", "1000", "tap0")),
-            (1, cpu("70", "5", "2", "500", "tap2")),
+            (0, &[], cpu("30", "100", "1", "1000", "tap0")),
+            (1, &[], cpu("70", "5", "2", "500", "tap2")),
         ]);
-        let get = |name: &str| {
-            merged
-                .iter()
-                .find(|e| e.name == name)
-                .map(|e| e.value.as_str())
-                .unwrap_or_else(|| panic!("{name} missing from {merged:?}"))
-        };
+        let get = |name: &str| value(&merged, name);
         assert_eq!(get("kern.polling.user_frac"), "30");
         assert_eq!(get("kern.polling.burst"), "100");
         assert_eq!(get("net.ifpoll.0.rx.user_frac"), "30");
@@ -443,7 +579,36 @@ mod tests {
         assert_eq!(get("polld.pid"), "42");
         assert_eq!(get("polld.default.kern.polling.user_frac"), "50");
         let names: Vec<&str> = merged.iter().map(|e| e.name.as_str()).collect();
+        assert!(!names.iter().any(|n| n.contains(".queue")), "{names:?}");
         let unique: std::collections::HashSet<&&str> = names.iter().collect();
         assert_eq!(unique.len(), names.len(), "duplicates in {names:?}");
+    }
+
+    #[test]
+    fn a_queued_interface_is_listed_per_queue_and_its_counters_summed() {
+        let cpu = |rx: &str, link: &str| {
+            vec![
+                entry("dev.veth1.rx_packets", rx, false),
+                entry("dev.veth1.queued", "1", false),
+                entry("dev.veth1.link", link, false),
+                entry("dev.veth1.auto_polling", "1", false),
+                entry("dev.veth1.mode", "polling", true),
+                entry("dev.veth2.rx_packets", "5", false),
+            ]
+        };
+        let (q0, q1) = ([("veth1".to_string(), 0)], [("veth1".to_string(), 1)]);
+        let merged = merge(&[(0, &q0, cpu("10", "up")), (1, &q1, cpu("32", "down"))]);
+        let get = |name: &str| value(&merged, name);
+        assert_eq!(get("dev.veth1.rx_packets"), "42");
+        assert_eq!(get("dev.veth1.queued"), "2");
+        assert_eq!(get("dev.veth1.queue0.rx_packets"), "10");
+        assert_eq!(get("dev.veth1.queue1.rx_packets"), "32");
+        assert_eq!(get("dev.veth1.queue1.link"), "down");
+        // States and settings are not sums: the first CPU's.
+        assert_eq!(get("dev.veth1.link"), "up");
+        assert_eq!(get("dev.veth1.auto_polling"), "1");
+        assert_eq!(get("dev.veth1.mode"), "polling");
+        // An interface polled whole is not summed over the CPUs that list it.
+        assert_eq!(get("dev.veth2.rx_packets"), "5");
     }
 }

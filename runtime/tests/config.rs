@@ -308,3 +308,118 @@ fn an_interface_without_mtu_takes_the_kernels() {
     let c = parse(GOOD).unwrap();
     assert!(c.packet.interfaces.iter().all(|i| i.mtu == 1500));
 }
+
+/// Two interfaces split over two poll CPUs: veth1 on AF_XDP queues, veth2 fanned out on
+/// AF_PACKET; `extra1` and `extra2` go into their entries.
+fn queued(extra1: &str, extra2: &str) -> String {
+    format!(
+        r#"
+[daemon]
+cpus = [0, 1]
+
+[[interfaces]]
+name = "veth1"
+backend = "af_xdp"
+{extra1}
+mac = "02:00:00:00:01:02"
+addresses = ["10.0.1.2/24"]
+
+[[interfaces]]
+name = "veth2"
+{extra2}
+mac = "02:00:00:00:02:01"
+addresses = ["10.0.2.1/24"]
+"#
+    )
+}
+
+#[test]
+fn queues_and_fanout_put_one_queue_of_each_interface_on_each_cpu() {
+    let c = parse(&queued("queues = [0, 1]", "fanout = 2\ncpus = [1, 0]")).unwrap();
+    assert_eq!(c.devices[0].queues, [0, 1]);
+    assert_eq!(
+        c.devices[0].queue_cpus,
+        [0, 1],
+        "round-robin: queue k on cpus[k]"
+    );
+    assert_eq!(c.devices[1].queues, [0, 1]);
+    assert_eq!(c.devices[1].queue_cpus, [1, 0]);
+    assert_eq!(c.devices[0].cpu, None);
+    let parts = c.per_cpu();
+    for (cpu, part) in &parts {
+        let mine: Vec<(&str, Option<usize>)> = part
+            .devices
+            .iter()
+            .map(|d| (d.name.as_str(), d.this_queue))
+            .collect();
+        let want = match cpu {
+            0 => [("veth1", Some(0)), ("veth2", Some(1))],
+            _ => [("veth1", Some(1)), ("veth2", Some(0))],
+        };
+        assert_eq!(mine, want, "CPU {cpu}");
+        // Each CPU has both networks: it routes between them itself.
+        assert_eq!(part.packet.interfaces.len(), 2);
+    }
+    let c = parse(&queued("queues = 2", "")).unwrap();
+    assert_eq!(c.devices[0].queues, [0, 1]);
+    assert_eq!(
+        c.devices[1].cpu,
+        Some(0),
+        "a whole interface still goes round-robin"
+    );
+}
+
+#[test]
+fn queue_mistakes_name_the_field_and_the_fix() {
+    let cases: [(String, &str); 11] = [
+        (
+            queued("fanout = 2", ""),
+            "interfaces[0].fanout: fanout is AF_PACKET's PACKET_FANOUT; on backend af_xdp write `queues = N`",
+        ),
+        (
+            queued("", "queues = 2"),
+            "interfaces[1].queues: backend af_packet has no per-queue sockets; write `fanout = N`",
+        ),
+        (
+            queued("", "backend = \"tap\"\nqueues = 2"),
+            "interfaces[1].queues: a TAP here has one queue: for several CPUs use several TAPs",
+        ),
+        (
+            queued("", "backend = \"tap\"\nfanout = 2"),
+            "interfaces[1].fanout: a TAP here has one queue: for several CPUs use several TAPs",
+        ),
+        (
+            queued("queues = [0, 1, 2]", ""),
+            "interfaces[0].queues: 3 queues on 2 poll CPU(s) ([daemon] cpus = [0, 1]); each CPU polls one queue of an interface: at most 2",
+        ),
+        (
+            queued("queues = [1, 1]", ""),
+            "interfaces[0].queues: queue 1 is listed twice",
+        ),
+        (
+            queued("queues = 2\ncpus = [0, 7]", ""),
+            "interfaces[0].cpus: CPU 7 is not a poll CPU; the poll CPUs are [0, 1]",
+        ),
+        (
+            queued("queues = 2\ncpus = [0]", ""),
+            "interfaces[0].cpus: 1 CPU(s) for 2 queue(s); list one CPU per queue",
+        ),
+        (
+            queued("queues = 2\ncpu = 1", ""),
+            "interfaces[0].cpu: with `queues` each queue has its own CPU: write `cpus = [..]`",
+        ),
+        (
+            queued("queues = 2", "").replace("cpus = [0, 1]", "cpu = 1"),
+            "interfaces[0].queues: each queue is polled by its own CPU, and there is one poll thread; list the poll CPUs in [daemon] cpus",
+        ),
+        (
+            queued("queue = 1\nqueues = 2", ""),
+            "interfaces[0].queue: `queue` opens one receive queue and `queues` several",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = parse(&text).unwrap_err();
+        assert!(err.contains(want), "{err}\nwanted: {want}");
+        assert!(err.starts_with("fwd.toml:"), "{err}");
+    }
+}

@@ -49,6 +49,45 @@ sysctl_struct! {
 }
 
 impl IfCounters {
+    /// Adds `other`'s counters: the totals of an interface polled as several queues.
+    pub fn add(&mut self, other: &IfCounters) {
+        // Destructured, so that a new counter cannot be left out.
+        let IfCounters {
+            interrupts,
+            polls,
+            empty_polls,
+            tasks,
+            auto_switches,
+            rx_packets,
+            tx_packets,
+            tx_drops,
+            forwarded,
+            lent,
+            local,
+            consumed,
+            generated,
+            generated_dropped,
+            queued,
+            drops,
+        } = other;
+        self.interrupts += interrupts;
+        self.polls += polls;
+        self.empty_polls += empty_polls;
+        self.tasks += tasks;
+        self.auto_switches += auto_switches;
+        self.rx_packets += rx_packets;
+        self.tx_packets += tx_packets;
+        self.tx_drops.add_all(tx_drops);
+        self.forwarded += forwarded;
+        self.lent += lent;
+        self.local += local;
+        self.consumed += consumed;
+        self.generated += generated;
+        self.generated_dropped += generated_dropped;
+        self.queued += queued;
+        self.drops.add_all(drops);
+    }
+
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
         self.rx_packets as i64

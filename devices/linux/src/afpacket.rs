@@ -173,6 +173,34 @@ impl AfPacket {
         })
     }
 
+    /// Opens `members` devices on interface `name` joined in one new PACKET_FANOUT group
+    /// (hash mode: each flow stays on one member, so its frames keep their order). The
+    /// kernel picks a group id no other socket of the namespace uses
+    /// (`PACKET_FANOUT_FLAG_UNIQUEID`); every member's config carries it, so a member
+    /// reopened later joins the same group again.
+    pub fn open_fanout(
+        name: &str,
+        members: usize,
+        config: AfPacketConfig,
+    ) -> Result<Vec<AfPacket>, OpenError> {
+        let mut first = AfPacket::open(
+            name,
+            AfPacketConfig {
+                fanout_group: None,
+                ..config
+            },
+        )?;
+        let group = first.rx.join_new_fanout_group().map_err(|e| {
+            OpenError::from_os(name, "create a PACKET_FANOUT group", "CAP_NET_RAW", e)
+        })?;
+        first.config.fanout_group = Some(group);
+        let mut devices = vec![first];
+        while devices.len() < members {
+            devices.push(AfPacket::open(name, devices[0].config.clone())?);
+        }
+        Ok(devices)
+    }
+
     /// Reopens both sockets and the receive ring on the interface that now has this
     /// device's name (after it was deleted and recreated), in the namespace the device
     /// was opened in. Frames still unread in the old ring are counted in

@@ -102,6 +102,32 @@ impl RxRing {
         })
     }
 
+    /// Joins a new PACKET_FANOUT group (hash mode) whose id the kernel picks; returns it.
+    pub(crate) fn join_new_fanout_group(&self) -> io::Result<u16> {
+        // Not in the libc crate's root: linux/if_packet.h.
+        const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
+        let fd = self.socket.as_raw_fd();
+        let request = (libc::PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+        set_packet_option(fd, libc::PACKET_FANOUT, &request)?;
+        let mut value: u32 = 0;
+        let mut len = size_of::<u32>() as libc::socklen_t;
+        // SAFETY: value is a live u32 and len its size.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_PACKET,
+                libc::PACKET_FANOUT,
+                (&mut value as *mut u32).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The answer is id | type << 16 | flags << 24.
+        Ok((value & 0xffff) as u16)
+    }
+
     /// The index of the interface the ring is bound to.
     pub(crate) fn ifindex(&self) -> u32 {
         self.ifindex

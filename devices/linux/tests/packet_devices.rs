@@ -386,6 +386,43 @@ fn a_fanout_group_shares_frames_without_duplicating_them() {
 }
 
 #[test]
+fn open_fanout_joins_its_members_in_a_new_group_of_its_own() {
+    require_root!();
+    let pair = VethPair::new();
+    let mut sender = open_in(&pair.a, "pva", AfPacketConfig::default());
+    let open = || {
+        in_netns(pair.b.name(), || {
+            AfPacket::open_fanout("pvb", 2, AfPacketConfig::default())
+        })
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (mut members, other) = (open(), open());
+    let group = |m: &[AfPacket]| {
+        m.iter()
+            .map(|d| d.config().fanout_group)
+            .collect::<Vec<_>>()
+    };
+    let ids = group(&members);
+    assert!(ids[0].is_some() && ids[0] == ids[1], "{ids:?}");
+    assert_ne!(
+        group(&other)[0],
+        ids[0],
+        "each call makes a group of its own"
+    );
+    drop(other);
+    let frames: Vec<Vec<u8>> = (0..200).map(|seq| test_frame(seq, 60)).collect();
+    send_all(&mut sender, &frames);
+    flush_until_sent(&mut sender);
+    let mut received = Vec::new();
+    for m in members.iter_mut() {
+        received.extend(receive_until_quiet(m, Duration::from_millis(200)));
+    }
+    received.sort_by_key(|f| u32::from_be_bytes(f[14..18].try_into().unwrap()));
+    assert!(received == frames, "{} frames for 200 sent", received.len());
+}
+
+#[test]
 fn tap_frames_go_both_ways_between_the_fd_and_the_kernel() {
     require_root!();
     let ns = quiet_namespace("pdev-t");
