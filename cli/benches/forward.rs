@@ -4,7 +4,8 @@
 //!   mode (interrupt, adaptive, polling, busy) on AF_XDP and on AF_PACKET;
 //! - on the TAP testbed, polld in each mode on TAP (the kernel cannot forward there:
 //!   nothing but polld joins the TAPs);
-//! - DPDK testpmd when `dpdk-testpmd` is installed (a line says when it is skipped).
+//! - DPDK testpmd on the veth testbed, on `net_af_xdp` and `net_af_packet`, when
+//!   `dpdk-testpmd` is installed (a line says when it is skipped, and why).
 //!
 //! Each forwarder runs twice: under a flood (gen as fast as it sends) and at half load
 //! (half the kernel's flood rate on veth, half of polld's interrupt mode on TAP). Every row
@@ -14,16 +15,20 @@
 //! with the README's recommended knobs and runs realtime.
 //!
 //! `cargo bench -p polld --bench forward [-- --duration 3] [--json]` (`--json`: the rows as
-//! a JSON array instead of the table)
+//! a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
+//! forwarders whose label contains one of the words, and the kernel (the half-load
+//! reference).
 
 mod common;
+#[path = "forward/testpmd.rs"]
+mod testpmd;
 
 use std::path::Path;
 
-use common::{arg, is_root, measure_or_exit, testbed};
-use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use common::{announce, arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::plot::{LineChart, Series};
-use polld_testbed::{Devices, Testbed, UpOptions};
+use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
 
@@ -47,6 +52,10 @@ struct Bench<'a> {
     options: UpOptions,
     duration: f64,
     rows: Vec<Row>,
+    /// `POLLD_BENCH_ONLY`'s words; empty: every forwarder.
+    only: Vec<String>,
+    /// Lines for the report: forwarders skipped, and why.
+    notes: Vec<String>,
 }
 
 impl Bench<'_> {
@@ -59,22 +68,55 @@ impl Bench<'_> {
         load: &'static str,
         rate: &str,
     ) -> f64 {
-        let trial = Trial {
+        let trial = self.trial(label, forwarder, rate);
+        let demo = measure_or_exit("forward", tb, &self.options, self.polld, &self.dir, &trial);
+        self.keep(load, demo)
+    }
+
+    /// Measures `trial` on `tb` and keeps its row, as `load`.
+    fn try_run(
+        &mut self,
+        tb: &Testbed,
+        load: &'static str,
+        trial: &Trial,
+    ) -> Result<f64, TestbedError> {
+        announce("forward", trial);
+        let demo = measure(tb, &self.options, self.polld, &self.dir, trial)?;
+        Ok(self.keep(load, demo))
+    }
+
+    /// The trial of `forwarder` at `rate` frames/s, the output's rx counting delivered.
+    fn trial<'a>(&self, label: &str, forwarder: Forwarder<'a>, rate: &'a str) -> Trial<'a> {
+        Trial {
             label: label.to_string(),
             forwarder,
             // Delivered = the output's rx counter: no sink process competing for CPU1.
             load: Load::Frames { rate, sink: false },
             duration: self.duration,
-        };
-        let demo = measure_or_exit("forward", tb, &self.options, self.polld, &self.dir, &trial);
+        }
+    }
+
+    /// Keeps the row; returns its delivered rate.
+    fn keep(&mut self, load: &'static str, demo: DemoRow) -> f64 {
         let delivered = demo.delivered_pps;
         self.rows.push(Row { load, demo });
         delivered
     }
 
+    /// Whether `POLLD_BENCH_ONLY` selects `forwarder` (the kernel always runs: its flood
+    /// sets the half load).
+    fn selected(&self, label: &str, forwarder: Forwarder) -> bool {
+        forwarder == Forwarder::Kernel
+            || self.only.is_empty()
+            || self.only.iter().any(|w| label.contains(w.as_str()))
+    }
+
     /// A flood and half load for `forwarder`; `half` is the half-load rate, or `None` for
-    /// half of this forwarder's own flood rate.
+    /// half of this forwarder's own flood rate. 0 when `POLLD_BENCH_ONLY` leaves it out.
     fn both(&mut self, tb: &Testbed, label: &str, forwarder: Forwarder, half: Option<u64>) -> f64 {
+        if !self.selected(label, forwarder) {
+            return 0.0;
+        }
         let flood = self.run(tb, label, forwarder, "flood", "unlimited");
         let half = half.unwrap_or((flood / 2.0) as u64).max(1000);
         self.run(tb, label, forwarder, "half", &half.to_string());
@@ -95,6 +137,14 @@ fn main() {
         options: UpOptions::default(),
         duration,
         rows: Vec::new(),
+        only: std::env::var("POLLD_BENCH_ONLY")
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect(),
+        notes: Vec::new(),
     };
     let polld_on = |backend, mode| Forwarder::Polld {
         backend,
@@ -111,6 +161,7 @@ fn main() {
             bench.both(&veth, &label, polld_on(backend, mode), Some(half));
         }
     }
+    testpmd::run(&mut bench, &veth, half);
     drop(veth);
 
     let tap = testbed("forward", Devices::Tap, &bench.options);
@@ -122,7 +173,9 @@ fn main() {
             polld_on("tap", mode),
             tap_half,
         );
-        tap_half.get_or_insert((flood / 2.0) as u64);
+        if flood > 0.0 {
+            tap_half.get_or_insert((flood / 2.0) as u64);
+        }
     }
     drop(tap);
     let _ = std::fs::remove_dir_all(&bench.dir);
@@ -141,12 +194,15 @@ fn main() {
             })
             .collect();
         println!("{}", serde_json::Value::Array(rows));
+        for note in &bench.notes {
+            eprintln!("{note}");
+        }
         if bench.rows.iter().any(|r| r.demo.conserved == Some(false)) {
             eprintln!("forward bench: CONSERVATION VIOLATED in some polld run");
             std::process::exit(1);
         }
     } else {
-        print_report(&bench.rows, &bench.options);
+        print_report(&bench.rows, &bench.notes, &bench.options);
         println!("plot of delivered against offered load: {svg}");
     }
 }
@@ -178,7 +234,7 @@ fn plot(rows: &[Row]) -> String {
     }
 }
 
-fn print_report(rows: &[Row], options: &UpOptions) {
+fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
     let fwd = options.cpus.fwd;
     println!(
         "\npolld forwarding, 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd} ({} placement); {}",
@@ -208,18 +264,21 @@ fn print_report(rows: &[Row], options: &UpOptions) {
             r.cpu_ns_per_frame(),
             d.interrupts_per_sec,
             if d.polld_rss_kib > 0 { format!("{:.1}", d.polld_rss_kib as f64 / 1024.0) } else { "-".into() },
-            match d.conserved {
-                Some(true) => "yes",
-                Some(false) => "VIOLATED",
-                None => "(kernel)",
+            match (d.conserved, d.testpmd) {
+                (Some(true), _) => "yes",
+                (Some(false), _) => "VIOLATED",
+                (None, Some(_)) => "(testpmd)",
+                (None, None) => "(kernel)",
             },
-            if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
+            match d.testpmd {
+                Some(counters) => counters.to_string(),
+                None if drops.is_empty() => "none".to_string(),
+                None => drops.join(", "),
+            }
         );
     }
-    if which("dpdk-testpmd") {
-        println!("DPDK testpmd: dpdk-testpmd is installed, but this bench does not drive it yet; skipped");
-    } else {
-        println!("DPDK testpmd: dpdk-testpmd is not installed (Debian: dpdk); skipped");
+    for note in notes {
+        println!("{note}");
     }
     let flood = |label: &str| {
         rows.iter()
@@ -259,6 +318,7 @@ fn print_report(rows: &[Row], options: &UpOptions) {
             h.cpu_ns_per_frame()
         );
     }
+    testpmd::report(rows);
     let polld_runs = rows.iter().filter(|r| r.demo.conserved.is_some()).count();
     let violated: Vec<String> = rows
         .iter()
@@ -271,10 +331,4 @@ fn print_report(rows: &[Row], options: &UpOptions) {
         println!("CONSERVATION VIOLATED in: {}", violated.join(", "));
         std::process::exit(1);
     }
-}
-
-/// Whether `program` is on the PATH.
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }

@@ -352,6 +352,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
         addresses,
         counters: Vec::new(),
         rx_work: None,
+        umem: None,
     };
     for entry in dp.sysctl_entries(prefix.trim_end_matches('.')) {
         let Some(leaf) = entry.name.strip_prefix(&prefix) else {

@@ -41,7 +41,14 @@ pub struct IfconfigArgs {
 /// Counters shown together on one line, in this order; drops get their own line after
 /// the first, and counters not named here a last one.
 const COUNTER_LINES: [&[&str]; 3] = [
-    &["rx_packets", "forwarded", "local", "consumed", "queued"],
+    &[
+        "rx_packets",
+        "forwarded",
+        "lent",
+        "local",
+        "consumed",
+        "queued",
+    ],
     &["tx_packets", "generated", "generated_dropped"],
     &[
         "interrupts",
@@ -159,6 +166,14 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
+    match iface.umem.as_deref() {
+        Some("own") => writeln!(out, "\tumem own: forwarded frames are copied")?,
+        Some(umem) => writeln!(
+            out,
+            "\tumem {umem}: frames forwarded between them are not copied"
+        )?,
+        None => {}
+    }
     for address in &iface.addresses {
         let family = if address.contains(':') {
             "inet6"
@@ -243,6 +258,7 @@ mod tests {
             addresses: Vec::new(),
             counters: Vec::new(),
             rx_work,
+            umem: None,
         };
         let mut out = Vec::new();
         print_interface(&iface, &mut out).unwrap();

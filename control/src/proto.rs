@@ -124,6 +124,10 @@ pub struct IfStatus {
     /// Whether its receive work runs inside polld's budget (absent from older daemons).
     #[serde(default)]
     pub rx_work: Option<RxWork>,
+    /// AF_XDP: whose UMEM its socket uses: `shared with veth2` (forwarded frames leave
+    /// without a user-space copy) or `own` (absent from older daemons and other backends).
+    #[serde(default)]
+    pub umem: Option<String>,
 }
 
 /// Where an interface's receive work runs (the work a frame costs before polld sees it).

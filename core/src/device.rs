@@ -7,6 +7,25 @@
 //!
 //! On Linux user space an *interrupt* is a readiness notification (epoll on the ring's fd,
 //! the AF_XDP need_wakeup protocol, an eventfd); *masking* it means not waiting on it.
+//!
+//! # Lending: forwarding without a copy
+//!
+//! By default a forwarded frame is copied out of the input's receive buffer when the
+//! stage has processed it, and copied again into the output's transmit buffer by
+//! [`Device::send`]. Devices whose buffers live in one pool shared with other devices (AF_XDP
+//! sockets bound to one UMEM) offer the optional [`Lending`] capability instead: the input
+//! *lends* the received buffer (a [`Loan`]: the pool, an offset and a length, opaque to the
+//! core), the output puts that same buffer on its transmit ring, and the pool gives it back
+//! to a receive ring once transmitted. The stage still rewrites the frame in place (TTL,
+//! checksum, MACs), so it is rewritten in the shared buffer.
+//!
+//! Why an optional capability behind one accessor ([`Device::lending`]) rather than more
+//! methods on [`Device`] or buffers owned by the core: the trait stays what every backend can
+//! do (smoltcp's `Device` makes the same choice: tokens over the driver's own buffers),
+//! the core never touches memory it does not own, and every case the capability does not
+//! cover (another pool, a wrapped device, a frame the stage re-emits, the input queue) is
+//! the copy path unchanged. A loan lives only inside one receive batch: it is sent or given
+//! back before the batch returns, so no buffer outlives the call that lent it.
 
 use std::os::fd::RawFd;
 
@@ -159,6 +178,52 @@ pub trait Device {
     fn hw_stats(&mut self) -> HwStats {
         HwStats::default()
     }
+
+    /// The device's [`Lending`] capability, if its buffers live in a pool it shares with
+    /// other devices; `None` (the default) forwards by copy.
+    fn lending(&mut self) -> Option<&mut dyn Lending> {
+        None
+    }
+}
+
+/// Names one pool of frame buffers (one AF_XDP UMEM): devices with the same id can send
+/// each other's received buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolId(pub u64);
+
+/// A received frame lent to the dataplane instead of being recycled at once: where it lies
+/// in its pool. Opaque to the core; only devices of that pool read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loan {
+    pub pool: PoolId,
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// What a device whose buffers live in a shared pool offers beyond [`Device`]: receiving
+/// with loans, and transmitting a loan without copying it. Every loan the dataplane keeps
+/// goes back through [`Lending::send_loan`] (on a device of the same pool) or
+/// [`Lending::give_back`] (on the lender) before the receive batch ends.
+pub trait Lending {
+    /// The pool this device receives into and transmits from.
+    fn pool(&self) -> PoolId;
+
+    /// Like [`Device::receive`], with each frame's [`Loan`]: `rx` returns `true` when it
+    /// keeps the loan (the device must not recycle that buffer), `false` when the frame
+    /// is done with once `rx` returns (recycled as [`Device::receive`] recycles it).
+    fn receive_lending(
+        &mut self,
+        budget: usize,
+        rx: &mut dyn FnMut(&mut [u8], Loan) -> bool,
+    ) -> usize;
+
+    /// Queues the lent buffer on the transmit ring as it is (published by
+    /// [`Device::flush`]); on [`TxFull`] the loan is still the caller's to give back.
+    /// `loan.pool` is this device's pool.
+    fn send_loan(&mut self, loan: Loan) -> Result<(), TxFull>;
+
+    /// Takes back a buffer this device lent and that was not sent (the output was full).
+    fn give_back(&mut self, loan: Loan);
 }
 
 /// A boxed device is a device, so one dataplane can mix backends (`Box<dyn Device>`).
@@ -195,5 +260,8 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn hw_stats(&mut self) -> HwStats {
         (**self).hw_stats()
+    }
+    fn lending(&mut self) -> Option<&mut dyn Lending> {
+        (**self).lending()
     }
 }

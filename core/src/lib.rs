@@ -26,7 +26,7 @@ pub mod stage;
 pub mod sysctl;
 
 pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
-pub use device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
+pub use device::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull};
 pub use knobs::{Controller, KnobError, Knobs};
 pub use poll::{
     HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,

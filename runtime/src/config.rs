@@ -13,6 +13,8 @@
 //! metrics = "127.0.0.1:9101"     # serve GET /metrics (Prometheus); a port number or
 //!                                # `true` (port 9101) mean loopback
 //! metrics_public = false         # true allows a non-loopback metrics address
+//! af_xdp_shared_umem = true      # the af_xdp interfaces of a poll thread share one UMEM:
+//!                                # forwarded frames leave without a user-space copy
 //!
 //! [knobs]                        # any writable sysctl, applied in order at start
 //! "kern.polling.user_frac" = 50
@@ -99,6 +101,20 @@ pub struct DaemonConfig {
     /// Allow a `metrics` address other than loopback.
     #[serde(default)]
     pub metrics_public: bool,
+    /// Whether the AF_XDP interfaces of one poll thread share one UMEM, so a frame
+    /// forwarded between them leaves without a copy in user space; unset:
+    /// [`SHARED_UMEM_DEFAULT`].
+    pub af_xdp_shared_umem: Option<bool>,
+}
+
+/// `af_xdp_shared_umem` when the file does not say.
+pub const SHARED_UMEM_DEFAULT: bool = true;
+
+impl DaemonConfig {
+    /// Whether the AF_XDP interfaces of a poll thread share one UMEM.
+    pub fn shared_umem(&self) -> bool {
+        self.af_xdp_shared_umem.unwrap_or(SHARED_UMEM_DEFAULT)
+    }
 }
 
 /// The port `metrics = true` listens on (the 91xx range of Prometheus exporters).
@@ -391,6 +407,8 @@ impl RunConfig {
         }
         assign_cpus(&file.daemon, &mut devices, &packet)
             .map_err(|(field, message)| fail(locate(&field), message))?;
+        check_shared_umem(&file.daemon, &devices)
+            .map_err(|message| fail(locate("daemon.af_xdp_shared_umem"), message))?;
         Ok(RunConfig {
             path: path.to_path_buf(),
             daemon: file.daemon,
@@ -423,6 +441,46 @@ impl RunConfig {
             message,
         }
     }
+}
+
+/// An explicit `af_xdp_shared_umem = true` needs two AF_XDP interfaces on one poll thread
+/// to share anything: otherwise it says which interfaces cannot.
+pub(crate) fn check_shared_umem(
+    daemon: &DaemonConfig,
+    devices: &[DeviceConfig],
+) -> Result<(), String> {
+    if daemon.af_xdp_shared_umem != Some(true) {
+        return Ok(());
+    }
+    let af_xdp = |cpu: Option<usize>| {
+        devices
+            .iter()
+            .filter(|d| d.backend == Backend::AfXdp && d.cpu == cpu)
+            .count()
+    };
+    let threads: Vec<Option<usize>> = if daemon.cpus.is_empty() {
+        vec![None]
+    } else {
+        daemon.cpus.iter().map(|&c| Some(c)).collect()
+    };
+    if threads.iter().any(|&cpu| af_xdp(cpu) >= 2) {
+        return Ok(());
+    }
+    let others: Vec<String> = devices
+        .iter()
+        .filter(|d| d.backend != Backend::AfXdp)
+        .map(|d| format!("{} is {}", d.name, d.backend.name()))
+        .collect();
+    let why = if others.is_empty() {
+        "no poll thread has two of them".to_string()
+    } else {
+        others.join(", ")
+    };
+    Err(format!(
+        "daemon.af_xdp_shared_umem = true: a UMEM is shared by AF_XDP sockets only, and needs \
+         two or more interfaces with backend = \"af_xdp\" polled by one thread ({why}); \
+         use backend = \"af_xdp\", or remove af_xdp_shared_umem"
+    ))
 }
 
 /// With `[daemon] cpus`, sets each device's poll CPU (its `cpu`, else round-robin);

@@ -18,7 +18,7 @@ use polld_control::proto::IfStatus;
 use polld_control::server::{ControlServer, Inbox};
 use polld_core::{Dataplane, Device, IfCounters, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
-use polld_dev::afxdp::{AfXdp, AfXdpConfig};
+use polld_dev::afxdp::{AfXdp, AfXdpConfig, SharedUmem};
 use polld_dev::busy_poll::BusyPollConfig;
 use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
@@ -28,7 +28,7 @@ use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
 use crate::check::{self, CheckReport};
-use crate::config::{Backend, DeviceConfig, RunConfig, RunConfigError};
+use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
@@ -56,6 +56,10 @@ pub struct RunArgs {
     /// pcap, readable by tcpdump -r); a write error stops that recording and is printed.
     #[arg(long, value_name = "PREFIX")]
     pub pcap: Option<String>,
+    /// Overrides `[daemon] af_xdp_shared_umem`: whether the AF_XDP interfaces of a poll
+    /// thread share one UMEM, so forwarded frames leave without a user-space copy.
+    #[arg(long, value_name = "BOOL", env = "POLLD_AF_XDP_SHARED_UMEM")]
+    pub af_xdp_shared_umem: Option<bool>,
 }
 
 /// Why `polld run` could not start or stopped with an error.
@@ -154,18 +158,22 @@ fn opener(d: &DeviceConfig, knobs: &Knobs) -> Opener {
     let (d, knobs) = (d.clone(), knobs.clone());
     Box::new(move || {
         let netns = namespace_of(&d).map_err(|e| e.to_string())?;
-        open_device(&d, netns, &knobs, Opening::Again).map(|(dev, _)| dev)
+        // The other members of a shared UMEM may still hold frames lent to the socket
+        // this one replaces, so it gets a UMEM of its own.
+        open_device(&d, netns, &knobs, Opening::Again, None).map(|(dev, _)| dev)
     })
 }
 
 /// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
-/// for preferred busy polling with a budget of the configured chunk (`each_burst`). For a
-/// TAP, says in the log whether it was created or attached to.
+/// for preferred busy polling with a budget of the configured chunk (`each_burst`), and
+/// binds to `umem` when given. For a TAP, says in the log whether it was created or
+/// attached to.
 fn open_device(
     d: &DeviceConfig,
     netns: Namespace,
     knobs: &Knobs,
     opening: Opening,
+    umem: Option<&SharedUmem>,
 ) -> Result<(Opened, RxOwner), String> {
     let text = |e: &dyn fmt::Display| e.to_string();
     let entered = |e: OpenError| e.to_string();
@@ -190,7 +198,10 @@ fn open_device(
                 ..AfXdpConfig::default()
             };
             let dev = netns
-                .enter_while(&d.name, || AfXdp::open(&d.name, d.queue, &config))
+                .enter_while(&d.name, || match umem {
+                    Some(umem) => AfXdp::open_shared(&d.name, d.queue, &config, umem),
+                    None => AfXdp::open(&d.name, d.queue, &config),
+                })
                 .map_err(entered)?
                 .map_err(|e| text(&e))?;
             let owner = match dev.busy_poll() {
@@ -314,7 +325,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             ))
         })?;
     }
-    let config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    if let Some(shared) = args.af_xdp_shared_umem {
+        config.daemon.af_xdp_shared_umem = Some(shared);
+        check_shared_umem(&config.daemon, &config.devices)
+            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
+    }
     let socket = args
         .socket
         .clone()
@@ -447,6 +463,7 @@ pub(crate) fn open_dataplane(
     let mut rx_owners = Vec::new();
     let knobs = configured_knobs(config);
     let reopener = Reopener::new();
+    let (umem, umem_names) = shared_umem(config)?;
     for d in &config.devices {
         let i = d.entry;
         let fail = |key: &str, e: String| {
@@ -456,8 +473,9 @@ pub(crate) fn open_dataplane(
             ))
         };
         let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
+        let member = umem.as_ref().filter(|_| d.backend == Backend::AfXdp);
         let (dev, rx_owner) =
-            open_device(d, netns, &knobs, Opening::Start).map_err(|e| fail("name", e))?;
+            open_device(d, netns, &knobs, Opening::Start, member).map_err(|e| fail("name", e))?;
         let dev = Box::new(reopener.wrap(dev, opener(d, &knobs)));
         let dev = wrap_device(dev, d, pcap).map_err(RunError::Setup)?;
         devices.push(dev);
@@ -473,11 +491,50 @@ pub(crate) fn open_dataplane(
             name: d.name.clone(),
             backend: d.backend.name().to_string(),
             rx_owner,
+            umem: umem_line(d, &umem_names),
             mac: ifc.mac.map(|m| m.to_string()),
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })
         .collect();
     Ok((dp, defaults, info, reopener))
+}
+
+/// The UMEM this poll thread's AF_XDP interfaces share, when `[daemon]
+/// af_xdp_shared_umem` is on and there are two or more of them, with their names.
+fn shared_umem(config: &RunConfig) -> Result<(Option<SharedUmem>, Vec<String>), RunError> {
+    let names: Vec<String> = config
+        .devices
+        .iter()
+        .filter(|d| d.backend == Backend::AfXdp)
+        .map(|d| d.name.clone())
+        .collect();
+    if !config.daemon.shared_umem() || names.len() < 2 {
+        return Ok((None, Vec::new()));
+    }
+    let umem = SharedUmem::new(names.len() as u32, &AfXdpConfig::default()).map_err(|e| {
+        RunError::Setup(format!(
+            "[daemon] af_xdp_shared_umem: {e}; or set af_xdp_shared_umem = false"
+        ))
+    })?;
+    Ok((Some(umem), names))
+}
+
+/// What `polld ifconfig` says of interface `d`'s UMEM: shared with which interfaces, or
+/// its own (AF_XDP only).
+fn umem_line(d: &DeviceConfig, shared_by: &[String]) -> Option<String> {
+    if d.backend != Backend::AfXdp {
+        return None;
+    }
+    let others: Vec<&str> = shared_by
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != d.name)
+        .collect();
+    Some(if shared_by.contains(&d.name) {
+        format!("shared with {}", others.join(", "))
+    } else {
+        "own".to_string()
+    })
 }
 
 /// Each interface as `polld ifconfig` shows it, with its counters: what the final report

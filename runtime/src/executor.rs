@@ -66,6 +66,8 @@ pub struct IfInfo {
     pub backend: String,
     /// Who does its receive work: polld or the kernel.
     pub rx_owner: crate::rx_work::RxOwner,
+    /// AF_XDP: whose UMEM its socket uses (`shared with veth2`, `own`).
+    pub umem: Option<String>,
     pub mac: Option<String>,
     pub addresses: Vec<String>,
 }
@@ -393,6 +395,7 @@ pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
             let mut status =
                 control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
             status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
+            status.umem = info.umem;
             status
         })
         .collect()

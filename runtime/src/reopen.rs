@@ -200,6 +200,11 @@ impl Device for Reopening {
     fn hw_stats(&mut self) -> HwStats {
         sum(self.carried, self.current.hw_stats())
     }
+    /// Loans never outlive a receive batch, and the device is swapped only at a status
+    /// check, between batches.
+    fn lending(&mut self) -> Option<&mut dyn polld_core::Lending> {
+        self.current.lending()
+    }
 }
 
 #[cfg(test)]

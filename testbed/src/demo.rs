@@ -21,6 +21,7 @@ use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
 use crate::share::{measure_share, ShareRow, ShareTrial};
+use crate::testpmd::{Testpmd, TestpmdCounters};
 use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
 /// `polld demo` options.
@@ -56,7 +57,8 @@ pub struct DemoRow {
     pub mode: String,
     pub offered_pps: f64,
     pub delivered_pps: f64,
-    /// polld's CPU time over the run, percent of one CPU (0 for the kernel).
+    /// The forwarder's CPU time over the run (polld's, or testpmd's), percent of one CPU
+    /// (0 for the kernel).
     pub polld_cpu_percent: f64,
     /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
     /// NAPI), percent of one CPU: outside polld's budget.
@@ -72,9 +74,11 @@ pub struct DemoRow {
     pub latency: Option<SinkLatency>,
     /// The TCP stream's rate, in a TCP trial.
     pub tcp: Option<TcpResult>,
-    /// Conservation on every interface in polld's final report (`None`: the kernel
-    /// forwarded).
+    /// Conservation on every interface in polld's final report (`None`: the kernel or
+    /// testpmd forwarded).
     pub conserved: Option<bool>,
+    /// testpmd's forward statistics and the veths' counters, when testpmd forwarded.
+    pub testpmd: Option<TestpmdCounters>,
 }
 
 /// Who forwards in fwd during a trial.
@@ -87,6 +91,16 @@ pub enum Forwarder<'a> {
         knobs: &'a [(&'a str, &'a str)],
     },
     /// The kernel's own IPv4 forwarding (`ip_forward=1`), no polld.
+    Kernel,
+    /// DPDK's testpmd (`program`, see [`crate::testpmd::program`]) in `mac` mode on
+    /// `backend` (`af_xdp` or `af_packet`), see [`crate::testpmd`].
+    Testpmd { program: &'a Path, backend: &'a str },
+}
+
+/// The forwarder of a trial, once started.
+enum Running {
+    Polld(Process),
+    Testpmd(Box<Testpmd>),
     Kernel,
 }
 
@@ -372,7 +386,7 @@ pub fn measure(
     let kernel_forwarding = trial.forwarder == Forwarder::Kernel;
     set_ip_forward(tb, kernel_forwarding)?;
     let socket = dir.join("polld.sock");
-    let mut daemon = match trial.forwarder {
+    let running = match trial.forwarder {
         Forwarder::Polld {
             backend,
             mode,
@@ -391,11 +405,17 @@ pub fn measure(
                     knobs,
                 },
             );
-            Some(crate::share::start_polld(
+            Running::Polld(crate::share::start_polld(
                 tb, &polld_str, dir, &config, &socket,
             )?)
         }
-        Forwarder::Kernel => None,
+        Forwarder::Testpmd { program, backend } => Running::Testpmd(Box::new(Testpmd::start(
+            tb,
+            program,
+            options.cpus.fwd,
+            backend,
+        )?)),
+        Forwarder::Kernel => Running::Kernel,
     };
     let duration = trial.duration.to_string();
     let sink_duration = (trial.duration + 2.0).to_string();
@@ -429,13 +449,14 @@ pub fn measure(
         Load::Frames { .. } => None,
     };
     std::thread::sleep(Duration::from_millis(500));
-    let snapshot = |daemon: &Option<Process>| match daemon {
-        Some(d) => Snapshot::take(&socket, d.pid(), options.cpus.fwd),
-        None => Ok(Snapshot::cpu_only(options.cpus.fwd)),
+    let snapshot = |running: &Running| match running {
+        Running::Polld(d) => Snapshot::take(Some(&socket), d.pid(), options.cpus.fwd),
+        Running::Testpmd(t) => Snapshot::take(None, t.pid(), options.cpus.fwd),
+        Running::Kernel => Ok(Snapshot::cpu_only(options.cpus.fwd)),
     };
     let fwd_ifaces = fwd_interfaces(tb);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
-    let before = snapshot(&daemon)?;
+    let before = snapshot(&running)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let traffic = match trial.load {
         Load::Frames { rate, .. } => {
@@ -450,7 +471,7 @@ pub fn measure(
             .output()
             .map_err(|e| failed(format!("iperf3 -c: {e}")))?,
     };
-    let after = snapshot(&daemon)?;
+    let after = snapshot(&running)?;
     let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let veth3_after = tb.counters(&layout.veth3.name)?.rx_packets;
     let report = |what: &str| {
@@ -505,14 +526,15 @@ pub fn measure(
         }
         None => (veth3_after.saturating_sub(veth3_before) as f64 / wall, None),
     };
-    let conserved = match daemon.as_mut() {
-        Some(d) => {
+    let (conserved, testpmd) = match running {
+        Running::Polld(mut d) => {
             let report = d.finish()?;
             let interfaces: Value = serde_json::from_str(&report)
                 .map_err(|e| failed(format!("polld run --json printed {report:?}: {e}")))?;
-            Some(crate::share::conserved(&interfaces))
+            (Some(crate::share::conserved(&interfaces)), None)
         }
-        None => None,
+        Running::Testpmd(t) => (None, Some(t.finish(tb)?)),
+        Running::Kernel => (None, None),
     };
     if kernel_forwarding {
         set_ip_forward(tb, false)?;
@@ -546,6 +568,7 @@ pub fn measure(
         latency,
         tcp,
         conserved,
+        testpmd,
     })
 }
 
@@ -725,7 +748,8 @@ pub(crate) fn last_json(text: &str) -> Option<Value> {
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
 }
 
-/// polld's counters, CPU time and memory, and the forwarder CPU's time, at one moment.
+/// The forwarder's counters (polld's), CPU time and memory, and the forwarder CPU's time,
+/// at one moment.
 struct Snapshot {
     at: Instant,
     values: Vec<(String, u64)>,
@@ -735,17 +759,11 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take(socket: &Path, pid: u32, cpu: usize) -> Result<Snapshot, TestbedError> {
-        let request = polld_control::proto::Request::List {
-            prefix: "dev".into(),
-        };
-        let values = match polld_control::client::request(socket, &request) {
-            Ok(polld_control::proto::Response::Entries { entries }) => entries
-                .into_iter()
-                .filter_map(|e| Some((e.name, e.value.parse().ok()?)))
-                .collect(),
-            Ok(other) => return Err(failed(format!("polld answered {other:?}"))),
-            Err(e) => return Err(failed(e.to_string())),
+    /// Process `pid`'s CPU time and memory, and with a `socket`, polld's `dev` counters.
+    fn take(socket: Option<&Path>, pid: u32, cpu: usize) -> Result<Snapshot, TestbedError> {
+        let values = match socket {
+            Some(socket) => crate::share::dev_values(socket)?,
+            None => Vec::new(),
         };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // utime and stime are fields 14 and 15 (1-based); the command name, field 2, may
@@ -773,7 +791,7 @@ impl Snapshot {
         })
     }
 
-    /// No polld running: only the time and the CPU's counters.
+    /// No forwarder process: only the time and the CPU's counters.
     fn cpu_only(cpu: usize) -> Snapshot {
         Snapshot {
             at: Instant::now(),

@@ -69,6 +69,7 @@ pub mod status;
 pub mod streams;
 mod sys;
 mod testbed;
+pub mod testpmd;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;

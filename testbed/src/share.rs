@@ -450,7 +450,7 @@ impl Sample {
 }
 
 /// polld's `dev.*` counters over the control socket.
-fn dev_values(socket: &Path) -> Result<Vec<(String, u64)>, TestbedError> {
+pub(crate) fn dev_values(socket: &Path) -> Result<Vec<(String, u64)>, TestbedError> {
     let request = polld_control::proto::Request::List {
         prefix: "dev".into(),
     };

@@ -41,12 +41,17 @@ pub fn measure_or_exit(
     dir: &Path,
     trial: &Trial,
 ) -> DemoRow {
-    eprintln!(
-        "{bench} bench: {} ({:?}), {} s ...",
-        trial.label, trial.load, trial.duration
-    );
+    announce(bench, trial);
     measure(tb, options, polld, dir, trial).unwrap_or_else(|e| {
         eprintln!("{bench} bench: {}: {e}", trial.label);
         std::process::exit(1);
     })
+}
+
+/// Says which trial runs, for how long (a progress line on stderr).
+pub fn announce(bench: &str, trial: &Trial) {
+    eprintln!(
+        "{bench} bench: {} ({:?}), {} s ...",
+        trial.label, trial.load, trial.duration
+    );
 }

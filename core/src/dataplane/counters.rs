@@ -28,6 +28,9 @@ sysctl_struct! {
         tx_drops: TxDrops = TxDrops::default();
         /// Frames received here and transmitted on another interface.
         forwarded: u64 = 0, FORWARDED: Counter "Frames received here and forwarded";
+        /// Of those, frames the output sent from this interface's receive buffer, without
+        /// a copy (a shared AF_XDP UMEM, [`crate::device::Lending`]).
+        lent: u64 = 0, LENT: Counter "Of the forwarded frames, those sent without a copy (shared UMEM)";
         /// Frames received here for the box itself.
         local: u64 = 0, LOCAL: Counter "Frames received here for the box";
         /// Frames received here and used up by polld (ARP).

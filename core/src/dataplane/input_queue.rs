@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use crate::device::Device;
 use crate::stage::PacketStage;
 
-use super::transmit::apply;
+use super::transmit::{apply, Received};
 use super::Devices;
 
 /// Default `net.inet.ip.intr_queue_maxlen` (FreeBSD's `IFQ_MAXLEN`).
@@ -71,12 +71,18 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             let counters = &mut self.ifs[q.input].counters;
             counters.queued -= 1;
             let verdict = self.stage.process(q.input, &mut q.frame, &mut self.tx);
+            // A queued frame is a copy: nothing is lent.
+            let rx = Received {
+                input: q.input,
+                frame: &q.frame,
+                loan: None,
+            };
             apply(
                 verdict,
-                q.input,
-                &q.frame,
+                rx,
                 counters,
                 &self.links,
+                &self.pools,
                 &mut self.tx,
             );
             self.queue.spare.push(q.frame);

@@ -47,14 +47,14 @@ pub use decision::Due;
 pub use modes::{Mode, ModeError};
 pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
 
-use crate::device::{Device, HwStats, LinkState};
+use crate::device::{Device, HwStats, LinkState, Loan, PoolId};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
 use auto::AutoWindow;
 use decision::Pending;
 use input_queue::InputQueue;
-use transmit::{apply, TxStaging};
+use transmit::{apply, Received, TxStaging};
 
 /// What one call did, for the executor's cost accounting.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,6 +131,9 @@ struct Devices<D, S> {
     fastforwarding: bool,
     queue: InputQueue,
     tx: TxStaging,
+    /// Per interface: the pool of buffers its device lends from and sends loans of
+    /// ([`crate::device::Lending`]), read at each receive batch.
+    pools: Vec<Option<PoolId>>,
     /// Per interface: `Some(frames it accepted)` since it was given frames to send,
     /// until its next flush ([`Devices::flush_waiting`]).
     unflushed: Vec<Option<usize>>,
@@ -146,6 +149,13 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     /// Receives up to `budget` frames from interface `i`; processes them now (to
     /// completion) or queues them, per `fastforwarding`.
     fn receive(&mut self, i: usize, budget: usize) -> u64 {
+        // Frames are lent only when processed to completion in this batch; the input queue
+        // keeps copies.
+        if self.fastforwarding {
+            for (pool, iface) in self.pools.iter_mut().zip(&mut self.ifs) {
+                *pool = iface.dev.lending().map(|l| l.pool());
+            }
+        }
         let Devices {
             ifs,
             links,
@@ -153,21 +163,38 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             fastforwarding,
             queue,
             tx,
+            pools,
             ..
         } = self;
+        let lends = *fastforwarding && pools[i].is_some();
         let Interface { dev, counters, .. } = &mut ifs[i];
-        let mut process = |frame: &mut [u8]| {
+        // Returns whether the frame's loan was kept.
+        let mut process = |frame: &mut [u8], loan: Option<Loan>| {
             counters.rx_packets += 1;
             if *fastforwarding {
                 let verdict = stage.process(i, frame, tx);
-                apply(verdict, i, frame, counters, links, tx);
-            } else if queue.enqueue(i, frame) {
+                let rx = Received {
+                    input: i,
+                    frame,
+                    loan,
+                };
+                return apply(verdict, rx, counters, links, pools, tx);
+            }
+            if queue.enqueue(i, frame) {
                 counters.queued += 1;
             } else {
                 counters.drops.add(DropReason::IntrQueueFull, 1);
             }
+            false
         };
-        let n = dev.receive(budget, &mut process) as u64;
+        let lender = if lends { dev.lending() } else { None };
+        let n = if let Some(lender) = lender {
+            lender.receive_lending(budget, &mut |frame, loan| process(frame, Some(loan)))
+        } else {
+            dev.receive(budget, &mut |frame| {
+                process(frame, None);
+            })
+        } as u64;
         self.work.rx += n;
         if !self.fastforwarding {
             self.work.enqueued += n;
@@ -260,6 +287,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
         let unflushed = vec![None; devices.len()];
+        let pools = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
@@ -290,6 +318,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 fastforwarding: true,
                 queue: InputQueue::new(),
                 tx: TxStaging::default(),
+                pools,
                 unflushed,
                 output_full,
                 work: Work::default(),

@@ -1,11 +1,16 @@
 //! Transmit staging: frames a receive batch produces are staged, sent after the batch,
 //! and charged to the counter of the frame's origin once the output device took them;
 //! drops the devices count on their own (hardware, kernel) are folded in here too.
+//!
+//! A forwarded frame is staged by copy, or, when its input lent it ([`Loan`]) and the
+//! output shares the input's pool, as the loan itself: the output sends the same buffer,
+//! and a loan the output refuses goes back to its lender, counted as `tx_ring_full`
+//! like a refused copy. Either way every loan is settled before the batch ends.
 
-use crate::device::{Device, LinkState, TxDrop, TxFull};
+use crate::device::{Device, LinkState, Loan, PoolId, TxDrop, TxFull};
 use crate::stage::{DropReason, Emit, PacketStage, Verdict};
 
-use super::{Dataplane, Devices, IfCounters};
+use super::{Dataplane, Devices, IfCounters, Interface};
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A frame a user process sends on interface `i` (the simulator's traffic generator),
@@ -31,12 +36,20 @@ enum Origin {
     Part,
 }
 
+/// Where a staged frame's bytes are.
+#[derive(Clone, Copy, Debug)]
+enum Bytes {
+    /// Copied into the staging buffer, at `start`.
+    Copied { start: usize, len: usize },
+    /// Still in the input's receive buffer, lent for the output to send as it is.
+    Lent(Loan),
+}
+
 /// A frame staged for transmission: the output, who to charge, and where its bytes are.
 struct Staged {
     out: usize,
     origin: Origin,
-    start: usize,
-    len: usize,
+    bytes: Bytes,
 }
 
 /// Frames to transmit after a receive batch, stored back to back in one buffer.
@@ -53,10 +66,20 @@ impl TxStaging {
         self.frames.push(Staged {
             out,
             origin,
-            start: self.bytes.len(),
-            len: frame.len(),
+            bytes: Bytes::Copied {
+                start: self.bytes.len(),
+                len: frame.len(),
+            },
         });
         self.bytes.extend_from_slice(frame);
+    }
+
+    fn push_loan(&mut self, out: usize, origin: Origin, loan: Loan) {
+        self.frames.push(Staged {
+            out,
+            origin,
+            bytes: Bytes::Lent(loan),
+        });
     }
 
     /// Gives the parts staged since the last verdict to the datagram received on `input`
@@ -118,8 +141,14 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 Origin::Generated => (None, false),
                 Origin::Received { input, more } => (Some(input), more),
             };
-            let frame = &self.tx.bytes[s.start..s.start + s.len];
-            let sent = self.ifs[s.out].dev.send(frame).is_ok();
+            let sent = match s.bytes {
+                Bytes::Copied { start, len } => {
+                    let frame = &self.tx.bytes[start..start + len];
+                    self.ifs[s.out].dev.send(frame).is_ok()
+                }
+                // Only a received frame is ever lent.
+                Bytes::Lent(loan) => send_loan(&mut self.ifs, s.out, input.unwrap_or(s.out), loan),
+            };
             if sent {
                 self.ifs[s.out].counters.tx_packets += 1;
             }
@@ -135,6 +164,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                         self.output_full[input] = true;
                     } else {
                         counters.forwarded += 1;
+                        counters.lent += u64::from(matches!(s.bytes, Bytes::Lent(_)));
                     }
                 }
                 None if sent => self.ifs[s.out].counters.generated += 1,
@@ -187,16 +217,42 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     }
 }
 
+/// Sends `loan` on interface `out`, or gives it back to its lender `input` when the output
+/// refuses it; returns whether it was sent.
+fn send_loan<D: Device>(ifs: &mut [Interface<D>], out: usize, input: usize, loan: Loan) -> bool {
+    let sent = ifs[out]
+        .dev
+        .lending()
+        .is_some_and(|output| output.send_loan(loan).is_ok());
+    if !sent {
+        if let Some(lender) = ifs[input].dev.lending() {
+            lender.give_back(loan);
+        }
+    }
+    sent
+}
+
+/// A frame the stage has processed: where it came from, its bytes, and its loan if its
+/// device lent it.
+pub(super) struct Received<'a> {
+    pub input: usize,
+    pub frame: &'a [u8],
+    pub loan: Option<Loan>,
+}
+
 /// Counts a verdict; forwarded and local frames are staged for transmission and
-/// counted once the output device took them.
+/// counted once the output device took them. A frame forwarded to an output of its
+/// loan's pool is staged as the loan; returns whether the loan was kept (else the
+/// device recycles the buffer as usual).
 pub(super) fn apply(
     verdict: Verdict,
-    input: usize,
-    frame: &[u8],
+    rx: Received<'_>,
     counters: &mut IfCounters,
     links: &[LinkState],
+    pools: &[Option<PoolId>],
     tx: &mut TxStaging,
-) {
+) -> bool {
+    let Received { input, frame, loan } = rx;
     let received = Origin::Received { input, more: false };
     let link_up = |out: usize| links.get(out) == Some(&LinkState::Up);
     let parts = match verdict {
@@ -207,7 +263,13 @@ pub(super) fn apply(
         Verdict::Forward { out } | Verdict::ForwardEmitted { out } if !link_up(out) => {
             counters.drops.add(DropReason::LinkDown, 1)
         }
-        Verdict::Forward { out } => tx.push(out, received, frame),
+        Verdict::Forward { out } => match loan {
+            Some(loan) if pools.get(out) == Some(&Some(loan.pool)) => {
+                tx.push_loan(out, received, loan);
+                return true;
+            }
+            _ => tx.push(out, received, frame),
+        },
         // Counted when the parts are sent; a datagram that became no frame at all was
         // used up by the stage.
         Verdict::ForwardEmitted { .. } if parts == 0 => counters.consumed += 1,
@@ -216,4 +278,5 @@ pub(super) fn apply(
         Verdict::Consumed => counters.consumed += 1,
         Verdict::Drop(reason) => counters.drops.add(reason, 1),
     }
+    false
 }

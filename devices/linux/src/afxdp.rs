@@ -1,7 +1,8 @@
-//! The AF_XDP backend: one XDP socket per (interface, queue), each with its own UMEM.
+//! The AF_XDP backend: one XDP socket per (interface, queue), with its own UMEM or one
+//! shared with the sockets of the other interfaces polld forwards between ([`SharedUmem`]).
 //!
 //! Frames reach the socket through polld's [`RedirectProgram`], attached with a `bpf_link`
-//! and shared by all queues of an interface. The UMEM is split in two pools:
+//! and shared by all queues of an interface. A socket's frames are split in two pools:
 //! - receive frames circulate fill ring → kernel → rx ring → `rx` callback → fill ring.
 //!   [`Device::receive`] hands frames to the callback in place, then releases the rx ring
 //!   and refills the fill ring once per batch. It refills on *every* call: the baseline
@@ -16,16 +17,36 @@
 //!
 //! The device's *interrupt* is the socket's readiness: its fd polls readable when the rx
 //! ring holds frames.
+//!
+//! # A shared UMEM: forwarding without a user-space copy
+//!
+//! Sockets opened into one [`SharedUmem`] are bound with `XDP_SHARED_UMEM` to the first
+//! one's UMEM, each on its own interface and queue with its own fill and completion rings
+//! (Linux ≥ 5.10: `xsk_bind` creates a buffer pool per device over the shared UMEM). Such a
+//! socket offers [`Lending`]: a received frame is lent to the dataplane as its UMEM address
+//! and length, rewritten in place by the stage, and another member puts that descriptor on
+//! its own tx ring, with no copy in user space (on veth's copy mode the kernel still copies
+//! into and out of the UMEM). The member that sent it gets the frame back on its completion
+//! ring and returns it to the group's spare list; a member whose lent frames left refills
+//! its fill ring from that list. Each member carves its region from the group: its
+//! receive frames, its own transmit frames (for copies: frames of another pool, generated
+//! ARP and ICMP), and as many spare frames again, which stand in for receive frames that
+//! wait in another member's tx ring. A frame a member did not send goes back to its fill
+//! ring at once ([`Lending::give_back`]). Frames in the rings of a member that is dropped
+//! (an interface that went away) stay with its closed socket; a reopened interface gets a
+//! UMEM of its own, and the group forwards to it by copy.
 
 use std::ffi::CString;
 use std::net::Ipv4Addr;
 use std::num::NonZeroU32;
+use std::ops::Range;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::{fmt, io};
 
-use polld_core::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
+use polld_core::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -119,8 +140,10 @@ pub struct AfXdpStats {
     /// Frames handed to the `rx` callback, and their bytes.
     pub rx_frames: u64,
     pub rx_bytes: u64,
-    /// Frames accepted by `send`.
+    /// Frames accepted by `send` and `send_loan`.
     pub tx_frames: u64,
+    /// Of those, frames another member of the shared UMEM received and lent (no copy).
+    pub tx_lent: u64,
     /// Sent frames whose UMEM frame the kernel gave back (completion ring).
     pub tx_completed: u64,
     /// `send` calls refused with [`TxFull`].
@@ -157,8 +180,12 @@ struct UmemArea {
     len: usize,
 }
 
-// SAFETY: the mapping is owned exclusively by one `AfXdp`; only that owner touches it.
+// SAFETY: the mapping is owned by one `UmemFrames`; each of its frames belongs to exactly
+// one party at a time (a socket's lists, a ring, the kernel, the spare list), and only the
+// party that owns a frame touches its bytes.
 unsafe impl Send for UmemArea {}
+// SAFETY: as above: shared references only hand out frames their caller owns.
+unsafe impl Sync for UmemArea {}
 
 impl UmemArea {
     fn new(len: usize) -> io::Result<UmemArea> {
@@ -188,8 +215,9 @@ impl UmemArea {
     ///
     /// # Safety
     /// No other live reference may cover these bytes, and the kernel must not own the frame
-    /// (it is in the rx ring, or in the free list of transmit frames).
-    unsafe fn frame_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+    /// (it is in the rx ring, or in the free list of transmit frames): the caller owns it.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn frame_mut(&self, addr: u64, len: usize) -> Option<&mut [u8]> {
         let start = usize::try_from(addr).ok()?;
         if start.checked_add(len)? > self.len {
             return None;
@@ -202,8 +230,113 @@ impl UmemArea {
 impl Drop for UmemArea {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping created in `new`; the rings that referenced it
-        // were dropped before (field order in `AfXdp`).
+        // were dropped before (field order in `AfXdp`, the last member of a shared UMEM).
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Distinguishes the UMEMs of this process, as the pools devices lend frames from.
+static NEXT_POOL: AtomicU64 = AtomicU64::new(1);
+
+/// xdpilone's handle of a registered UMEM, kept to bind more sockets to it.
+struct Registration(Umem);
+
+// SAFETY: the handle holds the address of the area `UmemFrames` owns and the UMEM socket's
+// fd; it is used only under the group's mutex, to create and bind sockets.
+unsafe impl Send for Registration {}
+
+/// One UMEM: its memory, its registration with the kernel (made when the first socket
+/// binds, in that socket's namespace), and for a shared one the frames its members hand
+/// each other.
+struct UmemFrames {
+    pool: PoolId,
+    /// Whether the members lend frames to each other ([`SharedUmem`]).
+    shared: bool,
+    /// Frame size and ring sizes, the same for every member.
+    sizes: AfXdpConfig,
+    /// Sockets it has room for.
+    members: u32,
+    group: Mutex<Group>,
+    // Last: unmapped after the registration above lets go of it.
+    area: UmemArea,
+}
+
+/// What the members of one UMEM share, behind its mutex.
+struct Group {
+    registration: Option<Registration>,
+    joined: u32,
+    /// Receive frames the member that sent them returned, for any member's fill ring.
+    spare: Vec<u64>,
+}
+
+impl UmemFrames {
+    fn new(members: u32, shared: bool, sizes: &AfXdpConfig) -> xdp::Result<Arc<UmemFrames>> {
+        sizes.validate()?;
+        let len = members as usize
+            * Self::frames_per_member(shared, sizes) as usize
+            * sizes.frame_size as usize;
+        let area = UmemArea::new(len)
+            .map_err(|e| XdpError::os(format!("allocating an AF_XDP UMEM of {len} bytes"), e))?;
+        Ok(Arc::new(UmemFrames {
+            pool: PoolId(NEXT_POOL.fetch_add(1, Ordering::Relaxed)),
+            shared,
+            sizes: sizes.clone(),
+            members,
+            group: Mutex::new(Group {
+                registration: None,
+                joined: 0,
+                spare: Vec::new(),
+            }),
+            area,
+        }))
+    }
+
+    /// Receive frames, own transmit frames, and in a shared UMEM as many spare frames.
+    fn frames_per_member(shared: bool, sizes: &AfXdpConfig) -> u32 {
+        sizes.rx_frames + sizes.tx_frames * if shared { 2 } else { 1 }
+    }
+
+    fn group(&self) -> std::sync::MutexGuard<'_, Group> {
+        // Nothing panics while holding it; a poisoned lock still holds consistent lists.
+        self.group.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Member `index`'s receive frames and transmit frames (addresses), and its spare ones.
+    fn region(&self, index: u32) -> (Vec<u64>, Range<u64>, Range<u64>) {
+        let (rx, tx) = (
+            u64::from(self.sizes.rx_frames),
+            u64::from(self.sizes.tx_frames),
+        );
+        let size = u64::from(self.sizes.frame_size);
+        let first = u64::from(index) * u64::from(Self::frames_per_member(self.shared, &self.sizes));
+        let at = |frame: u64| frame * size;
+        let receive = (first..first + rx).map(at).collect();
+        let transmit = at(first + rx)..at(first + rx + tx);
+        let spare = if self.shared {
+            at(first + rx + tx)..at(first + rx + 2 * tx)
+        } else {
+            0..0
+        };
+        (receive, transmit, spare)
+    }
+}
+
+/// A UMEM the AF_XDP sockets of several interfaces share, so that a frame received on one
+/// leaves on another without a copy in user space (see the module doc). Open its members
+/// with [`AfXdp::open_shared`]; they must be polled by one thread (one dataplane).
+#[derive(Clone)]
+pub struct SharedUmem(Arc<UmemFrames>);
+
+impl SharedUmem {
+    /// Memory for `members` sockets of `config`'s frame and ring sizes; the kernel
+    /// registers it when the first member binds.
+    pub fn new(members: u32, config: &AfXdpConfig) -> xdp::Result<SharedUmem> {
+        UmemFrames::new(members.max(1), true, config).map(SharedUmem)
+    }
+
+    /// The pool its members lend from.
+    pub fn pool(&self) -> PoolId {
+        self.0.pool
     }
 }
 
@@ -226,6 +359,16 @@ pub struct AfXdp {
     to_fill: Vec<u64>,
     /// Transmit frames owned by user space.
     tx_free: Vec<u64>,
+    /// This socket's own transmit frames; any other frame it completes is a receive frame
+    /// of the shared UMEM, returned to the group's spare list.
+    tx_range: Range<u64>,
+    /// Descriptors queued, on the tx ring or awaiting completion: at most `tx_frames`, so
+    /// neither the tx nor the completion ring overflows.
+    tx_outstanding: u32,
+    /// Receive frames lent and not yet replaced in `to_fill` (taken from the spare list).
+    rx_owed: usize,
+    /// Completed frames for the spare list, handed over once per reclaim.
+    to_spare: Vec<u64>,
     /// Descriptors queued by `send`, published to the tx ring by `flush`.
     tx_queued: Vec<XdpDesc>,
     interrupt_armed: bool,
@@ -238,7 +381,8 @@ pub struct AfXdp {
     /// Whether receive calls run the queue's NAPI poll in polld's thread.
     busy_poll: BusyPoll,
     attachment: Arc<Attachment>,
-    umem_area: UmemArea,
+    /// Last: its memory outlives the rings above.
+    frames: Arc<UmemFrames>,
 }
 
 impl fmt::Debug for AfXdp {
@@ -247,6 +391,7 @@ impl fmt::Debug for AfXdp {
             .field("ifname", &self.name.as_str())
             .field("queue", &self.queue)
             .field("zero_copy", &self.zero_copy)
+            .field("shared_umem", &self.frames.shared)
             .field("xdp_mode", &self.attachment.link.mode())
             .finish_non_exhaustive()
     }
@@ -264,12 +409,47 @@ impl AfXdp {
         Ok(sockets.remove(0))
     }
 
+    /// Like [`open`](Self::open), with the socket bound to `umem`, which it shares with
+    /// the other members: frames received on any of them can be sent on this one without
+    /// a copy ([`Lending`]). `config`'s frame and ring sizes must be `umem`'s.
+    pub fn open_shared(
+        ifname: &str,
+        queue: u32,
+        config: &AfXdpConfig,
+        umem: &SharedUmem,
+    ) -> xdp::Result<AfXdp> {
+        let sizes = &umem.0.sizes;
+        if (config.frame_size, config.rx_frames, config.tx_frames)
+            != (sizes.frame_size, sizes.rx_frames, sizes.tx_frames)
+        {
+            return Err(XdpError::Os {
+                action: format!("opening `{ifname}` on a shared AF_XDP UMEM"),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the sockets of a shared UMEM need the same frame size and ring sizes",
+                ),
+            });
+        }
+        let mut sockets = AfXdp::open_with(ifname, &[queue], config, || Ok(umem.0.clone()))?;
+        Ok(sockets.remove(0))
+    }
+
     /// Opens one socket per queue in `queues`, sharing one redirect program on `ifname`;
     /// the program stays attached until the last of them is dropped.
     pub fn open_queues(
         ifname: &str,
         queues: &[u32],
         config: &AfXdpConfig,
+    ) -> xdp::Result<Vec<AfXdp>> {
+        AfXdp::open_with(ifname, queues, config, || UmemFrames::new(1, false, config))
+    }
+
+    /// Opens one socket per queue, each bound to the UMEM `umem` returns.
+    fn open_with(
+        ifname: &str,
+        queues: &[u32],
+        config: &AfXdpConfig,
+        umem: impl Fn() -> xdp::Result<Arc<UmemFrames>>,
     ) -> xdp::Result<Vec<AfXdp>> {
         config.validate()?;
         let name = IfName::new(ifname).map_err(XdpError::Open)?;
@@ -287,7 +467,14 @@ impl AfXdp {
         queues
             .iter()
             .map(|&queue| {
-                let socket = AfXdp::bind(name.clone(), ifindex, queue, config, attachment.clone())?;
+                let socket = AfXdp::bind(
+                    name.clone(),
+                    ifindex,
+                    queue,
+                    config,
+                    attachment.clone(),
+                    umem()?,
+                )?;
                 attachment
                     .program
                     .insert_socket(queue, socket.socket_fd())?;
@@ -302,38 +489,167 @@ impl AfXdp {
         queue: u32,
         config: &AfXdpConfig,
         attachment: Arc<Attachment>,
+        frames: Arc<UmemFrames>,
     ) -> xdp::Result<AfXdp> {
         let ifname = name.as_str();
         let on_queue = |what: &str| format!("{what} for `{ifname}` queue {queue}");
-        let frames = config.rx_frames + config.tx_frames;
-        let umem_area = UmemArea::new(frames as usize * config.frame_size as usize)
-            .map_err(|e| XdpError::os(on_queue("allocating the AF_XDP UMEM"), e))?;
-        let umem_config = UmemConfig {
-            fill_size: config.rx_frames,
-            complete_size: config.tx_frames,
-            frame_size: config.frame_size,
-            headroom: 0,
-            flags: 0,
+        let mut group = frames.group();
+        if group.joined == frames.members {
+            return Err(XdpError::Os {
+                action: on_queue("joining a shared AF_XDP UMEM"),
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("the UMEM has room for {} sockets", frames.members),
+                ),
+            });
+        }
+        let first = group.registration.is_none();
+        if first {
+            let umem_config = UmemConfig {
+                fill_size: frames.sizes.rx_frames,
+                complete_size: frames.sizes.tx_frames,
+                frame_size: frames.sizes.frame_size,
+                headroom: 0,
+                flags: 0,
+            };
+            // SAFETY: the area is page aligned (mmap) and outlives every ring: each member
+            // holds the `UmemFrames` that owns it, and drops its rings first (field order).
+            let umem =
+                unsafe { Umem::new(umem_config, frames.area.as_slice_ptr()) }.map_err(|e| {
+                    XdpError::os(on_queue("creating the AF_XDP socket and UMEM"), errno(e))
+                })?;
+            group.registration = Some(Registration(umem));
+        }
+        let result = AfXdp::bind_member(&name, ifindex, queue, config, &group, first);
+        let (rx, tx, fill_completion, socket) = match result {
+            Ok(rings) => rings,
+            Err(e) => {
+                // A first member that failed leaves no half-configured UMEM socket behind.
+                if first {
+                    group.registration = None;
+                }
+                return Err(e);
+            }
         };
-        // SAFETY: the area is page aligned (mmap) and outlives every ring (field order).
-        let umem = unsafe { Umem::new(umem_config, umem_area.as_slice_ptr()) }
-            .map_err(|e| XdpError::os(on_queue("creating the AF_XDP socket and UMEM"), errno(e)))?;
+        let (to_fill, tx_range, spare) = frames.region(group.joined);
+        group.joined += 1;
+        let size = u64::from(frames.sizes.frame_size);
+        group.spare.extend(spare.step_by(size as usize));
+        drop(group);
+        let tx_free: Vec<u64> = tx_range.clone().step_by(size as usize).collect();
+        let sock_fd = socket.as_raw_fd();
+
+        let zero_copy = socket_is_zero_copy(sock_fd)
+            .map_err(|e| XdpError::os(on_queue("reading the AF_XDP socket options"), e))?;
+        eprintln!(
+            "polld: af_xdp: `{ifname}` queue {queue} bound in {} mode{}",
+            if zero_copy { "zero-copy" } else { "copy" },
+            if frames.shared {
+                " on a shared UMEM"
+            } else {
+                ""
+            }
+        );
+        // SAFETY: plain socket creation.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(XdpError::os(
+                on_queue("opening a socket for interface ioctls"),
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
+
+        let busy_poll = match &config.busy_poll {
+            Some(wanted) => {
+                let busy_poll = BusyPoll::enable(sock_fd, wanted);
+                eprintln!(
+                    "polld: af_xdp: `{ifname}` queue {queue}: {}{}",
+                    busy_poll.describe(),
+                    if busy_poll.is_active() {
+                        ""
+                    } else {
+                        "; its receive work runs in the kernel, outside polld's budget"
+                    }
+                );
+                busy_poll
+            }
+            None => BusyPoll::Unavailable("not asked for".to_string()),
+        };
+        let mut device = AfXdp {
+            name,
+            ifindex,
+            queue,
+            zero_copy,
+            config: config.clone(),
+            rx,
+            tx,
+            fill_completion,
+            socket,
+            to_fill,
+            tx_free,
+            tx_range,
+            tx_outstanding: 0,
+            rx_owed: 0,
+            to_spare: Vec::new(),
+            tx_queued: Vec::with_capacity(config.tx_frames as usize),
+            interrupt_armed: false,
+            stats: AfXdpStats::default(),
+            max_frame: 0,
+            ioctl_socket,
+            busy_poll,
+            attachment,
+            frames,
+        };
+        device.read_mtu();
+        device.refill();
+        Ok(device)
+    }
+
+    /// Creates, sizes, maps and binds one socket on the UMEM `group` holds: the UMEM's own
+    /// socket for its `first` member, a new one bound with `XDP_SHARED_UMEM` after it.
+    fn bind_member(
+        name: &IfName,
+        ifindex: u32,
+        queue: u32,
+        config: &AfXdpConfig,
+        group: &Group,
+        first: bool,
+    ) -> xdp::Result<(RingRx, RingTx, DeviceQueue, User)> {
+        let ifname = name.as_str();
+        let on_queue = |what: &str| format!("{what} for `{ifname}` queue {queue}");
+        let umem = &group
+            .registration
+            .as_ref()
+            .expect("the first member registers the UMEM")
+            .0;
         let mut info = IfInfo::invalid();
         let c_name =
             CString::new(ifname).map_err(|_| XdpError::NoSuchInterface(ifname.to_string()))?;
         info.from_name(&c_name)
             .map_err(|_| XdpError::NoSuchInterface(ifname.to_string()))?;
         info.set_queue(queue);
-        let sock = Socket::with_shared(&info, &umem)
-            .map_err(|e| XdpError::os(on_queue("preparing the AF_XDP socket"), errno(e)))?;
+        let sock = if first {
+            Socket::with_shared(&info, umem)
+        } else {
+            Socket::new(&info)
+        }
+        .map_err(|e| XdpError::os(on_queue("preparing the AF_XDP socket"), errno(e)))?;
+        debug_assert_eq!(ifindex, info.ifindex());
         let fill_completion = umem.fq_cq(&sock).map_err(|e| {
             XdpError::os(on_queue("mapping the fill and completion rings"), errno(e))
         })?;
 
-        let mode_flags = match config.bind_mode {
-            BindMode::Auto => 0,
-            BindMode::ZeroCopy => SocketConfig::XDP_BIND_ZEROCOPY,
-            BindMode::Copy => SocketConfig::XDP_BIND_COPY,
+        // `xsk_bind` refuses flags on an XDP_SHARED_UMEM bind: a later member inherits
+        // the first one's copy or zero-copy mode and its need_wakeup.
+        let bind_flags = match config.bind_mode {
+            _ if !first => 0,
+            BindMode::Auto => SocketConfig::XDP_BIND_NEED_WAKEUP,
+            BindMode::ZeroCopy => {
+                SocketConfig::XDP_BIND_NEED_WAKEUP | SocketConfig::XDP_BIND_ZEROCOPY
+            }
+            BindMode::Copy => SocketConfig::XDP_BIND_NEED_WAKEUP | SocketConfig::XDP_BIND_COPY,
         };
         let socket = umem
             .rx_tx(
@@ -341,7 +657,7 @@ impl AfXdp {
                 &SocketConfig {
                     rx_size: NonZeroU32::new(config.rx_frames),
                     tx_size: NonZeroU32::new(config.tx_frames),
-                    bind_flags: SocketConfig::XDP_BIND_NEED_WAKEUP | mode_flags,
+                    bind_flags,
                 },
             )
             .map_err(|e| XdpError::os(on_queue("sizing the rx and tx rings"), errno(e)))?;
@@ -352,15 +668,7 @@ impl AfXdp {
             .map_tx()
             .map_err(|e| XdpError::os(on_queue("mapping the tx ring"), errno(e)))?;
 
-        // Receive frames are [0, rx_frames), transmit frames follow.
-        let frame_size = u64::from(config.frame_size);
-        let rx_frames = u64::from(config.rx_frames);
-        let to_fill: Vec<u64> = (0..rx_frames).map(|i| i * frame_size).collect();
-        let tx_free: Vec<u64> = (rx_frames..rx_frames + u64::from(config.tx_frames))
-            .map(|i| i * frame_size)
-            .collect();
-
-        bind_retrying_busy(&umem, &socket).map_err(|source| match source.raw_os_error() {
+        bind_retrying_busy(umem, &socket).map_err(|source| match source.raw_os_error() {
             Some(libc::EOPNOTSUPP) if config.bind_mode == BindMode::ZeroCopy => {
                 XdpError::ZeroCopyUnsupported {
                     ifname: ifname.to_string(),
@@ -385,65 +693,7 @@ impl AfXdp {
             },
             _ => XdpError::os(on_queue("binding the AF_XDP socket"), source),
         })?;
-        let zero_copy = socket_is_zero_copy(sock.as_raw_fd())
-            .map_err(|e| XdpError::os(on_queue("reading the AF_XDP socket options"), e))?;
-        eprintln!(
-            "polld: af_xdp: `{ifname}` queue {queue} bound in {} mode",
-            if zero_copy { "zero-copy" } else { "copy" }
-        );
-        // SAFETY: plain socket creation.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(XdpError::os(
-                on_queue("opening a socket for interface ioctls"),
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
-
-        let busy_poll = match &config.busy_poll {
-            Some(wanted) => {
-                let busy_poll = BusyPoll::enable(sock.as_raw_fd(), wanted);
-                eprintln!(
-                    "polld: af_xdp: `{ifname}` queue {queue}: {}{}",
-                    busy_poll.describe(),
-                    if busy_poll.is_active() {
-                        ""
-                    } else {
-                        "; its receive work runs in the kernel, outside polld's budget"
-                    }
-                );
-                busy_poll
-            }
-            None => BusyPoll::Unavailable("not asked for".to_string()),
-        };
-        // The rings now live on in the socket; `umem` only held the setup state.
-        drop(umem);
-        let mut device = AfXdp {
-            name,
-            ifindex,
-            queue,
-            zero_copy,
-            config: config.clone(),
-            rx,
-            tx,
-            fill_completion,
-            socket,
-            to_fill,
-            tx_free,
-            tx_queued: Vec::with_capacity(config.tx_frames as usize),
-            interrupt_armed: false,
-            stats: AfXdpStats::default(),
-            max_frame: 0,
-            ioctl_socket,
-            busy_poll,
-            attachment,
-            umem_area,
-        };
-        device.read_mtu();
-        device.refill();
-        Ok(device)
+        Ok((rx, tx, fill_completion, socket))
     }
 
     pub fn queue(&self) -> u32 {
@@ -481,8 +731,16 @@ impl AfXdp {
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }
 
-    /// Gives consumed receive frames back to the kernel.
+    /// Gives consumed receive frames back to the kernel, replacing lent ones from the
+    /// shared UMEM's spare list.
     fn refill(&mut self) {
+        if self.rx_owed > 0 {
+            let mut group = self.frames.group();
+            let n = self.rx_owed.min(group.spare.len());
+            let from = group.spare.len() - n;
+            self.to_fill.extend(group.spare.drain(from..));
+            self.rx_owed -= n;
+        }
         // Twice at most: the first reservation may see a stale view of the kernel's
         // consumer index and grant fewer slots; the second refreshes it.
         for _ in 0..2 {
@@ -511,17 +769,53 @@ impl AfXdp {
         };
     }
 
-    /// Takes transmitted frames back from the completion ring.
+    /// Takes transmitted frames back from the completion ring: its own to the free list,
+    /// lent ones to the shared UMEM's spare list.
     fn reclaim(&mut self) {
+        let frame_mask = !(u64::from(self.config.frame_size) - 1);
         let mut reader = self.fill_completion.complete(self.config.tx_frames);
-        let before = self.tx_free.len();
-        self.tx_free.extend(
-            reader
-                .by_ref()
-                .map(|addr| addr & !(u64::from(self.config.frame_size) - 1)),
-        );
+        let mut completed = 0;
+        for addr in reader.by_ref() {
+            let addr = addr & frame_mask;
+            if self.tx_range.contains(&addr) {
+                self.tx_free.push(addr);
+            } else {
+                self.to_spare.push(addr);
+            }
+            completed += 1;
+        }
         reader.release();
-        self.stats.tx_completed += (self.tx_free.len() - before) as u64;
+        drop(reader);
+        self.tx_outstanding -= completed;
+        self.stats.tx_completed += u64::from(completed);
+        if !self.to_spare.is_empty() {
+            self.frames.group().spare.append(&mut self.to_spare);
+        }
+    }
+
+    /// Whether the tx ring can take another descriptor (reclaiming completed ones first
+    /// when it looks full).
+    fn tx_slot_free(&mut self) -> bool {
+        if self.tx_outstanding == self.config.tx_frames {
+            self.reclaim();
+        }
+        self.tx_outstanding < self.config.tx_frames
+    }
+
+    /// Queues a descriptor for `flush` to publish.
+    fn queue_tx(&mut self, addr: u64, len: usize) {
+        self.tx_queued.push(XdpDesc {
+            addr,
+            len: len as u32,
+            options: 0,
+        });
+        self.tx_outstanding += 1;
+        self.stats.tx_frames += 1;
+    }
+
+    /// Whether this socket shares its UMEM with other interfaces' sockets.
+    pub fn shares_umem(&self) -> bool {
+        self.frames.shared
     }
 
     /// Publishes the queued descriptors to the tx ring.
@@ -564,14 +858,14 @@ impl AfXdp {
             }
         }
     }
-}
 
-impl Device for AfXdp {
-    fn name(&self) -> &str {
-        self.name.as_str()
-    }
-
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+    /// Hands up to `budget` received frames to `rx` with their UMEM address; a frame `rx`
+    /// keeps (lent) is replaced in the fill ring from the spare list, the others go back.
+    fn receive_frames(
+        &mut self,
+        budget: usize,
+        rx: &mut dyn FnMut(&mut [u8], u64) -> bool,
+    ) -> usize {
         let budget = u32::try_from(budget).unwrap_or(u32::MAX);
         if self.busy_poll.is_active() {
             // Under preferred busy polling the device's interrupt stays masked: this
@@ -593,22 +887,43 @@ impl Device for AfXdp {
         let mut handed = 0;
         while let Some(desc) = reader.read() {
             // SAFETY: the kernel passed this frame to us through the rx ring; no other
-            // reference to it exists until it goes back to the fill ring below.
-            match unsafe { self.umem_area.frame_mut(desc.addr, desc.len as usize) } {
+            // reference to it exists until it goes back to the fill ring, or, lent, until
+            // the dataplane sends it or gives it back.
+            let kept = match unsafe { self.frames.area.frame_mut(desc.addr, desc.len as usize) } {
                 Some(frame) => {
                     self.stats.rx_bytes += frame.len() as u64;
-                    rx(frame);
                     handed += 1;
+                    rx(frame, desc.addr)
                 }
-                None => self.stats.rx_bad_descs += 1,
+                None => {
+                    self.stats.rx_bad_descs += 1;
+                    false
+                }
+            };
+            if kept {
+                self.rx_owed += 1;
+            } else {
+                self.to_fill.push(desc.addr & frame_mask);
             }
-            self.to_fill.push(desc.addr & frame_mask);
         }
         reader.release();
         drop(reader);
         self.stats.rx_frames += handed as u64;
         self.refill();
         handed
+    }
+}
+
+impl Device for AfXdp {
+    fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        self.receive_frames(budget, &mut |frame, _| {
+            rx(frame);
+            false
+        })
     }
 
     fn rx_ready(&mut self) -> bool {
@@ -623,21 +938,20 @@ impl Device for AfXdp {
         if self.tx_free.is_empty() {
             self.reclaim();
         }
-        let Some(addr) = self.tx_free.pop() else {
-            self.stats.tx_full += 1;
-            return Err(TxFull);
+        let addr = match self.tx_free.pop() {
+            Some(addr) if self.tx_slot_free() => addr,
+            popped => {
+                self.tx_free.extend(popped);
+                self.stats.tx_full += 1;
+                return Err(TxFull);
+            }
         };
         // SAFETY: `addr` came from the free list, so neither the kernel nor a queued
         // descriptor uses this frame; it lies inside the UMEM by construction.
-        let buf = unsafe { self.umem_area.frame_mut(addr, frame.len()) }
+        let buf = unsafe { self.frames.area.frame_mut(addr, frame.len()) }
             .expect("transmit frames lie inside the UMEM");
         buf.copy_from_slice(frame);
-        self.tx_queued.push(XdpDesc {
-            addr,
-            len: frame.len() as u32,
-            options: 0,
-        });
-        self.stats.tx_frames += 1;
+        self.queue_tx(addr, frame.len());
         Ok(())
     }
 
@@ -655,7 +969,8 @@ impl Device for AfXdp {
                 return 0;
             }
         }
-        self.tx_free.len()
+        let slots = (self.config.tx_frames - self.tx_outstanding) as usize;
+        slots.min(self.tx_free.len())
     }
 
     fn flush(&mut self) {
@@ -698,6 +1013,14 @@ impl Device for AfXdp {
         Some(self.socket.as_raw_fd())
     }
 
+    fn lending(&mut self) -> Option<&mut dyn Lending> {
+        if self.frames.shared {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn hw_stats(&mut self) -> HwStats {
         // Should the kernel refuse XDP_STATISTICS, the last counts read still hold.
         let stats = self.stats().unwrap_or(self.stats);
@@ -712,6 +1035,50 @@ impl Device for AfXdp {
             tx_drops,
             ..HwStats::default()
         }
+    }
+}
+
+impl Lending for AfXdp {
+    fn pool(&self) -> PoolId {
+        self.frames.pool
+    }
+
+    fn receive_lending(
+        &mut self,
+        budget: usize,
+        rx: &mut dyn FnMut(&mut [u8], Loan) -> bool,
+    ) -> usize {
+        let pool = self.frames.pool;
+        self.receive_frames(budget, &mut |frame, offset| {
+            let len = frame.len() as u32;
+            rx(frame, Loan { pool, offset, len })
+        })
+    }
+
+    /// The descriptor goes on this socket's tx ring as it is: the frame already lies in
+    /// the shared UMEM. One too long for this interface is accepted and dropped (counted
+    /// as `send` counts it), its frame returned to the spare list.
+    fn send_loan(&mut self, loan: Loan) -> Result<(), TxFull> {
+        debug_assert_eq!(loan.pool, self.frames.pool);
+        if loan.len as usize > self.max_frame {
+            self.stats.tx_too_long += 1;
+            let frame = loan.offset & !(u64::from(self.config.frame_size) - 1);
+            self.frames.group().spare.push(frame);
+            return Ok(());
+        }
+        if !self.tx_slot_free() {
+            self.stats.tx_full += 1;
+            return Err(TxFull);
+        }
+        self.queue_tx(loan.offset, loan.len as usize);
+        self.stats.tx_lent += 1;
+        Ok(())
+    }
+
+    fn give_back(&mut self, loan: Loan) {
+        self.to_fill
+            .push(loan.offset & !(u64::from(self.config.frame_size) - 1));
+        self.rx_owed = self.rx_owed.saturating_sub(1);
     }
 }
 

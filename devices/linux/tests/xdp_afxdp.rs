@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use polld_core::{Device, LinkState, TxDrop, TxFull};
+use polld_dev::afxdp::SharedUmem;
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
@@ -665,4 +666,110 @@ fn afxdp_on_a_missing_queue_says_so() {
             .contains("does the interface have this queue"),
         "{err}"
     );
+}
+
+/// A second veth pair between the same namespaces: `va2` in `a`, `vb2` in `b`.
+fn second_pair(p: &Pair) {
+    let (mac_a, mac_b) = (mac_text(MAC_A), mac_text(MAC_B));
+    veth_pair(
+        VethEnd {
+            ns: &p.a,
+            name: "va2",
+            mac: &mac_a,
+            addr: None,
+        },
+        VethEnd {
+            ns: &p.b,
+            name: "vb2",
+            mac: &mac_b,
+            addr: None,
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn sockets_of_a_shared_umem_send_each_others_frames_without_a_copy() {
+    require_root!();
+    let p = pair();
+    second_pair(&p);
+    // Small rings, so that 20 rounds circulate every frame through the spare list.
+    let config = AfXdpConfig {
+        rx_frames: 64,
+        tx_frames: 64,
+        ..AfXdpConfig::default()
+    };
+    let umem = SharedUmem::new(2, &config).unwrap();
+    let (c, u) = (config.clone(), umem.clone());
+    let mut input = inside(&p.a, move || AfXdp::open_shared("va", 0, &c, &u)).unwrap();
+    let (c, u) = (config.clone(), umem.clone());
+    let mut output = inside(&p.a, move || AfXdp::open_shared("va2", 0, &c, &u)).unwrap();
+    assert!(input.shares_umem() && output.shares_umem());
+    assert_eq!(input.lending().unwrap().pool(), umem.pool());
+    let sender = inside(&p.b, || RawSocket::open("vb", false));
+    let peer = inside(&p.b, || RawSocket::open("vb2", true));
+    const ROUNDS: u32 = 20;
+    const BURST: u32 = 32;
+    for round in 0..ROUNDS {
+        let sent: Vec<Vec<u8>> = (0..BURST)
+            .map(|i| frame(MAC_A, MAC_B, round * BURST + i, 60 + i as usize))
+            .collect();
+        sent.iter().for_each(|f| sender.send(f));
+        let mut loans = Vec::new();
+        assert!(eventually(|| {
+            input
+                .lending()
+                .unwrap()
+                .receive_lending(64, &mut |f, loan| {
+                    // Rewritten in place, as the stage rewrites MACs: here the destination.
+                    f[..6].copy_from_slice(&MAC_B);
+                    loans.push(loan);
+                    true
+                });
+            loans.len() == BURST as usize
+        }));
+        for loan in loans {
+            output.lending().unwrap().send_loan(loan).unwrap();
+        }
+        output.flush();
+        for expected in &sent {
+            let mut expected = expected.clone();
+            expected[..6].copy_from_slice(&MAC_B);
+            assert_eq!(peer.receive().expect("forwarded"), expected);
+        }
+    }
+    // Every frame went out of `output` as a loan, none was copied, none lost.
+    assert!(eventually(|| {
+        output.flush();
+        output.stats().unwrap().tx_completed == u64::from(ROUNDS * BURST)
+    }));
+    let (i, o) = (input.stats().unwrap(), output.stats().unwrap());
+    assert_eq!(o.tx_lent, u64::from(ROUNDS * BURST));
+    assert_eq!(o.tx_frames, o.tx_lent);
+    assert_eq!(
+        i.rx_frames,
+        u64::from(ROUNDS * BURST),
+        "10x the receive frames"
+    );
+    assert_eq!(i.rx_dropped + i.rx_ring_full, 0, "{i:?}");
+}
+
+#[test]
+fn a_shared_umem_refuses_a_member_too_many_or_of_other_sizes() {
+    require_root!();
+    let p = pair();
+    second_pair(&p);
+    let config = AfXdpConfig::default();
+    let umem = SharedUmem::new(1, &config).unwrap();
+    let (c, u) = (config.clone(), umem.clone());
+    let _first = inside(&p.a, move || AfXdp::open_shared("va", 0, &c, &u)).unwrap();
+    let (c, u) = (config.clone(), umem.clone());
+    let err = inside(&p.a, move || AfXdp::open_shared("va2", 0, &c, &u)).unwrap_err();
+    assert!(err.to_string().contains("room for 1 sockets"), "{err}");
+    let other = AfXdpConfig {
+        tx_frames: 64,
+        ..AfXdpConfig::default()
+    };
+    let err = inside(&p.a, move || AfXdp::open_shared("va2", 0, &other, &umem)).unwrap_err();
+    assert!(err.to_string().contains("same frame size"), "{err}");
 }

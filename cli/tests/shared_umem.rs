@@ -1,0 +1,102 @@
+//! Forwarding without a user-space copy on the veth testbed (root only; CI runs as root):
+//! with `[daemon] af_xdp_shared_umem = true` veth1 and veth2 share one UMEM, every frame
+//! veth1 forwards leaves veth2 as the buffer it arrived in (`lent`), and every frame is
+//! accounted for; with `false` each has its own and frames are copied; on a backend other
+//! than AF_XDP the setting is refused with the reason.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{count, router_config, stop, testbed, Dir, Polld, Running, POLLD};
+use polld_testbed::{Role, Testbed, UpOptions};
+
+/// `fwd.toml` for `backend` in polling mode, with `af_xdp_shared_umem = shared`.
+fn config(
+    tb: &Testbed,
+    dir: &Dir,
+    backend: &str,
+    shared: bool,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (path, socket) = router_config(tb, dir, backend, "polling", None, false, &[]);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[daemon]\n",
+        &format!("[daemon]\naf_xdp_shared_umem = {shared}\n"),
+    );
+    assert!(text.contains("af_xdp_shared_umem"), "{text}");
+    std::fs::write(&path, text).unwrap();
+    (path, socket)
+}
+
+/// `polld gen` on gen's CPU: 50 kpps for `secs`.
+fn gen(tb: &Testbed, secs: u32) -> Running {
+    let child = tb
+        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
+        .unwrap()
+        .args(["gen", &tb.layout().veth0.name, "-i", "0", "--rate", "50k"])
+        .args(["--duration", &secs.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
+/// Runs polld on `path` under 2 s of traffic; returns `polld ifconfig veth1` and the
+/// final counters of veth1 (conservation checked on both interfaces).
+fn forward(tb: &Testbed, path: &Path, socket: &Path) -> (String, serde_json::Value) {
+    let polld = Polld::start(tb, path, socket);
+    let ifconfig = polld.ok(&["ifconfig", "veth1"]);
+    let mut traffic = gen(tb, 2);
+    traffic.0.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let interfaces = stop(polld);
+    let veth1 = interfaces
+        .into_iter()
+        .find(|i| i["name"] == "veth1")
+        .unwrap();
+    (ifconfig, veth1)
+}
+
+#[test]
+fn a_shared_umem_forwards_without_a_copy_and_accounts_for_every_frame() {
+    require_root!();
+    let tb = testbed("su");
+    let dir = Dir::new("shared-umem");
+
+    // Refused where there is nothing to share, naming the interfaces and the fix.
+    let (path, _) = config(&tb, &dir, "af_packet", true);
+    let out = Command::new(POLLD)
+        .args(["run", "--check", "-c"])
+        .arg(&path)
+        .args(["--netns", &tb.layout().fwd_ns])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("af_xdp_shared_umem")
+            && err.contains("veth1 is af_packet")
+            && err.contains("backend = \"af_xdp\""),
+        "{err}"
+    );
+
+    let (path, socket) = config(&tb, &dir, "af_xdp", true);
+    let (ifconfig, veth1) = forward(&tb, &path, &socket);
+    assert!(ifconfig.contains("umem shared with veth2"), "{ifconfig}");
+    let forwarded = count(&veth1, "forwarded");
+    assert!(forwarded > 50_000, "{veth1}");
+    assert_eq!(
+        count(&veth1, "lent"),
+        forwarded,
+        "every frame lent: {veth1}"
+    );
+
+    let (path, socket) = config(&tb, &dir, "af_xdp", false);
+    let (ifconfig, veth1) = forward(&tb, &path, &socket);
+    assert!(ifconfig.contains("umem own"), "{ifconfig}");
+    assert!(count(&veth1, "forwarded") > 50_000, "{veth1}");
+    assert_eq!(count(&veth1, "lent"), 0, "{veth1}");
+}
