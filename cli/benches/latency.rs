@@ -2,15 +2,19 @@
 //! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
 //! times each frame when the kernel hands it over. In one run it measures the kernel's own
 //! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
-//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy. It prints
-//! p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs next to the polling rows.
+//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy; then DPDK
+//! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
+//! skipped, and why). It prints p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs
+//! next to the polling rows, with how late polld's tick timer woke it
+//! (`polld.tick_lateness_*`), and splits each polling p99 into the tick, the timer's
+//! lateness spread and what is left, beside the kernel's own path p99.
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
 mod common;
 
-use common::{arg, is_root, measure_or_exit, testbed};
-use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use common::{announce, arg, is_root, measure_or_exit, testbed};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Devices, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
@@ -47,22 +51,45 @@ fn main() {
         ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None),
     ];
+    // testpmd is optional: when it is missing or cannot start, a line says why.
+    let testpmd_program = polld_testbed::testpmd::program();
+    let trial_of = |label: &str, forwarder| Trial {
+        label: label.to_string(),
+        forwarder,
+        load: Load::Frames {
+            rate: &rate,
+            sink: true,
+        },
+        duration,
+    };
     let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
     for (label, forwarder, hz) in trials {
-        let trial = Trial {
-            label: label.to_string(),
-            forwarder,
-            load: Load::Frames {
-                rate: &rate,
-                sink: true,
-            },
-            duration,
-        };
+        let trial = trial_of(label, forwarder);
         rows.push((
             measure_or_exit("latency", &tb, &options, polld, &dir, &trial),
             hz,
         ));
     }
+    let testpmd = testpmd_program
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|program| {
+            let forwarder = Forwarder::Testpmd {
+                program,
+                backend: "af_xdp",
+            };
+            let trial = trial_of("testpmd af_xdp", forwarder);
+            announce("latency", &trial);
+            measure(&tb, &options, polld, &dir, &trial)
+        });
+    let testpmd_note = match testpmd {
+        Ok(row) => {
+            let note = row.testpmd.map(|c| format!("testpmd af_xdp: {c}"));
+            rows.push((row, None));
+            note
+        }
+        Err(e) => Some(format!("DPDK testpmd af_xdp: {e}; skipped")),
+    };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
     println!(
@@ -70,7 +97,7 @@ fn main() {
         options.cpus.fwd
     );
     println!(
-        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10}  bound",
+        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10} {:>15}  bound",
         "forwarder",
         "offered/s",
         "delivered/s",
@@ -79,7 +106,8 @@ fn main() {
         "p99 µs",
         "max µs",
         "polld CPU",
-        "kernel rx"
+        "kernel rx",
+        "tick late µs"
     );
     let mut all_conserved = true;
     for (r, hz) in &rows {
@@ -96,8 +124,17 @@ fn main() {
                 if met { "met" } else { "NOT met" }
             )
         });
+        // The tick timer's lateness, p50/p99/max: the kernel's part of polling's wait.
+        let tick_late = r.tick_lateness.map_or(String::new(), |t| {
+            format!(
+                "{}/{}/{}",
+                t.p50_ns / 1000,
+                t.p99_ns / 1000,
+                t.max_ns / 1000
+            )
+        });
         println!(
-            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}%  {bound}",
+            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}% {tick_late:>15}  {bound}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,
@@ -108,7 +145,31 @@ fn main() {
             r.polld_cpu_percent,
             r.kernel_rx_cpu_percent,
         );
-        all_conserved &= r.conserved != Some(false);
+        all_conserved &= r.conserved != Some(false) && r.testpmd.is_none_or(|c| c.balanced());
+    }
+    if let Some(note) = testpmd_note {
+        println!("{note}");
+    }
+    // What of polling's p99 is the tick, what the timer's lateness, and what the path the
+    // kernel's own forwarding also takes.
+    let kernel_p99 = rows
+        .iter()
+        .find(|(r, _)| r.mode.starts_with("kernel"))
+        .and_then(|(r, _)| r.latency)
+        .map(|l| l.p99_us);
+    for (r, hz) in &rows {
+        let (Some(hz), Some(l), Some(t)) = (hz, r.latency, r.tick_lateness) else {
+            continue;
+        };
+        let tick_us = 1e6 / *hz as f64;
+        println!(
+            "{}: p99 {:.0} µs = the tick {tick_us:.0} + {:.0}; of that the tick timer's lateness spread (p99 - p50) {} µs, and the kernel's own path had p99 {} µs",
+            r.mode,
+            l.p99_us,
+            l.p99_us - tick_us,
+            t.p99_ns.saturating_sub(t.p50_ns) / 1000,
+            kernel_p99.map_or("-".to_string(), |p| format!("{p:.0}")),
+        );
     }
     if all_conserved {
         println!("conservation held on every interface in every polld run");

@@ -90,6 +90,38 @@ fn main() {
             }
         );
     }
+    println!(
+        "\nwhere polld's time went (per second of the run; frames counted on both interfaces, data and acks)"
+    );
+    println!(
+        "{:<30} {:>10} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>11}",
+        "forwarder",
+        "frames/s",
+        "polld µs/f",
+        "kernel µs/f",
+        "rtt µs",
+        "tx full/s",
+        "cycles/s",
+        "repolls/s",
+        "chunks/cyc"
+    );
+    for r in rows.iter().filter(|r| r.conserved.is_some()) {
+        let per_s = |n: u64| n as f64 / r.seconds.max(1e-9);
+        let frames = per_s(r.polld_delta_all_ifs("rx_packets")).max(1e-9);
+        let cycles = r.polld_delta("kern.polling.cycles");
+        println!(
+            "{:<30} {:>10.0} {:>11.2} {:>11.2} {:>9} {:>10.0} {:>9.0} {:>9.0} {:>11.1}",
+            r.mode,
+            frames,
+            r.polld_cpu_percent / 100.0 * 1e6 / frames,
+            r.kernel_rx_cpu_percent / 100.0 * 1e6 / frames,
+            r.tcp.map_or(0, |t| t.mean_rtt_us),
+            per_s(r.polld_delta_all_ifs("drops.tx_ring_full")),
+            per_s(cycles),
+            per_s(r.polld_delta("kern.polling.repolls")),
+            r.polld_delta("kern.polling.chunks") as f64 / cycles.max(1) as f64,
+        );
+    }
     let rate = |label: &str| {
         rows.iter()
             .find(|r| r.mode == label)

@@ -44,6 +44,12 @@ fn the_quick_ramp_polls_during_the_flood_returns_to_interrupts_and_conserves() {
         );
     }
 
+    assert_eq!(report["user_frac"], 50);
+    for s in steps {
+        assert!(s["competitor_over_user_frac"].is_number(), "{s}");
+        assert!(s["promise_held"].is_boolean(), "{s}");
+    }
+
     let samples = report["samples"].as_array().expect("samples");
     assert!(samples.len() >= 5 * 4, "too few samples: {}", samples.len());
     for s in samples {

@@ -87,7 +87,7 @@ fn a_shared_umem_forwards_without_a_copy_and_accounts_for_every_frame() {
     let (ifconfig, veth1) = forward(&tb, &path, &socket);
     assert!(ifconfig.contains("umem shared with veth2"), "{ifconfig}");
     let forwarded = count(&veth1, "forwarded");
-    assert!(forwarded > 50_000, "{veth1}");
+    assert!(forwarded > 10_000, "{veth1}");
     assert_eq!(
         count(&veth1, "lent"),
         forwarded,
@@ -97,6 +97,6 @@ fn a_shared_umem_forwards_without_a_copy_and_accounts_for_every_frame() {
     let (path, socket) = config(&tb, &dir, "af_xdp", false);
     let (ifconfig, veth1) = forward(&tb, &path, &socket);
     assert!(ifconfig.contains("umem own"), "{ifconfig}");
-    assert!(count(&veth1, "forwarded") > 50_000, "{veth1}");
+    assert!(count(&veth1, "forwarded") > 10_000, "{veth1}");
     assert_eq!(count(&veth1, "lent"), 0, "{veth1}");
 }

@@ -29,6 +29,15 @@ pub struct KernelRxStatus {
     pub found_by: String,
 }
 
+/// How late the tick timer woke the poll thread since start (`polld.tick_lateness_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TickLateness {
+    pub wakeups: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
 /// What the daemon adds to the dataplane's entries, under `polld.` (the names are in
 /// [`daemon_entry`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +52,7 @@ pub struct DaemonStatus {
     pub idle_poll_ns: u64,
     /// The poll thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns.
     pub thread_cpu_ns: u64,
+    pub tick_lateness: TickLateness,
     pub kernel_rx: KernelRxStatus,
     /// Each writable entry's value before the config was applied.
     pub defaults: Vec<(String, String)>,
@@ -119,6 +129,30 @@ impl DaemonStatus {
             "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID), ns",
             Kind::Counter,
             |d| Value::from(d.thread_cpu_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::TICK_WAKEUPS),
+            "Tick wakeups of the poll thread timed for lateness",
+            Kind::Counter,
+            |d| Value::from(d.tick_lateness.wakeups),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::TICK_LATENESS_P50_NS),
+            "Median lateness of the tick wakeups since start (the kernel's timer path), ns",
+            Kind::Gauge,
+            |d| Value::from(d.tick_lateness.p50_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::TICK_LATENESS_P99_NS),
+            "99th percentile of the tick wakeups' lateness since start, ns",
+            Kind::Gauge,
+            |d| Value::from(d.tick_lateness.p99_ns),
+        ),
+        Oid::read_only(
+            leaf(daemon_entry::TICK_LATENESS_MAX_NS),
+            "Latest tick wakeup since start, ns after its expiry",
+            Kind::Gauge,
+            |d| Value::from(d.tick_lateness.max_ns),
         ),
         Oid::read_only(
             leaf(daemon_entry::KERNEL_RX_NS),

@@ -29,6 +29,13 @@ pub mod daemon_entry {
     /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), in ns: a check on the
     /// monotonic accounts above, which also count time the thread was preempted.
     pub const THREAD_CPU_NS: &str = "polld.thread_cpu_ns";
+    /// Tick wakeups the poll thread has timed (each read of the tick timer).
+    pub const TICK_WAKEUPS: &str = "polld.tick_wakeups";
+    /// How late the tick timer woke the poll thread, from the tick's expiry to the read,
+    /// since start, in ns: the median, the 99th percentile (1 µs resolution) and the worst.
+    pub const TICK_LATENESS_P50_NS: &str = "polld.tick_lateness_p50_ns";
+    pub const TICK_LATENESS_P99_NS: &str = "polld.tick_lateness_p99_ns";
+    pub const TICK_LATENESS_MAX_NS: &str = "polld.tick_lateness_max_ns";
     /// CPU time of the kernel threads doing the receive work of polld's interfaces
     /// (threaded NAPI), on any CPU, in ns. Outside polld's budget.
     pub const KERNEL_RX_NS: &str = "polld.kernel_rx_ns";

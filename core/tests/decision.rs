@@ -259,3 +259,38 @@ fn a_quiet_poller_wakes_on_its_interrupt_line() {
     assert_eq!(dp.interfaces()[0].counters().local, 1);
     conserved(&dp);
 }
+
+/// Runs what is due at time 0, telling the dataplane each piece took `ns`.
+fn run_timed(dp: &mut Dataplane<Ring, ForTheBox>, ns: u64) {
+    while let Some(due) = dp.next_due().filter(|d| !d.spins()) {
+        dp.run(due, 0);
+        dp.ran(due, ns);
+    }
+}
+
+#[test]
+fn auto_judges_the_threads_cpu_less_what_was_not_its_interrupt_work() {
+    // hz 1000, user_frac 50: interrupt work over 500 us of a 1-ms window switches; the
+    // thread used 700 us of it, its handlers timed 10 us a batch.
+    let cpu = 700_000;
+    let after_a_window = |outside: u64, frames_on: usize| {
+        let mut dp = dataplane(&[Mode::Auto, Mode::Interrupt], &[]);
+        inject(&mut dp, frames_on, 10);
+        dp.interrupt_line(frames_on, true);
+        run_timed(&mut dp, 10_000);
+        dp.ran_outside(outside);
+        assert!(!dp.auto_window_due(MS - 1) && dp.auto_window_due(MS));
+        dp.close_auto_window(MS, cpu);
+        conserved(&dp);
+        dp.interfaces()[0].polls()
+    };
+    // The wakeups around the handlers count: 700 us of the thread's CPU, 10 us timed.
+    assert!(
+        after_a_window(0, 0),
+        "the auto interface took the interrupts"
+    );
+    // Control requests and status checks (600 us of it) do not.
+    assert!(!after_a_window(600_000, 0));
+    // Nor does another mode's interrupt work make an auto interface poll.
+    assert!(!after_a_window(0, 1));
+}

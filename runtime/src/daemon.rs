@@ -370,7 +370,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     drop(metrics);
     drop(server);
     report(
-        &final_counters(exec.dataplane(), &info),
+        &final_counters(exec.dataplane_mut(), &info),
         signal,
         args.json,
         out,
@@ -541,7 +541,7 @@ fn umem_line(d: &DeviceConfig, shared_by: &[String]) -> Option<String> {
 /// prints.
 pub(crate) type FinalCounters = Vec<(IfStatus, IfCounters)>;
 
-pub(crate) fn final_counters(dp: &RealDataplane, info: &[IfInfo]) -> FinalCounters {
+pub(crate) fn final_counters(dp: &mut RealDataplane, info: &[IfInfo]) -> FinalCounters {
     executor::interfaces(dp, info)
         .into_iter()
         .zip(dp.interfaces().iter().map(|i| i.counters()))

@@ -28,10 +28,16 @@
 //! thread's. Idle polling waits for the idle thread (`SCHED_IDLE`) to find the CPU idle,
 //! so busy mode is the only thing that changes the poll thread's policy.
 //!
+//! Each tick wakeup is timed against the tick's expiry ([`Lateness`], `polld.tick_lateness_*`):
+//! the part of polling's latency that is the kernel's timer path, not polld's.
+//!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
 //! are served as `polld.work_ns`, `polld.busy_poll_ns` and `polld.idle_poll_ns` with the
-//! other `polld.*` entries, from which `polld stat` splits the core's time.
+//! other `polld.*` entries, from which `polld stat` splits the core's time. For `auto`
+//! interfaces it also reads the thread's CPU clock, once per window of a tick, when the
+//! dataplane asks ([`Dataplane::auto_window_due`]): overload is judged on the CPU the
+//! thread really used, wakeups included and preemptions not.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -43,6 +49,7 @@ use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
+use crate::lateness::Lateness;
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -112,6 +119,8 @@ pub struct Executor {
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
+    /// How late the tick timer woke the thread.
+    lateness: Lateness,
 }
 
 impl Executor {
@@ -124,7 +133,7 @@ impl Executor {
     ) -> io::Result<Executor> {
         let epoll = Epoll::new()?;
         let tick = Timer::new()?;
-        let status = Timer::new()?;
+        let mut status = Timer::new()?;
         epoll.add(tick.fd(), TOKEN_TICK)?;
         epoll.add(status.fd(), TOKEN_STATUS)?;
         epoll.add(signals.fd(), TOKEN_SIGNAL)?;
@@ -149,11 +158,16 @@ impl Executor {
             watched: vec![None; n],
             idle,
             lowered: false,
+            lateness: Lateness::default(),
         })
     }
 
     pub fn dataplane(&self) -> &RealDataplane {
         &self.dp
+    }
+
+    pub fn dataplane_mut(&mut self) -> &mut RealDataplane {
+        &mut self.dp
     }
 
     pub fn accounts(&self) -> TimeAccounts {
@@ -172,10 +186,14 @@ impl Executor {
             self.sync_policy()?;
             let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
             self.epoll.wait(timeout, &mut ready)?;
+            let events_start = now_ns();
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
-                        let n = self.tick.expirations();
+                        let (n, late_ns) = self.tick.expirations_late();
+                        if n > 0 {
+                            self.lateness.record(late_ns);
+                        }
                         self.dp.raise_ticks(n.min(u32::MAX as u64) as u32);
                     }
                     TOKEN_STATUS => {
@@ -197,6 +215,8 @@ impl Executor {
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
+            // Timer reads, status checks, control requests: none of it is interrupt work.
+            self.dp.ran_outside(now_ns().saturating_sub(events_start));
             self.run_due()?;
             self.log_events();
         }
@@ -212,6 +232,11 @@ impl Executor {
                 _ => &mut self.accounts.work_ns,
             };
             let start = now_ns();
+            if self.dp.auto_window_due(start) {
+                // Once a tick at most: what the thread used, wakeups included.
+                self.dp
+                    .close_auto_window(start, polld_dev::clock::thread_cpu_ns());
+            }
             let work = self.dp.run(due, start);
             let end = now_ns();
             *account += end.saturating_sub(start);
@@ -358,6 +383,7 @@ impl Executor {
             busy_poll_ns: self.accounts.busy_poll_ns,
             idle_poll_ns: self.accounts.idle_poll_ns,
             thread_cpu_ns: polld_dev::clock::thread_cpu_ns(),
+            tick_lateness: self.lateness.summary(),
             kernel_rx: rx_work::kernel_rx_status(interfaces, self.daemon.pinned_cpu),
             defaults: self.daemon.defaults.clone(),
         }
@@ -387,15 +413,26 @@ fn answer(
     }
 }
 
+/// What `polld ifconfig` says of interface `i`'s UMEM now: the shared UMEM it was opened
+/// with is gone once the interface was reopened (it gets its own) or wrapped (`--pcap`).
+fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
+    let lends = dp.interface_mut(i).dev_mut().lending().is_some();
+    if lends || opened_with == "own" {
+        opened_with
+    } else {
+        "own".to_string()
+    }
+}
+
 /// Every interface as `polld ifconfig` shows it.
-pub fn interfaces(dp: &RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
+pub fn interfaces(dp: &mut RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
     (0..dp.interfaces().len())
         .map(|i| {
             let info = info.get(i).cloned().unwrap_or_default();
             let mut status =
                 control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
             status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
-            status.umem = info.umem;
+            status.umem = info.umem.map(|umem| umem_now(dp, i, umem));
             status
         })
         .collect()

@@ -4,6 +4,7 @@
 //! - [`daemon`]: set-up in privilege order, then the executor, then the final counters;
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
+//! - [`lateness`]: how late the tick timer wakes the poll thread;
 //! - [`idle`]: idle polling's own thread at idle priority;
 //! - [`reopen`]: an interface that went away opened anew on a helper thread, swapped in;
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
@@ -18,6 +19,7 @@ pub mod config;
 pub mod daemon;
 pub mod executor;
 pub mod idle;
+pub mod lateness;
 pub mod percpu;
 pub mod reopen;
 pub mod rx_work;

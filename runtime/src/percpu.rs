@@ -165,7 +165,7 @@ fn poll_thread(
     };
     let _ = ready.send(Ok(policy));
     exec.run().map_err(RunError::Io)?;
-    Ok(daemon::final_counters(exec.dataplane(), &info))
+    Ok(daemon::final_counters(exec.dataplane_mut(), &info))
 }
 
 /// Answers control requests until a stop signal (returned) or a poll thread's exit.

@@ -86,9 +86,13 @@ impl Epoll {
     }
 }
 
-/// A periodic timer; reading it returns the expirations since the last read.
+/// A periodic timer; reading it returns the expirations since the last read. It keeps its
+/// own schedule, so a read also tells how late it came without asking the kernel.
 pub struct Timer {
     fd: OwnedFd,
+    period_ns: u64,
+    /// When the first expiry not read yet is due, on the monotonic clock.
+    next_ns: u64,
 }
 
 impl Timer {
@@ -106,17 +110,19 @@ impl Timer {
         Ok(Timer {
             // SAFETY: a fresh fd we own.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            period_ns: 0,
+            next_ns: 0,
         })
     }
 
     /// Fires every `period_ns` from now on; 0 stops it.
-    pub fn set_period(&self, period_ns: u64) -> io::Result<()> {
+    pub fn set_period(&mut self, period_ns: u64) -> io::Result<()> {
         self.set(period_ns, period_ns)
     }
 
     /// Fires in `first_ns` (at least 1 ns if the timer runs), then every `period_ns`;
     /// a period of 0 stops it.
-    pub fn set(&self, first_ns: u64, period_ns: u64) -> io::Result<()> {
+    pub fn set(&mut self, first_ns: u64, period_ns: u64) -> io::Result<()> {
         let ts = |ns: u64| libc::timespec {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_nsec: (ns % 1_000_000_000) as i64,
@@ -126,24 +132,39 @@ impl Timer {
             it_interval: ts(period_ns),
             it_value: ts(first),
         };
+        // Read before the kernel reads its clock: a wakeup is never reported early.
+        let now = now_ns();
         // SAFETY: `spec` is valid; the old value is not wanted.
         check(
             unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) },
             "timerfd_settime",
-        )
-        .map(drop)
+        )?;
+        self.period_ns = period_ns;
+        self.next_ns = now + first;
+        Ok(())
     }
 
     /// Expirations since the last read (0 if none).
-    pub fn expirations(&self) -> u64 {
+    pub fn expirations(&mut self) -> u64 {
         let mut n: u64 = 0;
         // SAFETY: reads 8 bytes into `n`.
         let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
-        if r == 8 {
-            n
-        } else {
-            0
+        if r != 8 {
+            return 0;
         }
+        self.next_ns += n * self.period_ns;
+        n
+    }
+
+    /// Expirations since the last read, and how long ago the first of them expired, in
+    /// ns (0 if none). Read right after the wakeup, that is how late the wakeup came.
+    pub fn expirations_late(&mut self) -> (u64, u64) {
+        let first_due = self.next_ns;
+        let n = self.expirations();
+        if n == 0 {
+            return (0, 0);
+        }
+        (n, now_ns().saturating_sub(first_due))
     }
 
     pub fn fd(&self) -> RawFd {
@@ -308,4 +329,23 @@ pub fn make_realtime() -> io::Result<()> {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_read_reports_the_first_expiry_it_missed() {
+        let mut timer = Timer::new().unwrap();
+        assert_eq!(timer.expirations_late(), (0, 0));
+        timer.set_period(1_000_000).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (n, late) = timer.expirations_late();
+        assert!(n >= 4, "{n} expirations in 5 ms");
+        // The first expiry was at 1 ms, read at 5 ms or later.
+        assert!(late >= (n - 1) * 1_000_000, "{late} ns late after {n}");
+        // (Its own clock is read just before the kernel's, so it may say a little more.)
+        assert!(late < n * 1_000_000 + 100_000, "{late} ns late after {n}");
+    }
 }

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_control::answer::TickLateness;
+use polld_control::proto::daemon_entry;
 use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
@@ -57,6 +59,8 @@ pub struct DemoRow {
     pub mode: String,
     pub offered_pps: f64,
     pub delivered_pps: f64,
+    /// The measured window, s.
+    pub seconds: f64,
     /// The forwarder's CPU time over the run (polld's, or testpmd's), percent of one CPU
     /// (0 for the kernel).
     pub polld_cpu_percent: f64,
@@ -74,11 +78,40 @@ pub struct DemoRow {
     pub latency: Option<SinkLatency>,
     /// The TCP stream's rate, in a TCP trial.
     pub tcp: Option<TcpResult>,
+    /// Growth over the run of each of polld's numeric entries (counters; a gauge's
+    /// change), by name: empty when polld did not forward.
+    pub polld_deltas: Vec<(String, u64)>,
+    /// How late polld's tick timer woke its poll thread, from start to the end of the run
+    /// (`None`: no ticks, as in interrupt mode, or polld did not forward).
+    pub tick_lateness: Option<TickLateness>,
     /// Conservation on every interface in polld's final report (`None`: the kernel or
     /// testpmd forwarded).
     pub conserved: Option<bool>,
     /// testpmd's forward statistics and the veths' counters, when testpmd forwarded.
     pub testpmd: Option<TestpmdCounters>,
+}
+
+impl DemoRow {
+    /// How much polld's entry `name` grew over the run (0 if it has none).
+    pub fn polld_delta(&self, name: &str) -> u64 {
+        self.polld_deltas
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+
+    /// The growth over the run of `dev.<if>.<leaf>`, summed over polld's interfaces.
+    pub fn polld_delta_all_ifs(&self, leaf: &str) -> u64 {
+        self.polld_deltas
+            .iter()
+            .filter(|(n, _)| {
+                n.strip_prefix("dev.")
+                    .and_then(|rest| rest.split_once('.'))
+                    .is_some_and(|(_, l)| l == leaf)
+            })
+            .map(|(_, v)| v)
+            .sum()
+    }
 }
 
 /// Who forwards in fwd during a trial.
@@ -509,6 +542,9 @@ pub fn measure(
                     .unwrap_or(0.0)
                     / 1e6,
                 retransmits: end["sum_sent"]["retransmits"].as_u64().unwrap_or(0),
+                mean_rtt_us: end["streams"][0]["sender"]["mean_rtt"]
+                    .as_u64()
+                    .unwrap_or(0),
             };
             (0.0, trial.duration, Some(tcp))
         }
@@ -557,6 +593,7 @@ pub fn measure(
         mode: trial.label.clone(),
         offered_pps,
         delivered_pps,
+        seconds: wall,
         polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
             * 100.0,
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
@@ -567,6 +604,18 @@ pub fn measure(
         polld_rss_kib: after.rss_kib,
         latency,
         tcp,
+        polld_deltas: after
+            .values
+            .iter()
+            .map(|(name, v)| (name.clone(), v.saturating_sub(before.get(name))))
+            .collect(),
+        tick_lateness: Some(TickLateness {
+            wakeups: after.get(daemon_entry::TICK_WAKEUPS),
+            p50_ns: after.get(daemon_entry::TICK_LATENESS_P50_NS),
+            p99_ns: after.get(daemon_entry::TICK_LATENESS_P99_NS),
+            max_ns: after.get(daemon_entry::TICK_LATENESS_MAX_NS),
+        })
+        .filter(|t| t.wakeups > 0),
         conserved,
         testpmd,
     })
@@ -582,6 +631,8 @@ pub struct TcpResult {
     pub mbit_per_s: f64,
     /// Segments the sender retransmitted.
     pub retransmits: u64,
+    /// The sender's mean smoothed round-trip time over the run (iperf3's `mean_rtt`), µs.
+    pub mean_rtt_us: u64,
 }
 
 /// `polld gen` from gen's first interface on `cpu`, at `rate` for `seconds`, printing its
@@ -759,10 +810,11 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    /// Process `pid`'s CPU time and memory, and with a `socket`, polld's `dev` counters.
+    /// Process `pid`'s CPU time and memory, and with a `socket`, polld's numeric entries
+    /// (the interfaces' counters, the scheduler's and the daemon's own).
     fn take(socket: Option<&Path>, pid: u32, cpu: usize) -> Result<Snapshot, TestbedError> {
         let values = match socket {
-            Some(socket) => crate::share::dev_values(socket)?,
+            Some(socket) => crate::share::polld_values(socket, "")?,
             None => Vec::new(),
         };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

@@ -2,8 +2,9 @@
 //! through polld on the TAP testbed, sampled every [`SAMPLE_EVERY`]: offered and
 //! delivered packets/s, whether each interface polls, auto-mode switches, polld's and a
 //! competitor's CPU share, interrupts/s. It shows `mode = "auto"` (docs/algorithm.md)
-//! entering polling under load and leaving it when the load goes. The trial itself —
-//! polld realtime on the fwd CPU with a CPU-bound competitor beside it — is
+//! entering polling under load and leaving it when the load goes, and per step the
+//! competitor's share against `user_frac` (the promise: at least `user_frac` - 5). The
+//! trial itself — polld realtime on the fwd CPU with a CPU-bound competitor beside it — is
 //! [`crate::share::TrialRun`]; this module steps gen's rate and plots the samples.
 
 use std::collections::BTreeMap;
@@ -63,6 +64,10 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(150);
 /// `kern.polling.user_frac` of the ramp: FreeBSD's default.
 const USER_FRAC: u32 = 50;
 
+/// The promise's tolerance: at every step the competitor gets at least `user_frac` less
+/// this many points of the CPU (more when polld needs less than its share).
+const PROMISE_POINTS: f64 = 5.0;
+
 /// Rates and CPU shares over an interval.
 #[derive(Clone, Debug, Serialize)]
 pub struct Rates {
@@ -100,12 +105,17 @@ pub struct RampStep {
     pub rates: Rates,
     /// The share of the step's samples in which each interface polled.
     pub polling_fraction: BTreeMap<String, f64>,
+    /// The competitor's share less `user_frac`, in points.
+    pub competitor_over_user_frac: f64,
+    /// The competitor got at least `user_frac` less [`PROMISE_POINTS`].
+    pub promise_held: bool,
 }
 
 /// What `polld bench ramp --json` prints.
 #[derive(Clone, Debug, Serialize)]
 pub struct RampReport {
     pub mode: String,
+    pub user_frac: u32,
     pub step_secs: f64,
     pub steps: Vec<RampStep>,
     pub samples: Vec<RampSample>,
@@ -210,6 +220,7 @@ pub fn run_ramp(
     )?;
     let mut report = RampReport {
         mode: args.mode.clone(),
+        user_frac: USER_FRAC,
         step_secs,
         steps,
         samples,
@@ -276,11 +287,14 @@ fn ramp(
                 (i.clone(), on as f64 / taken.len().max(1) as f64)
             })
             .collect();
+        let over = whole.rates.competitor_percent - f64::from(trial.user_frac);
         let row = RampStep {
             step,
             rate: rate.to_string(),
             rates: whole.rates,
             polling_fraction,
+            competitor_over_user_frac: over,
+            promise_held: over >= -PROMISE_POINTS,
         };
         let _ = writeln!(
             progress,
@@ -365,8 +379,16 @@ fn write_text(report: &RampReport, out: &mut dyn Write) {
     );
     let _ = writeln!(
         out,
-        "{:>4} {:>10} {:>12} {:>12} {:>7} {:>11} {:>10}  polling",
-        "step", "rate", "offered/s", "delivered/s", "polld%", "competitor%", "intr/s"
+        "{:>4} {:>10} {:>12} {:>12} {:>7} {:>11} {:>9} {:>6} {:>10}  polling",
+        "step",
+        "rate",
+        "offered/s",
+        "delivered/s",
+        "polld%",
+        "competitor%",
+        "user_frac",
+        "±",
+        "intr/s"
     );
     for s in &report.steps {
         let polling: Vec<String> = s
@@ -376,17 +398,38 @@ fn write_text(report: &RampReport, out: &mut dyn Write) {
             .collect();
         let _ = writeln!(
             out,
-            "{:>4} {:>10} {:>12.0} {:>12.0} {:>7.1} {:>11.1} {:>10.0}  {}",
+            "{:>4} {:>10} {:>12.0} {:>12.0} {:>7.1} {:>11.1} {:>9} {:>+6.1} {:>10.0}  {}",
             s.step + 1,
             s.rate,
             s.rates.offered_pps,
             s.rates.delivered_pps,
             s.rates.polld_cpu_percent,
             s.rates.competitor_percent,
+            report.user_frac,
+            s.competitor_over_user_frac,
             s.rates.interrupts_per_sec,
             polling.join(", ")
         );
     }
+    let missed: Vec<String> = report
+        .steps
+        .iter()
+        .filter(|s| !s.promise_held)
+        .map(|s| (s.step + 1).to_string())
+        .collect();
+    let floor = f64::from(report.user_frac) - PROMISE_POINTS;
+    let _ = if missed.is_empty() {
+        writeln!(
+            out,
+            "the competitor got at least user_frac - {PROMISE_POINTS} = {floor} % at every step"
+        )
+    } else {
+        writeln!(
+            out,
+            "the competitor got less than user_frac - {PROMISE_POINTS} = {floor} % at step {}",
+            missed.join(", ")
+        )
+    };
     let switches = report.samples.last().map_or(0, |s| s.auto_switches);
     let _ = writeln!(out, "auto_switches: {switches}");
     let _ = writeln!(

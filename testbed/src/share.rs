@@ -309,7 +309,7 @@ impl<'a> TrialRun<'a> {
             competitor_ns: self.competitor.as_ref().map_or(0, Competitor::cpu_ns),
             polld_ns: task_cpu_ns(pid, pid),
             delivered: self.delivered()?,
-            values: dev_values(&self.socket)?,
+            values: polld_values(&self.socket, "dev")?,
         })
     }
 
@@ -449,10 +449,14 @@ impl Sample {
     }
 }
 
-/// polld's `dev.*` counters over the control socket.
-pub(crate) fn dev_values(socket: &Path) -> Result<Vec<(String, u64)>, TestbedError> {
+/// polld's numeric entries at or under `prefix` (`dev`: the interfaces' counters; `""`:
+/// all) over the control socket.
+pub(crate) fn polld_values(
+    socket: &Path,
+    prefix: &str,
+) -> Result<Vec<(String, u64)>, TestbedError> {
     let request = polld_control::proto::Request::List {
-        prefix: "dev".into(),
+        prefix: prefix.into(),
     };
     match polld_control::client::request(socket, &request) {
         Ok(polld_control::proto::Response::Entries { entries }) => Ok(entries
@@ -614,7 +618,7 @@ pub fn measure_per_cpu_shares(
             .zip(&threads)
             .map(|(c, tid)| (c.cpu_ns(), task_cpu_ns(pid, *tid)))
             .collect();
-        Ok((at, ns, dev_values(&socket)?))
+        Ok((at, ns, polld_values(&socket, "dev")?))
     };
     let before = sample()?;
     std::thread::sleep(Duration::from_secs_f64(trial.window));

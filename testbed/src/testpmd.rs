@@ -12,6 +12,9 @@
 //! forwarding at once (`--auto-start`) and stops on a newline, printing its forward
 //! statistics, which [`Testpmd::finish`] reads with the veths' counters to account for
 //! every frame (see [`TestpmdCounters`]).
+//!
+//! testpmd leaves veth1 and veth2 promiscuous when it exits, so the benches run it last on
+//! a testbed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -2,11 +2,20 @@
 //! interrupts otherwise", answered with the CPU share rather than an interrupt rate, so the
 //! threshold does not depend on the machine (docs/algorithm.md §7).
 //!
-//! - On interrupts, the executor reports how long each piece of interrupt-driven work took
-//!   ([`Dataplane::ran`]: the handler's batches, and the input queue it feeds), measured with
-//!   the same clock as the poll cycles. The time is summed over windows of one tick
-//!   (`1/kern.polling.hz`); a window in which it exceeds `100 - kern.polling.user_frac`
-//!   percent switches every `auto` interface that took interrupts in it to polling.
+//! - On interrupts, overload is measured from the CPU the poll thread really used: in
+//!   windows of at least one tick (`1/kern.polling.hz`) the executor reads the thread's CPU
+//!   clock once ([`Dataplane::close_auto_window`]; the simulator passes its virtual CPU
+//!   time). That CPU includes what no timing around a handler sees: the wakeup before it
+//!   (the context switch, `epoll_wait`, the kernel's readiness work), which on a TAP costs
+//!   more than the handler itself. The work that is not interrupt work of `auto`
+//!   interfaces (ticks, poll cycles, other modes' handlers), timed around each piece on the
+//!   executor's clock ([`Dataplane::ran`], [`Dataplane::ran_outside`]: status checks and
+//!   control requests), is taken out; what is left over
+//!   `100 - kern.polling.user_frac` percent of the window switches every `auto` interface
+//!   that took interrupts in it to polling.
+//! - A preemption is not CPU the thread used, so it never counts as interrupt work, with or
+//!   without `realtime`; preempted during other work, the thread's interrupt work is
+//!   underestimated, never overestimated.
 //! - Polling, an `auto` interface goes back to interrupts after
 //!   `kern.polling.auto_empty_polls` polls in a row found its ring empty.
 //!
@@ -19,55 +28,74 @@ use crate::stage::PacketStage;
 
 use super::{Dataplane, Due, Mode};
 
-/// The current measurement window of interrupt-driven work.
+/// The current measurement window.
 #[derive(Default)]
 pub(super) struct AutoWindow {
-    /// Where the window began (ns of the executor's clock).
+    /// Where the window began, on the executor's clock (ns).
     start: u64,
-    /// Interrupt-driven work of `auto` interfaces in the window, ns.
-    busy_ns: u64,
+    /// The poll thread's CPU clock when the window began (ns).
+    cpu_start: u64,
+    /// Work in the window that is not interrupt work of `auto` interfaces, ns of the
+    /// executor's clock.
+    other_ns: u64,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// The executor's measure of how long `due` took, in ns of the clock it passes to
-    /// [`Dataplane::run`]: interrupt-driven work of `auto` interfaces on interrupts is
-    /// summed to detect overload.
+    /// [`Dataplane::run`]: the interfaces whose interrupt work it was are marked, the rest
+    /// is taken out of the window's CPU.
     pub fn ran(&mut self, due: Due, ns: u64) {
-        match due {
+        let auto_interrupt = match due {
             Due::Interrupt(i) | Due::Handler(i) => {
                 let iface = &mut self.devs.ifs[i];
-                if iface.mode == Mode::Auto && !iface.auto_polling {
-                    iface.intr_ns += ns;
-                    self.auto.busy_ns += ns;
-                }
+                let on_interrupts = iface.mode == Mode::Auto && !iface.auto_polling;
+                iface.auto_interrupted |= on_interrupts;
+                on_interrupts
             }
             // The protocol work the handlers queued (net.inet.ip.fastforwarding=0).
-            Due::InputQueue if self.devs.ifs.iter().any(|f| f.intr_ns > 0) => {
-                self.auto.busy_ns += ns;
-            }
-            _ => {}
+            Due::InputQueue => self.devs.ifs.iter().any(|f| f.auto_interrupted),
+            _ => false,
+        };
+        if !auto_interrupt {
+            self.auto.other_ns += ns;
         }
     }
 
-    /// Closes the window once a tick has passed: over `100 - user_frac` percent of it in
-    /// interrupt work switches the `auto` interfaces that did that work to polling.
-    pub(super) fn auto_check_overload(&mut self, now: u64) {
-        let knobs = self.poller.knobs();
-        let tick_ns = 1_000_000_000 / knobs.hz as u64;
+    /// The executor's own work between the pieces it runs (reading its events: timers,
+    /// status checks, control requests), `ns` of its clock: not interrupt work either.
+    pub fn ran_outside(&mut self, ns: u64) {
+        self.auto.other_ns += ns;
+    }
+
+    /// Whether the executor should read the poll thread's CPU clock now and pass it to
+    /// [`Dataplane::close_auto_window`]: some interface is in `auto` mode and the window
+    /// has run a tick. (At most one clock read per tick, none without `auto`.)
+    pub fn auto_window_due(&self, now: u64) -> bool {
+        let tick_ns = 1_000_000_000 / self.poller.knobs().hz as u64;
+        now.saturating_sub(self.auto.start) >= tick_ns
+            && self.devs.ifs.iter().any(|f| f.mode == Mode::Auto)
+    }
+
+    /// Closes the window at `now` (the executor's clock), when the poll thread's CPU clock
+    /// read `cpu_ns`: interrupt work over `100 - user_frac` percent of the window switches
+    /// the `auto` interfaces that did it to polling.
+    pub fn close_auto_window(&mut self, now: u64, cpu_ns: u64) {
         let elapsed = now.saturating_sub(self.auto.start);
-        if elapsed < tick_ns {
-            return;
-        }
-        let limit = elapsed * (100 - knobs.user_frac as u64) / 100;
-        let overloaded = self.auto.busy_ns > limit;
+        let used = cpu_ns.saturating_sub(self.auto.cpu_start);
+        let interrupt_work = used.saturating_sub(self.auto.other_ns);
+        let limit = elapsed * (100 - self.poller.knobs().user_frac as u64) / 100;
+        let overloaded = interrupt_work > limit;
         for i in 0..self.devs.ifs.len() {
-            let worked = std::mem::take(&mut self.devs.ifs[i].intr_ns) > 0;
+            let worked = std::mem::take(&mut self.devs.ifs[i].auto_interrupted);
             if overloaded && worked {
                 self.auto_switch(i, true);
             }
         }
-        self.auto.start = now;
-        self.auto.busy_ns = 0;
+        self.auto = AutoWindow {
+            start: now,
+            cpu_start: cpu_ns,
+            other_ns: 0,
+        };
     }
 
     /// Sends the `auto` interfaces whose polls came back empty `auto_empty_polls` times in a

@@ -162,7 +162,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// too) and returns the work done, for the executor's cost accounting.
     pub fn run(&mut self, due: Due, now: u64) -> Work {
         self.devs.stage.set_now(now);
-        self.auto_check_overload(now);
         match due {
             Due::Tick(n) => {
                 self.pending.ticks = self.pending.ticks.saturating_sub(n);

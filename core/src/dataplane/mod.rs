@@ -12,9 +12,9 @@
 //!   task that handles at most `dev.<if>.rx_process_limit` frames and requeues itself while
 //!   work remains; the interrupt is re-armed only once the ring is drained.
 //! - `busy`: the executor spins on the device and never sleeps.
-//! - `auto`: interrupts under light load, polling when interrupt work would take more than
-//!   `100 - user_frac` of a tick, back to interrupts after `kern.polling.auto_empty_polls`
-//!   empty polls ([`auto`]).
+//! - `auto`: interrupts under light load, polling when interrupt work (the poll thread's
+//!   CPU, wakeups included) takes more than `100 - user_frac` of a tick, back to
+//!   interrupts after `kern.polling.auto_empty_polls` empty polls ([`auto`]).
 //!
 //! The dataplane does no I/O and reads no clock: it decides which piece of work is due
 //! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
@@ -82,8 +82,8 @@ pub struct Interface<D> {
     auto_polling: bool,
     /// Polls in a row that found the ring empty.
     empty_streak: u32,
-    /// Auto mode on interrupts: interrupt work in the current window, ns.
-    intr_ns: u64,
+    /// Auto mode on interrupts: it took interrupts in the current window.
+    auto_interrupted: bool,
 }
 
 impl<D: Device> Interface<D> {
@@ -286,8 +286,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
-        let unflushed = vec![None; devices.len()];
         let pools = vec![None; devices.len()];
+        let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
             .into_iter()
@@ -303,7 +303,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     hw_seen: HwStats::default(),
                     auto_polling: false,
                     empty_streak: 0,
-                    intr_ns: 0,
+                    auto_interrupted: false,
                 }
             })
             .collect();

@@ -137,6 +137,9 @@ pub struct Sim {
     pub gen_blocked: u64,
     /// Ticks delivered.
     pub ticks: u64,
+    /// The device work as the executor's clock times it, around each piece of work (what
+    /// it reports to `Dataplane::ran`): without the wakeups before them.
+    pub timed_ns: u64,
 }
 
 /// The longest the user task or the idle CPU runs without looking for work, in ns.
@@ -174,6 +177,7 @@ impl Sim {
             generated: 0,
             gen_blocked: 0,
             ticks: 0,
+            timed_ns: 0,
         }
     }
 
@@ -262,15 +266,23 @@ impl Sim {
             self.idle_until(end, u64::MAX);
             return Bucket::Idle;
         };
+        if self.dp.auto_window_due(now) {
+            // This CPU's device work stands for the poll thread's CPU clock.
+            self.dp.close_auto_window(now, self.split.device_ns());
+        }
+        // The wakeup: before the work, where the real executor's clock does not see it.
         self.charge(match due {
             Due::Tick(_) => self.costs.tick_ns,
             Due::QuietWakeup(_) | Due::Interrupt(_) => self.costs.intr_ns,
             Due::Task(_) => self.costs.switch_ns,
             _ => 0,
         });
+        let woken = self.now();
         let work = self.dp.run(due, now);
         self.charge(work.enqueued * self.costs.enqueue_ns);
-        self.dp.ran(due, self.now() - now);
+        let timed = self.now() - woken;
+        self.timed_ns += timed;
+        self.dp.ran(due, timed);
         match due {
             Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
             Due::Interrupt(i) => {

@@ -5,28 +5,33 @@
 
 use polld_core::Mode;
 use polld_sim::scenario::check_conservation;
-use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, Sim, UserTask};
+use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 
 /// One stream from in0 to out0 with `arrivals`, both NICs in auto mode.
 fn stream(arrivals: Arrivals, user: UserTask) -> Sim {
+    stream_on(arrivals, user, rizzo::CPU, Mode::Auto)
+}
+
+/// One stream from in0 to out0 with `arrivals`, both NICs in `mode`, on a CPU with `costs`.
+fn stream_on(arrivals: Arrivals, user: UserTask, costs: CpuCosts, mode: Mode) -> Sim {
     let mut input = NicConfig::new("in0", arrivals);
     input.costs = rizzo::DRIVER;
     input.route = Some("out0".into());
-    input.mode = Mode::Auto;
+    input.mode = mode;
     let mut output = NicConfig::new("out0", Arrivals::None);
     output.costs = rizzo::DRIVER;
     output.line_pps = 10_000_000.0;
-    output.mode = Mode::Auto;
+    output.mode = mode;
     let s = Scenario {
         name: "auto".into(),
         duration_ms: 1000.0,
         seed: 7,
         user,
         knobs: Default::default(),
-        costs: rizzo::CPU,
+        costs,
         nics: vec![input, output],
     };
     s.build().unwrap()
@@ -157,4 +162,33 @@ fn frames_survive_every_switch_and_light_load_stays_on_interrupts() {
     let c = light.dataplane().interfaces()[0].counters();
     assert_eq!((c.auto_switches, c.polls), (0, 0));
     assert_eq!(c.interrupts, c.rx_packets);
+}
+
+#[test]
+fn the_cost_of_each_wakeup_counts_towards_the_share() {
+    // A wakeup as dear as a TAP's on the development VM (about 16 us: the context switch,
+    // epoll_wait, the timerfd and the fd's readiness), outside the handler the executor
+    // times; 30 kpps, one frame per interrupt.
+    let costs = CpuCosts {
+        intr_ns: 20_000,
+        ..rizzo::CPU
+    };
+    let load = Arrivals::Constant { pps: 30_000.0 };
+    // The premise, in interrupt mode: the handlers' own time stays under 100 - user_frac
+    // (50) while the wakeups take the CPU over it.
+    let mut intr = stream_on(load, UserTask::Spin, costs, Mode::Interrupt);
+    intr.run_until(100 * MS);
+    let handlers = intr.split.pct(intr.timed_ns);
+    let device = intr.split.pct(intr.split.device_ns());
+    assert!(handlers < 40.0, "handlers {handlers:.1} %");
+    assert!(device > 60.0, "device work {device:.1} %");
+
+    // auto counts the poll thread's whole CPU: it polls from the first window on.
+    let mut sim = stream_on(load, UserTask::Spin, costs, Mode::Auto);
+    let times = switch_times(&mut sim, 10 * US, 300 * MS);
+    assert_eq!(times.len(), 1, "one switch, no flapping: {times:?}");
+    assert!(times[0] <= MS + 100 * US, "{times:?}");
+    let user = sim.split.pct(sim.split.user_ns);
+    assert!(user >= 45.0, "user share {user:.1} %");
+    check_conservation(&sim).unwrap();
 }
