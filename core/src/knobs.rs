@@ -28,6 +28,11 @@ pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
 /// 20 empty polls in a row (20 ms at hz=1000), well before polling would go quiet.
 pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
 
+/// Default `kern.polling.auto_window_ticks`: `auto` judges overload over 4 ticks (4 ms at
+/// hz=1000). With 1 tick, `scripts/auto.sh` saw one switch to polling at 10 kpps in ten
+/// rounds: a single late batch filled one 1-ms window.
+pub const DEFAULT_AUTO_WINDOW_TICKS: u32 = 4;
+
 /// Which control loop adapts the per-tick budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -112,6 +117,15 @@ sysctl_struct! {
             Write::Int {
                 range: |_| (1, MAX_QUIET_CYCLES.into()),
                 store: |k, v| k.auto_empty_polls = v as u32,
+            };
+        /// `kern.polling.auto_window_ticks`: an interface in `auto` mode on interrupts
+        /// switches to polling when its interrupt work took over `100 - user_frac` percent
+        /// of a window this many ticks long.
+        auto_window_ticks: u32 = DEFAULT_AUTO_WINDOW_TICKS, AUTO_WINDOW_TICKS: Knob
+            "Auto mode: ticks over which interrupt work is measured against 100 - user_frac (polld)",
+            Write::Int {
+                range: |k| (1, k.hz.into()),
+                store: |k, v| k.auto_window_ticks = v as u32,
             };
     }
 }

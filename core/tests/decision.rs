@@ -270,27 +270,28 @@ fn run_timed(dp: &mut Dataplane<Ring, ForTheBox>, ns: u64) {
 
 #[test]
 fn auto_judges_the_threads_cpu_less_what_was_not_its_interrupt_work() {
-    // hz 1000, user_frac 50: interrupt work over 500 us of a 1-ms window switches; the
-    // thread used 700 us of it, its handlers timed 10 us a batch.
-    let cpu = 700_000;
+    // hz 1000, user_frac 50, auto_window_ticks 4: interrupt work over 2 ms of a 4-ms window
+    // switches; the thread used 2.8 ms of it, its handlers timed 10 us a batch.
+    let window = 4 * MS;
+    let cpu = 2_800_000;
     let after_a_window = |outside: u64, frames_on: usize| {
         let mut dp = dataplane(&[Mode::Auto, Mode::Interrupt], &[]);
         inject(&mut dp, frames_on, 10);
         dp.interrupt_line(frames_on, true);
         run_timed(&mut dp, 10_000);
         dp.ran_outside(outside);
-        assert!(!dp.auto_window_due(MS - 1) && dp.auto_window_due(MS));
-        dp.close_auto_window(MS, cpu);
+        assert!(!dp.auto_window_due(window - 1) && dp.auto_window_due(window));
+        dp.close_auto_window(window, cpu);
         conserved(&dp);
         dp.interfaces()[0].polls()
     };
-    // The wakeups around the handlers count: 700 us of the thread's CPU, 10 us timed.
+    // The wakeups around the handlers count: 2.8 ms of the thread's CPU, 10 us timed.
     assert!(
         after_a_window(0, 0),
         "the auto interface took the interrupts"
     );
-    // Control requests and status checks (600 us of it) do not.
-    assert!(!after_a_window(600_000, 0));
+    // Control requests and status checks (2.4 ms of it) do not.
+    assert!(!after_a_window(2_400_000, 0));
     // Nor does another mode's interrupt work make an auto interface poll.
     assert!(!after_a_window(0, 1));
 }

@@ -3,7 +3,8 @@
 //! threshold does not depend on the machine (docs/algorithm.md §7).
 //!
 //! - On interrupts, overload is measured from the CPU the poll thread really used: in
-//!   windows of at least one tick (`1/kern.polling.hz`) the executor reads the thread's CPU
+//!   windows of at least `kern.polling.auto_window_ticks` ticks (4 by default, so one late
+//!   batch does not switch) the executor reads the thread's CPU
 //!   clock once ([`Dataplane::close_auto_window`]; the simulator passes its virtual CPU
 //!   time). That CPU includes what no timing around a handler sees: the wakeup before it
 //!   (the context switch, `epoll_wait`, the kernel's readiness work), which on a TAP costs
@@ -69,10 +70,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Whether the executor should read the poll thread's CPU clock now and pass it to
     /// [`Dataplane::close_auto_window`]: some interface is in `auto` mode and the window
-    /// has run a tick. (At most one clock read per tick, none without `auto`.)
+    /// has run `auto_window_ticks` ticks. (At most one clock read per window, none
+    /// without `auto`.)
     pub fn auto_window_due(&self, now: u64) -> bool {
-        let tick_ns = 1_000_000_000 / self.poller.knobs().hz as u64;
-        now.saturating_sub(self.auto.start) >= tick_ns
+        let knobs = self.poller.knobs();
+        let window_ns = 1_000_000_000 / knobs.hz as u64 * knobs.auto_window_ticks as u64;
+        now.saturating_sub(self.auto.start) >= window_ns
             && self.devs.ifs.iter().any(|f| f.mode == Mode::Auto)
     }
 

@@ -1,5 +1,6 @@
 //! `auto` mode on virtual time (docs/algorithm.md §7): interrupts under light load,
-//! polling from the first tick in which interrupt work exceeds `100 - user_frac`, back to
+//! polling from the first window (`kern.polling.auto_window_ticks` ticks) in which interrupt
+//! work exceeds `100 - user_frac`, back to
 //! interrupts after `kern.polling.auto_empty_polls` empty polls, no flapping near the
 //! threshold, and every frame accounted for through every switch.
 
@@ -9,6 +10,8 @@ use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
+/// `kern.polling.auto_window_ticks` (4) ticks at hz 1000.
+const WINDOW: u64 = polld_core::knobs::DEFAULT_AUTO_WINDOW_TICKS as u64 * MS;
 
 /// One stream from in0 to out0 with `arrivals`, both NICs in auto mode.
 fn stream(arrivals: Arrivals, user: UserTask) -> Sim {
@@ -62,15 +65,18 @@ fn switch_times(sim: &mut Sim, step: u64, until: u64) -> Vec<u64> {
 }
 
 #[test]
-fn a_flood_switches_to_polling_when_the_first_tick_closes_and_it_stays_there() {
+fn a_flood_switches_to_polling_when_the_first_window_closes_and_it_stays_there() {
     // 200 kpps: interrupt work takes the whole CPU from the first frame.
     let mut sim = stream(Arrivals::Constant { pps: 200_000.0 }, UserTask::Spin);
-    sim.run_until(MS - US);
-    assert!(!polls(&sim), "still on interrupts before the tick closes");
+    sim.run_until(WINDOW - US);
+    assert!(!polls(&sim), "still on interrupts before the window closes");
     let times = switch_times(&mut sim, 10 * US, 300 * MS);
     assert_eq!(times.len(), 1, "one switch, no flapping: {times:?}");
-    // The window closes at the first piece of work after 1 ms: one handler batch later.
-    assert!(times[0] > MS && times[0] <= MS + 100 * US, "{times:?}");
+    // The window closes at the first piece of work after it: one handler batch later.
+    assert!(
+        times[0] > WINDOW && times[0] <= WINDOW + 100 * US,
+        "{times:?}"
+    );
     assert_eq!(switches(&sim), 1);
     // Polling keeps the competitor's share: user_frac 50, within 5.
     let user = sim.split.pct(sim.split.user_ns);
@@ -87,7 +93,7 @@ fn after_auto_empty_polls_empty_polls_it_goes_back_to_interrupts() {
         off_ms: 1000.0,
     };
     let mut sim = stream(flood, UserTask::Spin);
-    // Up at the first tick, then polled until the ring is drained (the last frame received).
+    // Up at the first window, then polled until the ring is drained (the last frame received).
     let up = switch_times(&mut sim, 10 * US, 20 * MS);
     let mut last_rx = (0, 0);
     while polls(&sim) {
@@ -187,7 +193,7 @@ fn the_cost_of_each_wakeup_counts_towards_the_share() {
     let mut sim = stream_on(load, UserTask::Spin, costs, Mode::Auto);
     let times = switch_times(&mut sim, 10 * US, 300 * MS);
     assert_eq!(times.len(), 1, "one switch, no flapping: {times:?}");
-    assert!(times[0] <= MS + 100 * US, "{times:?}");
+    assert!(times[0] <= WINDOW + 100 * US, "{times:?}");
     let user = sim.split.pct(sim.split.user_ns);
     assert!(user >= 45.0, "user share {user:.1} %");
     check_conservation(&sim).unwrap();
