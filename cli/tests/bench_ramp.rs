@@ -8,9 +8,6 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Dir, POLLD};
 use serde_json::Value;
 
 #[test]
@@ -19,18 +16,7 @@ fn the_quick_ramp_polls_during_the_flood_returns_to_interrupts_and_conserves() {
     if !common::two_cpus() {
         return;
     }
-    let dir = Dir::new("bench-ramp");
-    let prefix = format!("pt{}br", std::process::id() % 10_000);
-    let out = Command::new(POLLD)
-        .args([
-            "bench", "ramp", "--quick", "--json", "--prefix", &prefix, "--out",
-        ])
-        .arg(&dir.0)
-        .output()
-        .expect("run polld bench ramp");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "polld bench ramp failed:\n{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let (_dir, report, stderr) = common::quick_bench("ramp", "br");
 
     assert_eq!(report["mode"], "auto");
     assert_eq!(report["conserved"], true, "{report:#}");

@@ -7,9 +7,6 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Dir, POLLD};
 use serde_json::Value;
 
 #[test]
@@ -18,18 +15,7 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     if !common::two_cpus() {
         return;
     }
-    let dir = Dir::new("bench-seeds");
-    let prefix = format!("pt{}bs", std::process::id() % 10_000);
-    let out = Command::new(POLLD)
-        .args([
-            "bench", "seeds", "--quick", "--json", "--prefix", &prefix, "--out",
-        ])
-        .arg(&dir.0)
-        .output()
-        .expect("run polld bench seeds");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "polld bench seeds failed:\n{stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let (_dir, report, stderr) = common::quick_bench("seeds", "bs");
 
     // A progress line per step.
     for step in ["curve:", "share:", "table:", "screens:", "tcp:"] {

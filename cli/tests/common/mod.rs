@@ -73,6 +73,29 @@ impl Drop for Dir {
     }
 }
 
+/// Runs `polld bench <bench> --quick --json` on a testbed of its own (namespaces named
+/// from `tag`), writing its plots in a scratch directory; returns the directory (alive while
+/// the plots are read), the JSON report and the progress lines (stderr). Fails the test if
+/// the bench fails.
+pub fn quick_bench(bench: &str, tag: &str) -> (Dir, Value, String) {
+    let dir = Dir::new(&format!("bench-{bench}"));
+    let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
+    let out = Command::new(POLLD)
+        .args([
+            "bench", bench, "--quick", "--json", "--prefix", &prefix, "--out",
+        ])
+        .arg(&dir.0)
+        .output()
+        .unwrap_or_else(|e| panic!("run polld bench {bench}: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "polld bench {bench} failed:\n{stderr}"
+    );
+    let report = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    (dir, report, stderr)
+}
+
 /// Writes `fwd.toml` in `dir`: the testbed's router config with `backend` and `mode` on
 /// both interfaces, the poll thread on `cpu` (any if `None`), `realtime`, `knobs`, and the
 /// control socket `polld.sock` in `dir`. Returns the config's path and the socket.
