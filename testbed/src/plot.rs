@@ -17,7 +17,7 @@
 //! The axes start at 0 on y (a rate or a share read against zero) and span the data on x;
 //! points are marked, so a series of one point still shows.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
@@ -159,6 +159,20 @@ impl LineChart {
         std::fs::write(path, svg)
             .map_err(|e| plot_error(format!("writing {}: {e}", path.display())))
     }
+}
+
+/// Writes each `(file name, chart)` as SVG in `dir`; returns the paths written.
+pub fn write_charts(
+    dir: &Path,
+    charts: Vec<(&str, LineChart)>,
+) -> Result<Vec<PathBuf>, TestbedError> {
+    charts
+        .into_iter()
+        .map(|(file, chart)| {
+            let path = dir.join(file);
+            chart.write_svg(&path).map(|()| path)
+        })
+        .collect()
 }
 
 #[cfg(test)]

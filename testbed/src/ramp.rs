@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::plot::{LineChart, Series};
+use crate::plot::{write_charts, LineChart, Series};
 use crate::share::{failed, Sample, ShareTrial, TrialRun};
 use crate::{Testbed, TestbedError};
 
@@ -314,7 +314,6 @@ fn ramp(
 }
 
 fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedError> {
-    std::fs::create_dir_all(dir).map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
     let line = |name: &str, y: &dyn Fn(&RampSample) -> f64| {
         Series::new(name, report.samples.iter().map(|s| (s.t, y(s))).collect())
     };
@@ -362,13 +361,7 @@ fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedE
                 .collect(),
         },
     ));
-    let mut paths = Vec::new();
-    for (file, chart) in charts {
-        let path = dir.join(file);
-        chart.write_svg(&path)?;
-        paths.push(path);
-    }
-    Ok(paths)
+    write_charts(dir, charts)
 }
 
 fn write_text(report: &RampReport, out: &mut dyn Write) {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::plot::{LineChart, Series};
+use crate::plot::{write_charts, LineChart, Series};
 use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
 use crate::streams::ExtraStream;
 use crate::{Role, Testbed, TestbedError};
@@ -890,13 +890,7 @@ fn write_plots(report: &SeedsReport, dir: &Path) -> Result<Vec<PathBuf>, Testbed
             },
         ));
     }
-    let mut written = Vec::new();
-    for (name, chart) in charts {
-        let path = dir.join(name);
-        chart.write_svg(&path)?;
-        written.push(path);
-    }
-    Ok(written)
+    write_charts(dir, charts)
 }
 
 fn opt(v: Option<f64>, unit: &str) -> String {
