@@ -203,7 +203,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
         // The outputs are kicked once the executor is about to wait (nothing accounted is
         // due): once per poll cycle, once per completed handler, once per spinning pass.
-        if self.next_due().is_none_or(|d| d.spins()) {
+        if self.devs.waits_for_flush() && self.next_due().is_none_or(|d| d.spins()) {
             self.devs.flush_waiting();
         }
         self.devs.take_work()

@@ -13,7 +13,8 @@
 //!   work remains; the interrupt is re-armed only once the ring is drained.
 //! - `busy`: the executor spins on the device and never sleeps.
 //! - `auto`: interrupts under light load, polling when interrupt work (the poll thread's
-//!   CPU, wakeups included) takes more than `100 - user_frac` of a tick, back to
+//!   CPU, wakeups included) takes more than `100 - user_frac` of a window of
+//!   `kern.polling.auto_window_ticks` ticks, back to
 //!   interrupts after `kern.polling.auto_empty_polls` empty polls ([`auto`]).
 //!
 //! The dataplane does no I/O and reads no clock: it decides which piece of work is due
@@ -132,7 +133,7 @@ struct Devices<D, S> {
     queue: InputQueue,
     tx: TxStaging,
     /// Per interface: the pool of buffers its device lends from and sends loans of
-    /// ([`crate::device::Lending`]), read at each receive batch.
+    /// ([`crate::device::Lending`]), read at start and at each status check.
     pools: Vec<Option<PoolId>>,
     /// Per interface: `Some(frames it accepted)` since it was given frames to send,
     /// until its next flush ([`Devices::flush_waiting`]).
@@ -145,17 +146,15 @@ struct Devices<D, S> {
     gone: Vec<usize>,
 }
 
+/// The pool `dev` lends from, if it lends.
+fn pool_of<D: Device>(dev: &mut D) -> Option<PoolId> {
+    dev.lending().map(|l| l.pool())
+}
+
 impl<D: Device, S: PacketStage> Devices<D, S> {
     /// Receives up to `budget` frames from interface `i`; processes them now (to
     /// completion) or queues them, per `fastforwarding`.
     fn receive(&mut self, i: usize, budget: usize) -> u64 {
-        // Frames are lent only when processed to completion in this batch; the input queue
-        // keeps copies.
-        if self.fastforwarding {
-            for (pool, iface) in self.pools.iter_mut().zip(&mut self.ifs) {
-                *pool = iface.dev.lending().map(|l| l.pool());
-            }
-        }
         let Devices {
             ifs,
             links,
@@ -166,6 +165,8 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             pools,
             ..
         } = self;
+        // Frames are lent only when processed to completion in this batch; the input queue
+        // keeps copies.
         let lends = *fastforwarding && pools[i].is_some();
         let Interface { dev, counters, .. } = &mut ifs[i];
         // Returns whether the frame's loan was kept.
@@ -208,6 +209,8 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     fn check_status(&mut self, i: usize) {
         self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
+        // A device is swapped for a new one only at a status check (a reopen).
+        self.pools[i] = pool_of(&mut self.ifs[i].dev);
         if state == self.links[i] {
             return;
         }
@@ -285,8 +288,9 @@ pub struct Dataplane<D, S> {
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
+        let mut devices = devices;
         let links = vec![LinkState::Up; devices.len()];
-        let pools = vec![None; devices.len()];
+        let pools = devices.iter_mut().map(pool_of).collect();
         let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices

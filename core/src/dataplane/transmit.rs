@@ -183,6 +183,11 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         self.tx.bytes.clear();
     }
 
+    /// Whether some output was given frames since its last flush.
+    pub(super) fn waits_for_flush(&self) -> bool {
+        self.unflushed.iter().any(Option::is_some)
+    }
+
     /// Flushes every output given frames since its last flush (also one whose `send`
     /// refused them: a flush is what makes room).
     pub(super) fn flush_waiting(&mut self) {
