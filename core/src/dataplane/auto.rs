@@ -15,8 +15,8 @@
 //!   `100 - kern.polling.user_frac` percent of the window switches every `auto` interface
 //!   that took interrupts in it to polling.
 //! - A preemption is not CPU the thread used, so it never counts as interrupt work, with or
-//!   without `realtime`; preempted during other work, the thread's interrupt work is
-//!   underestimated, never overestimated.
+//!   without `realtime`. What does count, untimed: the wakeups for the tick, the status
+//!   timer and control requests (about `hz` a second, a few µs each), a small overestimate.
 //! - Polling, an `auto` interface goes back to interrupts after
 //!   `kern.polling.auto_empty_polls` polls in a row found its ring empty.
 //!

@@ -172,9 +172,9 @@ fn frames_survive_every_switch_and_light_load_stays_on_interrupts() {
 
 #[test]
 fn the_cost_of_each_wakeup_counts_towards_the_share() {
-    // A wakeup as dear as a TAP's on the development VM (about 16 us: the context switch,
-    // epoll_wait, the timerfd and the fd's readiness), outside the handler the executor
-    // times; 30 kpps, one frame per interrupt.
+    // A wakeup of 20 us, a little dearer than a TAP's on the development VM (16 us measured:
+    // the context switch, epoll_wait, the timerfd and the fd's readiness), outside the
+    // handler the executor times; 30 kpps, one frame per interrupt.
     let costs = CpuCosts {
         intr_ns: 20_000,
         ..rizzo::CPU
