@@ -731,6 +731,11 @@ impl AfXdp {
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }
 
+    /// Masks a UMEM address down to the start of its frame.
+    fn frame_mask(&self) -> u64 {
+        !(u64::from(self.config.frame_size) - 1)
+    }
+
     /// Gives consumed receive frames back to the kernel, replacing lent ones from the
     /// shared UMEM's spare list.
     fn refill(&mut self) {
@@ -772,7 +777,7 @@ impl AfXdp {
     /// Takes transmitted frames back from the completion ring: its own to the free list,
     /// lent ones to the shared UMEM's spare list.
     fn reclaim(&mut self) {
-        let frame_mask = !(u64::from(self.config.frame_size) - 1);
+        let frame_mask = self.frame_mask();
         let mut reader = self.fill_completion.complete(self.config.tx_frames);
         let mut completed = 0;
         for addr in reader.by_ref() {
@@ -882,7 +887,7 @@ impl AfXdp {
                 )
             };
         }
-        let frame_mask = !(u64::from(self.config.frame_size) - 1);
+        let frame_mask = self.frame_mask();
         let mut reader = self.rx.receive(budget);
         let mut handed = 0;
         while let Some(desc) = reader.read() {
@@ -1062,7 +1067,7 @@ impl Lending for AfXdp {
         debug_assert_eq!(loan.pool, self.frames.pool);
         if loan.len as usize > self.max_frame {
             self.stats.tx_too_long += 1;
-            let frame = loan.offset & !(u64::from(self.config.frame_size) - 1);
+            let frame = self.frame_mask() & loan.offset;
             self.frames.group().spare.push(frame);
             return Ok(());
         }
@@ -1076,9 +1081,16 @@ impl Lending for AfXdp {
     }
 
     fn give_back(&mut self, loan: Loan) {
-        self.to_fill
-            .push(loan.offset & !(u64::from(self.config.frame_size) - 1));
-        self.rx_owed = self.rx_owed.saturating_sub(1);
+        let frame = self.frame_mask() & loan.offset;
+        if self.rx_owed > 0 {
+            // The fill ring is still owed a frame for the loan: this one pays it.
+            self.to_fill.push(frame);
+            self.rx_owed -= 1;
+        } else {
+            // A spare already took the loan's place in the fill ring at the end of the
+            // receive batch: the frame is a spare now.
+            self.frames.group().spare.push(frame);
+        }
     }
 }
 
