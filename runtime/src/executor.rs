@@ -162,10 +162,6 @@ impl Executor {
         })
     }
 
-    pub fn dataplane(&self) -> &RealDataplane {
-        &self.dp
-    }
-
     pub fn dataplane_mut(&mut self) -> &mut RealDataplane {
         &mut self.dp
     }

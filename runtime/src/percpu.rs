@@ -479,8 +479,10 @@ pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
                 Some(format!("dev.{}.{leaf}", queue_name(i, *q)))
             });
             if let Some(name) = &queue {
+                // A view of one queue: writes go to `dev.<if>.*`, which reaches every queue.
                 queues.push(SysctlEntry {
                     name: name.clone(),
+                    writable: false,
                     ..e.clone()
                 });
             }
