@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{count, router_config, stop, testbed, Dir, Polld, Running, POLLD};
-use polld_testbed::{Role, Testbed, UpOptions};
+use common::{count, router_config, stop, testbed, Dir, Polld, POLLD};
+use polld_testbed::Testbed;
 
 /// `fwd.toml` for `backend` in polling mode, with `af_xdp_shared_umem = shared`.
 fn config(
@@ -30,26 +30,12 @@ fn config(
     (path, socket)
 }
 
-/// `polld gen` on gen's CPU: 50 kpps for `secs`.
-fn gen(tb: &Testbed, secs: u32) -> Running {
-    let child = tb
-        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
-        .unwrap()
-        .args(["gen", &tb.layout().veth0.name, "-i", "0", "--rate", "50k"])
-        .args(["--duration", &secs.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Running(child)
-}
-
 /// Runs polld on `path` under 2 s of traffic; returns `polld ifconfig veth1` and the
 /// final counters of veth1 (conservation checked on both interfaces).
 fn forward(tb: &Testbed, path: &Path, socket: &Path) -> (String, serde_json::Value) {
     let polld = Polld::start(tb, path, socket);
     let ifconfig = polld.ok(&["ifconfig", "veth1"]);
-    let mut traffic = gen(tb, 2);
+    let mut traffic = common::gen(tb, "50k", 2);
     traffic.0.wait().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let interfaces = stop(polld);
