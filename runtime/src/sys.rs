@@ -319,7 +319,9 @@ pub fn yield_cpu() {
 /// Makes the calling thread SCHED_FIFO at a middle priority, and tightens its timer slack
 /// so that ticks are not rounded late.
 pub fn make_realtime() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 50 };
+    let param = libc::sched_param {
+        sched_priority: polld_dev::kernel_rx::POLL_THREAD_PRIORITY,
+    };
     // SAFETY: valid parameters for the calling thread.
     unsafe {
         check(

@@ -12,7 +12,14 @@
 //!   off on every veth, which veth's NAPI path also needs, baseline fact 2),
 //!   `gro_max_size 0` (no GRO merging: frames stay wire-sized, so a user-space forwarder
 //!   never receives a 64 KB TCP super-frame), `threaded = 1` (baseline fact 3), then the
-//!   kthread is pinned.
+//!   kthread is pinned. The sink's receiver (veth3) drains what the forwarder sends, as a
+//!   NIC's wire would: its kthread runs `SCHED_FIFO` one above a realtime poll thread
+//!   ([`SINK_NAPI_PRIORITY`]). At `SCHED_OTHER` on the poll CPU it ran only while polld
+//!   slept, so a polling polld filled veth3's 256-slot ring in each cycle and paid for
+//!   kicks the full ring refused (iperf3 TCP: polld at its 50 % budget, 1.65 µs a frame;
+//!   raised: 23 %, and 3.4 -> 4.2 Gbit/s; README "TCP through polld"). Only the sink side:
+//!   its work is bounded by what polld sends, while a realtime veth1 thread under a flood
+//!   would never sleep (kernel receive livelock).
 //! - [`Placement::Rps`]: `rps_cpus` of each veth names the receiver's CPU. Moves the
 //!   backlog work (kernel forwarding, AF_PACKET) but not XDP: an XDP program runs in
 //!   veth's NAPI poll, which RPS does not move (it runs on the sending CPU, fact 3).
@@ -28,6 +35,10 @@ use crate::layout::{Devices, Iface, Layout, Role};
 use crate::napi::napi_of;
 use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask};
 use crate::TestbedError;
+
+/// The `SCHED_FIFO` priority of the sink-side receive thread: above a realtime poll
+/// thread's, so that the forwarder's output drains while it polls.
+pub const SINK_NAPI_PRIORITY: i32 = polld_dev::kernel_rx::POLL_THREAD_PRIORITY + 1;
 
 /// How receive work is placed on CPUs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -265,7 +276,19 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
             TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
         })?;
         threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
+        if iface.role == Role::Sink {
+            sys::make_fifo(pid as libc::pid_t, SINK_NAPI_PRIORITY).map_err(|e| {
+                TestbedError::Failed(format!(
+                    "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_NAPI_PRIORITY}: {e}"
+                ))
+            })?;
+        }
     }
+    let realtime = if iface.role == Role::Sink {
+        format!(", SCHED_FIFO {SINK_NAPI_PRIORITY} (above a realtime poll thread)")
+    } else {
+        String::new()
+    };
     if threads.is_empty() {
         return Err(TestbedError::Failed(
             "no NAPI instance after enabling GRO".to_string(),
@@ -276,6 +299,6 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         iface: iface.name.clone(),
         cpu: Some(cpu),
         applied: Placement::NapiThreaded,
-        detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
+        detail: format!("{} pinned to CPU {cpu}{realtime}", threads.join(", ")),
     })
 }
