@@ -74,7 +74,7 @@ pub mod testpmd;
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
 pub use layout::{Devices, Iface, Layout, Role};
-pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
+pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport, SINK_NAPI_PRIORITY};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use status::{status, Status};
 pub use testbed::{

@@ -12,14 +12,14 @@
 //!   off on every veth, which veth's NAPI path also needs, baseline fact 2),
 //!   `gro_max_size 0` (no GRO merging: frames stay wire-sized, so a user-space forwarder
 //!   never receives a 64 KB TCP super-frame), `threaded = 1` (baseline fact 3), then the
-//!   kthread is pinned. The sink's receiver (veth3) drains what the forwarder sends, as a
-//!   NIC's wire would: its kthread runs `SCHED_FIFO` one above a realtime poll thread
-//!   ([`SINK_NAPI_PRIORITY`]). At `SCHED_OTHER` on the poll CPU it ran only while polld
-//!   slept, so a polling polld filled veth3's 256-slot ring in each cycle and paid for
-//!   kicks the full ring refused (iperf3 TCP: polld at its 50 % budget, 1.65 µs a frame;
-//!   raised: 23 %, and 3.4 -> 4.2 Gbit/s; README "TCP through polld"). Only the sink side:
-//!   its work is bounded by what polld sends, while a realtime veth1 thread under a flood
-//!   would never sleep (kernel receive livelock).
+//!   kthread is pinned. With `sink_realtime` ([`crate::UpOptions::sink_napi_realtime`])
+//!   the sink's receiver (veth3), which drains what the forwarder sends as a NIC's wire
+//!   would, runs `SCHED_FIFO` one above a realtime poll thread ([`SINK_NAPI_PRIORITY`]).
+//!   At `SCHED_OTHER` on the poll CPU it runs only while polld sleeps, so a polling polld
+//!   fills veth3's 256-slot ring in each cycle and pays for kicks the full ring refuses
+//!   (README "TCP through polld"). Only the sink side: its work is bounded by what the
+//!   forwarder sends, while a realtime veth1 thread under a flood would never sleep
+//!   (kernel receive livelock).
 //! - [`Placement::Rps`]: `rps_cpus` of each veth names the receiver's CPU. Moves the
 //!   backlog work (kernel forwarding, AF_PACKET) but not XDP: an XDP program runs in
 //!   veth's NAPI poll, which RPS does not move (it runs on the sending CPU, fact 3).
@@ -128,17 +128,25 @@ pub(crate) struct Decision {
     requested: Placement,
     effective: Placement,
     cpus: CpuPlan,
+    /// The sink's NAPI thread runs `SCHED_FIFO` [`SINK_NAPI_PRIORITY`].
+    sink_realtime: bool,
     warnings: Vec<String>,
 }
 
 /// Decides what can be applied: with fewer than two CPUs nothing can move (a warning
 /// says so); otherwise the CPU plan must name CPUs this process may use.
-pub(crate) fn decide(requested: Placement, cpus: CpuPlan) -> Result<Decision, TestbedError> {
+/// `sink_realtime` is kept for napi-threaded placement, the only one with a thread to raise.
+pub(crate) fn decide(
+    requested: Placement,
+    cpus: CpuPlan,
+    sink_realtime: bool,
+) -> Result<Decision, TestbedError> {
     let allowed = allowed_cpus();
     let mut decision = Decision {
         requested,
         effective: requested,
         cpus,
+        sink_realtime,
         warnings: Vec::new(),
     };
     if requested != Placement::None && allowed.len() < 2 {
@@ -152,6 +160,12 @@ pub(crate) fn decide(requested: Placement, cpus: CpuPlan) -> Result<Decision, Te
     if decision.effective != Placement::None {
         cpus.check()?;
     }
+    if sink_realtime && decision.effective != Placement::NapiThreaded {
+        decision.warnings.push(format!(
+            "the sink's receive work has no NAPI thread to make realtime under placement {}",
+            decision.effective.name()
+        ));
+    }
     Ok(decision)
 }
 
@@ -161,6 +175,7 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         requested,
         effective,
         cpus,
+        sink_realtime,
         warnings,
     } = decision;
     let mut report = PlacementReport {
@@ -193,7 +208,8 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
                 unplaced(iface, format!("RPS failed: {e}"))
             }),
             Placement::NapiThreaded => {
-                match place_napi_threaded(iface, cpu) {
+                let realtime = sink_realtime && iface.role == Role::Sink;
+                match place_napi_threaded(iface, cpu, realtime) {
                     Ok(placed) => placed,
                     Err(napi_error) => {
                         let fallback = place_rps(iface, cpu);
@@ -256,7 +272,13 @@ fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> 
     })
 }
 
-fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> {
+/// Threaded NAPI for `iface`, its kthreads pinned to `cpu` and, if `realtime`, made
+/// `SCHED_FIFO` [`SINK_NAPI_PRIORITY`].
+fn place_napi_threaded(
+    iface: &Iface,
+    cpu: usize,
+    realtime: bool,
+) -> Result<IfacePlacement, TestbedError> {
     sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "gro", "on"])?;
     sys::ip_in(
         &iface.ns,
@@ -276,7 +298,7 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
             TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
         })?;
         threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
-        if iface.role == Role::Sink {
+        if realtime {
             sys::make_fifo(pid as libc::pid_t, SINK_NAPI_PRIORITY).map_err(|e| {
                 TestbedError::Failed(format!(
                     "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_NAPI_PRIORITY}: {e}"
@@ -284,7 +306,7 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
             })?;
         }
     }
-    let realtime = if iface.role == Role::Sink {
+    let policy = if realtime {
         format!(", SCHED_FIFO {SINK_NAPI_PRIORITY} (above a realtime poll thread)")
     } else {
         String::new()
@@ -299,6 +321,6 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         iface: iface.name.clone(),
         cpu: Some(cpu),
         applied: Placement::NapiThreaded,
-        detail: format!("{} pinned to CPU {cpu}{realtime}", threads.join(", ")),
+        detail: format!("{} pinned to CPU {cpu}{policy}", threads.join(", ")),
     })
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use polld_testbed::{
     command_in, down, status, Layout, Placement, Role, Testbed, TestbedArgs, TestbedError,
-    UpOptions,
+    UpOptions, SINK_NAPI_PRIORITY,
 };
 
 /// A prefix no other test (or test process) uses.
@@ -488,6 +488,49 @@ fn napi_threaded_placement_pins_each_kthread_to_the_receivers_cpu() {
             );
         }
     }
+}
+
+/// The scheduling policy and priority of thread `pid`.
+fn policy_of(pid: u32) -> (i32, i32) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: reads a thread's policy and parameters; the kernel checks the pid.
+    let policy = unsafe { libc::sched_getscheduler(pid) };
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above, writing into `param`.
+    assert_eq!(unsafe { libc::sched_getparam(pid, &mut param) }, 0);
+    (policy, param.sched_priority)
+}
+
+#[test]
+fn sink_napi_realtime_raises_only_the_sinks_napi_thread_above_a_realtime_poll_thread() {
+    if !root() || !two_cpus() {
+        return;
+    }
+    let testbed = up(
+        "rt",
+        UpOptions {
+            sink_napi_realtime: true,
+            ..UpOptions::default()
+        },
+    );
+    assert!(testbed.report().placement.warnings.is_empty());
+    let status = status(testbed.layout());
+    let mut sinks = 0;
+    for ns in &status.namespaces {
+        for iface in &ns.interfaces {
+            for napi in &iface.napi {
+                let pid = napi.pid.expect("threaded NAPI has a kthread");
+                let want = if iface.name == testbed.layout().veth3.name {
+                    sinks += 1;
+                    (libc::SCHED_FIFO, SINK_NAPI_PRIORITY)
+                } else {
+                    (libc::SCHED_OTHER, 0)
+                };
+                assert_eq!(policy_of(pid), want, "{}/{}", ns.name, iface.name);
+            }
+        }
+    }
+    assert!(sinks > 0, "no NAPI thread found for the sink's veth");
 }
 
 #[test]
