@@ -6,15 +6,18 @@
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
 //! skipped, and why).
 //!
-//! These rows run with the forwarder's and sink's CPU held out of halt
-//! ([`polld_testbed::idle::IdleHold`]): on a VM a halted vCPU takes the hypervisor's time to
-//! wake, milliseconds at worst, and every wakeup on the path pays it. Two more rows, the
-//! kernel and polling at hz 1000 with the CPU halting when idle, show what that costs in
-//! the same run. Each row prints p50/p99/max, loss, CPU, the steal time and halts of the
+//! These rows run on a path tuned for latency, as a latency-tuned host would be: the
+//! forwarder's and sink's CPU is held out of halt ([`polld_testbed::idle::IdleHold`]: on
+//! this VM a halted vCPU takes the hypervisor's time to wake, 40 µs at the median) and the
+//! receive kthreads in fwd and sink run `SCHED_FIFO` below polld's poll thread
+//! ([`polld_testbed::placement::RealtimeRx`]: at `SCHED_OTHER` they wait up to 4 ms
+//! behind ordinary tasks on their CPU). Two more rows, the kernel and polling at hz 1000
+//! on the untuned path (the testbed's default), show what the tuning removes in the same
+//! run. Each row prints p50/p99/max, loss, CPU, the steal time and halts of the
 //! forwarder's CPU, and for polling the bound 1/hz + 100 µs with how late polld's tick
 //! timer woke it (`polld.tick_lateness_*`); under the table each polling p99 is split into
 //! the tick, the timer's lateness spread and what is left, beside the kernel's own path
-//! p99 under the same idle.
+//! p99 on the same path.
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
@@ -23,7 +26,8 @@ mod common;
 use common::{announce, arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::idle::IdleHold;
-use polld_testbed::{Devices, UpOptions};
+use polld_testbed::placement::RealtimeRx;
+use polld_testbed::{Devices, Role, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
 const HZ_1000: [(&str, &str); 2] = [
@@ -48,7 +52,7 @@ fn main() {
         knobs,
     };
     let polling_1000 = polld_at("polling", &HZ_1000);
-    // (label, forwarder, the polling hz for the bound, whether the CPU may halt)
+    // (label, forwarder, the polling hz for the bound, whether the path is untuned)
     let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
         ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),
         (
@@ -71,21 +75,27 @@ fn main() {
             false,
         ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None, false),
-        ("kernel, CPU halts", Forwarder::Kernel, None, true),
-        ("polling hz 1000, CPU halts", polling_1000, Some(1000), true),
+        ("kernel, untuned", Forwarder::Kernel, None, true),
+        ("polling hz 1000, untuned", polling_1000, Some(1000), true),
     ];
     let path_cpus = [options.cpus.fwd, options.cpus.sink];
-    // Held out of halt for a row unless it is one of the halting ones; when the kernel
-    // will not, every row runs halting and says so.
-    let mut hold_refused: Option<String> = None;
-    let mut hold = |halts: bool| {
-        if halts || hold_refused.is_some() {
+    // The tuning for a row unless it is an untuned one; when the kernel refuses it, every
+    // row runs untuned and says so.
+    let mut tuning_refused: Option<String> = None;
+    let mut tune = |untuned: bool| {
+        if untuned || tuning_refused.is_some() {
             return None;
         }
         IdleHold::poll(&path_cpus)
+            .and_then(|idle| {
+                Ok((
+                    idle,
+                    RealtimeRx::raise(tb.layout(), &[Role::Fwd, Role::Sink])?,
+                ))
+            })
             .map_err(|e| {
-                eprintln!("latency bench: {e}; every row runs with the CPU halting when idle");
-                hold_refused = Some(e.to_string());
+                eprintln!("latency bench: {e}; every row runs on the untuned path");
+                tuning_refused = Some(e.to_string());
             })
             .ok()
     };
@@ -101,11 +111,11 @@ fn main() {
         duration,
     };
     let mut rows: Vec<(DemoRow, Option<u32>, bool)> = Vec::new();
-    for (label, forwarder, hz, halts) in trials {
+    for (label, forwarder, hz, untuned) in trials {
         let trial = trial_of(label, forwarder);
-        let held = hold(halts);
+        let tuned = tune(untuned);
         let row = measure_or_exit("latency", &tb, &options, polld, &dir, &trial);
-        rows.push((row, hz, held.is_none()));
+        rows.push((row, hz, tuned.is_none()));
     }
     let testpmd = testpmd_program
         .as_ref()
@@ -117,13 +127,13 @@ fn main() {
             };
             let trial = trial_of("testpmd af_xdp", forwarder);
             announce("latency", &trial);
-            let held = hold(false);
-            measure(&tb, &options, polld, &dir, &trial).map(|row| (row, held.is_none()))
+            let tuned = tune(false);
+            measure(&tb, &options, polld, &dir, &trial).map(|row| (row, tuned.is_none()))
         });
     let testpmd_note = match testpmd {
-        Ok((row, halting)) => {
+        Ok((row, untuned)) => {
             let note = row.testpmd.map(|c| format!("testpmd af_xdp: {c}"));
-            rows.push((row, None, halting));
+            rows.push((row, None, untuned));
             note
         }
         Err(e) => Some(format!("DPDK testpmd af_xdp: {e}; skipped")),
@@ -134,14 +144,14 @@ fn main() {
     println!(
         "\none-way latency gen -> polld (af_xdp, realtime, CPU{fwd_cpu}) -> polld sink (af_xdp), 64-byte frames at {rate}/s, {duration} s per row"
     );
-    match &hold_refused {
+    match &tuning_refused {
         None => println!(
-            "CPU{fwd_cpu} (forwarder and sink) is held out of halt in every row but those marked \"CPU halts\"; steal and halts are CPU{fwd_cpu}'s during the row"
+            "tuned path in every row but the \"untuned\" ones: CPU{fwd_cpu} (forwarder and sink) held out of halt, the receive kthreads of fwd and sink SCHED_FIFO {}; untuned: CPU{fwd_cpu} halts when idle, the kthreads run SCHED_OTHER (the testbed's default)",
+            polld_testbed::placement::RX_FIFO_PRIORITY
         ),
-        Some(e) => println!(
-            "CPU{fwd_cpu} could not be held out of halt ({e}): it halts when idle in every row"
-        ),
+        Some(e) => println!("the path could not be tuned ({e}): every row ran untuned"),
     }
+    println!("steal and halts: CPU{fwd_cpu}'s during the row");
     println!(
         "{:<28} {:>9} {:>11} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>7} {:>14}  bound",
         "forwarder",
@@ -202,13 +212,13 @@ fn main() {
     }
     // What of polling's p99 is the tick, what the timer's lateness, and what the path the
     // kernel's own forwarding also takes when its CPU idles the same way.
-    for (r, hz, halting) in &rows {
+    for (r, hz, untuned) in &rows {
         let (Some(hz), Some(l), Some(t)) = (hz, r.latency, r.tick_lateness) else {
             continue;
         };
         let kernel_p99 = rows
             .iter()
-            .find(|(k, _, h)| k.mode.starts_with("kernel") && h == halting)
+            .find(|(k, _, u)| k.mode.starts_with("kernel") && u == untuned)
             .and_then(|(k, _, _)| k.latency)
             .map_or("-".to_string(), |k| format!("{:.0}", k.p99_us));
         let tick_us = 1e6 / *hz as f64;

@@ -18,6 +18,10 @@
 //!   veth's NAPI poll, which RPS does not move (it runs on the sending CPU, fact 3).
 //! - [`Placement::None`]: the kernel default, everything on the sending CPU.
 //!
+//! [`RealtimeRx`] raises the kthreads of some namespaces to `SCHED_FIFO` for a latency
+//! measurement: at `SCHED_OTHER` a woken receive thread waits for whatever ordinary task
+//! holds its CPU, up to 4 ms on the reference VM (README "One-way latency in each mode").
+//!
 //! What could not be applied is reported, never skipped silently: napi-threaded falls
 //! back to RPS on an interface where a step fails, and with fewer than two CPUs nothing
 //! is moved (there is nowhere to move it).
@@ -26,7 +30,7 @@ use serde::Serialize;
 
 use crate::layout::{Devices, Iface, Layout, Role};
 use crate::napi::napi_of;
-use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask};
+use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask, set_fifo};
 use crate::TestbedError;
 
 /// How receive work is placed on CPUs.
@@ -278,4 +282,63 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         applied: Placement::NapiThreaded,
         detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
     })
+}
+
+/// The `SCHED_FIFO` priority [`RealtimeRx`] gives the receive kthreads: below polld's poll
+/// thread (50), whose tick must still preempt the kernel's receive work as a clock
+/// interrupt does.
+pub const RX_FIFO_PRIORITY: i32 = 40;
+
+/// Runs the receive kthreads (threaded NAPI) of some namespaces' interfaces at
+/// `SCHED_FIFO` [`RX_FIFO_PRIORITY`] until dropped, then at `SCHED_OTHER` again.
+#[derive(Debug)]
+pub struct RealtimeRx {
+    pids: Vec<libc::pid_t>,
+}
+
+impl RealtimeRx {
+    /// Raises the NAPI kthreads of every interface in the namespaces of `roles`; fails,
+    /// naming the interface, when one has none (placement other than napi-threaded).
+    pub fn raise(layout: &Layout, roles: &[Role]) -> Result<RealtimeRx, TestbedError> {
+        let mut raised = RealtimeRx { pids: Vec::new() };
+        for iface in layout.kernel_ifaces() {
+            if !roles.contains(&iface.role) {
+                continue;
+            }
+            let napis = napi_of(&iface.ns, &iface.name)?;
+            let pids: Vec<_> = napis.iter().filter_map(|n| n.pid).collect();
+            if pids.is_empty() {
+                return Err(TestbedError::Failed(format!(
+                    "{}/{} has no NAPI kthread to run at SCHED_FIFO: bring the testbed up with \
+                     placement napi-threaded",
+                    iface.ns, iface.name
+                )));
+            }
+            for pid in pids {
+                set_fifo(pid as libc::pid_t, Some(RX_FIFO_PRIORITY)).map_err(|e| {
+                    TestbedError::Failed(format!(
+                        "cannot make the NAPI kthread {pid} of {}/{} SCHED_FIFO: {e}",
+                        iface.ns, iface.name
+                    ))
+                })?;
+                raised.pids.push(pid as libc::pid_t);
+            }
+        }
+        Ok(raised)
+    }
+}
+
+impl Drop for RealtimeRx {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            // A kthread gone with its interface needs nothing back.
+            if let Err(e) = set_fifo(pid, None) {
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    eprintln!(
+                        "polld testbed: cannot return NAPI kthread {pid} to SCHED_OTHER: {e}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -168,6 +168,21 @@ pub(crate) fn pin(pid: libc::pid_t, cpu: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Sets the scheduling policy of thread `pid` (0: the caller): SCHED_FIFO at `priority`,
+/// or SCHED_OTHER when `priority` is `None`.
+pub(crate) fn set_fifo(pid: libc::pid_t, priority: Option<i32>) -> std::io::Result<()> {
+    let (policy, sched_priority) = match priority {
+        Some(p) => (libc::SCHED_FIFO, p),
+        None => (libc::SCHED_OTHER, 0),
+    };
+    let param = libc::sched_param { sched_priority };
+    // SAFETY: a valid sched_param for a policy that takes it; the kernel checks `pid`.
+    if unsafe { libc::sched_setscheduler(pid, policy, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The CPUs task `pid` may run on, as the kernel writes them (`1`, `0-1`).
 pub(crate) fn cpus_of(pid: u32) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
