@@ -491,6 +491,46 @@ fn napi_threaded_placement_pins_each_kthread_to_the_receivers_cpu() {
 }
 
 #[test]
+fn sink_rx_realtime_puts_only_the_sinks_napi_thread_above_polld() {
+    if !root() {
+        return;
+    }
+    let testbed = up(
+        "rtsink",
+        UpOptions {
+            sink_rx_realtime: true,
+            ..UpOptions::default()
+        },
+    );
+    let report = testbed.report().placement.clone();
+    if !two_cpus() {
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("sink rx realtime")),
+            "{report:?}"
+        );
+        return;
+    }
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let layout = testbed.layout();
+    for iface in layout.ifaces() {
+        let napis = polld_testbed::napi::napi_of(&iface.ns, &iface.name).unwrap();
+        assert!(!napis.is_empty(), "{} has no NAPI", iface.name);
+        for napi in napis {
+            let pid = napi.pid.expect("a threaded NAPI has a kthread");
+            let want = if iface.role == Role::Sink {
+                (libc::SCHED_FIFO, polld_testbed::placement::SINK_RX_PRIORITY)
+            } else {
+                (libc::SCHED_OTHER, 0)
+            };
+            assert_eq!(policy_of(pid), want, "{}", iface.name);
+        }
+    }
+}
+
+#[test]
 fn spawned_programs_run_in_their_namespace_on_the_cpu_asked_for() {
     if !root() {
         return;
@@ -618,7 +658,14 @@ fn realtime_rx_raises_the_receive_kthreads_of_the_roles_asked_for_until_dropped(
     if !root() || !two_cpus() {
         return;
     }
-    let testbed = up("rtrx", UpOptions::default());
+    // The sink's kthread starts above polld, so giving back means its old priority.
+    let testbed = up(
+        "rtrx",
+        UpOptions {
+            sink_rx_realtime: true,
+            ..UpOptions::default()
+        },
+    );
     let layout = testbed.layout();
     let pids = |role: Role| -> Vec<u32> {
         layout
@@ -647,8 +694,12 @@ fn realtime_rx_raises_the_receive_kthreads_of_the_roles_asked_for_until_dropped(
         );
     }
     drop(raised);
-    for &pid in fwd.iter().chain(&sink) {
+    for &pid in &fwd {
         assert_eq!(policy_of(pid), (libc::SCHED_OTHER, 0), "{pid} given back");
+    }
+    for &pid in &sink {
+        let before = (libc::SCHED_FIFO, polld_testbed::placement::SINK_RX_PRIORITY);
+        assert_eq!(policy_of(pid), before, "{pid} given back");
     }
 }
 
