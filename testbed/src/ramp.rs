@@ -71,7 +71,8 @@ const PROMISE_POINTS: f64 = 5.0;
 /// Rates and CPU shares over an interval.
 #[derive(Clone, Debug, Serialize)]
 pub struct Rates {
-    /// tap0's transmit rate in gen.
+    /// What gen handed tap0, per second: the frames the TAP queued for polld and those
+    /// it dropped with its queue full (tap0's `tx_packets` + `tx_dropped` in gen).
     pub offered_pps: f64,
     /// tap1's receive rate in sink.
     pub delivered_pps: f64,
@@ -124,7 +125,7 @@ pub struct RampReport {
     pub svgs: Vec<PathBuf>,
 }
 
-/// Tap0's frames sent in gen so far, and the sample of polld and the competitor.
+/// The frames gen handed tap0 so far, and the sample of polld and the competitor.
 struct Point {
     offered: u64,
     sample: Sample,
@@ -250,7 +251,10 @@ fn ramp(
     let tap0 = &tb.layout().veth0.name;
     let point = || -> Result<Point, TestbedError> {
         Ok(Point {
-            offered: gen.counters(tap0)?.tx_packets,
+            offered: {
+                let c = gen.counters(tap0)?;
+                c.tx_packets + c.tx_dropped
+            },
             sample: run.sample()?,
         })
     };
@@ -334,7 +338,9 @@ fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedE
                 x_label: x_label.clone(),
                 y_label: "packets/s".into(),
                 series: vec![
-                    line("offered (tap0 tx in gen)", &|s| s.rates.offered_pps),
+                    line("offered (tap0 tx + tx_dropped in gen)", &|s| {
+                        s.rates.offered_pps
+                    }),
                     line("delivered (tap1 rx in sink)", &|s| s.rates.delivered_pps),
                 ],
             },
