@@ -5,6 +5,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
+use polld_dev::net_dev;
 use polld_dev::netns::{veth_pair, Netns, VethEnd};
 use serde::Serialize;
 
@@ -415,10 +416,9 @@ pub(crate) fn counters_of(stats64: &serde_json::Value) -> Option<IfCounters> {
 
 /// The interface counters of one namespace, read from its `/proc/net/dev` with no process
 /// per reading: the file is opened once from a thread inside the namespace and stays bound
-/// to it, so each reading is a `read()` in the caller. A bench that samples often uses it
-/// instead of [`counters`], whose `ip` process would run on any CPU, the measured one too.
-/// The kernel fills both from the same statistics; `rx_dropped` here also counts the
-/// device's missed frames (`rx_missed_errors`, 0 on veth and TAP).
+/// to it, so each reading is a `read()` in the caller ([`polld_dev::net_dev`]). A bench
+/// that samples often uses it instead of [`counters`], whose `ip` process would run on any
+/// CPU, the measured one too.
 #[derive(Debug)]
 pub struct NetDev {
     ns: String,
@@ -431,7 +431,7 @@ impl NetDev {
         let cannot = |e: String| {
             TestbedError::Failed(format!("cannot open /proc/net/dev in namespace {ns}: {e}"))
         };
-        let file = polld_dev::netns::in_netns(ns, || File::open("/proc/thread-self/net/dev"))
+        let file = polld_dev::netns::in_netns(ns, || File::open(net_dev::PATH))
             .map_err(|e| cannot(e.to_string()))?
             .map_err(|e| cannot(e.to_string()))?;
         Ok(NetDev {
@@ -442,90 +442,51 @@ impl NetDev {
 
     /// The counters of `iface` now.
     pub fn counters(&self, iface: &str) -> Result<IfCounters, TestbedError> {
-        let mut text = String::new();
+        let mut table = String::new();
         let mut file = &self.file;
         file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_string(&mut text))
+            .and_then(|_| file.read_to_string(&mut table))
             .map_err(|e| {
                 TestbedError::Failed(format!(
                     "reading /proc/net/dev of namespace {}: {e}",
                     self.ns
                 ))
             })?;
-        net_dev_counters(&text, iface).ok_or_else(|| {
+        let c = net_dev::counters_in(&table, iface).ok_or_else(|| {
             TestbedError::Failed(format!(
                 "namespace {} has no interface {iface} (/proc/net/dev)",
                 self.ns
             ))
+        })?;
+        Ok(IfCounters {
+            rx_packets: c.rx_packets,
+            rx_bytes: c.rx_bytes,
+            rx_dropped: c.rx_dropped,
+            tx_packets: c.tx_packets,
+            tx_bytes: c.tx_bytes,
+            tx_dropped: c.tx_dropped,
         })
     }
-}
-
-/// `iface`'s line of `/proc/net/dev`: `name: ` then eight receive fields (bytes packets
-/// errs drop fifo frame compressed multicast) and eight transmit fields (bytes packets
-/// errs drop fifo colls carrier compressed).
-fn net_dev_counters(text: &str, iface: &str) -> Option<IfCounters> {
-    let fields = text.lines().find_map(|line| {
-        let (name, rest) = line.split_once(':')?;
-        (name.trim() == iface).then_some(rest)
-    })?;
-    let n: Vec<u64> = fields
-        .split_whitespace()
-        .map(|f| f.parse().ok())
-        .collect::<Option<_>>()?;
-    (n.len() == 16).then(|| IfCounters {
-        rx_bytes: n[0],
-        rx_packets: n[1],
-        rx_dropped: n[3],
-        tx_bytes: n[8],
-        tx_packets: n[9],
-        tx_dropped: n[11],
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const NET_DEV: &str = "\
-Inter-|   Receive                                                |  Transmit
- face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
-    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
-  tap0: 1200000   20000    0    7    0     0          0         0 60000000  1000000    0   42    0     0       0          0
-";
-
-    #[test]
-    fn a_net_dev_line_gives_the_interfaces_counters() {
-        let tap0 = net_dev_counters(NET_DEV, "tap0").unwrap();
-        assert_eq!(
-            tap0,
-            IfCounters {
-                rx_packets: 20000,
-                rx_bytes: 1_200_000,
-                rx_dropped: 7,
-                tx_packets: 1_000_000,
-                tx_bytes: 60_000_000,
-                tx_dropped: 42,
-            }
-        );
-        assert_eq!(net_dev_counters(NET_DEV, "tap"), None);
-        assert_eq!(net_dev_counters(NET_DEV, "tap1"), None);
-    }
-
     #[test]
     fn net_dev_reads_the_namespace_it_was_opened_in() {
         polld_testsupport::require_root!("needs root to create a namespace");
         let ns = Netns::create("tb-netdev").unwrap();
-        let net_dev = NetDev::open(ns.name()).unwrap();
-        assert_eq!(net_dev.counters("lo").unwrap(), IfCounters::default());
+        let reader = NetDev::open(ns.name()).unwrap();
+        assert_eq!(reader.counters("lo").unwrap(), IfCounters::default());
         ns.ip(&["link", "set", "lo", "up"]).unwrap();
         ns.exec("ping", &["-c", "2", "-i", "0.2", "-q", "127.0.0.1"])
             .unwrap();
         // Read from this thread, outside the namespace: still the namespace's lo.
-        let lo = net_dev.counters("lo").unwrap();
+        let lo = reader.counters("lo").unwrap();
         assert_eq!(lo.rx_packets, 4, "2 requests and 2 replies: {lo:?}");
         assert_eq!(lo, counters(ns.name(), "lo").unwrap());
-        let err = net_dev.counters("tap9").unwrap_err().to_string();
+        let err = reader.counters("tap9").unwrap_err().to_string();
         assert!(err.contains("has no interface tap9"), "{err}");
     }
 }
