@@ -21,6 +21,15 @@
 //! What could not be applied is reported, never skipped silently: napi-threaded falls
 //! back to RPS on an interface where a step fails, and with fewer than two CPUs nothing
 //! is moved (there is nowhere to move it).
+//!
+//! *The output's receiver first* (`UpOptions::sink_rx_realtime`, napi-threaded only): the
+//! sink's NAPI kthread (sink/veth3, on the forwarder's CPU) runs `SCHED_FIFO` one step
+//! above polld's realtime poll thread. A NIC transmits what a forwarder queues without the
+//! forwarder's CPU; on veth the "wire" is the peer's NAPI thread, and at `SCHED_OTHER` it
+//! runs only when the realtime forwarder sleeps, so the output's 256-slot ring fills
+//! within one poll cycle and the forwarder must sleep on a timer until it drains. With it
+//! the frames leave as they are sent. Its work is bounded by what fwd sends, so it cannot
+//! starve the CPU the way a realtime *input* thread under a flood would (receive livelock).
 
 use serde::Serialize;
 
@@ -111,23 +120,34 @@ pub struct PlacementReport {
     pub warnings: Vec<String>,
 }
 
+/// The sink's NAPI kthread's `SCHED_FIFO` priority with `sink_rx_realtime`: one above
+/// polld's realtime poll thread (50, polld-runtime's `make_realtime`).
+pub const SINK_RX_PRIORITY: i32 = 51;
+
 /// The placement `up` will apply, decided before anything is created.
 #[derive(Clone, Debug)]
 pub(crate) struct Decision {
     requested: Placement,
     effective: Placement,
     cpus: CpuPlan,
+    /// The sink's NAPI kthread runs `SCHED_FIFO` [`SINK_RX_PRIORITY`].
+    sink_rx_realtime: bool,
     warnings: Vec<String>,
 }
 
 /// Decides what can be applied: with fewer than two CPUs nothing can move (a warning
 /// says so); otherwise the CPU plan must name CPUs this process may use.
-pub(crate) fn decide(requested: Placement, cpus: CpuPlan) -> Result<Decision, TestbedError> {
+pub(crate) fn decide(
+    requested: Placement,
+    cpus: CpuPlan,
+    sink_rx_realtime: bool,
+) -> Result<Decision, TestbedError> {
     let allowed = allowed_cpus();
     let mut decision = Decision {
         requested,
         effective: requested,
         cpus,
+        sink_rx_realtime,
         warnings: Vec::new(),
     };
     if requested != Placement::None && allowed.len() < 2 {
@@ -150,6 +170,7 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         requested,
         effective,
         cpus,
+        sink_rx_realtime,
         warnings,
     } = decision;
     let mut report = PlacementReport {
@@ -182,7 +203,8 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
                 unplaced(iface, format!("RPS failed: {e}"))
             }),
             Placement::NapiThreaded => {
-                match place_napi_threaded(iface, cpu) {
+                let realtime = sink_rx_realtime && iface.role == Role::Sink;
+                match place_napi_threaded(iface, cpu, realtime) {
                     Ok(placed) => placed,
                     Err(napi_error) => {
                         let fallback = place_rps(iface, cpu);
@@ -210,6 +232,16 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
             }
         };
         report.interfaces.push(placed);
+    }
+    let sink_placed = report
+        .interfaces
+        .iter()
+        .any(|i| i.applied == Placement::NapiThreaded && i.ns == layout.sink_ns);
+    if sink_rx_realtime && (layout.devices != Devices::Veth || !sink_placed) {
+        report.warnings.push(
+            "sink rx realtime not applied: it needs the napi-threaded placement on veth"
+                .to_string(),
+        );
     }
     report
 }
@@ -245,7 +277,13 @@ fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> 
     })
 }
 
-fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> {
+/// Threaded NAPI on `iface`, its kthreads pinned to `cpu`, and `SCHED_FIFO`
+/// [`SINK_RX_PRIORITY`] when `realtime`.
+fn place_napi_threaded(
+    iface: &Iface,
+    cpu: usize,
+    realtime: bool,
+) -> Result<IfacePlacement, TestbedError> {
     sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "gro", "on"])?;
     sys::ip_in(
         &iface.ns,
@@ -264,7 +302,16 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         sys::pin(pid as libc::pid_t, cpu).map_err(|e| {
             TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
         })?;
-        threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
+        let mut thread = format!("napi/{}-{} (pid {pid})", iface.name, napi.id);
+        if realtime {
+            sys::make_fifo(pid as libc::pid_t, SINK_RX_PRIORITY).map_err(|e| {
+                TestbedError::Failed(format!(
+                    "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_RX_PRIORITY}: {e}"
+                ))
+            })?;
+            thread.push_str(&format!(" SCHED_FIFO {SINK_RX_PRIORITY}"));
+        }
+        threads.push(thread);
     }
     if threads.is_empty() {
         return Err(TestbedError::Failed(

@@ -168,6 +168,18 @@ pub(crate) fn pin(pid: libc::pid_t, cpu: usize) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Makes task `pid` `SCHED_FIFO` at `priority`.
+pub(crate) fn make_fifo(pid: libc::pid_t, priority: i32) -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: valid parameters; the kernel checks the pid and our privilege.
+    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The CPUs task `pid` may run on, as the kernel writes them (`1`, `0-1`).
 pub(crate) fn cpus_of(pid: u32) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

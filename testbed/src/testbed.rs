@@ -24,6 +24,10 @@ pub struct UpOptions {
     pub cpus: CpuPlan,
     /// Delete namespaces of this layout that already exist instead of failing.
     pub force: bool,
+    /// The sink's NAPI kthread runs `SCHED_FIFO` above polld's poll thread, as a NIC
+    /// transmits without the forwarder's CPU (napi-threaded placement on veth only; see
+    /// [`crate::placement`]).
+    pub sink_rx_realtime: bool,
 }
 
 /// What `up` did.
@@ -78,7 +82,7 @@ impl Testbed {
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
         check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
         require_root_and_ip()?;
-        let placement = placement::decide(options.placement, options.cpus)?;
+        let placement = placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
         let existing: Vec<String> = layout
             .namespaces()
             .into_iter()

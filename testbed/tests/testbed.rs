@@ -491,6 +491,47 @@ fn napi_threaded_placement_pins_each_kthread_to_the_receivers_cpu() {
 }
 
 #[test]
+fn sink_rx_realtime_puts_only_the_sinks_napi_thread_above_polld() {
+    if !root() {
+        return;
+    }
+    let testbed = up(
+        "rtsink",
+        UpOptions {
+            sink_rx_realtime: true,
+            ..UpOptions::default()
+        },
+    );
+    let report = testbed.report().placement.clone();
+    if !two_cpus() {
+        assert!(
+            report.warnings.iter().any(|w| w.contains("sink rx realtime")),
+            "{report:?}"
+        );
+        return;
+    }
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let layout = testbed.layout();
+    for iface in layout.ifaces() {
+        let napis = polld_testbed::napi::napi_of(&iface.ns, &iface.name).unwrap();
+        assert!(!napis.is_empty(), "{} has no NAPI", iface.name);
+        for napi in napis {
+            let pid = napi.pid.expect("a threaded NAPI has a kthread") as libc::pid_t;
+            let mut param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: reads the policy of a kthread into a local.
+            let policy = unsafe { libc::sched_getscheduler(pid) };
+            assert_eq!(unsafe { libc::sched_getparam(pid, &mut param) }, 0);
+            let want = if iface.role == Role::Sink {
+                (libc::SCHED_FIFO, polld_testbed::placement::SINK_RX_PRIORITY)
+            } else {
+                (libc::SCHED_OTHER, 0)
+            };
+            assert_eq!((policy, param.sched_priority), want, "{}", iface.name);
+        }
+    }
+}
+
+#[test]
 fn spawned_programs_run_in_their_namespace_on_the_cpu_asked_for() {
     if !root() {
         return;
