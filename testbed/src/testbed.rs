@@ -82,7 +82,8 @@ impl Testbed {
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
         check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
         require_root_and_ip()?;
-        let placement = placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
+        let placement =
+            placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
         let existing: Vec<String> = layout
             .namespaces()
             .into_iter()
