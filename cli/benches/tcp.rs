@@ -6,11 +6,11 @@
 //! at least 0.9x). The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
 //!
 //! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
-//! ([`UpOptions::sink_napi_realtime`]), as a NIC's wire drains whatever the CPU does;
-//! `--sink-napi other` leaves it at `SCHED_OTHER`, where it runs only while polld sleeps
+//! ([`UpOptions::sink_rx_realtime`]), as a NIC's wire drains whatever the CPU does;
+//! `--sink-rx other` leaves it at `SCHED_OTHER`, where it runs only while polld sleeps
 //! (the README's "TCP through polld" has both).
 //!
-//! `cargo bench -p polld --bench tcp [-- --duration 5] [--sink-napi realtime|other]`
+//! `cargo bench -p polld --bench tcp [-- --duration 5] [--sink-rx realtime|other]`
 
 mod common;
 
@@ -31,16 +31,16 @@ fn main() {
     }
     let duration: f64 = arg("--duration").unwrap_or(5.0);
     let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
-    let sink_napi_realtime = match arg::<String>("--sink-napi").as_deref() {
+    let sink_rx_realtime = match arg::<String>("--sink-rx").as_deref() {
         None | Some("realtime") => true,
         Some("other") => false,
         Some(other) => {
-            eprintln!("tcp bench: --sink-napi {other:?}: use `realtime` (the default) or `other`");
+            eprintln!("tcp bench: --sink-rx {other:?}: use `realtime` (the default) or `other`");
             std::process::exit(2);
         }
     };
     let options = UpOptions {
-        sink_napi_realtime,
+        sink_rx_realtime,
         ..UpOptions::default()
     };
     let tb = testbed("tcp", Devices::Veth, &options);
@@ -85,7 +85,7 @@ fn main() {
         "\none iperf3 TCP stream gen -> fwd -> sink, {duration} s per row, congestion control {congestion}; client on CPU{}, server and forwarder on CPU{}; the sink's NAPI thread {}",
         options.cpus.gen,
         options.cpus.fwd,
-        if sink_napi_realtime {
+        if sink_rx_realtime {
             "SCHED_FIFO above polld"
         } else {
             "SCHED_OTHER"

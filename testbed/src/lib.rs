@@ -57,6 +57,7 @@
 mod cli;
 pub mod demo;
 mod error;
+pub mod idle;
 pub mod layout;
 pub mod napi;
 pub mod placement;
@@ -74,9 +75,9 @@ pub mod testpmd;
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
 pub use layout::{Devices, Iface, Layout, Role};
-pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport, SINK_NAPI_PRIORITY};
+pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use status::{status, Status};
 pub use testbed::{
-    command_in, counters, down, DownReport, IfCounters, Testbed, UpOptions, UpReport,
+    command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,
 };

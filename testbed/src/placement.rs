@@ -12,14 +12,7 @@
 //!   off on every veth, which veth's NAPI path also needs, baseline fact 2),
 //!   `gro_max_size 0` (no GRO merging: frames stay wire-sized, so a user-space forwarder
 //!   never receives a 64 KB TCP super-frame), `threaded = 1` (baseline fact 3), then the
-//!   kthread is pinned. With `sink_realtime` ([`crate::UpOptions::sink_napi_realtime`])
-//!   the sink's receiver (veth3), which drains what the forwarder sends as a NIC's wire
-//!   would, runs `SCHED_FIFO` one above a realtime poll thread ([`SINK_NAPI_PRIORITY`]).
-//!   At `SCHED_OTHER` on the poll CPU it runs only while polld sleeps, so a polling polld
-//!   fills veth3's 256-slot ring in each cycle and pays for kicks the full ring refuses
-//!   (README "TCP through polld"). Only the sink side: its work is bounded by what the
-//!   forwarder sends, while a realtime veth1 thread under a flood would never sleep
-//!   (kernel receive livelock).
+//!   kthread is pinned.
 //! - [`Placement::Rps`]: `rps_cpus` of each veth names the receiver's CPU. Moves the
 //!   backlog work (kernel forwarding, AF_PACKET) but not XDP: an XDP program runs in
 //!   veth's NAPI poll, which RPS does not move (it runs on the sending CPU, fact 3).
@@ -28,6 +21,22 @@
 //! What could not be applied is reported, never skipped silently: napi-threaded falls
 //! back to RPS on an interface where a step fails, and with fewer than two CPUs nothing
 //! is moved (there is nowhere to move it).
+//!
+//! *The output's receiver first* (`UpOptions::sink_rx_realtime`, napi-threaded only): the
+//! sink's NAPI kthread (sink/veth3, on the forwarder's CPU) runs `SCHED_FIFO` one step
+//! above polld's realtime poll thread. A NIC transmits what a forwarder queues without the
+//! forwarder's CPU; on veth the "wire" is the peer's NAPI thread, and at `SCHED_OTHER` it
+//! runs only when the realtime forwarder sleeps, so the output's 256-slot ring fills
+//! within one poll cycle and the forwarder must sleep on a timer until it drains. With it
+//! the frames leave as they are sent. Its work is bounded by what fwd sends, so it cannot
+//! starve the CPU the way a realtime *input* thread under a flood would (receive livelock).
+//!
+//! *A realtime path for a latency measurement* ([`RealtimeRx`], for as long as it lives):
+//! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
+//! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
+//! receive thread waits for whatever ordinary task holds its CPU, up to 4 ms on the
+//! reference VM (README "One-way latency in each mode"); at 10 kpps the realtime input
+//! thread has little to do, so it starves nothing.
 
 use serde::Serialize;
 
@@ -35,10 +44,6 @@ use crate::layout::{Devices, Iface, Layout, Role};
 use crate::napi::napi_of;
 use crate::sys::{self, allowed_cpus, check_cpu, cpu_list, cpu_mask};
 use crate::TestbedError;
-
-/// The `SCHED_FIFO` priority of the sink-side receive thread: above a realtime poll
-/// thread's, so that the forwarder's output drains while it polls.
-pub const SINK_NAPI_PRIORITY: i32 = polld_dev::kernel_rx::POLL_THREAD_PRIORITY + 1;
 
 /// How receive work is placed on CPUs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -122,31 +127,34 @@ pub struct PlacementReport {
     pub warnings: Vec<String>,
 }
 
+/// The sink's NAPI kthread's `SCHED_FIFO` priority with `sink_rx_realtime`: one above
+/// polld's realtime poll thread (50, polld-runtime's `make_realtime`).
+pub const SINK_RX_PRIORITY: i32 = 51;
+
 /// The placement `up` will apply, decided before anything is created.
 #[derive(Clone, Debug)]
 pub(crate) struct Decision {
     requested: Placement,
     effective: Placement,
     cpus: CpuPlan,
-    /// The sink's NAPI thread runs `SCHED_FIFO` [`SINK_NAPI_PRIORITY`].
-    sink_realtime: bool,
+    /// The sink's NAPI kthread runs `SCHED_FIFO` [`SINK_RX_PRIORITY`].
+    sink_rx_realtime: bool,
     warnings: Vec<String>,
 }
 
 /// Decides what can be applied: with fewer than two CPUs nothing can move (a warning
 /// says so); otherwise the CPU plan must name CPUs this process may use.
-/// `sink_realtime` is kept for napi-threaded placement, the only one with a thread to raise.
 pub(crate) fn decide(
     requested: Placement,
     cpus: CpuPlan,
-    sink_realtime: bool,
+    sink_rx_realtime: bool,
 ) -> Result<Decision, TestbedError> {
     let allowed = allowed_cpus();
     let mut decision = Decision {
         requested,
         effective: requested,
         cpus,
-        sink_realtime,
+        sink_rx_realtime,
         warnings: Vec::new(),
     };
     if requested != Placement::None && allowed.len() < 2 {
@@ -160,12 +168,6 @@ pub(crate) fn decide(
     if decision.effective != Placement::None {
         cpus.check()?;
     }
-    if sink_realtime && decision.effective != Placement::NapiThreaded {
-        decision.warnings.push(format!(
-            "the sink's receive work has no NAPI thread to make realtime under placement {}",
-            decision.effective.name()
-        ));
-    }
     Ok(decision)
 }
 
@@ -175,7 +177,7 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         requested,
         effective,
         cpus,
-        sink_realtime,
+        sink_rx_realtime,
         warnings,
     } = decision;
     let mut report = PlacementReport {
@@ -208,7 +210,7 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
                 unplaced(iface, format!("RPS failed: {e}"))
             }),
             Placement::NapiThreaded => {
-                let realtime = sink_realtime && iface.role == Role::Sink;
+                let realtime = sink_rx_realtime && iface.role == Role::Sink;
                 match place_napi_threaded(iface, cpu, realtime) {
                     Ok(placed) => placed,
                     Err(napi_error) => {
@@ -237,6 +239,16 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
             }
         };
         report.interfaces.push(placed);
+    }
+    let sink_placed = report
+        .interfaces
+        .iter()
+        .any(|i| i.applied == Placement::NapiThreaded && i.ns == layout.sink_ns);
+    if sink_rx_realtime && (layout.devices != Devices::Veth || !sink_placed) {
+        report.warnings.push(
+            "sink rx realtime not applied: it needs the napi-threaded placement on veth"
+                .to_string(),
+        );
     }
     report
 }
@@ -272,8 +284,8 @@ fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> 
     })
 }
 
-/// Threaded NAPI for `iface`, its kthreads pinned to `cpu` and, if `realtime`, made
-/// `SCHED_FIFO` [`SINK_NAPI_PRIORITY`].
+/// Threaded NAPI on `iface`, its kthreads pinned to `cpu`, and `SCHED_FIFO`
+/// [`SINK_RX_PRIORITY`] when `realtime`.
 fn place_napi_threaded(
     iface: &Iface,
     cpu: usize,
@@ -297,20 +309,17 @@ fn place_napi_threaded(
         sys::pin(pid as libc::pid_t, cpu).map_err(|e| {
             TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
         })?;
-        threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
+        let mut thread = format!("napi/{}-{} (pid {pid})", iface.name, napi.id);
         if realtime {
-            sys::make_fifo(pid as libc::pid_t, SINK_NAPI_PRIORITY).map_err(|e| {
+            sys::make_fifo(pid as libc::pid_t, SINK_RX_PRIORITY).map_err(|e| {
                 TestbedError::Failed(format!(
-                    "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_NAPI_PRIORITY}: {e}"
+                    "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_RX_PRIORITY}: {e}"
                 ))
             })?;
+            thread.push_str(&format!(" SCHED_FIFO {SINK_RX_PRIORITY}"));
         }
+        threads.push(thread);
     }
-    let policy = if realtime {
-        format!(", SCHED_FIFO {SINK_NAPI_PRIORITY} (above a realtime poll thread)")
-    } else {
-        String::new()
-    };
     if threads.is_empty() {
         return Err(TestbedError::Failed(
             "no NAPI instance after enabling GRO".to_string(),
@@ -321,6 +330,66 @@ fn place_napi_threaded(
         iface: iface.name.clone(),
         cpu: Some(cpu),
         applied: Placement::NapiThreaded,
-        detail: format!("{} pinned to CPU {cpu}{policy}", threads.join(", ")),
+        detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
     })
+}
+
+/// The `SCHED_FIFO` priority [`RealtimeRx`] gives the receive kthreads: below polld's poll
+/// thread (50, polld-runtime's `make_realtime`).
+pub const RX_FIFO_PRIORITY: i32 = 40;
+
+/// Runs the receive kthreads (threaded NAPI) of some namespaces' interfaces at
+/// `SCHED_FIFO` [`RX_FIFO_PRIORITY`] until dropped, then as they ran before.
+#[derive(Debug)]
+pub struct RealtimeRx {
+    /// Each raised kthread and its policy and priority before.
+    raised: Vec<(libc::pid_t, (libc::c_int, i32))>,
+}
+
+impl RealtimeRx {
+    /// Raises the NAPI kthreads of every interface in the namespaces of `roles`; fails,
+    /// naming the interface, when one has none (placement other than napi-threaded).
+    pub fn raise(layout: &Layout, roles: &[Role]) -> Result<RealtimeRx, TestbedError> {
+        let mut rx = RealtimeRx { raised: Vec::new() };
+        for iface in layout.kernel_ifaces() {
+            if !roles.contains(&iface.role) {
+                continue;
+            }
+            let napis = napi_of(&iface.ns, &iface.name)?;
+            let pids: Vec<_> = napis.iter().filter_map(|n| n.pid).collect();
+            if pids.is_empty() {
+                return Err(TestbedError::Failed(format!(
+                    "{}/{} has no NAPI kthread to run at SCHED_FIFO: bring the testbed up with \
+                     placement napi-threaded",
+                    iface.ns, iface.name
+                )));
+            }
+            for pid in pids {
+                let pid = pid as libc::pid_t;
+                let failed = |e: std::io::Error| {
+                    TestbedError::Failed(format!(
+                        "cannot make the NAPI kthread {pid} of {}/{} SCHED_FIFO {RX_FIFO_PRIORITY}: {e}",
+                        iface.ns, iface.name
+                    ))
+                };
+                let before = sys::scheduler_of(pid).map_err(failed)?;
+                sys::make_fifo(pid, RX_FIFO_PRIORITY).map_err(failed)?;
+                rx.raised.push((pid, before));
+            }
+        }
+        Ok(rx)
+    }
+}
+
+impl Drop for RealtimeRx {
+    fn drop(&mut self) {
+        for &(pid, before) in &self.raised {
+            // A kthread gone with its interface needs nothing back.
+            if let Err(e) = sys::set_scheduler(pid, before) {
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    eprintln!("polld testbed: cannot give NAPI kthread {pid} its scheduling policy back: {e}");
+                }
+            }
+        }
+    }
 }

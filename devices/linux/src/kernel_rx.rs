@@ -17,12 +17,6 @@ use std::fmt;
 
 use crate::napi;
 
-/// The `SCHED_FIFO` priority of a realtime poll thread (`realtime = true`). A kernel
-/// receive thread that must outrank it gets a higher one: the testbed's sink-side NAPI
-/// thread, which drains what polld sends as a NIC's wire would (docs/linux-mapping.md,
-/// "who owns the receive work").
-pub const POLL_THREAD_PRIORITY: i32 = 50;
-
 /// How the threads of an interface were found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FoundBy {
