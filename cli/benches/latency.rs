@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{announce, arg, is_root, measure_or_exit, testbed};
+use common::{announce, arg, is_root, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::idle::IdleHold;
 use polld_testbed::placement::RealtimeRx;
@@ -114,8 +114,15 @@ fn main() {
     for (label, forwarder, hz, untuned) in trials {
         let trial = trial_of(label, forwarder);
         let tuned = tune(untuned);
-        let row = measure_or_exit("latency", &tb, &options, polld, &dir, &trial);
-        rows.push((row, hz, tuned.is_none()));
+        let ran_untuned = tuned.is_none();
+        announce("latency", &trial);
+        // Exit runs no destructors: a failed row gives the CPU and the kthreads back first.
+        let row = measure(&tb, &options, polld, &dir, &trial).unwrap_or_else(|e| {
+            drop(tuned);
+            eprintln!("latency bench: {label}: {e}");
+            std::process::exit(1);
+        });
+        rows.push((row, hz, ran_untuned));
     }
     let testpmd = testpmd_program
         .as_ref()
