@@ -6,6 +6,10 @@
 //!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
+//! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
+//!   edge-triggered, only while interrupt work waits for that output (it stopped because the
+//!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
+//!   transmit that never completed;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
@@ -65,6 +69,8 @@ const TOKEN_SIGNAL: u64 = 2;
 const TOKEN_CONTROL: u64 = 3;
 const TOKEN_IDLE: u64 = 4;
 const TOKEN_IF: u64 = 16;
+/// Transmit-ready lines: above every interrupt's token.
+const TOKEN_TX: u64 = 1 << 32;
 
 /// What `polld ifconfig` shows besides the counters: per interface, set at start.
 #[derive(Clone, Debug, Default)]
@@ -116,6 +122,8 @@ pub struct Executor {
     inbox: Option<Inbox>,
     /// The fd each interface has in the epoll set, if any.
     watched: Vec<Option<RawFd>>,
+    /// The transmit-ready fd each interface has in the epoll set, if any.
+    tx_watched: Vec<Option<RawFd>>,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -156,6 +164,7 @@ impl Executor {
             signals,
             inbox,
             watched: vec![None; n],
+            tx_watched: vec![None; n],
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -176,6 +185,7 @@ impl Executor {
         loop {
             self.sync_tick()?;
             self.sync_interrupts();
+            self.sync_tx_ready();
             if self.dp.poller().idle_poll_active() {
                 self.idle.ask();
             }
@@ -208,6 +218,7 @@ impl Executor {
                             self.dp.raise_idle();
                         }
                     }
+                    t if t >= TOKEN_TX => self.dp.tx_ready_line((t - TOKEN_TX) as usize, true),
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
@@ -305,20 +316,34 @@ impl Executor {
             } else {
                 None
             };
-            if want == self.watched[i] {
-                continue;
+            let added = rewatch(&self.epoll, &mut self.watched[i], want, |epoll, fd| {
+                epoll.add(fd, TOKEN_IF + i as u64)
+            });
+            if let Err(e) = added {
+                eprintln!(
+                    "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
+                    self.dp.interfaces()[i].dev().name()
+                );
             }
-            if let Some(fd) = self.watched[i].take() {
-                self.epoll.remove(fd);
-            }
-            if let Some(fd) = want {
-                match self.epoll.add(fd, TOKEN_IF + i as u64) {
-                    Ok(()) => self.watched[i] = Some(fd),
-                    Err(e) => eprintln!(
-                        "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
-                        self.dp.interfaces()[i].dev().name()
-                    ),
-                }
+        }
+    }
+
+    /// Waits on exactly the transmit-ready lines interrupt work waits for.
+    fn sync_tx_ready(&mut self) {
+        for o in 0..self.tx_watched.len() {
+            let want = if self.dp.tx_ready_armed(o) && self.dp.link(o) == LinkState::Up {
+                self.dp.interfaces()[o].dev().tx_ready_fd()
+            } else {
+                None
+            };
+            let added = rewatch(&self.epoll, &mut self.tx_watched[o], want, |epoll, fd| {
+                epoll.add_writable_edge(fd, TOKEN_TX + o as u64)
+            });
+            if let Err(e) = added {
+                eprintln!(
+                    "polld: {}: cannot wait for its transmit-ready line ({e}); what waits for it resumes at status checks",
+                    self.dp.interfaces()[o].dev().name()
+                );
             }
         }
     }
@@ -329,11 +354,18 @@ impl Executor {
         for i in 0..self.dp.interfaces().len() {
             if !self.dp.poller().is_registered(i) || self.dp.poller().state().quiet {
                 self.dp.check_status(i);
-                // A check may have swapped in a reopened device, whose fd may reuse the old
-                // number, which a comparison cannot tell: wait on it afresh.
-                if let Some(fd) = self.watched[i].take() {
-                    self.epoll.remove(fd);
+                // A check may have swapped in a reopened device, whose fds may reuse the old
+                // numbers, which a comparison cannot tell: wait on them afresh.
+                for watched in [&mut self.watched[i], &mut self.tx_watched[i]] {
+                    if let Some(fd) = watched.take() {
+                        self.epoll.remove(fd);
+                    }
                 }
+            }
+            // The watchdog: a transmit-ready wakeup that never came does not stall the
+            // interrupt work waiting for it longer than a status period.
+            if self.dp.tx_ready_armed(i) {
+                self.dp.tx_ready_line(i, true);
             }
         }
         self.dp.sync_hw_drops();
@@ -390,6 +422,27 @@ impl Executor {
         self.dp.run_accounted(now_ns());
         self.dp.sync_hw_drops();
     }
+}
+
+/// Makes `watched` (an fd in the epoll set, or none) what `want` says: the old fd leaves
+/// the set, the new one joins it through `add` (and is not watched if that fails).
+fn rewatch(
+    epoll: &Epoll,
+    watched: &mut Option<RawFd>,
+    want: Option<RawFd>,
+    add: impl FnOnce(&Epoll, RawFd) -> io::Result<()>,
+) -> io::Result<()> {
+    if want == *watched {
+        return Ok(());
+    }
+    if let Some(fd) = watched.take() {
+        epoll.remove(fd);
+    }
+    if let Some(fd) = want {
+        add(epoll, fd)?;
+        *watched = Some(fd);
+    }
+    Ok(())
 }
 
 /// Answers one control request against the dataplane.
