@@ -120,10 +120,8 @@ pub struct Executor {
     status: Timer,
     signals: Signals,
     inbox: Option<Inbox>,
-    /// The fd each interface has in the epoll set, if any.
-    watched: Vec<Option<RawFd>>,
-    /// The transmit-ready fd each interface has in the epoll set, if any.
-    tx_watched: Vec<Option<RawFd>>,
+    /// The fds each interface has in the epoll set, by [`Line`].
+    watched: Vec<[Option<RawFd>; 2]>,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -163,8 +161,7 @@ impl Executor {
             status,
             signals,
             inbox,
-            watched: vec![None; n],
-            tx_watched: vec![None; n],
+            watched: vec![[None; 2]; n],
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -184,8 +181,7 @@ impl Executor {
         let mut ready = Vec::new();
         loop {
             self.sync_tick()?;
-            self.sync_interrupts();
-            self.sync_tx_ready();
+            self.sync_lines();
             if self.dp.poller().idle_poll_active() {
                 self.idle.ask();
             }
@@ -307,43 +303,26 @@ impl Executor {
         Ok(())
     }
 
-    /// Waits on exactly the interrupts the dataplane has armed.
-    fn sync_interrupts(&mut self) {
+    /// Waits on exactly the interrupts the dataplane has armed, and on the transmit-ready
+    /// lines interrupt work waits for.
+    fn sync_lines(&mut self) {
         for i in 0..self.watched.len() {
-            let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
-            let want = if armed && self.dp.link(i) == LinkState::Up {
-                self.dp.interfaces()[i].dev().interrupt_fd()
-            } else {
-                None
-            };
-            let added = rewatch(&self.epoll, &mut self.watched[i], want, |epoll, fd| {
-                epoll.add(fd, TOKEN_IF + i as u64)
-            });
-            if let Err(e) = added {
-                eprintln!(
-                    "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
-                    self.dp.interfaces()[i].dev().name()
+            for line in [Line::Interrupt, Line::TxReady] {
+                let want = line.wanted(&self.dp, i);
+                let added = rewatch(
+                    &self.epoll,
+                    &mut self.watched[i][line as usize],
+                    want,
+                    |epoll, fd| line.add(epoll, fd, i),
                 );
-            }
-        }
-    }
-
-    /// Waits on exactly the transmit-ready lines interrupt work waits for.
-    fn sync_tx_ready(&mut self) {
-        for o in 0..self.tx_watched.len() {
-            let want = if self.dp.tx_ready_armed(o) && self.dp.link(o) == LinkState::Up {
-                self.dp.interfaces()[o].dev().tx_ready_fd()
-            } else {
-                None
-            };
-            let added = rewatch(&self.epoll, &mut self.tx_watched[o], want, |epoll, fd| {
-                epoll.add_writable_edge(fd, TOKEN_TX + o as u64)
-            });
-            if let Err(e) = added {
-                eprintln!(
-                    "polld: {}: cannot wait for its transmit-ready line ({e}); what waits for it resumes at status checks",
-                    self.dp.interfaces()[o].dev().name()
-                );
+                if let Err(e) = added {
+                    eprintln!(
+                        "polld: {}: cannot wait for its {} ({e}); {}",
+                        self.dp.interfaces()[i].dev().name(),
+                        line.name(),
+                        line.fallback()
+                    );
+                }
             }
         }
     }
@@ -356,10 +335,8 @@ impl Executor {
                 self.dp.check_status(i);
                 // A check may have swapped in a reopened device, whose fds may reuse the old
                 // numbers, which a comparison cannot tell: wait on them afresh.
-                for watched in [&mut self.watched[i], &mut self.tx_watched[i]] {
-                    if let Some(fd) = watched.take() {
-                        self.epoll.remove(fd);
-                    }
+                for fd in self.watched[i].iter_mut().filter_map(Option::take) {
+                    self.epoll.remove(fd);
                 }
             }
             // The watchdog: a transmit-ready wakeup that never came does not stall the
@@ -421,6 +398,53 @@ impl Executor {
     fn drain(&mut self) {
         self.dp.run_accounted(now_ns());
         self.dp.sync_hw_drops();
+    }
+}
+
+/// What the executor waits on for an interface, each through an fd of its device.
+#[derive(Clone, Copy)]
+enum Line {
+    /// Its interrupt: the fd readable, level-triggered.
+    Interrupt = 0,
+    /// Its transmit-ready line: the fd woken writable, edge-triggered.
+    TxReady = 1,
+}
+
+impl Line {
+    /// The fd to wait on for interface `i` now, if any: while the line is armed and the
+    /// link is up.
+    fn wanted(self, dp: &RealDataplane, i: usize) -> Option<RawFd> {
+        let dev = dp.interfaces()[i].dev();
+        let (armed, fd) = match self {
+            Line::Interrupt => (
+                dp.interrupt_armed(i) || dp.wakeup_armed(i),
+                dev.interrupt_fd(),
+            ),
+            Line::TxReady => (dp.tx_ready_armed(i), dev.tx_ready_fd()),
+        };
+        fd.filter(|_| armed && dp.link(i) == LinkState::Up)
+    }
+
+    fn add(self, epoll: &Epoll, fd: RawFd, i: usize) -> io::Result<()> {
+        match self {
+            Line::Interrupt => epoll.add(fd, TOKEN_IF + i as u64),
+            Line::TxReady => epoll.add_writable_edge(fd, TOKEN_TX + i as u64),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Line::Interrupt => "interrupt",
+            Line::TxReady => "transmit-ready line",
+        }
+    }
+
+    /// What serves the interface when its line cannot be waited on.
+    fn fallback(self) -> &'static str {
+        match self {
+            Line::Interrupt => "it is served by status checks only",
+            Line::TxReady => "what waits for it resumes at status checks",
+        }
     }
 }
 
