@@ -12,7 +12,10 @@
 //! has the delivered rate (the output's receive counter), the CPU of every thread that
 //! worked (polld's, and the kernel's receive threads for fwd's interfaces), the CPU per
 //! forwarded packet, and whether conservation held in polld's final report. polld polls
-//! with the README's recommended knobs and runs realtime.
+//! with the README's recommended knobs and runs realtime. On veth the sink's receive
+//! thread runs realtime above polld for every row, the kernel's included
+//! (`UpOptions::sink_rx_realtime`): the output then drains as polld sends, as a NIC's
+//! transmit does, instead of only while the realtime forwarder sleeps.
 //!
 //! `cargo bench -p polld --bench forward [-- --duration 3] [--json]` (`--json`: the rows as
 //! a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
@@ -27,6 +30,7 @@ use std::path::Path;
 
 use common::{announce, arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::placement::SINK_RX_PRIORITY;
 use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
 
@@ -134,7 +138,10 @@ fn main() {
     let mut bench = Bench {
         polld: Path::new(env!("CARGO_BIN_EXE_polld")),
         dir,
-        options: UpOptions::default(),
+        options: UpOptions {
+            sink_rx_realtime: true,
+            ..UpOptions::default()
+        },
         duration,
         rows: Vec::new(),
         only: std::env::var("POLLD_BENCH_ONLY")
@@ -164,7 +171,12 @@ fn main() {
     testpmd::run(&mut bench, &veth, half);
     drop(veth);
 
-    let tap = testbed("forward", Devices::Tap, &bench.options);
+    // On TAP nothing but polld joins the namespaces: there is no receive thread to raise.
+    let tap_options = UpOptions {
+        sink_rx_realtime: false,
+        ..bench.options
+    };
+    let tap = testbed("forward", Devices::Tap, &tap_options);
     let mut tap_half = None;
     for mode in MODES {
         let flood = bench.both(
@@ -237,9 +249,14 @@ fn plot(rows: &[Row]) -> String {
 fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
     let fwd = options.cpus.fwd;
     println!(
-        "\npolld forwarding, 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd} ({} placement); {}",
+        "\npolld forwarding, 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd} ({} placement{}); {}",
         options.cpus.gen,
         options.placement.name(),
+        if options.sink_rx_realtime {
+            format!(", on veth the sink's receive thread SCHED_FIFO {SINK_RX_PRIORITY}, above polld")
+        } else {
+            String::new()
+        },
         std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))

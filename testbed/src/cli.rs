@@ -66,6 +66,11 @@ pub struct UpArgs {
     /// Delete namespaces of the same names first instead of failing.
     #[arg(long)]
     pub force: bool,
+    /// Run the sink's receive thread (veth3's NAPI kthread) SCHED_FIFO above polld's poll
+    /// thread, so what the forwarder sends leaves at once, as a NIC transmits without the
+    /// forwarder's CPU (napi-threaded placement only; the forward bench uses it)
+    #[arg(long)]
+    pub sink_rx_realtime: bool,
     /// With `--devices tap`: this many TAP pairs, one per poll CPU of `[daemon] cpus`
     /// (tap2 in gen and tap3 in sink on 10.0.3.0/24 and 10.0.4.0/24, and so on).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
@@ -90,6 +95,7 @@ pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> 
                     sink: up.sink_cpu,
                 },
                 force: up.force,
+                sink_rx_realtime: up.sink_rx_realtime,
             };
             if up.tap_pairs > 1 && up.devices != Devices::Tap {
                 return Err(TestbedError::Failed(

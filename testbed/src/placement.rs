@@ -21,6 +21,22 @@
 //! What could not be applied is reported, never skipped silently: napi-threaded falls
 //! back to RPS on an interface where a step fails, and with fewer than two CPUs nothing
 //! is moved (there is nowhere to move it).
+//!
+//! *The output's receiver first* (`UpOptions::sink_rx_realtime`, napi-threaded only): the
+//! sink's NAPI kthread (sink/veth3, on the forwarder's CPU) runs `SCHED_FIFO` one step
+//! above polld's realtime poll thread. A NIC transmits what a forwarder queues without the
+//! forwarder's CPU; on veth the "wire" is the peer's NAPI thread, and at `SCHED_OTHER` it
+//! runs only when the realtime forwarder sleeps, so the output's 256-slot ring fills
+//! within one poll cycle and the forwarder must sleep on a timer until it drains. With it
+//! the frames leave as they are sent. Its work is bounded by what fwd sends, so it cannot
+//! starve the CPU the way a realtime *input* thread under a flood would (receive livelock).
+//!
+//! *A realtime path for a latency measurement* ([`RealtimeRx`], for as long as it lives):
+//! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
+//! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
+//! receive thread waits for whatever ordinary task holds its CPU, up to 4 ms on the
+//! reference VM (README "One-way latency in each mode"); at 10 kpps the realtime input
+//! thread has little to do, so it starves nothing.
 
 use serde::Serialize;
 
@@ -111,23 +127,34 @@ pub struct PlacementReport {
     pub warnings: Vec<String>,
 }
 
+/// The sink's NAPI kthread's `SCHED_FIFO` priority with `sink_rx_realtime`: one above
+/// polld's realtime poll thread (50, polld-runtime's `make_realtime`).
+pub const SINK_RX_PRIORITY: i32 = 51;
+
 /// The placement `up` will apply, decided before anything is created.
 #[derive(Clone, Debug)]
 pub(crate) struct Decision {
     requested: Placement,
     effective: Placement,
     cpus: CpuPlan,
+    /// The sink's NAPI kthread runs `SCHED_FIFO` [`SINK_RX_PRIORITY`].
+    sink_rx_realtime: bool,
     warnings: Vec<String>,
 }
 
 /// Decides what can be applied: with fewer than two CPUs nothing can move (a warning
 /// says so); otherwise the CPU plan must name CPUs this process may use.
-pub(crate) fn decide(requested: Placement, cpus: CpuPlan) -> Result<Decision, TestbedError> {
+pub(crate) fn decide(
+    requested: Placement,
+    cpus: CpuPlan,
+    sink_rx_realtime: bool,
+) -> Result<Decision, TestbedError> {
     let allowed = allowed_cpus();
     let mut decision = Decision {
         requested,
         effective: requested,
         cpus,
+        sink_rx_realtime,
         warnings: Vec::new(),
     };
     if requested != Placement::None && allowed.len() < 2 {
@@ -150,6 +177,7 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         requested,
         effective,
         cpus,
+        sink_rx_realtime,
         warnings,
     } = decision;
     let mut report = PlacementReport {
@@ -182,7 +210,8 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
                 unplaced(iface, format!("RPS failed: {e}"))
             }),
             Placement::NapiThreaded => {
-                match place_napi_threaded(iface, cpu) {
+                let realtime = sink_rx_realtime && iface.role == Role::Sink;
+                match place_napi_threaded(iface, cpu, realtime) {
                     Ok(placed) => placed,
                     Err(napi_error) => {
                         let fallback = place_rps(iface, cpu);
@@ -210,6 +239,16 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
             }
         };
         report.interfaces.push(placed);
+    }
+    let sink_placed = report
+        .interfaces
+        .iter()
+        .any(|i| i.applied == Placement::NapiThreaded && i.ns == layout.sink_ns);
+    if sink_rx_realtime && (layout.devices != Devices::Veth || !sink_placed) {
+        report.warnings.push(
+            "sink rx realtime not applied: it needs the napi-threaded placement on veth"
+                .to_string(),
+        );
     }
     report
 }
@@ -245,7 +284,13 @@ fn place_rps(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> 
     })
 }
 
-fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, TestbedError> {
+/// Threaded NAPI on `iface`, its kthreads pinned to `cpu`, and `SCHED_FIFO`
+/// [`SINK_RX_PRIORITY`] when `realtime`.
+fn place_napi_threaded(
+    iface: &Iface,
+    cpu: usize,
+    realtime: bool,
+) -> Result<IfacePlacement, TestbedError> {
     sys::exec_in(&iface.ns, "ethtool", &["-K", &iface.name, "gro", "on"])?;
     sys::ip_in(
         &iface.ns,
@@ -264,7 +309,16 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         sys::pin(pid as libc::pid_t, cpu).map_err(|e| {
             TestbedError::Failed(format!("cannot pin NAPI kthread {pid} to CPU {cpu}: {e}"))
         })?;
-        threads.push(format!("napi/{}-{} (pid {pid})", iface.name, napi.id));
+        let mut thread = format!("napi/{}-{} (pid {pid})", iface.name, napi.id);
+        if realtime {
+            sys::make_fifo(pid as libc::pid_t, SINK_RX_PRIORITY).map_err(|e| {
+                TestbedError::Failed(format!(
+                    "cannot make NAPI kthread {pid} SCHED_FIFO {SINK_RX_PRIORITY}: {e}"
+                ))
+            })?;
+            thread.push_str(&format!(" SCHED_FIFO {SINK_RX_PRIORITY}"));
+        }
+        threads.push(thread);
     }
     if threads.is_empty() {
         return Err(TestbedError::Failed(
@@ -278,4 +332,64 @@ fn place_napi_threaded(iface: &Iface, cpu: usize) -> Result<IfacePlacement, Test
         applied: Placement::NapiThreaded,
         detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
     })
+}
+
+/// The `SCHED_FIFO` priority [`RealtimeRx`] gives the receive kthreads: below polld's poll
+/// thread (50, polld-runtime's `make_realtime`).
+pub const RX_FIFO_PRIORITY: i32 = 40;
+
+/// Runs the receive kthreads (threaded NAPI) of some namespaces' interfaces at
+/// `SCHED_FIFO` [`RX_FIFO_PRIORITY`] until dropped, then as they ran before.
+#[derive(Debug)]
+pub struct RealtimeRx {
+    /// Each raised kthread and its policy and priority before.
+    raised: Vec<(libc::pid_t, (libc::c_int, i32))>,
+}
+
+impl RealtimeRx {
+    /// Raises the NAPI kthreads of every interface in the namespaces of `roles`; fails,
+    /// naming the interface, when one has none (placement other than napi-threaded).
+    pub fn raise(layout: &Layout, roles: &[Role]) -> Result<RealtimeRx, TestbedError> {
+        let mut rx = RealtimeRx { raised: Vec::new() };
+        for iface in layout.kernel_ifaces() {
+            if !roles.contains(&iface.role) {
+                continue;
+            }
+            let napis = napi_of(&iface.ns, &iface.name)?;
+            let pids: Vec<_> = napis.iter().filter_map(|n| n.pid).collect();
+            if pids.is_empty() {
+                return Err(TestbedError::Failed(format!(
+                    "{}/{} has no NAPI kthread to run at SCHED_FIFO: bring the testbed up with \
+                     placement napi-threaded",
+                    iface.ns, iface.name
+                )));
+            }
+            for pid in pids {
+                let pid = pid as libc::pid_t;
+                let failed = |e: std::io::Error| {
+                    TestbedError::Failed(format!(
+                        "cannot make the NAPI kthread {pid} of {}/{} SCHED_FIFO {RX_FIFO_PRIORITY}: {e}",
+                        iface.ns, iface.name
+                    ))
+                };
+                let before = sys::scheduler_of(pid).map_err(failed)?;
+                sys::make_fifo(pid, RX_FIFO_PRIORITY).map_err(failed)?;
+                rx.raised.push((pid, before));
+            }
+        }
+        Ok(rx)
+    }
+}
+
+impl Drop for RealtimeRx {
+    fn drop(&mut self) {
+        for &(pid, before) in &self.raised {
+            // A kthread gone with its interface needs nothing back.
+            if let Err(e) = sys::set_scheduler(pid, before) {
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    eprintln!("polld testbed: cannot give NAPI kthread {pid} its scheduling policy back: {e}");
+                }
+            }
+        }
+    }
 }
