@@ -531,6 +531,95 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     assert_eq!(stats.tx_invalid_descs, 0);
 }
 
+/// Pins the calling thread to `cpu` and sets its policy (SCHED_FIFO `priority`, or
+/// SCHED_OTHER at 0).
+fn pin_and_schedule(cpu: usize, priority: i32) {
+    // SAFETY: plain data for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
+        let policy = if priority > 0 { libc::SCHED_FIFO } else { libc::SCHED_OTHER };
+        let param = libc::sched_param { sched_priority: priority };
+        assert_eq!(libc::sched_setscheduler(0, policy, &param), 0);
+    }
+}
+
+#[test]
+fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    // The peer receives through threaded NAPI (XDP gives veth its NAPI), its kthread on
+    // this test's CPU: while the sender runs SCHED_FIFO there, the peer's 256-slot ring
+    // cannot drain, and veth (qdisc noqueue) drops what does not fit.
+    let (counter, _link) = inside(&p.b, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("vb", XdpMode::Native).unwrap();
+        (counter, link)
+    });
+    // Through `ip netns exec`, which mounts the namespace's own sysfs.
+    p.b.exec("sh", &["-c", "echo 1 > /sys/class/net/vb/threaded"])
+        .unwrap();
+    let kthread = inside(&p.b, || polld_dev::napi::napis_of("vb").unwrap()[0].pid)
+        .expect("threaded NAPI has a kthread");
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap();
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pins the peer's NAPI kthread; plain data.
+    let pinned = unsafe {
+        libc::sched_setaffinity(kthread as libc::pid_t, std::mem::size_of_val(&set), &set)
+    };
+    assert_eq!(pinned, 0);
+    // The send buffer must not be what stops the kicks first (a 64-byte frame's skb
+    // holds about 1 KB of it): the device's ring must.
+    let big: libc::c_int = 64 << 20;
+    // SAFETY: sets an int option on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            dev.interrupt_fd().unwrap(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            (&big as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    const N: u64 = 1024;
+    let dev = std::thread::spawn(move || {
+        pin_and_schedule(cpu, 10);
+        for seq in 0..N as u32 {
+            dev.send(&frame(MAC_B, MAC_A, seq, 60)).unwrap();
+        }
+        // Several flushes before the peer may run.
+        for _ in 0..4 {
+            dev.flush();
+        }
+        pin_and_schedule(cpu, 0);
+        dev
+    })
+    .join()
+    .unwrap();
+    let mut dev = dev;
+    assert!(
+        eventually(|| {
+            dev.flush();
+            let stats = dev.stats().unwrap();
+            stats.tx_completed == N && counter.counts().unwrap().packets + stats.tx_dropped == N
+        }),
+        "peer counted {:?}, stats {:?}",
+        counter.counts().unwrap(),
+        dev.stats().unwrap()
+    );
+    let stats = dev.stats().unwrap();
+    assert!(stats.tx_dropped > 0, "the full ring dropped nothing: {stats:?}");
+    // A kick stops at the first drop; kicking on dropped every frame past the ring's 256
+    // (768 of these 1024) before the peer could run.
+    assert!(stats.tx_dropped < 64, "kicks went on into a full device: {stats:?}");
+    assert_eq!(dev.hw_stats().tx_drops.get(TxDrop::NoBufs), stats.tx_dropped);
+}
+
 #[test]
 fn afxdp_frames_too_long_to_transmit_are_counted_as_transmit_drops() {
     require_root!();
