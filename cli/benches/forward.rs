@@ -30,8 +30,8 @@ use std::path::Path;
 
 use common::{announce, arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
-use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::placement::SINK_RX_PRIORITY;
+use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];

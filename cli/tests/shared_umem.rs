@@ -1,8 +1,9 @@
 //! Forwarding without a user-space copy on the veth testbed (root only; CI runs as root):
 //! with `[daemon] af_xdp_shared_umem = true` veth1 and veth2 share one UMEM, every frame
 //! veth1 forwards leaves veth2 as the buffer it arrived in (`lent`), and every frame is
-//! accounted for; with `false` each has its own and frames are copied; on a backend other
-//! than AF_XDP the setting is refused with the reason.
+//! accounted for; with `false` each has its own and frames are copied; with a fault
+//! injector wrapping veth1 (which then copies) nothing is shared; on a backend other than
+//! AF_XDP the setting is refused with the reason.
 
 mod common;
 
@@ -85,4 +86,21 @@ fn a_shared_umem_forwards_without_a_copy_and_accounts_for_every_frame() {
     assert!(ifconfig.contains("umem own"), "{ifconfig}");
     assert!(count(&veth1, "forwarded") > 10_000, "{veth1}");
     assert_eq!(count(&veth1, "lent"), 0, "{veth1}");
+
+    // A fault injector wraps veth1, and a wrapper copies: veth2 alone could lend, so no
+    // UMEM is shared and each interface has its own.
+    let (path, socket) = config(&tb, &dir, "af_xdp", true);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let second = text.match_indices("\n[[interfaces]]").nth(1).unwrap().0;
+    let text = format!(
+        "{}\n[interfaces.fault]\nseed = 1\n{}",
+        &text[..second],
+        &text[second..]
+    );
+    std::fs::write(&path, text).unwrap();
+    let polld = Polld::start(&tb, &path, &socket);
+    let ifconfig = polld.ok(&["ifconfig"]);
+    stop(polld);
+    assert_eq!(ifconfig.matches("umem own").count(), 2, "{ifconfig}");
+    assert!(!ifconfig.contains("umem shared"), "{ifconfig}");
 }

@@ -86,6 +86,16 @@ impl Backend {
             Backend::Tap => "tap",
         }
     }
+
+    /// The `[[interfaces]]` key that splits an interface of this backend over several poll
+    /// CPUs, for errors about it: `fanout` on AF_PACKET, `queues` otherwise (a TAP has
+    /// neither, and its error names the key the file gave).
+    fn queues_key(self) -> &'static str {
+        match self {
+            Backend::AfPacket => "fanout",
+            Backend::AfXdp | Backend::Tap => "queues",
+        }
+    }
 }
 
 /// The `[daemon]` table.
@@ -581,14 +591,13 @@ fn queue_keys(
         }
     };
     if given.contains_key("cpu") {
-        let key = if keys.fanout.is_some() {
-            "fanout"
-        } else {
-            "queues"
-        };
         return refuse(
             "cpu",
-            format!("with `{key}` each queue has its own CPU: write `cpus = [..]`, one per queue, or leave it out (round-robin)"),
+            format!(
+                "with `{}` each queue has its own CPU: write `cpus = [..]`, one per queue, or \
+                 leave it out (round-robin)",
+                keys.backend.queues_key()
+            ),
         );
     }
     Ok(queues)
@@ -644,11 +653,7 @@ fn assign_cpus(
 ) -> Result<(), (String, String)> {
     if daemon.cpus.is_empty() {
         if let Some(i) = devices.iter().position(|d| !d.queues.is_empty()) {
-            let key = if devices[i].backend == Backend::AfPacket {
-                "fanout"
-            } else {
-                "queues"
-            };
+            let key = devices[i].backend.queues_key();
             let field = format!("interfaces[{i}].{key}");
             let message = format!(
                 "{field}: each queue is polled by its own CPU, and there is one poll thread; \
@@ -743,11 +748,7 @@ fn assign_cpus(
 /// interface, so there are at most as many queues as poll CPUs.
 fn queue_cpus(i: usize, d: &DeviceConfig, cpus: &[usize]) -> Result<Vec<usize>, (String, String)> {
     let n = d.queues.len();
-    let key = if d.backend == Backend::AfPacket {
-        "fanout"
-    } else {
-        "queues"
-    };
+    let key = d.backend.queues_key();
     let refuse = |key: &str, why: String| {
         let field = format!("interfaces[{i}].{key}");
         Err((field.clone(), format!("{field}: {why}")))

@@ -523,7 +523,7 @@ pub(crate) fn open_dataplane(
     let mut rx_owners = Vec::new();
     let knobs = configured_knobs(config);
     let reopener = Reopener::new();
-    let (umem, umem_names) = shared_umem(config)?;
+    let (umem, umem_names) = shared_umem(config, pcap)?;
     for d in &config.devices {
         let i = d.entry;
         let fail = |key: &str, e: String| {
@@ -565,16 +565,32 @@ pub(crate) fn open_dataplane(
 }
 
 /// The UMEM this poll thread's AF_XDP interfaces share, when `[daemon]
-/// af_xdp_shared_umem` is on and there are two or more of them, with their names.
-fn shared_umem(config: &RunConfig) -> Result<(Option<SharedUmem>, Vec<String>), RunError> {
+/// af_xdp_shared_umem` is on and two or more of them would lend frames to each other,
+/// with their names. None is allocated for fewer: its memory is populated at once.
+fn shared_umem(
+    config: &RunConfig,
+    pcap: Option<&str>,
+) -> Result<(Option<SharedUmem>, Vec<String>), RunError> {
+    let af_xdp = |d: &&DeviceConfig| d.backend == Backend::AfXdp;
     let names: Vec<String> = config
         .devices
         .iter()
-        // An interface split into queues opens its sockets together, each on its own UMEM.
-        .filter(|d| d.backend == Backend::AfXdp && d.queues.is_empty())
+        .filter(af_xdp)
+        // An interface split into queues opens its sockets together, each on its own UMEM;
+        // a device wrapped by a middleware device (`--pcap`, faults) does not lend.
+        .filter(|d| d.queues.is_empty() && d.fault.is_none() && pcap.is_none())
         .map(|d| d.name.clone())
         .collect();
     if !config.daemon.shared_umem() || names.len() < 2 {
+        let candidates = config.devices.iter().filter(af_xdp).count();
+        if config.daemon.af_xdp_shared_umem == Some(true) && candidates >= 2 {
+            eprintln!(
+                "polld: af_xdp_shared_umem: {} of the {candidates} AF_XDP interfaces can lend \
+                 frames (one split into queues, wrapped by --pcap or injecting faults copies \
+                 them) and sharing needs two: each gets a UMEM of its own",
+                names.len()
+            );
+        }
         return Ok((None, Vec::new()));
     }
     let umem = SharedUmem::new(names.len() as u32, &AfXdpConfig::default()).map_err(|e| {
@@ -703,4 +719,55 @@ pub(crate) fn report(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three AF_XDP interfaces on one poll thread, the first with `fault`.
+    fn three_af_xdp(fault: &str) -> RunConfig {
+        let entry = |name: &str, n: u8, extra: &str| {
+            format!(
+                "[[interfaces]]\nname = \"{name}\"\nbackend = \"af_xdp\"\n\
+                 mac = \"02:00:00:00:0{n}:01\"\naddresses = [\"10.0.{n}.1/24\"]\n{extra}\n"
+            )
+        };
+        let text = [
+            "[daemon]\naf_xdp_shared_umem = true\n".to_string(),
+            entry("veth1", 1, fault),
+            entry("veth2", 2, ""),
+            entry("veth3", 3, ""),
+        ]
+        .concat();
+        RunConfig::parse(Path::new("fwd.toml"), &text).unwrap()
+    }
+
+    /// The UMEM's members, or `None` when none was allocated.
+    fn members(config: &RunConfig, pcap: Option<&str>) -> Option<Vec<String>> {
+        let (umem, names) = shared_umem(config, pcap).unwrap();
+        umem.map(|_| names)
+    }
+
+    #[test]
+    fn a_shared_umem_is_allocated_only_for_two_or_more_interfaces_that_lend() {
+        let plain = three_af_xdp("");
+        assert_eq!(
+            members(&plain, None),
+            Some(vec!["veth1".into(), "veth2".into(), "veth3".into()])
+        );
+        // A fault injector wraps veth1, which then copies: the other two still share.
+        let one_faulty = three_af_xdp("[interfaces.fault]\nseed = 1\n");
+        assert_eq!(
+            members(&one_faulty, None),
+            Some(vec!["veth2".into(), "veth3".into()])
+        );
+        // --pcap wraps every interface: nothing lends, and no UMEM is shared.
+        assert_eq!(members(&plain, Some("/tmp/cap")), None);
+        // veth3 alone could lend: a UMEM needs two.
+        let mut two_faulty = one_faulty.clone();
+        two_faulty.devices[1].fault = two_faulty.devices[0].fault;
+        assert_eq!(members(&two_faulty, None), None);
+        assert_eq!(umem_line(&two_faulty.devices[2], &[]).unwrap(), "own");
+    }
 }

@@ -186,7 +186,8 @@ impl Executor {
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
-                        let (n, late_ns) = self.tick.expirations_late();
+                        // The wakeup's one clock read times the tick too.
+                        let (n, late_ns) = self.tick.expirations_late(events_start);
                         if n > 0 {
                             self.lateness.record(late_ns);
                         }
@@ -410,7 +411,7 @@ fn answer(
 }
 
 /// What `polld ifconfig` says of interface `i`'s UMEM now: the shared UMEM it was opened
-/// with is gone once the interface was reopened (it gets its own) or wrapped (`--pcap`).
+/// with is gone once the interface was reopened (it gets its own).
 fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
     let lends = dp.interface_mut(i).dev_mut().lending().is_some();
     if lends || opened_with == "own" {

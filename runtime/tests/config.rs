@@ -371,7 +371,7 @@ fn queues_and_fanout_put_one_queue_of_each_interface_on_each_cpu() {
 
 #[test]
 fn queue_mistakes_name_the_field_and_the_fix() {
-    let cases: [(String, &str); 11] = [
+    let cases: [(String, &str); 14] = [
         (
             queued("fanout = 2", ""),
             "interfaces[0].fanout: fanout is AF_PACKET's PACKET_FANOUT; on backend af_xdp write `queues = N`",
@@ -415,6 +415,19 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         (
             queued("queue = 1\nqueues = 2", ""),
             "interfaces[0].queue: `queue` opens one receive queue and `queues` several",
+        ),
+        // On AF_PACKET the errors name `fanout`, the key the file gave.
+        (
+            queued("", "fanout = 2\ncpu = 1"),
+            "interfaces[1].cpu: with `fanout` each queue has its own CPU: write `cpus = [..]`",
+        ),
+        (
+            queued("", "fanout = 3"),
+            "interfaces[1].fanout: 3 queues on 2 poll CPU(s) ([daemon] cpus = [0, 1])",
+        ),
+        (
+            queued("", "fanout = 2").replace("cpus = [0, 1]", "cpu = 1"),
+            "interfaces[1].fanout: each queue is polled by its own CPU, and there is one poll thread",
         ),
     ];
     for (text, want) in cases {

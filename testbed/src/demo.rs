@@ -22,7 +22,7 @@ use polld_control::proto::daemon_entry;
 use polld_stat::sample::CpuTimes;
 use serde_json::Value;
 
-use crate::share::{measure_share, ShareRow, ShareTrial};
+use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
 use crate::testpmd::{Testpmd, TestpmdCounters};
 use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
@@ -94,10 +94,7 @@ pub struct DemoRow {
 impl DemoRow {
     /// How much polld's entry `name` grew over the run (0 if it has none).
     pub fn polld_delta(&self, name: &str) -> u64 {
-        self.polld_deltas
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
+        value_of(&self.polld_deltas, name)
     }
 
     /// The growth over the run of `dev.<if>.<leaf>`, summed over polld's interfaces.
@@ -869,10 +866,7 @@ impl Snapshot {
     }
 
     fn get(&self, name: &str) -> u64 {
-        self.values
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
+        value_of(&self.values, name)
     }
 }
 

@@ -78,5 +78,5 @@ pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use status::{status, Status};
 pub use testbed::{
-    command_in, counters, down, DownReport, IfCounters, Testbed, UpOptions, UpReport,
+    command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,
 };

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::plot::{write_charts, LineChart, Series};
 use crate::share::{failed, Sample, ShareTrial, TrialRun};
-use crate::{Testbed, TestbedError};
+use crate::{NetDev, Testbed, TestbedError};
 
 /// `polld bench ramp` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -71,7 +71,8 @@ const PROMISE_POINTS: f64 = 5.0;
 /// Rates and CPU shares over an interval.
 #[derive(Clone, Debug, Serialize)]
 pub struct Rates {
-    /// tap0's transmit rate in gen.
+    /// What gen handed tap0, per second: the frames the TAP queued for polld and those
+    /// it dropped with its queue full (tap0's `tx_packets` + `tx_dropped` in gen).
     pub offered_pps: f64,
     /// tap1's receive rate in sink.
     pub delivered_pps: f64,
@@ -124,17 +125,10 @@ pub struct RampReport {
     pub svgs: Vec<PathBuf>,
 }
 
-/// Tap0's frames sent in gen so far, and the sample of polld and the competitor.
+/// The frames gen handed tap0 so far, and the sample of polld and the competitor.
 struct Point {
     offered: u64,
     sample: Sample,
-}
-
-fn point(tb: &Testbed, run: &TrialRun) -> Result<Point, TestbedError> {
-    Ok(Point {
-        offered: tb.counters(&tb.layout().veth0.name)?.tx_packets,
-        sample: run.sample()?,
-    })
 }
 
 /// The interfaces polld reports, by their `dev.<if>.auto_polling` entries.
@@ -251,9 +245,22 @@ fn ramp(
     progress: &mut dyn Write,
 ) -> Result<Ramped, TestbedError> {
     let run = TrialRun::start(tb, polld, dir, cpus, trial)?;
-    let first = point(tb, &run)?;
+    // gen's counters are read without a process, as sink's are in the sample: the ramp
+    // starts none while it measures (it would run on any CPU, the measured one too).
+    let gen = NetDev::open(&tb.layout().gen_ns)?;
+    let tap0 = &tb.layout().veth0.name;
+    let point = || -> Result<Point, TestbedError> {
+        Ok(Point {
+            offered: {
+                let c = gen.counters(tap0)?;
+                c.tx_packets + c.tx_dropped
+            },
+            sample: run.sample()?,
+        })
+    };
+    let first = point()?;
     let start = first.sample.at;
-    let mut last = point(tb, &run)?;
+    let mut last = point()?;
     let mut samples = Vec::new();
     let mut steps = Vec::new();
     for (step, &rate) in rates.iter().enumerate() {
@@ -263,10 +270,10 @@ fn ramp(
         };
         let step_start = Instant::now();
         let from = samples.len();
-        let step_first = point(tb, &run)?;
+        let step_first = point()?;
         while step_start.elapsed().as_secs_f64() < step_secs {
             std::thread::sleep(SAMPLE_EVERY);
-            let now = point(tb, &run)?;
+            let now = point()?;
             let t = now.sample.at.duration_since(start).as_secs_f64();
             samples.push(between(trial.mode, &last, &now, t, step, rate));
             last = now;
@@ -275,27 +282,7 @@ fn ramp(
             gen.finish()?;
         }
         let whole = between(trial.mode, &step_first, &last, 0.0, step, rate);
-        let taken = &samples[from..];
-        let polling_fraction = whole
-            .polling
-            .keys()
-            .map(|i| {
-                let on = taken
-                    .iter()
-                    .filter(|s| s.polling.get(i) == Some(&1))
-                    .count();
-                (i.clone(), on as f64 / taken.len().max(1) as f64)
-            })
-            .collect();
-        let over = whole.rates.competitor_percent - f64::from(trial.user_frac);
-        let row = RampStep {
-            step,
-            rate: rate.to_string(),
-            rates: whole.rates,
-            polling_fraction,
-            competitor_over_user_frac: over,
-            promise_held: over >= -PROMISE_POINTS,
-        };
+        let row = step_row(whole, &samples[from..], trial.user_frac);
         let _ = writeln!(
             progress,
             "polld bench ramp: step {}/{} rate {rate}: offered {:.0}/s, delivered {:.0}/s, polld {:.0}%, competitor {:.0}%, polling {:?}",
@@ -313,6 +300,31 @@ fn ramp(
     Ok((samples, steps, share.conserved))
 }
 
+/// A step's row: `whole`, its rates from its first point to its last, with the share of
+/// its `samples` in which each interface polled and the promise's verdict.
+fn step_row(whole: RampSample, samples: &[RampSample], user_frac: u32) -> RampStep {
+    let polling_fraction = whole
+        .polling
+        .keys()
+        .map(|i| {
+            let on = samples
+                .iter()
+                .filter(|s| s.polling.get(i) == Some(&1))
+                .count();
+            (i.clone(), on as f64 / samples.len().max(1) as f64)
+        })
+        .collect();
+    let over = whole.rates.competitor_percent - f64::from(user_frac);
+    RampStep {
+        step: whole.step,
+        rate: whole.rate,
+        rates: whole.rates,
+        polling_fraction,
+        competitor_over_user_frac: over,
+        promise_held: over >= -PROMISE_POINTS,
+    }
+}
+
 fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedError> {
     let line = |name: &str, y: &dyn Fn(&RampSample) -> f64| {
         Series::new(name, report.samples.iter().map(|s| (s.t, y(s))).collect())
@@ -326,7 +338,9 @@ fn write_plots(report: &RampReport, dir: &Path) -> Result<Vec<PathBuf>, TestbedE
                 x_label: x_label.clone(),
                 y_label: "packets/s".into(),
                 series: vec![
-                    line("offered (tap0 tx in gen)", &|s| s.rates.offered_pps),
+                    line("offered (tap0 tx + tx_dropped in gen)", &|s| {
+                        s.rates.offered_pps
+                    }),
                     line("delivered (tap1 rx in sink)", &|s| s.rates.delivered_pps),
                 ],
             },
@@ -436,5 +450,79 @@ fn write_text(report: &RampReport, out: &mut dyn Write) {
     );
     for svg in &report.svgs {
         let _ = writeln!(out, "plot: {}", svg.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point `ms` after `at`: gen's count, sink's, the two CPU times and polld's entries.
+    fn point(at: Instant, ms: u64, counts: [u64; 4], values: &[(&str, u64)]) -> Point {
+        Point {
+            offered: counts[0],
+            sample: Sample {
+                at: at + Duration::from_millis(ms),
+                delivered: counts[1],
+                polld_ns: counts[2],
+                competitor_ns: counts[3],
+                values: values.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_sample_is_the_rates_between_two_points_and_a_step_judges_its_shares() {
+        let at = Instant::now();
+        let a = point(
+            at,
+            0,
+            [1000, 500, 0, 0],
+            &[
+                ("dev.tap0.auto_polling", 0),
+                ("dev.tap0.interrupts", 10),
+                ("dev.tap1.auto_polling", 0),
+                ("dev.tap1.interrupts", 0),
+            ],
+        );
+        // Half a second later: 15000 frames sent, 10000 received, polld 0.3 s of CPU, the
+        // competitor 0.2 s; tap0 switched to polling.
+        let b = point(
+            at,
+            500,
+            [16_000, 10_500, 300_000_000, 200_000_000],
+            &[
+                ("dev.tap0.auto_polling", 1),
+                ("dev.tap0.interrupts", 60),
+                ("dev.tap0.auto_switches", 1),
+                ("dev.tap1.auto_polling", 0),
+                ("dev.tap1.interrupts", 100),
+            ],
+        );
+        let s = between("auto", &a, &b, 0.5, 2, "unlimited");
+        let close = |x: f64, want: f64| (x - want).abs() < 1e-6 * want.max(1.0);
+        assert!(close(s.rates.offered_pps, 30_000.0), "{s:?}");
+        assert!(close(s.rates.delivered_pps, 20_000.0), "{s:?}");
+        assert!(close(s.rates.polld_cpu_percent, 60.0), "{s:?}");
+        assert!(close(s.rates.competitor_percent, 40.0), "{s:?}");
+        assert!(close(s.rates.interrupts_per_sec, 300.0), "{s:?}");
+        let polling: Vec<(&str, u64)> = s.polling.iter().map(|(i, p)| (i.as_str(), *p)).collect();
+        assert_eq!(polling, [("tap0", 1), ("tap1", 0)]);
+        assert_eq!(s.auto_switches, 1);
+        // Polling mode polls whatever auto_polling says.
+        assert!(between("polling", &a, &b, 0.5, 2, "unlimited")
+            .polling
+            .values()
+            .all(|&p| p == 1));
+
+        // The competitor got 40 % against user_frac 50: 10 points short, so the promise
+        // (user_frac - 5) did not hold; at user_frac 44 it did.
+        let step = step_row(s.clone(), &[s.clone(), s.clone()], 50);
+        assert_eq!((step.step, step.rate.as_str()), (2, "unlimited"));
+        assert!(close(step.competitor_over_user_frac, -10.0), "{step:?}");
+        assert!(!step.promise_held);
+        assert!(step_row(s.clone(), &[], 44).promise_held);
+        assert_eq!(step.polling_fraction["tap0"], 1.0);
+        assert_eq!(step.polling_fraction["tap1"], 0.0);
     }
 }

@@ -21,7 +21,9 @@ use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
 use crate::streams::ExtraStream;
-use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
+use crate::{
+    polld_config, Devices, Layout, NetDev, PolldSetup, Role, Testbed, TestbedError, UpOptions,
+};
 
 pub(crate) fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
@@ -223,6 +225,8 @@ pub struct TrialRun<'a> {
     /// A `polld gen` per stream.
     gens: Vec<Process>,
     competitor: Option<Competitor>,
+    /// sink's counters, read at every sample without a process.
+    sink: NetDev,
 }
 
 impl<'a> TrialRun<'a> {
@@ -277,6 +281,7 @@ impl<'a> TrialRun<'a> {
             true => Some(Competitor::start(tb, fwd_cpu)?),
             false => None,
         };
+        let sink = NetDev::open(&layout.sink_ns)?;
         Ok(TrialRun {
             tb,
             polld: polld_str,
@@ -286,6 +291,7 @@ impl<'a> TrialRun<'a> {
             daemon,
             gens,
             competitor,
+            sink,
         })
     }
 
@@ -315,12 +321,11 @@ impl<'a> TrialRun<'a> {
 
     /// Frames received so far by sink's TAPs: tap1 and the extra streams' outputs.
     fn delivered(&self) -> Result<u64, TestbedError> {
-        let layout = self.tb.layout();
-        let mut total = self.tb.counters(&layout.veth3.name)?.rx_packets;
-        for stream in self.trial.extra_streams {
-            total += crate::counters(&layout.sink_ns, &stream.output())?.rx_packets;
-        }
-        Ok(total)
+        let tap1 = self.tb.layout().veth3.name.clone();
+        std::iter::once(tap1)
+            .chain(self.trial.extra_streams.iter().map(|s| s.output()))
+            .map(|tap| Ok(self.sink.counters(&tap)?.rx_packets))
+            .sum()
     }
 
     /// Stops everything; the row covers `before` to `after`, conservation polld's final
@@ -442,11 +447,25 @@ pub struct Sample {
 
 impl Sample {
     pub(crate) fn get(&self, name: &str) -> u64 {
-        self.values
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
+        value_of(&self.values, name)
     }
+}
+
+/// Entry `name` among polld's entries `values` ([`polld_values`]), 0 if it has none.
+pub(crate) fn value_of(values: &[(String, u64)], name: &str) -> u64 {
+    values
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// Counter `name` of one interface of `polld run --json`'s final report, 0 if it has none.
+fn final_counter(iface: &Value, name: &str) -> u64 {
+    iface["counters"]
+        .as_array()
+        .and_then(|counters| counters.iter().find(|c| c[0] == name))
+        .and_then(|c| c[1].as_u64())
+        .unwrap_or(0)
 }
 
 /// polld's numeric entries at or under `prefix` (`dev`: the interfaces' counters; `""`:
@@ -479,13 +498,7 @@ pub fn conserved(interfaces: &Value) -> bool {
         let Some(counters) = iface["counters"].as_array() else {
             return false;
         };
-        let get = |name: &str| {
-            counters
-                .iter()
-                .find(|c| c[0] == name)
-                .and_then(|c| c[1].as_u64())
-                .unwrap_or(0)
-        };
+        let get = |name: &str| final_counter(iface, name);
         let drops: u64 = counters
             .iter()
             .filter(|c| {
@@ -630,20 +643,11 @@ pub fn measure_per_cpu_shares(
 
     let wall_ns = after.0.duration_since(before.0).as_nanos() as f64;
     let percent = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / wall_ns;
-    let get = |values: &[(String, u64)], name: &str| {
-        values
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
-    };
     let final_of = |ifname: &str, counter: &str| -> u64 {
         interfaces
             .as_array()
             .and_then(|l| l.iter().find(|i| i["name"] == ifname))
-            .and_then(|i| i["counters"].as_array())
-            .and_then(|cs| cs.iter().find(|c| c[0] == counter))
-            .and_then(|c| c[1].as_u64())
-            .unwrap_or(0)
+            .map_or(0, |i| final_counter(i, counter))
     };
     Ok(trial
         .cpus
@@ -652,7 +656,7 @@ pub fn measure_per_cpu_shares(
         .map(|(k, (cpu, layout, user_frac))| {
             let rx = &layout.veth1.name;
             let forwarded = format!("dev.{rx}.forwarded");
-            let received = get(&after.2, &format!("dev.{rx}.rx_packets"));
+            let received = value_of(&after.2, &format!("dev.{rx}.rx_packets"));
             let dropped = final_of(rx, "drops.rx_ring_full");
             let mine: Vec<Value> = interfaces
                 .as_array()
@@ -668,7 +672,8 @@ pub fn measure_per_cpu_shares(
                 user_frac: *user_frac,
                 competitor_percent: percent(before.1[k].0, after.1[k].0),
                 polld_cpu_percent: percent(before.1[k].1, after.1[k].1),
-                forwarded_pps: (get(&after.2, &forwarded) - get(&before.2, &forwarded)) as f64
+                forwarded_pps: (value_of(&after.2, &forwarded) - value_of(&before.2, &forwarded))
+                    as f64
                     * 1e9
                     / wall_ns,
                 backlog_left: sent[k] as i64 - dropped as i64 - received as i64,

@@ -1,8 +1,11 @@
 //! Bringing the testbed up and down, running programs inside it, reading its counters.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
+use polld_dev::net_dev;
 use polld_dev::netns::{veth_pair, Netns, VethEnd};
 use serde::Serialize;
 
@@ -79,7 +82,8 @@ impl Testbed {
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
         check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
         require_root_and_ip()?;
-        let placement = placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
+        let placement =
+            placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
         let existing: Vec<String> = layout
             .namespaces()
             .into_iter()
@@ -413,4 +417,81 @@ pub(crate) fn counters_of(stats64: &serde_json::Value) -> Option<IfCounters> {
         tx_bytes: field("tx", "bytes")?,
         tx_dropped: field("tx", "dropped")?,
     })
+}
+
+/// The interface counters of one namespace, read from its `/proc/net/dev` with no process
+/// per reading: the file is opened once from a thread inside the namespace and stays bound
+/// to it, so each reading is a `read()` in the caller ([`polld_dev::net_dev`]). A bench
+/// that samples often uses it instead of [`counters`], whose `ip` process would run on any
+/// CPU, the measured one too.
+#[derive(Debug)]
+pub struct NetDev {
+    ns: String,
+    file: File,
+}
+
+impl NetDev {
+    /// Opens namespace `ns`'s `/proc/net/dev`.
+    pub fn open(ns: &str) -> Result<NetDev, TestbedError> {
+        let cannot = |e: String| {
+            TestbedError::Failed(format!("cannot open /proc/net/dev in namespace {ns}: {e}"))
+        };
+        let file = polld_dev::netns::in_netns(ns, || File::open(net_dev::PATH))
+            .map_err(|e| cannot(e.to_string()))?
+            .map_err(|e| cannot(e.to_string()))?;
+        Ok(NetDev {
+            ns: ns.to_string(),
+            file,
+        })
+    }
+
+    /// The counters of `iface` now.
+    pub fn counters(&self, iface: &str) -> Result<IfCounters, TestbedError> {
+        let mut table = String::new();
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut table))
+            .map_err(|e| {
+                TestbedError::Failed(format!(
+                    "reading /proc/net/dev of namespace {}: {e}",
+                    self.ns
+                ))
+            })?;
+        let c = net_dev::counters_in(&table, iface).ok_or_else(|| {
+            TestbedError::Failed(format!(
+                "namespace {} has no interface {iface} (/proc/net/dev)",
+                self.ns
+            ))
+        })?;
+        Ok(IfCounters {
+            rx_packets: c.rx_packets,
+            rx_bytes: c.rx_bytes,
+            rx_dropped: c.rx_dropped,
+            tx_packets: c.tx_packets,
+            tx_bytes: c.tx_bytes,
+            tx_dropped: c.tx_dropped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn net_dev_reads_the_namespace_it_was_opened_in() {
+        polld_testsupport::require_root!("needs root to create a namespace");
+        let ns = Netns::create("tb-netdev").unwrap();
+        let reader = NetDev::open(ns.name()).unwrap();
+        assert_eq!(reader.counters("lo").unwrap(), IfCounters::default());
+        ns.ip(&["link", "set", "lo", "up"]).unwrap();
+        ns.exec("ping", &["-c", "2", "-i", "0.2", "-q", "127.0.0.1"])
+            .unwrap();
+        // Read from this thread, outside the namespace: still the namespace's lo.
+        let lo = reader.counters("lo").unwrap();
+        assert_eq!(lo.rx_packets, 4, "2 requests and 2 replies: {lo:?}");
+        assert_eq!(lo, counters(ns.name(), "lo").unwrap());
+        let err = reader.counters("tap9").unwrap_err().to_string();
+        assert!(err.contains("has no interface tap9"), "{err}");
+    }
 }

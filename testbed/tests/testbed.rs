@@ -505,7 +505,10 @@ fn sink_rx_realtime_puts_only_the_sinks_napi_thread_above_polld() {
     let report = testbed.report().placement.clone();
     if !two_cpus() {
         assert!(
-            report.warnings.iter().any(|w| w.contains("sink rx realtime")),
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("sink rx realtime")),
             "{report:?}"
         );
         return;

@@ -12,6 +12,7 @@ pub mod error;
 pub mod iface;
 pub mod kernel_rx;
 pub mod napi;
+pub mod net_dev;
 pub mod netns;
 pub mod tap;
 pub mod xdp;
