@@ -531,18 +531,29 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     assert_eq!(stats.tx_invalid_descs, 0);
 }
 
-/// Pins the calling thread to `cpu` and sets its policy (SCHED_FIFO `priority`, or
-/// SCHED_OTHER at 0).
-fn pin_and_schedule(cpu: usize, priority: i32) {
-    // SAFETY: plain data for the calling thread.
+/// Pins task `pid` (0: the calling thread) to `cpu`.
+fn pin(pid: libc::pid_t, cpu: usize) {
+    // SAFETY: plain data; the kernel checks the pid.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        assert_eq!(libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set), 0);
-        let policy = if priority > 0 { libc::SCHED_FIFO } else { libc::SCHED_OTHER };
-        let param = libc::sched_param { sched_priority: priority };
-        assert_eq!(libc::sched_setscheduler(0, policy, &param), 0);
+        let rc = libc::sched_setaffinity(pid, std::mem::size_of_val(&set), &set);
+        assert_eq!(rc, 0, "pinning {pid} to CPU {cpu}");
     }
+}
+
+/// Makes the calling thread SCHED_FIFO at `priority`, or SCHED_OTHER at 0.
+fn schedule(priority: i32) {
+    let policy = if priority > 0 {
+        libc::SCHED_FIFO
+    } else {
+        libc::SCHED_OTHER
+    };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: valid parameters for the calling thread.
+    assert_eq!(unsafe { libc::sched_setscheduler(0, policy, &param) }, 0);
 }
 
 #[test]
@@ -565,13 +576,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
         .expect("threaded NAPI has a kthread");
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap();
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pins the peer's NAPI kthread; plain data.
-    let pinned = unsafe {
-        libc::sched_setaffinity(kthread as libc::pid_t, std::mem::size_of_val(&set), &set)
-    };
-    assert_eq!(pinned, 0);
+    pin(kthread as libc::pid_t, cpu);
     // The send buffer must not be what stops the kicks first (a 64-byte frame's skb
     // holds about 1 KB of it): the device's ring must.
     let big: libc::c_int = 64 << 20;
@@ -588,7 +593,8 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     assert_eq!(rc, 0);
     const N: u64 = 1024;
     let dev = std::thread::spawn(move || {
-        pin_and_schedule(cpu, 10);
+        pin(0, cpu);
+        schedule(10);
         for seq in 0..N as u32 {
             dev.send(&frame(MAC_B, MAC_A, seq, 60)).unwrap();
         }
@@ -596,7 +602,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
         for _ in 0..4 {
             dev.flush();
         }
-        pin_and_schedule(cpu, 0);
+        schedule(0);
         dev
     })
     .join()
@@ -613,11 +619,20 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
         dev.stats().unwrap()
     );
     let stats = dev.stats().unwrap();
-    assert!(stats.tx_dropped > 0, "the full ring dropped nothing: {stats:?}");
+    assert!(
+        stats.tx_dropped > 0,
+        "the full ring dropped nothing: {stats:?}"
+    );
     // A kick stops at the first drop; kicking on dropped every frame past the ring's 256
     // (768 of these 1024) before the peer could run.
-    assert!(stats.tx_dropped < 64, "kicks went on into a full device: {stats:?}");
-    assert_eq!(dev.hw_stats().tx_drops.get(TxDrop::NoBufs), stats.tx_dropped);
+    assert!(
+        stats.tx_dropped < 64,
+        "kicks went on into a full device: {stats:?}"
+    );
+    assert_eq!(
+        dev.hw_stats().tx_drops.get(TxDrop::NoBufs),
+        stats.tx_dropped
+    );
 }
 
 #[test]
