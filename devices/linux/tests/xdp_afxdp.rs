@@ -18,7 +18,7 @@ use polld_dev::afxdp::SharedUmem;
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
-use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpMode};
+use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpLink, XdpMode};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
@@ -495,11 +495,7 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
         ..AfXdpConfig::default()
     };
     let mut dev = open_afxdp(&p.a, config);
-    let (counter, _link) = inside(&p.b, || {
-        let counter = CountProgram::load().unwrap();
-        let link = counter.attach("vb", XdpMode::Native).unwrap();
-        (counter, link)
-    });
+    let (counter, _link) = count_at_vb(&p);
     const N: u32 = 64 * 20;
     let mut refused = 0u64;
     let mut seq = 0;
@@ -529,6 +525,16 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     assert_eq!(stats.tx_frames, u64::from(N));
     assert_eq!(stats.tx_full, refused);
     assert_eq!(stats.tx_invalid_descs, 0);
+}
+
+/// A counting program on the peer `vb` (native XDP, which also gives veth its NAPI), and
+/// the link that keeps it attached.
+fn count_at_vb(p: &Pair) -> (CountProgram, XdpLink) {
+    inside(&p.b, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("vb", XdpMode::Native).unwrap();
+        (counter, link)
+    })
 }
 
 /// Pins task `pid` (0: the calling thread) to `cpu`.
@@ -564,11 +570,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // The peer receives through threaded NAPI (XDP gives veth its NAPI), its kthread on
     // this test's CPU: while the sender runs SCHED_FIFO there, the peer's 256-slot ring
     // cannot drain, and veth (qdisc noqueue) drops what does not fit.
-    let (counter, _link) = inside(&p.b, || {
-        let counter = CountProgram::load().unwrap();
-        let link = counter.attach("vb", XdpMode::Native).unwrap();
-        (counter, link)
-    });
+    let (counter, _link) = count_at_vb(&p);
     // Through `ip netns exec`, which mounts the namespace's own sysfs.
     p.b.exec("sh", &["-c", "echo 1 > /sys/class/net/vb/threaded"])
         .unwrap();
@@ -592,22 +594,21 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     };
     assert_eq!(rc, 0);
     const N: u64 = 1024;
-    let dev = std::thread::spawn(move || {
+    // Queued only: `send` does not kick.
+    for seq in 0..N as u32 {
+        dev.send(&frame(MAC_B, MAC_A, seq, 60)).unwrap();
+    }
+    // Two flushes before the peer may run, realtime for as short as that takes.
+    let mut dev = std::thread::spawn(move || {
         pin(0, cpu);
         schedule(10);
-        for seq in 0..N as u32 {
-            dev.send(&frame(MAC_B, MAC_A, seq, 60)).unwrap();
-        }
-        // Several flushes before the peer may run.
-        for _ in 0..4 {
-            dev.flush();
-        }
+        dev.flush();
+        dev.flush();
         schedule(0);
         dev
     })
     .join()
     .unwrap();
-    let mut dev = dev;
     assert!(
         eventually(|| {
             dev.flush();
@@ -640,11 +641,7 @@ fn afxdp_frames_too_long_to_transmit_are_counted_as_transmit_drops() {
     require_root!();
     let p = pair();
     let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
-    let (counter, _link) = inside(&p.b, || {
-        let counter = CountProgram::load().unwrap();
-        let link = counter.attach("vb", XdpMode::Native).unwrap();
-        (counter, link)
-    });
+    let (counter, _link) = count_at_vb(&p);
     // 1600 bytes: within a 2048-byte UMEM frame but over the 1500-byte MTU; 3000 bytes:
     // over the UMEM frame itself.
     for (seq, len) in [(0, 60), (1, 1600), (2, 3000), (3, 60)] {
