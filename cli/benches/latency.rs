@@ -4,18 +4,30 @@
 //! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
 //! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy; then DPDK
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
-//! skipped, and why). It prints p50/p99/max, loss, CPU and the polling bound 1/hz + 100 µs
-//! next to the polling rows, with how late polld's tick timer woke it
-//! (`polld.tick_lateness_*`), and splits each polling p99 into the tick, the timer's
-//! lateness spread and what is left, beside the kernel's own path p99.
+//! skipped, and why).
+//!
+//! These rows run on a path tuned for latency, as a latency-tuned host would be: the
+//! forwarder's and sink's CPU is held out of halt ([`polld_testbed::idle::IdleHold`]: on
+//! this VM a halted vCPU takes the hypervisor's time to wake, 40 µs at the median) and the
+//! receive kthreads in fwd and sink run `SCHED_FIFO` below polld's poll thread
+//! ([`polld_testbed::placement::RealtimeRx`]: at `SCHED_OTHER` they wait up to 4 ms
+//! behind ordinary tasks on their CPU). Two more rows, the kernel and polling at hz 1000
+//! on the untuned path (the testbed's default), show what the tuning removes in the same
+//! run. Each row prints p50/p99/max, loss, CPU, the steal time and halts of the
+//! forwarder's CPU, and for polling the bound 1/hz + 100 µs with how late polld's tick
+//! timer woke it (`polld.tick_lateness_*`); under the table each polling p99 is split into
+//! the tick, the timer's lateness spread and what is left, beside the kernel's own path
+//! p99 on the same path.
 //!
 //! `cargo bench -p polld --bench latency [-- --duration 5 --rate 10k]`
 
 mod common;
 
-use common::{announce, arg, is_root, measure_or_exit, testbed};
+use common::{announce, arg, is_root, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
-use polld_testbed::{Devices, UpOptions};
+use polld_testbed::idle::IdleHold;
+use polld_testbed::placement::RealtimeRx;
+use polld_testbed::{Devices, Role, UpOptions};
 
 /// FreeBSD's defaults but for `burst_max`, so the one change is the clock.
 const HZ_1000: [(&str, &str); 2] = [
@@ -39,18 +51,54 @@ fn main() {
         mode,
         knobs,
     };
-    let trials: [(&str, Forwarder, Option<u32>); 6] = [
-        ("kernel (threaded NAPI)", Forwarder::Kernel, None),
-        ("interrupt", polld_at("interrupt", &RECOMMENDED_KNOBS), None),
-        ("adaptive", polld_at("adaptive", &RECOMMENDED_KNOBS), None),
-        ("polling hz 1000", polld_at("polling", &HZ_1000), Some(1000)),
+    let polling_1000 = polld_at("polling", &HZ_1000);
+    // (label, forwarder, the polling hz for the bound, whether the path is untuned)
+    let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
+        ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),
+        (
+            "interrupt",
+            polld_at("interrupt", &RECOMMENDED_KNOBS),
+            None,
+            false,
+        ),
+        (
+            "adaptive",
+            polld_at("adaptive", &RECOMMENDED_KNOBS),
+            None,
+            false,
+        ),
+        ("polling hz 1000", polling_1000, Some(1000), false),
         (
             "polling hz 4000",
             polld_at("polling", &RECOMMENDED_KNOBS),
             Some(4000),
+            false,
         ),
-        ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None),
+        ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None, false),
+        ("kernel, untuned", Forwarder::Kernel, None, true),
+        ("polling hz 1000, untuned", polling_1000, Some(1000), true),
     ];
+    let path_cpus = [options.cpus.fwd, options.cpus.sink];
+    // The tuning for a row unless it is an untuned one; when the kernel refuses it, every
+    // row runs untuned and says so.
+    let mut tuning_refused: Option<String> = None;
+    let mut tune = |untuned: bool| {
+        if untuned || tuning_refused.is_some() {
+            return None;
+        }
+        IdleHold::poll(&path_cpus)
+            .and_then(|idle| {
+                Ok((
+                    idle,
+                    RealtimeRx::raise(tb.layout(), &[Role::Fwd, Role::Sink])?,
+                ))
+            })
+            .map_err(|e| {
+                eprintln!("latency bench: {e}; every row runs on the untuned path");
+                tuning_refused = Some(e.to_string());
+            })
+            .ok()
+    };
     // testpmd is optional: when it is missing or cannot start, a line says why.
     let testpmd_program = polld_testbed::testpmd::program();
     let trial_of = |label: &str, forwarder| Trial {
@@ -62,13 +110,19 @@ fn main() {
         },
         duration,
     };
-    let mut rows: Vec<(DemoRow, Option<u32>)> = Vec::new();
-    for (label, forwarder, hz) in trials {
+    let mut rows: Vec<(DemoRow, Option<u32>, bool)> = Vec::new();
+    for (label, forwarder, hz, untuned) in trials {
         let trial = trial_of(label, forwarder);
-        rows.push((
-            measure_or_exit("latency", &tb, &options, polld, &dir, &trial),
-            hz,
-        ));
+        let tuned = tune(untuned);
+        let ran_untuned = tuned.is_none();
+        announce("latency", &trial);
+        // Exit runs no destructors: a failed row gives the CPU and the kthreads back first.
+        let row = measure(&tb, &options, polld, &dir, &trial).unwrap_or_else(|e| {
+            drop(tuned);
+            eprintln!("latency bench: {label}: {e}");
+            std::process::exit(1);
+        });
+        rows.push((row, hz, ran_untuned));
     }
     let testpmd = testpmd_program
         .as_ref()
@@ -80,24 +134,33 @@ fn main() {
             };
             let trial = trial_of("testpmd af_xdp", forwarder);
             announce("latency", &trial);
-            measure(&tb, &options, polld, &dir, &trial)
+            let tuned = tune(false);
+            measure(&tb, &options, polld, &dir, &trial).map(|row| (row, tuned.is_none()))
         });
     let testpmd_note = match testpmd {
-        Ok(row) => {
+        Ok((row, untuned)) => {
             let note = row.testpmd.map(|c| format!("testpmd af_xdp: {c}"));
-            rows.push((row, None));
+            rows.push((row, None, untuned));
             note
         }
         Err(e) => Some(format!("DPDK testpmd af_xdp: {e}; skipped")),
     };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
+    let fwd_cpu = options.cpus.fwd;
     println!(
-        "\none-way latency gen -> polld (af_xdp, realtime, CPU{}) -> polld sink (af_xdp), 64-byte frames at {rate}/s, {duration} s per row",
-        options.cpus.fwd
+        "\none-way latency gen -> polld (af_xdp, realtime, CPU{fwd_cpu}) -> polld sink (af_xdp), 64-byte frames at {rate}/s, {duration} s per row"
     );
+    match &tuning_refused {
+        None => println!(
+            "tuned path in every row but the \"untuned\" ones: CPU{fwd_cpu} (forwarder and sink) held out of halt, the receive kthreads of fwd and sink SCHED_FIFO {}; untuned: CPU{fwd_cpu} halts when idle, the kthreads run SCHED_OTHER (the testbed's default)",
+            polld_testbed::placement::RX_FIFO_PRIORITY
+        ),
+        Some(e) => println!("the path could not be tuned ({e}): every row ran untuned"),
+    }
+    println!("steal and halts: CPU{fwd_cpu}'s during the row");
     println!(
-        "{:<24} {:>11} {:>12} {:>8} {:>9} {:>9} {:>9} {:>10} {:>10} {:>15}  bound",
+        "{:<28} {:>9} {:>11} {:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>7} {:>14}  bound",
         "forwarder",
         "offered/s",
         "delivered/s",
@@ -107,10 +170,12 @@ fn main() {
         "max µs",
         "polld CPU",
         "kernel rx",
+        "steal ms",
+        "halts",
         "tick late µs"
     );
     let mut all_conserved = true;
-    for (r, hz) in &rows {
+    for (r, hz, _) in &rows {
         let l = r.latency;
         let field = |f: fn(&polld_testbed::demo::SinkLatency) -> f64| {
             l.as_ref()
@@ -134,7 +199,7 @@ fn main() {
             )
         });
         println!(
-            "{:<24} {:>11.0} {:>12.0} {:>8} {:>9} {:>9} {:>9} {:>9.1}% {:>9.1}% {tick_late:>15}  {bound}",
+            "{:<28} {:>9.0} {:>11.0} {:>6} {:>7} {:>7} {:>7} {:>8.1}% {:>8.1}% {:>8.0} {:>7} {tick_late:>14}  {bound}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,
@@ -144,6 +209,8 @@ fn main() {
             field(|l| l.max_us),
             r.polld_cpu_percent,
             r.kernel_rx_cpu_percent,
+            r.fwd_cpu_steal_ms,
+            r.fwd_cpu_halts.map_or("-".to_string(), |h| h.to_string()),
         );
         all_conserved &= r.conserved != Some(false);
     }
@@ -151,24 +218,23 @@ fn main() {
         println!("{note}");
     }
     // What of polling's p99 is the tick, what the timer's lateness, and what the path the
-    // kernel's own forwarding also takes.
-    let kernel_p99 = rows
-        .iter()
-        .find(|(r, _)| r.mode.starts_with("kernel"))
-        .and_then(|(r, _)| r.latency)
-        .map(|l| l.p99_us);
-    for (r, hz) in &rows {
+    // kernel's own forwarding also takes when its CPU idles the same way.
+    for (r, hz, untuned) in &rows {
         let (Some(hz), Some(l), Some(t)) = (hz, r.latency, r.tick_lateness) else {
             continue;
         };
+        let kernel_p99 = rows
+            .iter()
+            .find(|(k, _, u)| k.mode.starts_with("kernel") && u == untuned)
+            .and_then(|(k, _, _)| k.latency)
+            .map_or("-".to_string(), |k| format!("{:.0}", k.p99_us));
         let tick_us = 1e6 / *hz as f64;
         println!(
-            "{}: p99 {:.0} µs = the tick {tick_us:.0} + {:.0}; of that the tick timer's lateness spread (p99 - p50) {} µs, and the kernel's own path had p99 {} µs",
+            "{}: p99 {:.0} µs = the tick {tick_us:.0} + {:.0}; of that the tick timer's lateness spread (p99 - p50) {} µs, and the kernel's own path had p99 {kernel_p99} µs",
             r.mode,
             l.p99_us,
             l.p99_us - tick_us,
             t.p99_ns.saturating_sub(t.p50_ns) / 1000,
-            kernel_p99.map_or("-".to_string(), |p| format!("{p:.0}")),
         );
     }
     if all_conserved {

@@ -43,6 +43,8 @@ const DISAGREEMENT_POINTS: f64 = 2.0;
 pub struct CpuTimes {
     pub busy: u64,
     pub softirq: u64,
+    /// Time the hypervisor ran something else while this CPU had work (part of `busy`).
+    pub steal: u64,
     pub total: u64,
 }
 
@@ -63,6 +65,7 @@ impl CpuTimes {
         Some(CpuTimes {
             busy: total.saturating_sub(idle),
             softirq: v.get(6).copied().unwrap_or(0),
+            steal: v.get(7).copied().unwrap_or(0),
             total,
         })
     }

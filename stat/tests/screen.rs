@@ -95,6 +95,7 @@ fn proc_stat(busy: u64, softirq: u64, total: u64) -> ProcStat {
     let cpu1 = CpuTimes {
         busy,
         softirq,
+        steal: 0,
         total,
     };
     ProcStat {
@@ -102,6 +103,7 @@ fn proc_stat(busy: u64, softirq: u64, total: u64) -> ProcStat {
         all: CpuTimes {
             busy: 2 * busy,
             softirq: 2 * softirq,
+            steal: 0,
             total: 2 * total,
         },
     }
@@ -301,9 +303,9 @@ fn a_daemon_without_the_thread_clock_gets_no_preemption_note() {
 
 #[test]
 fn proc_stat_gives_each_cpu_and_all_of_them_with_softirq() {
-    let text = "cpu  200 0 100 1500 20 5 30 0 0 0\n\
+    let text = "cpu  200 0 100 1500 20 5 30 3 0 0\n\
                 cpu0 100 0 50 800 10 2 10 0 0 0\n\
-                cpu1 100 0 50 700 10 3 20 0 0 0\n\
+                cpu1 100 0 50 700 10 3 20 3 0 0\n\
                 intr 12345 0 0\n\
                 ctxt 999\n";
     let p = ProcStat::parse(text).unwrap();
@@ -312,17 +314,19 @@ fn proc_stat_gives_each_cpu_and_all_of_them_with_softirq() {
     assert_eq!(
         p.cpus[&1],
         CpuTimes {
-            busy: 173,
+            busy: 176,
             softirq: 20,
-            total: 883
+            steal: 3,
+            total: 886
         }
     );
     assert_eq!(
         p.all,
         CpuTimes {
-            busy: 335,
+            busy: 338,
             softirq: 30,
-            total: 1855
+            steal: 3,
+            total: 1858
         }
     );
     assert_eq!(CpuTimes::parse(text, 0).unwrap().busy, 162);

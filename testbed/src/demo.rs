@@ -69,6 +69,12 @@ pub struct DemoRow {
     pub kernel_rx_cpu_percent: f64,
     /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
+    /// Time the hypervisor ran something else while the forwarder's CPU had work, ms
+    /// (`/proc/stat` steal, in its 10 ms ticks).
+    pub fwd_cpu_steal_ms: f64,
+    /// How many times the forwarder's CPU halted when idle ([`crate::idle::halts`]);
+    /// `None` without cpuidle.
+    pub fwd_cpu_halts: Option<u64>,
     pub interrupts_per_sec: f64,
     /// Drops at the input (`dev.veth1.*`, `dev.tap0.*` on TAP) during the run, by reason.
     pub drops: Vec<(String, u64)>,
@@ -600,6 +606,10 @@ pub fn measure(
         .filter(|(_, v)| *v > 0)
         .collect();
     let cpu_busy = busy_percent(before.cpu_busy, after.cpu_busy);
+    let steal_ticks = match (before.cpu_busy, after.cpu_busy) {
+        (Some(b), Some(a)) => a.steal.saturating_sub(b.steal),
+        _ => 0,
+    };
     Ok(DemoRow {
         mode: trial.label.clone(),
         offered_pps,
@@ -610,6 +620,11 @@ pub fn measure(
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
+        fwd_cpu_steal_ms: steal_ticks as f64 * 1000.0 / clock_ticks(),
+        fwd_cpu_halts: after
+            .halts
+            .zip(before.halts)
+            .map(|(a, b)| a.saturating_sub(b)),
         interrupts_per_sec: delta(&format!("dev.{input}.interrupts")) as f64 / wall,
         drops,
         polld_rss_kib: after.rss_kib,
@@ -818,6 +833,7 @@ struct Snapshot {
     cpu_ticks: u64,
     rss_kib: u64,
     cpu_busy: Option<CpuTimes>,
+    halts: Option<u64>,
 }
 
 impl Snapshot {
@@ -851,6 +867,7 @@ impl Snapshot {
             cpu_ticks: field(14) + field(15),
             rss_kib,
             cpu_busy: CpuTimes::read(cpu),
+            halts: crate::idle::halts(cpu),
         })
     }
 
@@ -862,6 +879,7 @@ impl Snapshot {
             cpu_ticks: 0,
             rss_kib: 0,
             cpu_busy: CpuTimes::read(cpu),
+            halts: crate::idle::halts(cpu),
         }
     }
 

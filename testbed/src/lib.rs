@@ -57,6 +57,7 @@
 mod cli;
 pub mod demo;
 mod error;
+pub mod idle;
 pub mod layout;
 pub mod napi;
 pub mod placement;

@@ -30,6 +30,13 @@
 //! within one poll cycle and the forwarder must sleep on a timer until it drains. With it
 //! the frames leave as they are sent. Its work is bounded by what fwd sends, so it cannot
 //! starve the CPU the way a realtime *input* thread under a flood would (receive livelock).
+//!
+//! *A realtime path for a latency measurement* ([`RealtimeRx`], for as long as it lives):
+//! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
+//! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
+//! receive thread waits for whatever ordinary task holds its CPU, up to 4 ms on the
+//! reference VM (README "One-way latency in each mode"); at 10 kpps the realtime input
+//! thread has little to do, so it starves nothing.
 
 use serde::Serialize;
 
@@ -325,4 +332,64 @@ fn place_napi_threaded(
         applied: Placement::NapiThreaded,
         detail: format!("{} pinned to CPU {cpu}", threads.join(", ")),
     })
+}
+
+/// The `SCHED_FIFO` priority [`RealtimeRx`] gives the receive kthreads: below polld's poll
+/// thread (50, polld-runtime's `make_realtime`).
+pub const RX_FIFO_PRIORITY: i32 = 40;
+
+/// Runs the receive kthreads (threaded NAPI) of some namespaces' interfaces at
+/// `SCHED_FIFO` [`RX_FIFO_PRIORITY`] until dropped, then as they ran before.
+#[derive(Debug)]
+pub struct RealtimeRx {
+    /// Each raised kthread and its policy and priority before.
+    raised: Vec<(libc::pid_t, (libc::c_int, i32))>,
+}
+
+impl RealtimeRx {
+    /// Raises the NAPI kthreads of every interface in the namespaces of `roles`; fails,
+    /// naming the interface, when one has none (placement other than napi-threaded).
+    pub fn raise(layout: &Layout, roles: &[Role]) -> Result<RealtimeRx, TestbedError> {
+        let mut rx = RealtimeRx { raised: Vec::new() };
+        for iface in layout.kernel_ifaces() {
+            if !roles.contains(&iface.role) {
+                continue;
+            }
+            let napis = napi_of(&iface.ns, &iface.name)?;
+            let pids: Vec<_> = napis.iter().filter_map(|n| n.pid).collect();
+            if pids.is_empty() {
+                return Err(TestbedError::Failed(format!(
+                    "{}/{} has no NAPI kthread to run at SCHED_FIFO: bring the testbed up with \
+                     placement napi-threaded",
+                    iface.ns, iface.name
+                )));
+            }
+            for pid in pids {
+                let pid = pid as libc::pid_t;
+                let failed = |e: std::io::Error| {
+                    TestbedError::Failed(format!(
+                        "cannot make the NAPI kthread {pid} of {}/{} SCHED_FIFO {RX_FIFO_PRIORITY}: {e}",
+                        iface.ns, iface.name
+                    ))
+                };
+                let before = sys::scheduler_of(pid).map_err(failed)?;
+                sys::make_fifo(pid, RX_FIFO_PRIORITY).map_err(failed)?;
+                rx.raised.push((pid, before));
+            }
+        }
+        Ok(rx)
+    }
+}
+
+impl Drop for RealtimeRx {
+    fn drop(&mut self) {
+        for &(pid, before) in &self.raised {
+            // A kthread gone with its interface needs nothing back.
+            if let Err(e) = sys::set_scheduler(pid, before) {
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    eprintln!("polld testbed: cannot give NAPI kthread {pid} its scheduling policy back: {e}");
+                }
+            }
+        }
+    }
 }

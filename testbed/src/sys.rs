@@ -170,11 +170,30 @@ pub(crate) fn pin(pid: libc::pid_t, cpu: usize) -> std::io::Result<()> {
 
 /// Makes task `pid` `SCHED_FIFO` at `priority`.
 pub(crate) fn make_fifo(pid: libc::pid_t, priority: i32) -> std::io::Result<()> {
+    set_scheduler(pid, (libc::SCHED_FIFO, priority))
+}
+
+/// Task `pid`'s scheduling policy and priority.
+pub(crate) fn scheduler_of(pid: libc::pid_t) -> std::io::Result<(libc::c_int, i32)> {
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain queries into a valid sched_param; the kernel checks the pid.
+    let policy = unsafe { libc::sched_getscheduler(pid) };
+    if policy < 0 || unsafe { libc::sched_getparam(pid, &mut param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((policy, param.sched_priority))
+}
+
+/// Gives task `pid` a policy and priority, as [`scheduler_of`] reads them.
+pub(crate) fn set_scheduler(
+    pid: libc::pid_t,
+    (policy, priority): (libc::c_int, i32),
+) -> std::io::Result<()> {
     let param = libc::sched_param {
         sched_priority: priority,
     };
     // SAFETY: valid parameters; the kernel checks the pid and our privilege.
-    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &param) } != 0 {
+    if unsafe { libc::sched_setscheduler(pid, policy, &param) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

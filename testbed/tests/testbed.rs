@@ -519,17 +519,13 @@ fn sink_rx_realtime_puts_only_the_sinks_napi_thread_above_polld() {
         let napis = polld_testbed::napi::napi_of(&iface.ns, &iface.name).unwrap();
         assert!(!napis.is_empty(), "{} has no NAPI", iface.name);
         for napi in napis {
-            let pid = napi.pid.expect("a threaded NAPI has a kthread") as libc::pid_t;
-            let mut param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: reads the policy of a kthread into a local.
-            let policy = unsafe { libc::sched_getscheduler(pid) };
-            assert_eq!(unsafe { libc::sched_getparam(pid, &mut param) }, 0);
+            let pid = napi.pid.expect("a threaded NAPI has a kthread");
             let want = if iface.role == Role::Sink {
                 (libc::SCHED_FIFO, polld_testbed::placement::SINK_RX_PRIORITY)
             } else {
                 (libc::SCHED_OTHER, 0)
             };
-            assert_eq!((policy, param.sched_priority), want, "{}", iface.name);
+            assert_eq!(policy_of(pid), want, "{}", iface.name);
         }
     }
 }
@@ -641,5 +637,86 @@ fn the_napi_threads_of_fwd_are_timed_through_their_napi_ids() {
     assert_eq!(
         polld_testbed::demo::kernel_rx_ns(&fwd, &["nosuch0".to_string()]),
         0
+    );
+}
+
+/// The scheduling policy and priority of thread `pid`.
+fn policy_of(pid: u32) -> (i32, i32) {
+    let pid = pid as libc::pid_t;
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain queries of an existing thread into a valid sched_param.
+    unsafe {
+        assert_eq!(libc::sched_getparam(pid, &mut param), 0);
+        (libc::sched_getscheduler(pid), param.sched_priority)
+    }
+}
+
+#[test]
+fn realtime_rx_raises_the_receive_kthreads_of_the_roles_asked_for_until_dropped() {
+    use polld_testbed::napi::napi_of;
+    use polld_testbed::placement::{RealtimeRx, RX_FIFO_PRIORITY};
+    if !root() || !two_cpus() {
+        return;
+    }
+    // The sink's kthread starts above polld, so giving back means its old priority.
+    let testbed = up(
+        "rtrx",
+        UpOptions {
+            sink_rx_realtime: true,
+            ..UpOptions::default()
+        },
+    );
+    let layout = testbed.layout();
+    let pids = |role: Role| -> Vec<u32> {
+        layout
+            .ifaces()
+            .into_iter()
+            .filter(|i| i.role == role)
+            .flat_map(|i| napi_of(&i.ns, &i.name).unwrap())
+            .filter_map(|n| n.pid)
+            .collect()
+    };
+    let (fwd, sink, gen) = (pids(Role::Fwd), pids(Role::Sink), pids(Role::Gen));
+    assert!(!fwd.is_empty() && !sink.is_empty() && !gen.is_empty());
+    let raised = RealtimeRx::raise(layout, &[Role::Fwd, Role::Sink]).unwrap();
+    for &pid in fwd.iter().chain(&sink) {
+        assert_eq!(
+            policy_of(pid),
+            (libc::SCHED_FIFO, RX_FIFO_PRIORITY),
+            "{pid}"
+        );
+    }
+    for &pid in &gen {
+        assert_eq!(
+            policy_of(pid),
+            (libc::SCHED_OTHER, 0),
+            "gen's {pid} untouched"
+        );
+    }
+    drop(raised);
+    for &pid in &fwd {
+        assert_eq!(policy_of(pid), (libc::SCHED_OTHER, 0), "{pid} given back");
+    }
+    for &pid in &sink {
+        let before = (libc::SCHED_FIFO, polld_testbed::placement::SINK_RX_PRIORITY);
+        assert_eq!(policy_of(pid), before, "{pid} given back");
+    }
+}
+
+#[test]
+fn realtime_rx_names_an_interface_without_a_napi_kthread() {
+    use polld_testbed::placement::RealtimeRx;
+    if !root() {
+        return;
+    }
+    let options = UpOptions {
+        placement: Placement::Rps,
+        ..UpOptions::default()
+    };
+    let testbed = up("rtrps", options);
+    let e = RealtimeRx::raise(testbed.layout(), &[Role::Fwd]).unwrap_err();
+    assert!(
+        e.to_string().contains("veth1") && e.to_string().contains("napi-threaded"),
+        "{e}"
     );
 }

@@ -1,6 +1,9 @@
 //! What the testbed benches share: the root check, a testbed of their own, their
 //! options, and a measured trial or a clear exit.
 
+// Each bench binary uses its own part of this module.
+#![allow(dead_code)]
+
 use std::path::Path;
 
 use polld_testbed::demo::{measure, DemoRow, Trial};
