@@ -163,6 +163,10 @@ pub struct AfXdpStats {
     pub tx_too_long: u64,
     /// `sendto` kicks issued because the tx ring asked for a wakeup.
     pub tx_kicks: u64,
+    /// Frames the device dropped after a kick took them off the tx ring: the kick answered
+    /// EBUSY (`NET_XMIT_DROP` in `__xsk_generic_xmit`, net/xdp/xsk.c; on veth, whose
+    /// qdisc is `noqueue`, the peer's ring was full). Their UMEM frames complete as usual.
+    pub tx_dropped: u64,
     /// `poll` calls issued because the fill ring asked for a wakeup.
     pub fill_wakeups: u64,
     /// Rx descriptors pointing outside the UMEM (a kernel bug if ever non-zero), dropped.
@@ -861,7 +865,9 @@ impl AfXdp {
     }
 
     /// Asks the kernel to transmit what the tx ring holds. In copy mode one `sendto` sends
-    /// at most [`KICK_BUDGET`] frames and answers EAGAIN while more are left.
+    /// at most [`KICK_BUDGET`] frames and answers EAGAIN while more are left, and EBUSY
+    /// when the device dropped the last frame it took: the device is full, and kicking on
+    /// would drop one frame per call until its consumer runs, so the kicks stop there.
     fn kick_tx(&mut self) {
         while self.tx.needs_wakeup() && self.tx.pending() > 0 {
             let before = self.tx.pending();
@@ -877,11 +883,12 @@ impl AfXdp {
                     0,
                 )
             };
-            let retry = rc >= 0
-                || matches!(
-                    io::Error::last_os_error().raw_os_error(),
-                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS)
-                );
+            let errno = (rc < 0).then(|| io::Error::last_os_error().raw_os_error());
+            if errno == Some(Some(libc::EBUSY)) {
+                self.stats.tx_dropped += 1;
+                break;
+            }
+            let retry = matches!(errno, None | Some(Some(libc::EAGAIN | libc::ENOBUFS)));
             // Stop when the kernel makes no progress: the next flush tries again.
             if !retry || self.tx.pending() >= before {
                 break;
@@ -1063,6 +1070,8 @@ impl Device for AfXdp {
         // too small for the frame), or a full rx ring.
         let mut tx_drops = TxDrops::default();
         tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
+        // Taken by a kick, then dropped by the device (its queue was full).
+        tx_drops.add(TxDrop::NoBufs, stats.tx_dropped);
         // Descriptors the kernel found invalid were not sent.
         tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
         HwStats {
