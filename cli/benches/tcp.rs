@@ -5,7 +5,12 @@
 //! FreeBSD's hz 1000, and prints polling's rate as a ratio of interrupt mode's (the goal is
 //! at least 0.9x). The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
 //!
-//! `cargo bench -p polld --bench tcp [-- --duration 5]`
+//! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
+//! ([`UpOptions::sink_rx_realtime`]), as a NIC's wire drains whatever the CPU does;
+//! `--sink-rx other` leaves it at `SCHED_OTHER`, where it runs only while polld sleeps
+//! (the README's "TCP through polld" has both).
+//!
+//! `cargo bench -p polld --bench tcp [-- --duration 5] [--sink-rx realtime|other]`
 
 mod common;
 
@@ -26,7 +31,18 @@ fn main() {
     }
     let duration: f64 = arg("--duration").unwrap_or(5.0);
     let polld = std::path::Path::new(env!("CARGO_BIN_EXE_polld"));
-    let options = UpOptions::default();
+    let sink_rx_realtime = match arg::<String>("--sink-rx").as_deref() {
+        None | Some("realtime") => true,
+        Some("other") => false,
+        Some(other) => {
+            eprintln!("tcp bench: --sink-rx {other:?}: use `realtime` (the default) or `other`");
+            std::process::exit(2);
+        }
+    };
+    let options = UpOptions {
+        sink_rx_realtime,
+        ..UpOptions::default()
+    };
     let tb = testbed("tcp", Devices::Veth, &options);
     let congestion = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map(|c| c.trim().to_string())
@@ -66,8 +82,14 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
     println!(
-        "\none iperf3 TCP stream gen -> fwd -> sink, {duration} s per row, congestion control {congestion}; client on CPU{}, server and forwarder on CPU{}",
-        options.cpus.gen, options.cpus.fwd
+        "\none iperf3 TCP stream gen -> fwd -> sink, {duration} s per row, congestion control {congestion}; client on CPU{}, server and forwarder on CPU{}; the sink's NAPI thread {}",
+        options.cpus.gen,
+        options.cpus.fwd,
+        if sink_rx_realtime {
+            "SCHED_FIFO above polld"
+        } else {
+            "SCHED_OTHER"
+        }
     );
     println!(
         "{:<30} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
