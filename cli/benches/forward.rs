@@ -12,13 +12,13 @@
 //! has the delivered rate (the output's receive counter), the CPU of every thread that
 //! worked (polld's, and the kernel's receive threads for fwd's interfaces), the CPU per
 //! forwarded packet, and whether conservation held in polld's final report. polld polls
-//! with the README's recommended knobs and runs realtime. On veth the sink's receive
-//! thread runs realtime above polld for every row, the kernel's included
-//! (`UpOptions::sink_rx_realtime`): the output then drains as polld sends, as a NIC's
-//! transmit does, instead of only while the realtime forwarder sleeps.
+//! with the README's recommended knobs and runs realtime. With `--sink-rx-realtime` the
+//! sink's receive thread runs realtime above polld on veth, for every row, the kernel's
+//! included (`UpOptions::sink_rx_realtime`): the output then drains as the forwarder
+//! sends, as a NIC's transmit does, instead of only while a realtime forwarder sleeps.
 //!
-//! `cargo bench -p polld --bench forward [-- --duration 3] [--json]` (`--json`: the rows as
-//! a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
+//! `cargo bench -p polld --bench forward [-- --duration 3] [--json] [--sink-rx-realtime]`
+//! (`--json`: the rows as a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
 //! forwarders whose label contains one of the words, and the kernel (the half-load
 //! reference).
 
@@ -139,7 +139,7 @@ fn main() {
         polld: Path::new(env!("CARGO_BIN_EXE_polld")),
         dir,
         options: UpOptions {
-            sink_rx_realtime: true,
+            sink_rx_realtime: std::env::args().any(|a| a == "--sink-rx-realtime"),
             ..UpOptions::default()
         },
         duration,

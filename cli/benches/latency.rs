@@ -116,13 +116,18 @@ fn main() {
         let tuned = tune(untuned);
         let ran_untuned = tuned.is_none();
         announce("latency", &trial);
-        // Exit runs no destructors: a failed row gives the CPU and the kthreads back first.
-        let row = measure(&tb, &options, polld, &dir, &trial).unwrap_or_else(|e| {
-            drop(tuned);
-            eprintln!("latency bench: {label}: {e}");
-            std::process::exit(1);
-        });
-        rows.push((row, hz, ran_untuned));
+        match measure(&tb, &options, polld, &dir, &trial) {
+            Ok(row) => rows.push((row, hz, ran_untuned)),
+            Err(e) => {
+                // Exit runs no destructors: give back the CPU, the kthreads and the
+                // namespaces first.
+                drop(tuned);
+                let _ = std::fs::remove_dir_all(&dir);
+                drop(tb);
+                eprintln!("latency bench: {label}: {e}");
+                std::process::exit(1);
+            }
+        }
     }
     let testpmd = testpmd_program
         .as_ref()

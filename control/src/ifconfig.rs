@@ -55,6 +55,8 @@ const COUNTER_LINES: [&[&str]; 3] = [
         "polls",
         "empty_polls",
         "tasks",
+        "tx_waits",
+        "tx_ready_interrupts",
         "auto_switches",
         "auto_polling",
     ],

@@ -174,6 +174,22 @@ pub trait Device {
         None
     }
 
+    /// The file descriptor whose writability (POLLOUT) is this device's *transmit-ready
+    /// line*, FreeBSD's transmit-complete interrupt: the kernel raises it when frames the
+    /// device sent have left and it can take more. Never the [`Device::interrupt_fd`]
+    /// itself (a duplicate of it where one socket does both): the executor waits for it
+    /// edge-triggered, and only while interrupt work waits for this output.
+    fn tx_ready_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    /// Whether the device raises a transmit-ready line. Only then does interrupt work stop
+    /// on this output when it is full, and wait for the line, instead of receiving frames
+    /// the output would refuse. By default: whether it has a [`Device::tx_ready_fd`].
+    fn signals_tx_ready(&self) -> bool {
+        self.tx_ready_fd().is_some()
+    }
+
     /// Drops the device counted itself.
     fn hw_stats(&mut self) -> HwStats {
         HwStats::default()
@@ -257,6 +273,12 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn interrupt_fd(&self) -> Option<RawFd> {
         (**self).interrupt_fd()
+    }
+    fn tx_ready_fd(&self) -> Option<RawFd> {
+        (**self).tx_ready_fd()
+    }
+    fn signals_tx_ready(&self) -> bool {
+        (**self).signals_tx_ready()
     }
     fn hw_stats(&mut self) -> HwStats {
         (**self).hw_stats()

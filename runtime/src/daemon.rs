@@ -532,7 +532,8 @@ pub(crate) fn open_dataplane(
                 format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
             ))
         };
-        let member = umem.as_ref().filter(|_| d.backend == Backend::AfXdp);
+        // Only the interfaces the UMEM was sized for bind to it; the rest copy into their own.
+        let member = umem.as_ref().filter(|_| umem_names.contains(&d.name));
         let (dev, rx_owner) = match groups.of(d) {
             Some((group, k)) => group.take(k).map_err(|e| fail("name", e))?,
             None => {
@@ -758,9 +759,12 @@ mod tests {
         );
         // A fault injector wraps veth1, which then copies: the other two still share.
         let one_faulty = three_af_xdp("[interfaces.fault]\nseed = 1\n");
+        let sharers = members(&one_faulty, None).unwrap();
+        assert_eq!(sharers, vec!["veth2".to_string(), "veth3".to_string()]);
+        assert_eq!(umem_line(&one_faulty.devices[0], &sharers).unwrap(), "own");
         assert_eq!(
-            members(&one_faulty, None),
-            Some(vec!["veth2".into(), "veth3".into()])
+            umem_line(&one_faulty.devices[1], &sharers).unwrap(),
+            "shared with veth3"
         );
         // --pcap wraps every interface: nothing lends, and no UMEM is shared.
         assert_eq!(members(&plain, Some("/tmp/cap")), None);
@@ -768,6 +772,5 @@ mod tests {
         let mut two_faulty = one_faulty.clone();
         two_faulty.devices[1].fault = two_faulty.devices[0].fault;
         assert_eq!(members(&two_faulty, None), None);
-        assert_eq!(umem_line(&two_faulty.devices[2], &[]).unwrap(), "own");
     }
 }

@@ -6,6 +6,10 @@
 //!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
+//! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
+//!   edge-triggered, only while interrupt work waits for that output (it stopped because the
+//!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
+//!   transmit that never completed;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
@@ -65,6 +69,8 @@ const TOKEN_SIGNAL: u64 = 2;
 const TOKEN_CONTROL: u64 = 3;
 const TOKEN_IDLE: u64 = 4;
 const TOKEN_IF: u64 = 16;
+/// Transmit-ready lines: above every interrupt's token.
+const TOKEN_TX: u64 = 1 << 32;
 
 /// What `polld ifconfig` shows besides the counters: per interface, set at start.
 #[derive(Clone, Debug, Default)]
@@ -114,8 +120,8 @@ pub struct Executor {
     status: Timer,
     signals: Signals,
     inbox: Option<Inbox>,
-    /// The fd each interface has in the epoll set, if any.
-    watched: Vec<Option<RawFd>>,
+    /// The fds each interface has in the epoll set, by [`Line`].
+    watched: Vec<[Option<RawFd>; 2]>,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -155,7 +161,7 @@ impl Executor {
             status,
             signals,
             inbox,
-            watched: vec![None; n],
+            watched: vec![[None; 2]; n],
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -175,7 +181,7 @@ impl Executor {
         let mut ready = Vec::new();
         loop {
             self.sync_tick()?;
-            self.sync_interrupts();
+            self.sync_lines();
             if self.dp.poller().idle_poll_active() {
                 self.idle.ask();
             }
@@ -209,6 +215,7 @@ impl Executor {
                             self.dp.raise_idle();
                         }
                     }
+                    t if t >= TOKEN_TX => self.dp.tx_ready_line((t - TOKEN_TX) as usize, true),
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
@@ -297,28 +304,25 @@ impl Executor {
         Ok(())
     }
 
-    /// Waits on exactly the interrupts the dataplane has armed.
-    fn sync_interrupts(&mut self) {
+    /// Waits on exactly the interrupts the dataplane has armed, and on the transmit-ready
+    /// lines interrupt work waits for.
+    fn sync_lines(&mut self) {
         for i in 0..self.watched.len() {
-            let armed = self.dp.interrupt_armed(i) || self.dp.wakeup_armed(i);
-            let want = if armed && self.dp.link(i) == LinkState::Up {
-                self.dp.interfaces()[i].dev().interrupt_fd()
-            } else {
-                None
-            };
-            if want == self.watched[i] {
-                continue;
-            }
-            if let Some(fd) = self.watched[i].take() {
-                self.epoll.remove(fd);
-            }
-            if let Some(fd) = want {
-                match self.epoll.add(fd, TOKEN_IF + i as u64) {
-                    Ok(()) => self.watched[i] = Some(fd),
-                    Err(e) => eprintln!(
-                        "polld: {}: cannot wait for its interrupt ({e}); it is served by status checks only",
-                        self.dp.interfaces()[i].dev().name()
-                    ),
+            for line in [Line::Interrupt, Line::TxReady] {
+                let want = line.wanted(&self.dp, i);
+                let added = rewatch(
+                    &self.epoll,
+                    &mut self.watched[i][line as usize],
+                    want,
+                    |epoll, fd| line.add(epoll, fd, i),
+                );
+                if let Err(e) = added {
+                    eprintln!(
+                        "polld: {}: cannot wait for its {} ({e}); {}",
+                        self.dp.interfaces()[i].dev().name(),
+                        line.name(),
+                        line.fallback()
+                    );
                 }
             }
         }
@@ -330,11 +334,16 @@ impl Executor {
         for i in 0..self.dp.interfaces().len() {
             if !self.dp.poller().is_registered(i) || self.dp.poller().state().quiet {
                 self.dp.check_status(i);
-                // A check may have swapped in a reopened device, whose fd may reuse the old
-                // number, which a comparison cannot tell: wait on it afresh.
-                if let Some(fd) = self.watched[i].take() {
+                // A check may have swapped in a reopened device, whose fds may reuse the old
+                // numbers, which a comparison cannot tell: wait on them afresh.
+                for fd in self.watched[i].iter_mut().filter_map(Option::take) {
                     self.epoll.remove(fd);
                 }
+            }
+            // The watchdog: a transmit-ready wakeup that never came does not stall the
+            // interrupt work waiting for it longer than a status period.
+            if self.dp.tx_ready_armed(i) {
+                self.dp.tx_ready_line(i, true);
             }
         }
         self.dp.sync_hw_drops();
@@ -391,6 +400,74 @@ impl Executor {
         self.dp.run_accounted(now_ns());
         self.dp.sync_hw_drops();
     }
+}
+
+/// What the executor waits on for an interface, each through an fd of its device.
+#[derive(Clone, Copy)]
+enum Line {
+    /// Its interrupt: the fd readable, level-triggered.
+    Interrupt = 0,
+    /// Its transmit-ready line: the fd woken writable, edge-triggered.
+    TxReady = 1,
+}
+
+impl Line {
+    /// The fd to wait on for interface `i` now, if any: while the line is armed and the
+    /// link is up.
+    fn wanted(self, dp: &RealDataplane, i: usize) -> Option<RawFd> {
+        let dev = dp.interfaces()[i].dev();
+        let (armed, fd) = match self {
+            Line::Interrupt => (
+                dp.interrupt_armed(i) || dp.wakeup_armed(i),
+                dev.interrupt_fd(),
+            ),
+            Line::TxReady => (dp.tx_ready_armed(i), dev.tx_ready_fd()),
+        };
+        fd.filter(|_| armed && dp.link(i) == LinkState::Up)
+    }
+
+    fn add(self, epoll: &Epoll, fd: RawFd, i: usize) -> io::Result<()> {
+        match self {
+            Line::Interrupt => epoll.add(fd, TOKEN_IF + i as u64),
+            Line::TxReady => epoll.add_writable_edge(fd, TOKEN_TX + i as u64),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Line::Interrupt => "interrupt",
+            Line::TxReady => "transmit-ready line",
+        }
+    }
+
+    /// What serves the interface when its line cannot be waited on.
+    fn fallback(self) -> &'static str {
+        match self {
+            Line::Interrupt => "it is served by status checks only",
+            Line::TxReady => "what waits for it resumes at status checks",
+        }
+    }
+}
+
+/// Makes `watched` (an fd in the epoll set, or none) what `want` says: the old fd leaves
+/// the set, the new one joins it through `add` (and is not watched if that fails).
+fn rewatch(
+    epoll: &Epoll,
+    watched: &mut Option<RawFd>,
+    want: Option<RawFd>,
+    add: impl FnOnce(&Epoll, RawFd) -> io::Result<()>,
+) -> io::Result<()> {
+    if want == *watched {
+        return Ok(());
+    }
+    if let Some(fd) = watched.take() {
+        epoll.remove(fd);
+    }
+    if let Some(fd) = want {
+        add(epoll, fd)?;
+        *watched = Some(fd);
+    }
+    Ok(())
 }
 
 /// Answers one control request against the dataplane.

@@ -197,6 +197,12 @@ impl Device for Reopening {
     fn interrupt_fd(&self) -> Option<std::os::fd::RawFd> {
         self.current.interrupt_fd()
     }
+    fn tx_ready_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.current.tx_ready_fd()
+    }
+    fn signals_tx_ready(&self) -> bool {
+        self.current.signals_tx_ready()
+    }
     fn hw_stats(&mut self) -> HwStats {
         sum(self.carried, self.current.hw_stats())
     }

@@ -55,6 +55,13 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
     }
 
+    /// Waits for `fd` to be woken writable (edge-triggered: reported once when added if it
+    /// is writable then, and after that once per wakeup that finds it writable).
+    pub fn add_writable_edge(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let events = (libc::EPOLLOUT | libc::EPOLLET) as u32;
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    }
+
     /// Stops waiting for `fd`. An fd already closed has left the set by itself.
     pub fn remove(&self, fd: RawFd) {
         let _ = self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);

@@ -81,8 +81,16 @@ impl TxBackend {
             Error(format!("cannot open {} on `{interface}`: {e}", self.name()))
         };
         Ok(match self {
+            // A generator wants the most frames in flight: the kernel's default buffer.
             TxBackend::AfPacket => Box::new(
-                AfPacket::open(interface, AfPacketConfig::default()).map_err(|e| failed(&e))?,
+                AfPacket::open(
+                    interface,
+                    AfPacketConfig {
+                        tx_send_buffer: None,
+                        ..AfPacketConfig::default()
+                    },
+                )
+                .map_err(|e| failed(&e))?,
             ),
             TxBackend::AfXdp => Box::new(
                 AfXdp::open(interface, 0, &AfXdpConfig::default()).map_err(|e| failed(&e))?,

@@ -127,8 +127,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let iface = &mut self.devs.ifs[i];
         iface.auto_polling = poll;
         iface.empty_streak = 0;
-        // A handler cut short leaves its frames in the ring for the poller.
+        // A handler cut short, or waiting for an output, leaves its frames in the ring for
+        // the new mode.
         iface.in_handler = false;
+        iface.tx_wait = None;
         iface.counters.auto_switches += 1;
         iface.dev.set_interrupt(!poll);
     }

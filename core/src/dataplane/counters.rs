@@ -17,6 +17,14 @@ sysctl_struct! {
         empty_polls: u64 = 0, EMPTY_POLLS: Counter "Poll calls that found nothing";
         /// Adaptive-mode task runs.
         tasks: u64 = 0, TASKS: Counter "Adaptive task runs";
+        /// Times interrupt work on this interface stopped because an output was full, to
+        /// wait for that output's transmit-ready line (the frames stay in the ring).
+        tx_waits: u64 = 0, TX_WAITS: Counter
+            "Times interrupt work stopped on a full output to wait for it";
+        /// Transmit-ready interrupts taken: this output's line rose while interrupt work
+        /// waited for it.
+        tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
+            "Transmit-ready interrupts taken as an output";
         /// Auto mode: switches between interrupts and polling, either way.
         auto_switches: u64 = 0, AUTO_SWITCHES: Counter
             "Auto mode: switches between interrupts and polling";
@@ -57,6 +65,8 @@ impl IfCounters {
             polls,
             empty_polls,
             tasks,
+            tx_waits,
+            tx_ready_interrupts,
             auto_switches,
             rx_packets,
             tx_packets,
@@ -74,6 +84,8 @@ impl IfCounters {
         self.polls += polls;
         self.empty_polls += empty_polls;
         self.tasks += tasks;
+        self.tx_waits += tx_waits;
+        self.tx_ready_interrupts += tx_ready_interrupts;
         self.auto_switches += auto_switches;
         self.rx_packets += rx_packets;
         self.tx_packets += tx_packets;

@@ -3,7 +3,8 @@
 //! An executor (the real poll thread of `polld-runtime`, the virtual CPU of `polld-sim`)
 //! keeps only the clock, the waiting (epoll, virtual time) and the cost accounting. It
 //! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), interrupt
-//! lines ([`Dataplane::interrupt_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
+//! lines ([`Dataplane::interrupt_line`]), transmit-ready lines
+//! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
 //! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::run`], passing the
 //! time. The order of priorities, highest first, follows a uniprocessor FreeBSD box
 //! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
@@ -13,7 +14,9 @@
 //! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling;
 //! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
 //!    at interrupt priority, one batch at a time so a tick can still preempt it);
-//! 4. [`Due::Interrupt`]: a raised interrupt line, the lowest-numbered interface first
+//! 4. [`Due::TxReady`]: an output's transmit-ready line (its transmit-complete interrupt),
+//!    raised while interrupt work waits for that output ([`super::tx_ready`]); then
+//!    [`Due::Interrupt`]: a raised interrupt line, the lowest-numbered interface first
 //!    (the fixed priorities of an 8259 PIC);
 //! 5. [`Due::Task`]: an adaptive-mode task (a fast taskqueue at network priority);
 //! 6. the netisr: [`Due::PollChunk`] when a chunk is armed, then [`Due::InputQueue`] one frame
@@ -40,6 +43,8 @@ pub enum Due {
     QuietWakeup(usize),
     /// One more batch of interface `i`'s running interrupt handler.
     Handler(usize),
+    /// Output `o`'s transmit-ready line is raised and interrupt work waits for it.
+    TxReady(usize),
     /// Interface `i`'s interrupt line is raised and armed.
     Interrupt(usize),
     /// Interface `i`'s adaptive task is queued.
@@ -70,6 +75,8 @@ pub(super) struct Pending {
     ticks: u32,
     /// Per interface: its interrupt line is raised.
     lines: Vec<bool>,
+    /// Per interface: its transmit-ready line is raised.
+    tx_lines: Vec<bool>,
     /// The CPU was found idle (an idle-poll pass may run).
     idle: bool,
     /// The busy interface to look at first, for round robin.
@@ -80,6 +87,7 @@ impl Pending {
     pub(super) fn new(interfaces: usize) -> Pending {
         Pending {
             lines: vec![false; interfaces],
+            tx_lines: vec![false; interfaces],
             ..Pending::default()
         }
     }
@@ -104,6 +112,13 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.lines[i] = raised;
     }
 
+    /// Output `o`'s transmit-ready line: raised (`true`: its [`Device::tx_ready_fd`] became
+    /// writable, a simulated NIC's transmit ring drained to half) or not. Acted on only
+    /// while interrupt work waits for `o` ([`Dataplane::tx_ready_armed`]).
+    pub fn tx_ready_line(&mut self, o: usize, raised: bool) {
+        self.pending.tx_lines[o] = raised;
+    }
+
     /// The CPU is idle (the idle thread ran, or the user task had nothing to do): the next
     /// idle-poll pass may run.
     pub fn raise_idle(&mut self) {
@@ -124,6 +139,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
         if let Some(i) = self.devs.ifs.iter().position(|f| f.in_handler) {
             return Some(Due::Handler(i));
+        }
+        let tx_raised = |o: &usize| p.tx_lines[*o];
+        if let Some(o) = (0..n).filter(tx_raised).find(|&o| self.tx_ready_armed(o)) {
+            return Some(Due::TxReady(o));
         }
         if let Some(i) = (0..n).filter(raised).find(|&i| self.interrupt_armed(i)) {
             return Some(Due::Interrupt(i));
@@ -174,6 +193,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 }
             }
             Due::Handler(i) => self.continue_handler(i),
+            Due::TxReady(o) => {
+                self.pending.tx_lines[o] = false;
+                self.tx_ready(o);
+            }
             Due::Interrupt(i) => {
                 self.pending.lines[i] = false;
                 self.interrupt(i);

@@ -6,7 +6,9 @@
 //!   completion. With `net.inet.ip.fastforwarding=1` frames are processed inside the
 //!   handler; with `0` they go to the bounded IP input queue
 //!   (`net.inet.ip.intr_queue_maxlen`), drained at lower priority: the configuration that
-//!   livelocks under a flood.
+//!   livelocks under a flood. A handler that forwards stops when an output is full and
+//!   waits for that output's transmit-ready line, its frames left in the ring ([`tx_ready`]);
+//!   so does the adaptive task.
 //! - `polling`: registered with the [`Poller`]; interrupts masked.
 //! - `adaptive`: the em(4) 2006/2010 design: the interrupt masks the device and queues a
 //!   task that handles at most `dev.<if>.rx_process_limit` frames and requeues itself while
@@ -32,7 +34,8 @@
 //!
 //! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`],
 //! [`auto`] (when an `auto` interface switches) (the per-interface state machine),
-//! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`counters`] and
+//! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
+//! work waiting for a full output's transmit-ready line), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
 mod auto;
@@ -42,6 +45,7 @@ mod input_queue;
 mod modes;
 mod sysctl;
 mod transmit;
+mod tx_ready;
 
 pub use counters::IfCounters;
 pub use decision::Due;
@@ -85,6 +89,9 @@ pub struct Interface<D> {
     empty_streak: u32,
     /// Auto mode on interrupts: it took interrupts in the current window.
     auto_interrupted: bool,
+    /// Interrupt work (a handler, an adaptive task) stopped because this output was full,
+    /// and waits for its transmit-ready line; the interrupt is masked meanwhile.
+    tx_wait: Option<usize>,
 }
 
 impl<D: Device> Interface<D> {
@@ -112,6 +119,10 @@ impl<D: Device> Interface<D> {
     /// while it polls.
     pub fn polls(&self) -> bool {
         self.mode == Mode::Polling || (self.mode == Mode::Auto && self.auto_polling)
+    }
+    /// The output whose transmit-ready line this interface's interrupt work waits for.
+    pub fn tx_wait(&self) -> Option<usize> {
+        self.tx_wait
     }
 }
 
@@ -215,6 +226,11 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             return;
         }
         self.links[i] = state;
+        if state != LinkState::Up {
+            // Its transmit-ready line will not come: what waited for it goes on (and counts
+            // its frames to this output as `link_down`).
+            self.release_tx_waiters(i);
+        }
         let ifname = self.ifs[i].dev.name().to_string();
         if state == LinkState::Gone {
             self.gone.push(i);
@@ -308,6 +324,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     auto_polling: false,
                     empty_streak: 0,
                     auto_interrupted: false,
+                    tx_wait: None,
                 }
             })
             .collect();

@@ -10,7 +10,7 @@ use crate::knobs::{in_range, parse_int, KnobError};
 use crate::poll::RegError;
 use crate::stage::PacketStage;
 
-use super::{Dataplane, BATCH};
+use super::{Dataplane, Interface, BATCH};
 
 /// How an interface is serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -110,6 +110,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface.auto_polling = false;
         iface.task_queued = false;
         iface.in_handler = false;
+        iface.tx_wait = None;
         let armed = self.interrupt_armed(i);
         self.devs.ifs[i].dev.set_interrupt(armed);
         Ok(())
@@ -150,13 +151,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Whether interface `i`'s interrupt is armed: the executor waits on it only then.
     pub fn interrupt_armed(&self, i: usize) -> bool {
-        let iface = &self.devs.ifs[i];
-        match iface.mode {
-            Mode::Interrupt => true,
-            Mode::Adaptive => !iface.task_queued,
-            Mode::Auto => !iface.auto_polling,
-            Mode::Polling | Mode::Busy => false,
-        }
+        self.devs.ifs[i].interrupt_armed()
     }
 
     /// Whether interface `i` polls but polling is quiet (every ring was empty for
@@ -192,11 +187,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
-    /// One more batch of a running interrupt handler; it returns when the ring is empty.
+    /// One more batch of a running interrupt handler; it returns when the ring is empty,
+    /// or stops when an output is full ([`super::tx_ready`]).
     pub(super) fn continue_handler(&mut self, i: usize) {
         let d = &mut self.devs;
         if d.ifs[i].in_handler && d.links[i] == LinkState::Up {
-            d.receive(i, BATCH);
+            if let Some(budget) = d.interrupt_budget(i, BATCH) {
+                d.receive(i, budget);
+            }
         }
         let iface = &mut d.ifs[i];
         if d.links[i] != LinkState::Up || !iface.dev.rx_ready() {
@@ -206,7 +204,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Runs interface `i`'s adaptive task once: at most `rx_process_limit` frames, in
     /// one receive call so the ring's consumer index is published once. Requeues itself
-    /// while frames remain; re-arms the interrupt only when the ring is drained.
+    /// while frames remain; re-arms the interrupt only when the ring is drained. A full
+    /// output stops it until that output's transmit-ready line ([`super::tx_ready`]).
     pub(super) fn run_task(&mut self, i: usize) {
         let d = &mut self.devs;
         if !d.ifs[i].task_queued {
@@ -220,10 +219,13 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             limit as usize
         };
         if d.links[i] == LinkState::Up {
-            d.receive(i, budget);
+            if let Some(budget) = d.interrupt_budget(i, budget) {
+                d.receive(i, budget);
+            }
         }
         let iface = &mut d.ifs[i];
-        if !iface.dev.rx_ready() || d.links[i] != LinkState::Up {
+        let waits = iface.tx_wait.is_some();
+        if !waits && (!iface.dev.rx_ready() || d.links[i] != LinkState::Up) {
             iface.task_queued = false;
             iface.dev.set_interrupt(true);
         }
@@ -240,7 +242,24 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let iface = &mut self.devs.ifs[i];
         iface.task_queued = false;
         iface.in_handler = false;
+        iface.tx_wait = None;
         let armed = self.interrupt_armed(i);
         self.devs.ifs[i].dev.set_interrupt(armed);
+    }
+}
+
+impl<D> Interface<D> {
+    /// Whether the interrupt is armed: by mode, and never while the interrupt work waits
+    /// for an output's transmit-ready line.
+    pub(super) fn interrupt_armed(&self) -> bool {
+        if self.tx_wait.is_some() {
+            return false;
+        }
+        match self.mode {
+            Mode::Interrupt => true,
+            Mode::Adaptive => !self.task_queued,
+            Mode::Auto => !self.auto_polling,
+            Mode::Polling | Mode::Busy => false,
+        }
     }
 }

@@ -118,13 +118,27 @@ impl Emit for TxStaging {
 impl<D: Device, S: PacketStage> Devices<D, S> {
     /// The least transmit room among the interfaces other than `i` whose link is up.
     pub(super) fn tx_room_besides(&mut self, i: usize) -> usize {
-        let mut room = usize::MAX;
+        self.fullest_output_besides(i, |_| true)
+            .map_or(usize::MAX, |(_, room)| room)
+    }
+
+    /// Among the interfaces other than `i` whose link is up and whose device `counts`,
+    /// the one with the least transmit room, and that room.
+    pub(super) fn fullest_output_besides(
+        &mut self,
+        i: usize,
+        counts: impl Fn(&D) -> bool,
+    ) -> Option<(usize, usize)> {
+        let mut fullest: Option<(usize, usize)> = None;
         for (j, iface) in self.ifs.iter_mut().enumerate() {
-            if j != i && self.links[j] == LinkState::Up {
-                room = room.min(iface.dev.tx_room());
+            if j != i && self.links[j] == LinkState::Up && counts(&iface.dev) {
+                let room = iface.dev.tx_room();
+                if fullest.is_none_or(|(_, least)| room < least) {
+                    fullest = Some((j, room));
+                }
             }
         }
-        room
+        fullest
     }
 
     /// Sends the staged frames. An output is flushed once a kick's worth of frames

@@ -21,6 +21,18 @@
 //! retires a block (full, or after the retire timeout). Masking it is the dataplane's job
 //! (it stops waiting on the fd); the kernel side needs nothing.
 //!
+//! The transmit-ready line is the transmit socket's writability. Each frame `sendmmsg`
+//! hands the kernel holds its skb's truesize against the socket's send buffer until the
+//! driver frees it (on veth: once the peer's NAPI has taken it off its ring and delivered
+//! it); with the buffer full `sendmmsg` answers EAGAIN. The kernel reports POLLOUT once at
+//! most half the buffer is held (`sock_writeable`), and each free wakes the socket
+//! (`sock_wfree` → `sk_write_space`): a transmit-complete interrupt. While the batch is
+//! refused, [`Device::tx_room`] is 0 and interrupt work waits for that line. The send
+//! buffer is the only backpressure the kernel gives an AF_PACKET socket, so its size
+//! ([`AfPacketConfig::tx_send_buffer`]) bounds the frames in flight below the device's
+//! queue: a frame the device's full queue refuses is dropped after the kernel built it
+//! (ENOBUFS, counted as `tx_drops.nobufs`).
+//!
 //! If the interface is deleted, or replaced by a new one of the same name,
 //! [`Device::check_status`] reports [`LinkState::Gone`]; reopening is an explicit action:
 //! [`AfPacket::reopen`], or a new device opened off the poll thread (polld's runtime does
@@ -56,6 +68,13 @@ pub struct AfPacketConfig {
     /// Joins this PACKET_FANOUT group (hash mode), so that several devices opened on the
     /// same interface share its frames, one poller per core.
     pub fanout_group: Option<u16>,
+    /// The transmit socket's send buffer in bytes as the kernel accounts it (`SO_SNDBUF`
+    /// is given half: the kernel doubles it), or `None` for the kernel's default
+    /// (`net.core.wmem_default`, 212992 bytes here). It bounds the frames in flight in
+    /// the kernel (see the module's header). The default, 128 KiB, is what keeps 64-byte
+    /// frames from overflowing veth's 256-slot ring on the testbed (README, "AF_PACKET's
+    /// tx_ring_full in interrupt mode"); a capped `net.core.wmem_max` caps it too.
+    pub tx_send_buffer: Option<usize>,
 }
 
 impl Default for AfPacketConfig {
@@ -68,9 +87,16 @@ impl Default for AfPacketConfig {
             tx_batch: 64,
             tx_frame_size: 2048,
             fanout_group: None,
+            tx_send_buffer: Some(TX_SEND_BUFFER),
         }
     }
 }
+
+/// The default [`AfPacketConfig::tx_send_buffer`].
+pub const TX_SEND_BUFFER: usize = 128 * 1024;
+
+/// The smallest send buffer the kernel keeps (`SOCK_MIN_SNDBUF`, rounded up).
+const MIN_SEND_BUFFER: usize = 4608;
 
 impl AfPacketConfig {
     fn validate(&self, interface: &str) -> Result<(), OpenError> {
@@ -102,6 +128,15 @@ impl AfPacketConfig {
                 "tx_batch {} must be between 1 and 1024 (the sendmmsg limit)",
                 self.tx_batch
             ));
+        }
+        if let Some(bytes) = self.tx_send_buffer {
+            if !(MIN_SEND_BUFFER..=i32::MAX as usize).contains(&bytes) {
+                return invalid(format!(
+                    "tx_send_buffer {bytes} must be between {MIN_SEND_BUFFER} (the kernel's \
+                     least) and {} bytes, or unset for the kernel's default",
+                    i32::MAX
+                ));
+            }
         }
         if !(14..=65535).contains(&self.tx_frame_size) {
             return invalid(format!(
@@ -256,8 +291,26 @@ impl Device for AfPacket {
         self.rx.ready()
     }
 
+    /// Stages `frame`; a full batch is pushed first, so `send` refuses only while the
+    /// kernel holds a full batch back.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+        if self.tx.is_full() {
+            self.flush();
+        }
         self.tx.stage(frame)
+    }
+
+    /// A whole batch, or 0 while the kernel pushes back the frames staged (retried once
+    /// here): what `send` takes before it refuses.
+    fn tx_room(&mut self) -> usize {
+        if self.tx.refused() {
+            self.flush();
+        }
+        if self.tx.refused() {
+            0
+        } else {
+            self.tx.capacity()
+        }
     }
 
     fn flush(&mut self) {
@@ -295,6 +348,11 @@ impl Device for AfPacket {
         Some(self.rx.fd())
     }
 
+    /// The transmit socket: writable once at most half its send buffer is held.
+    fn tx_ready_fd(&self) -> Option<RawFd> {
+        Some(self.tx_socket.as_raw_fd())
+    }
+
     fn hw_stats(&mut self) -> HwStats {
         self.collect_ring_drops();
         HwStats {
@@ -308,7 +366,7 @@ impl Device for AfPacket {
 /// Opens the receive ring and the transmit socket on interface `name`.
 fn open_sockets(name: &IfName, config: &AfPacketConfig) -> Result<(RxRing, OwnedFd), OpenError> {
     let rx = RxRing::open(name, config)?;
-    let tx_socket = open_tx_socket(name, rx.ifindex())?;
+    let tx_socket = open_tx_socket(name, rx.ifindex(), config.tx_send_buffer)?;
     Ok((rx, tx_socket))
 }
 
@@ -343,11 +401,21 @@ pub(crate) fn packet_socket(name: &IfName, protocol: u16) -> Result<OwnedFd, Ope
 
 /// `setsockopt(SOL_PACKET, option, value)`.
 pub(crate) fn set_packet_option<T>(fd: RawFd, option: libc::c_int, value: &T) -> io::Result<()> {
+    set_socket_option(fd, libc::SOL_PACKET, option, value)
+}
+
+/// `setsockopt(level, option, value)`.
+fn set_socket_option<T>(
+    fd: RawFd,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
     // SAFETY: value points to a live T of the given size.
     let rc = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_PACKET,
+            level,
             option,
             (value as *const T).cast(),
             size_of::<T>() as libc::socklen_t,
@@ -416,8 +484,13 @@ pub fn raw_socket(ifname: &str, protocol: u16) -> Result<OwnedFd, OpenError> {
 
 /// The transmit socket: protocol 0 so the kernel never queues received frames on it,
 /// and PACKET_QDISC_BYPASS so frames go straight to the driver (veth has no qdisc work
-/// to do; docs/measuring.md §ref-gen measured bypass at least as fast).
-fn open_tx_socket(name: &IfName, ifindex: u32) -> Result<OwnedFd, OpenError> {
+/// to do; docs/measuring.md §ref-gen measured bypass at least as fast), with a send
+/// buffer of `send_buffer` bytes as the kernel counts them (`None`: its default).
+fn open_tx_socket(
+    name: &IfName,
+    ifindex: u32,
+    send_buffer: Option<usize>,
+) -> Result<OwnedFd, OpenError> {
     let socket = packet_socket(name, 0)?;
     set_packet_option(socket.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1i32).map_err(|e| {
         OpenError::from_os(
@@ -427,6 +500,13 @@ fn open_tx_socket(name: &IfName, ifindex: u32) -> Result<OwnedFd, OpenError> {
             e,
         )
     })?;
+    if let Some(bytes) = send_buffer {
+        // Validated to fit; the kernel doubles what it is given.
+        let half = (bytes / 2) as libc::c_int;
+        set_socket_option(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &half).map_err(
+            |e| OpenError::from_os(name.as_str(), "size the send buffer", "CAP_NET_RAW", e),
+        )?;
+    }
     bind_packet_socket(socket.as_raw_fd(), name, ifindex, 0)?;
     Ok(socket)
 }

@@ -2,8 +2,9 @@
 //! `flush` hands them all to the kernel with `sendmmsg` (one system call per batch).
 //!
 //! Nothing is lost silently. When the socket send buffer is full the kernel answers
-//! EAGAIN: the unsent frames stay staged for the next flush (a *pushback*), and once the
-//! batch is full `send` reports [`TxFull`] so the caller counts its own drop. A frame too
+//! EAGAIN: the unsent frames stay staged for the next flush (a *pushback*), the batch
+//! counts as refused until a flush empties it, and once it is full `send` reports
+//! [`TxFull`] so the caller counts its own drop. A frame too
 //! long for a slot or the MTU (EMSGSIZE), or one the kernel refuses outright (ENOBUFS from
 //! a full driver queue, ENETDOWN), is counted in `drops` by reason and skipped. A refusal in the middle of a batch is not reported
 //! by `sendmmsg` (it returns the frames sent before it), so that frame is retried once
@@ -26,6 +27,9 @@ pub(crate) struct TxBatch {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
     stats: TxStats,
+    /// The last flush was pushed back (EAGAIN) and left frames staged: they wait for the
+    /// kernel to free send buffer space.
+    refused: bool,
 }
 
 // SAFETY: the raw pointers in `iovecs`/`headers` only ever point into our own `slots`
@@ -41,7 +45,18 @@ impl TxBatch {
             iovecs: Vec::with_capacity(capacity),
             headers: Vec::with_capacity(capacity),
             stats: TxStats::default(),
+            refused: false,
         }
+    }
+
+    /// Whether staged frames wait because the kernel pushed them back.
+    pub(crate) fn refused(&self) -> bool {
+        self.refused
+    }
+
+    /// Whether `stage` would refuse the next frame.
+    pub(crate) fn is_full(&self) -> bool {
+        self.staged.len() == self.capacity()
     }
 
     pub(crate) fn capacity(&self) -> usize {
@@ -61,10 +76,10 @@ impl TxBatch {
             self.stats.drops.add(TxDrop::TooLong, 1);
             return Ok(());
         }
-        let slot = self.staged.len();
-        if slot == self.capacity() {
+        if self.is_full() {
             return Err(TxFull);
         }
+        let slot = self.staged.len();
         let start = slot * self.slot_size;
         self.slots[start..start + frame.len()].copy_from_slice(frame);
         self.staged.push(frame.len());
@@ -99,6 +114,7 @@ impl TxBatch {
             }
         }
         self.remove_front(done);
+        self.refused = !self.staged.is_empty();
     }
 
     /// One `sendmmsg` of the staged frames from index `first` on.
@@ -222,8 +238,10 @@ mod tests {
                 ..TxStats::default()
             }
         );
+        assert!(batch.refused());
         assert_eq!(read_all(&peer).len() as u64, filler);
         batch.push(ours.as_raw_fd());
+        assert!(!batch.refused());
         assert_eq!(read_all(&peer), [&b"kept-1"[..], b"kept-2"]);
         assert_eq!(batch.stats().sent, 2);
         assert_eq!(batch.stats().pending, 0);

@@ -16,7 +16,18 @@
 //! only when the tx ring asks for it.
 //!
 //! The device's *interrupt* is the socket's readiness: its fd polls readable when the rx
-//! ring holds frames.
+//! ring holds frames. Its *transmit-ready line* is the same socket's POLLOUT, through a
+//! second descriptor of it ([`Device::tx_ready_fd`]) so that the executor can wait for it
+//! edge-triggered beside the level-triggered interrupt. `xsk_poll` (net/xdp/xsk.c) reports
+//! POLLOUT while at most half the tx ring is unconsumed (`xsk_tx_writeable`), and in copy
+//! mode first drives the transmission itself (`xsk_xmit`, as a `sendto` kick would). In
+//! copy mode nothing but those kicks consumes the tx ring, so the ring's level says
+//! nothing about the device: the event that matters is the wakeup, which comes when an skb
+//! the socket sent is freed (`sock_wfree` → `sk_write_space`, once at most half the send
+//! buffer is held), i.e. when veth's peer has taken frames off its full ring. In zero-copy
+//! mode the driver consumes the ring and wakes the socket as it does (`xsk_tx_release`),
+//! but completes the frames later without a wakeup, so there POLLOUT is no transmit-complete
+//! signal and the device offers no line (interrupt work does not wait for it).
 //!
 //! # A shared UMEM: forwarding without a user-space copy
 //!
@@ -152,6 +163,10 @@ pub struct AfXdpStats {
     pub tx_too_long: u64,
     /// `sendto` kicks issued because the tx ring asked for a wakeup.
     pub tx_kicks: u64,
+    /// Frames the device dropped after a kick took them off the tx ring: the kick answered
+    /// EBUSY (`NET_XMIT_DROP` in `__xsk_generic_xmit`, net/xdp/xsk.c; on veth, whose
+    /// qdisc is `noqueue`, the peer's ring was full). Their UMEM frames complete as usual.
+    pub tx_dropped: u64,
     /// `poll` calls issued because the fill ring asked for a wakeup.
     pub fill_wakeups: u64,
     /// Rx descriptors pointing outside the UMEM (a kernel bug if ever non-zero), dropped.
@@ -375,6 +390,9 @@ pub struct AfXdp {
     stats: AfXdpStats,
     /// A datagram socket for interface-flag ioctls (an XDP socket does not take them).
     ioctl_socket: OwnedFd,
+    /// A second descriptor of the XDP socket, waited on for POLLOUT (the transmit-ready
+    /// line) apart from the socket's own, waited on for POLLIN.
+    tx_ready_fd: OwnedFd,
     /// The longest frame `send` takes: the smaller of a UMEM frame and what the MTU
     /// allows (read at open and at every status check).
     max_frame: usize,
@@ -560,6 +578,16 @@ impl AfXdp {
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: duplicates our own live socket descriptor; the result is checked.
+        let fd = unsafe { libc::fcntl(sock_fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(XdpError::os(
+                on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        let tx_ready_fd = unsafe { OwnedFd::from_raw_fd(fd) };
 
         let busy_poll = match &config.busy_poll {
             Some(wanted) => {
@@ -598,6 +626,7 @@ impl AfXdp {
             stats: AfXdpStats::default(),
             max_frame: 0,
             ioctl_socket,
+            tx_ready_fd,
             busy_poll,
             attachment,
             frames,
@@ -836,7 +865,9 @@ impl AfXdp {
     }
 
     /// Asks the kernel to transmit what the tx ring holds. In copy mode one `sendto` sends
-    /// at most [`KICK_BUDGET`] frames and answers EAGAIN while more are left.
+    /// at most [`KICK_BUDGET`] frames and answers EAGAIN while more are left, and EBUSY
+    /// when the device dropped the last frame it took: the device is full, and kicking on
+    /// would drop one frame per call until its consumer runs, so the kicks stop there.
     fn kick_tx(&mut self) {
         while self.tx.needs_wakeup() && self.tx.pending() > 0 {
             let before = self.tx.pending();
@@ -852,11 +883,12 @@ impl AfXdp {
                     0,
                 )
             };
-            let retry = rc >= 0
-                || matches!(
-                    io::Error::last_os_error().raw_os_error(),
-                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS)
-                );
+            let errno = (rc < 0).then(|| io::Error::last_os_error().raw_os_error());
+            if errno == Some(Some(libc::EBUSY)) {
+                self.stats.tx_dropped += 1;
+                break;
+            }
+            let retry = matches!(errno, None | Some(Some(libc::EAGAIN | libc::ENOBUFS)));
             // Stop when the kernel makes no progress: the next flush tries again.
             if !retry || self.tx.pending() >= before {
                 break;
@@ -1018,6 +1050,11 @@ impl Device for AfXdp {
         Some(self.socket.as_raw_fd())
     }
 
+    /// In copy mode only: see the module's header.
+    fn tx_ready_fd(&self) -> Option<RawFd> {
+        (!self.zero_copy).then(|| self.tx_ready_fd.as_raw_fd())
+    }
+
     fn lending(&mut self) -> Option<&mut dyn Lending> {
         if self.frames.shared {
             Some(self)
@@ -1033,6 +1070,8 @@ impl Device for AfXdp {
         // too small for the frame), or a full rx ring.
         let mut tx_drops = TxDrops::default();
         tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
+        // Taken by a kick, then dropped by the device (its queue was full).
+        tx_drops.add(TxDrop::NoBufs, stats.tx_dropped);
         // Descriptors the kernel found invalid were not sent.
         tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
         HwStats {

@@ -18,7 +18,7 @@ use polld_dev::afxdp::SharedUmem;
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
-use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpMode};
+use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpLink, XdpMode};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
@@ -495,11 +495,7 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
         ..AfXdpConfig::default()
     };
     let mut dev = open_afxdp(&p.a, config);
-    let (counter, _link) = inside(&p.b, || {
-        let counter = CountProgram::load().unwrap();
-        let link = counter.attach("vb", XdpMode::Native).unwrap();
-        (counter, link)
-    });
+    let (counter, _link) = count_at_vb(&p);
     const N: u32 = 64 * 20;
     let mut refused = 0u64;
     let mut seq = 0;
@@ -531,16 +527,121 @@ fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     assert_eq!(stats.tx_invalid_descs, 0);
 }
 
+/// A counting program on the peer `vb` (native XDP, which also gives veth its NAPI), and
+/// the link that keeps it attached.
+fn count_at_vb(p: &Pair) -> (CountProgram, XdpLink) {
+    inside(&p.b, || {
+        let counter = CountProgram::load().unwrap();
+        let link = counter.attach("vb", XdpMode::Native).unwrap();
+        (counter, link)
+    })
+}
+
+/// Pins task `pid` (0: the calling thread) to `cpu`.
+fn pin(pid: libc::pid_t, cpu: usize) {
+    // SAFETY: plain data; the kernel checks the pid.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let rc = libc::sched_setaffinity(pid, std::mem::size_of_val(&set), &set);
+        assert_eq!(rc, 0, "pinning {pid} to CPU {cpu}");
+    }
+}
+
+/// Makes the calling thread SCHED_FIFO at `priority`, or SCHED_OTHER at 0.
+fn schedule(priority: i32) {
+    let policy = if priority > 0 {
+        libc::SCHED_FIFO
+    } else {
+        libc::SCHED_OTHER
+    };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: valid parameters for the calling thread.
+    assert_eq!(unsafe { libc::sched_setscheduler(0, policy, &param) }, 0);
+}
+
+#[test]
+fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
+    // The peer receives through threaded NAPI (XDP gives veth its NAPI), its kthread on
+    // this test's CPU: while the sender runs SCHED_FIFO there, the peer's 256-slot ring
+    // cannot drain, and veth (qdisc noqueue) drops what does not fit.
+    let (counter, _link) = count_at_vb(&p);
+    // Through `ip netns exec`, which mounts the namespace's own sysfs.
+    p.b.exec("sh", &["-c", "echo 1 > /sys/class/net/vb/threaded"])
+        .unwrap();
+    let kthread = inside(&p.b, || polld_dev::napi::napis_of("vb").unwrap()[0].pid)
+        .expect("threaded NAPI has a kthread");
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap();
+    pin(kthread as libc::pid_t, cpu);
+    // The send buffer must not be what stops the kicks first (a 64-byte frame's skb
+    // holds about 1 KB of it): the device's ring must.
+    let big: libc::c_int = 64 << 20;
+    // SAFETY: sets an int option on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            dev.interrupt_fd().unwrap(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            (&big as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    const N: u64 = 1024;
+    // Queued only: `send` does not kick.
+    for seq in 0..N as u32 {
+        dev.send(&frame(MAC_B, MAC_A, seq, 60)).unwrap();
+    }
+    // Two flushes before the peer may run, realtime for as short as that takes.
+    let mut dev = std::thread::spawn(move || {
+        pin(0, cpu);
+        schedule(10);
+        dev.flush();
+        dev.flush();
+        schedule(0);
+        dev
+    })
+    .join()
+    .unwrap();
+    assert!(
+        eventually(|| {
+            dev.flush();
+            let stats = dev.stats().unwrap();
+            stats.tx_completed == N && counter.counts().unwrap().packets + stats.tx_dropped == N
+        }),
+        "peer counted {:?}, stats {:?}",
+        counter.counts().unwrap(),
+        dev.stats().unwrap()
+    );
+    let stats = dev.stats().unwrap();
+    assert!(
+        stats.tx_dropped > 0,
+        "the full ring dropped nothing: {stats:?}"
+    );
+    // A kick stops at the first drop; kicking on dropped every frame past the ring's 256
+    // (768 of these 1024) before the peer could run.
+    assert!(
+        stats.tx_dropped < 64,
+        "kicks went on into a full device: {stats:?}"
+    );
+    assert_eq!(
+        dev.hw_stats().tx_drops.get(TxDrop::NoBufs),
+        stats.tx_dropped
+    );
+}
+
 #[test]
 fn afxdp_frames_too_long_to_transmit_are_counted_as_transmit_drops() {
     require_root!();
     let p = pair();
     let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
-    let (counter, _link) = inside(&p.b, || {
-        let counter = CountProgram::load().unwrap();
-        let link = counter.attach("vb", XdpMode::Native).unwrap();
-        (counter, link)
-    });
+    let (counter, _link) = count_at_vb(&p);
     // 1600 bytes: within a 2048-byte UMEM frame but over the 1500-byte MTU; 3000 bytes:
     // over the UMEM frame itself.
     for (seq, len) in [(0, 60), (1, 1600), (2, 3000), (3, 60)] {

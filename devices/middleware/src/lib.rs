@@ -29,6 +29,12 @@ macro_rules! pass_through_to_inner {
         fn interrupt_fd(&self) -> Option<std::os::fd::RawFd> {
             self.inner.interrupt_fd()
         }
+        fn tx_ready_fd(&self) -> Option<std::os::fd::RawFd> {
+            self.inner.tx_ready_fd()
+        }
+        fn signals_tx_ready(&self) -> bool {
+            self.inner.signals_tx_ready()
+        }
         fn tx_room(&mut self) -> usize {
             self.inner.tx_room()
         }

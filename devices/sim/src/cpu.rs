@@ -6,7 +6,8 @@
 //! (`polld_core::Due`, in the order written in `polld_core::dataplane::decision`). The user
 //! task (CPU-bound spinning, or a generator that sends frames) runs when no device work
 //! but busy polling is due, before the idle poller; the CPU idles when nothing is left.
-//! A transmit-complete interrupt also reclaims descriptors (the device model).
+//! A transmit-complete interrupt, and a transmit-ready one, also reclaims descriptors (the
+//! device model).
 //!
 //! Every nanosecond is attributed to one of these, so CPU shares are measured exactly.
 
@@ -246,6 +247,7 @@ impl Sim {
                 self.nic(i).interrupt_asserted()
             };
             self.dp.interrupt_line(i, raised);
+            self.dp.tx_ready_line(i, self.nic(i).tx_writable());
         }
         let mut due = self.dp.next_due();
         if due.is_none() || due == Some(Due::IdlePoll) {
@@ -273,7 +275,7 @@ impl Sim {
         // The wakeup: before the work, where the real executor's clock does not see it.
         self.charge(match due {
             Due::Tick(_) => self.costs.tick_ns,
-            Due::QuietWakeup(_) | Due::Interrupt(_) => self.costs.intr_ns,
+            Due::QuietWakeup(_) | Due::Interrupt(_) | Due::TxReady(_) => self.costs.intr_ns,
             Due::Task(_) => self.costs.switch_ns,
             _ => 0,
         });
@@ -285,6 +287,11 @@ impl Sim {
         self.dp.ran(due, timed);
         match due {
             Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
+            Due::TxReady(o) => {
+                // The transmit-complete interrupt's own work: reclaiming the descriptors.
+                self.dp.interface_mut(o).dev_mut().tx_interrupt();
+                Bucket::Intr
+            }
             Due::Interrupt(i) => {
                 if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
                     self.dp.interface_mut(i).dev_mut().tx_interrupt();

@@ -3,7 +3,10 @@
 //! Frames arrive at a rate (constant, Poisson, or on/off bursts) into an rx ring of fixed
 //! size; a full ring drops and counts. Transmitted frames leave at line rate from a tx ring;
 //! completed descriptors are reclaimed by the driver's poll or task (interrupt masked) or by
-//! the device's transmit-complete interrupt (interrupt armed), as in em(4).
+//! the device's transmit-complete interrupt (interrupt armed), as in em(4). With
+//! `tx_ready_line` the NIC also raises a transmit-ready line once its tx ring has drained
+//! to half (as Linux reports a socket writable once half its send buffer is free), on which
+//! interrupt work that stopped at this full output resumes.
 //!
 //! The NIC charges the driver's cost per frame and per call on the shared virtual clock as it
 //! works, so a handler that runs long sees the frames that arrived meanwhile, exactly like a
@@ -108,6 +111,13 @@ pub struct NicConfig {
     /// limit (a doorbell write).
     #[serde(default)]
     pub tx_batch: Option<usize>,
+    /// Raises a transmit-ready line once the tx ring has drained to half, which interrupt
+    /// work stopped on this full output waits for (polld's AF_PACKET and AF_XDP devices
+    /// have one: POLLOUT). Off by default, as in the 2002 drivers of seed 000's table,
+    /// whose handlers never waited for a full output: their transmit starvation is that
+    /// table's livelock with two and four streams.
+    #[serde(default)]
+    pub tx_ready_line: bool,
 }
 
 fn default_mode() -> Mode {
@@ -147,6 +157,7 @@ impl NicConfig {
             mode: Mode::Interrupt,
             route: None,
             tx_batch: None,
+            tx_ready_line: false,
         }
     }
 
@@ -352,6 +363,11 @@ impl SimNic {
         self.armed && self.link == LinkState::Up && (!self.rx.is_empty() || self.tx_done > 0)
     }
 
+    /// The transmit-ready line: at most half the tx ring still waits for the wire.
+    pub fn tx_writable(&self) -> bool {
+        self.tx.len() <= self.cfg.tx_ring / 2
+    }
+
     /// Frames still in the rx ring.
     pub fn rx_backlog(&self) -> usize {
         self.rx.len()
@@ -469,6 +485,11 @@ impl Device for SimNic {
 
     fn tx_batch(&self) -> usize {
         self.cfg.tx_batch.unwrap_or(usize::MAX)
+    }
+
+    /// With `tx_ready_line`: [`SimNic::tx_writable`], which the virtual CPU reports.
+    fn signals_tx_ready(&self) -> bool {
+        self.cfg.tx_ready_line
     }
 
     fn check_status(&mut self) -> LinkState {

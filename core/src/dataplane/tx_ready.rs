@@ -1,0 +1,96 @@
+//! Transmit backpressure in interrupt work: FreeBSD's transmit-complete interrupt.
+//!
+//! A poll takes no more frames than the outputs can send (the poller's transmit-room
+//! check). Interrupt work (a handler running to completion, an adaptive task) used to take
+//! whatever the ring held, so a burst larger than an output could take at once (a
+//! TPACKET_V3 block of about 320 frames against an AF_PACKET send buffer of about 160) was
+//! received, processed and then dropped at transmit as `tx_ring_full`, after the CPU had
+//! paid for it.
+//!
+//! Now interrupt work takes at most what the fullest output that raises a transmit-ready
+//! line ([`Device::signals_tx_ready`]) can take. When that output can take nothing, the
+//! work stops: its frames stay in the input's ring, the input's interrupt is masked, and
+//! the input waits for that output's line (the executor watches the output's
+//! [`Device::tx_ready_fd`] for POLLOUT; the simulated NIC raises it once its transmit ring
+//! has drained to half). When the line rises ([`super::Due::TxReady`]) the output is
+//! flushed, so the frames it held go out, and the work resumes where it stopped: the
+//! handler runs again, the adaptive task is queued again. An output whose link goes down
+//! releases its waiters.
+//!
+//! As with the poller's check, every other interface with its link up counts as an output:
+//! with two interfaces that is exact; with more, a full output holds back every input, as a
+//! shared buffer would. Outputs without a line (a TAP, whose writes do not block) are not
+//! waited for: a frame one refuses is dropped and counted as `tx_ring_full`, as before.
+
+use crate::device::Device;
+use crate::stage::PacketStage;
+
+use super::{Dataplane, Devices, Mode};
+
+impl<D: Device, S: PacketStage> Devices<D, S> {
+    /// How many frames interrupt work on `i` may receive now: `budget`, or fewer when an
+    /// output with a transmit-ready line has less room. `None` when one has no room at all:
+    /// then `i` waits for that output's line.
+    pub(super) fn interrupt_budget(&mut self, i: usize, budget: usize) -> Option<usize> {
+        // Queued frames are sent later, by the input queue's drain, which cannot wait.
+        if !self.fastforwarding {
+            return Some(budget);
+        }
+        match self.fullest_output_besides(i, |dev| dev.signals_tx_ready()) {
+            Some((out, 0)) => {
+                self.wait_for_tx(i, out);
+                None
+            }
+            Some((_, room)) => Some(budget.min(room)),
+            None => Some(budget),
+        }
+    }
+
+    /// Stops interface `i`'s interrupt work until output `out` raises its line.
+    fn wait_for_tx(&mut self, i: usize, out: usize) {
+        let iface = &mut self.ifs[i];
+        iface.tx_wait = Some(out);
+        iface.counters.tx_waits += 1;
+        iface.in_handler = false;
+        iface.task_queued = false;
+        iface.dev.set_interrupt(false);
+    }
+
+    /// Ends the wait of every interface waiting for output `out`: a handler runs again, an
+    /// adaptive task is queued again, if the ring still holds frames; else the interrupt
+    /// is re-armed.
+    pub(super) fn release_tx_waiters(&mut self, out: usize) {
+        for iface in self.ifs.iter_mut().filter(|f| f.tx_wait == Some(out)) {
+            iface.tx_wait = None;
+            let ready = iface.dev.rx_ready();
+            match iface.mode {
+                Mode::Adaptive => iface.task_queued = ready,
+                Mode::Interrupt | Mode::Auto if !iface.polls() => iface.in_handler = ready,
+                _ => {}
+            }
+            let armed = iface.interrupt_armed();
+            iface.dev.set_interrupt(armed);
+        }
+    }
+}
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// Whether some interface's interrupt work waits for output `o`'s transmit-ready line:
+    /// the executor watches the line only then.
+    pub fn tx_ready_armed(&self, o: usize) -> bool {
+        self.devs.ifs.iter().any(|f| f.tx_wait == Some(o))
+    }
+
+    /// Output `o`'s transmit-ready line rose: what it held is flushed and the interrupt
+    /// work that waited for it resumes. A line nobody waits for is ignored.
+    pub(super) fn tx_ready(&mut self, o: usize) {
+        if !self.tx_ready_armed(o) {
+            return;
+        }
+        let d = &mut self.devs;
+        d.ifs[o].counters.tx_ready_interrupts += 1;
+        d.ifs[o].dev.flush();
+        d.unflushed[o] = None;
+        d.release_tx_waiters(o);
+    }
+}
