@@ -22,9 +22,10 @@ sysctl_struct! {
         tx_waits: u64 = 0, TX_WAITS: Counter
             "Times interrupt work stopped on a full output to wait for it";
         /// Transmit-ready interrupts taken: this output's line rose while interrupt work
-        /// waited for it.
+        /// waited for it (or the status timer's watchdog raised it, at most once a
+        /// status period).
         tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
-            "Transmit-ready interrupts taken as an output";
+            "Transmit-ready interrupts taken as an output (the watchdog's included)";
         /// Auto mode: switches between interrupts and polling, either way.
         auto_switches: u64 = 0, AUTO_SWITCHES: Counter
             "Auto mode: switches between interrupts and polling";

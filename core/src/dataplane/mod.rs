@@ -258,7 +258,8 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
         // send: what would not fit is better left in the input ring (where the kernel drops
         // it for free) than received and dropped at transmit. With two interfaces that is
         // exact; with more, a full output slows every input, as a shared buffer would.
-        // (Only polls: an interrupt handler that left frames would be woken again at once.)
+        // Interrupt work does the same, and waits for the output's transmit-ready line
+        // (tx_ready.rs).
         let mut budget = count as usize;
         if self.fastforwarding {
             let room = self.tx_room_besides(id);

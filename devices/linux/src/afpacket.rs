@@ -292,16 +292,19 @@ impl Device for AfPacket {
     }
 
     /// Stages `frame`; a full batch is pushed first, so `send` refuses only while the
-    /// kernel holds a full batch back.
+    /// kernel holds a full batch back. Once the kernel refused, a full batch is not pushed
+    /// again here (that would be a failing `sendmmsg` per frame): `tx_room` and the flush
+    /// at the end of the work retry it.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        if self.tx.is_full() {
+        if self.tx.is_full() && !self.tx.refused() {
             self.flush();
         }
         self.tx.stage(frame)
     }
 
     /// A whole batch, or 0 while the kernel pushes back the frames staged (retried once
-    /// here): what `send` takes before it refuses.
+    /// here). `send` pushes full batches itself, so a batch is not a hard limit; it is how
+    /// much interrupt work and polls take between two looks at the kernel's pushback.
     fn tx_room(&mut self) -> usize {
         if self.tx.refused() {
             self.flush();
