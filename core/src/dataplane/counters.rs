@@ -21,8 +21,8 @@ sysctl_struct! {
         /// wait for that output's transmit-ready line (the frames stay in the ring).
         tx_waits: u64 = 0, TX_WAITS: Counter
             "Times interrupt work stopped on a full output to wait for it";
-        /// Transmit-ready interrupts taken: this output's line rose while interrupt work
-        /// waited for it.
+        /// Transmit-ready interrupts taken: this output's line rose while interrupt work,
+        /// or a poll cycle cut short by it, waited for it.
         tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
             "Transmit-ready interrupts taken as an output";
         /// Auto mode: switches between interrupts and polling, either way.
