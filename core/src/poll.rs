@@ -31,7 +31,8 @@
 //! A cycle cut short by a full output asks to poll again before the next tick
 //! ([`Poller::take_repoll`]), after a wait that keeps the cycle within its share of the time
 //! to the next one: the output drains meanwhile, and the input is served at the rate the
-//! output takes rather than one ring's worth a tick.
+//! output takes rather than one ring's worth a tick. (The dataplane replaces that wait by
+//! the output's transmit-ready line where the output raises one.)
 //!
 //! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
 //! polling), the poller is `quiet`: the executor stops the tick and waits on the polled

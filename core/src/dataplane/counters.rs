@@ -21,9 +21,9 @@ sysctl_struct! {
         /// wait for that output's transmit-ready line (the frames stay in the ring).
         tx_waits: u64 = 0, TX_WAITS: Counter
             "Times interrupt work stopped on a full output to wait for it";
-        /// Transmit-ready interrupts taken: this output's line rose while interrupt work
-        /// waited for it (or the status timer's watchdog raised it, at most once a
-        /// status period).
+        /// Transmit-ready interrupts taken: this output's line rose while interrupt work,
+        /// or a poll cycle cut short by it, waited for it (or the status timer's watchdog
+        /// raised it, at most once a status period).
         tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
             "Transmit-ready interrupts taken as an output (the watchdog's included)";
         /// Auto mode: switches between interrupts and polling, either way.

@@ -15,7 +15,8 @@
 //! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
 //!    at interrupt priority, one batch at a time so a tick can still preempt it);
 //! 4. [`Due::TxReady`]: an output's transmit-ready line (its transmit-complete interrupt),
-//!    raised while interrupt work waits for that output ([`super::tx_ready`]); then
+//!    raised while interrupt work or the next poll cycle waits for that output
+//!    ([`super::tx_ready`]); then
 //!    [`Due::Interrupt`]: a raised interrupt line, the lowest-numbered interface first
 //!    (the fixed priorities of an 8259 PIC);
 //! 5. [`Due::Task`]: an adaptive-mode task (a fast taskqueue at network priority);
@@ -43,7 +44,8 @@ pub enum Due {
     QuietWakeup(usize),
     /// One more batch of interface `i`'s running interrupt handler.
     Handler(usize),
-    /// Output `o`'s transmit-ready line is raised and interrupt work waits for it.
+    /// Output `o`'s transmit-ready line is raised and interrupt work, or the next poll
+    /// cycle, waits for it.
     TxReady(usize),
     /// Interface `i`'s interrupt line is raised and armed.
     Interrupt(usize),
@@ -185,6 +187,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         match due {
             Due::Tick(n) => {
                 self.pending.ticks = self.pending.ticks.saturating_sub(n);
+                // The tick came before the line a cut-short cycle waited for: a rise
+                // already read is stale for the next wait.
+                if let Some(o) = self.repoll_line.take() {
+                    self.pending.tx_lines[o] &= self.tx_ready_armed(o);
+                }
                 self.poller.hardclock(now, n);
             }
             Due::QuietWakeup(i) => {
@@ -196,7 +203,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             Due::Handler(i) => self.continue_handler(i),
             Due::TxReady(o) => {
                 self.pending.tx_lines[o] = false;
-                self.tx_ready(o);
+                self.tx_ready(o, now);
             }
             Due::Interrupt(i) => {
                 self.pending.lines[i] = false;

@@ -300,6 +300,9 @@ pub struct Dataplane<D, S> {
     devs: Devices<D, S>,
     pending: Pending,
     auto: AutoWindow,
+    /// The output whose transmit-ready line starts the next poll cycle, after a cycle that
+    /// output cut short ([`Dataplane::take_repoll`]).
+    repoll_line: Option<usize>,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -333,6 +336,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             poller,
             pending: Pending::new(links.len()),
             auto: AutoWindow::default(),
+            repoll_line: None,
             devs: Devices {
                 ifs,
                 links,
@@ -390,9 +394,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// When to poll again before the next tick, once, after a cycle cut short by a full
-    /// output ([`Poller::take_repoll`]).
+    /// output ([`Poller::take_repoll`]). `None` too when that output raises a transmit-ready
+    /// line: its rising starts the next cycle instead of a timer, or the tick does, whichever
+    /// comes first ([`tx_ready`]).
     pub fn take_repoll(&mut self) -> Option<u64> {
-        self.poller.take_repoll()
+        let at = self.poller.take_repoll()?;
+        self.repoll_line = self.devs.full_output_with_line();
+        match self.repoll_line {
+            Some(_) => None,
+            None => Some(at),
+        }
     }
 
     /// Checks the status of interface `i` outside the poll cycle (interfaces that are

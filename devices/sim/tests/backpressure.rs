@@ -189,3 +189,45 @@ fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
         );
     }
 }
+
+/// Over 400 ms after 1 s of warm-up: (cycles cut short by the full output, out0's
+/// transmit-ready interrupts, frames delivered per second).
+fn repolls(s: &Scenario) -> (u64, u64, f64) {
+    let mut sim: Sim = s.build().unwrap();
+    sim.run_until(1000 * MS);
+    let repolls0 = sim.dataplane().poller().state().repolls;
+    let lines0 = sim.dataplane().interfaces()[1]
+        .counters()
+        .tx_ready_interrupts;
+    let wire0 = sim.nic(1).stats.tx_wire;
+    sim.run_until(1400 * MS);
+    check_conservation(&sim).unwrap();
+    (
+        sim.dataplane().poller().state().repolls - repolls0,
+        sim.dataplane().interfaces()[1]
+            .counters()
+            .tx_ready_interrupts
+            - lines0,
+        (sim.nic(1).stats.tx_wire - wire0) as f64 / 0.4,
+    )
+}
+
+#[test]
+fn a_cycle_cut_short_polls_again_when_the_outputs_transmit_ready_line_rises() {
+    let mut s = flood("classic");
+    // Without a line the repoll waits on a timer: no transmit-ready interrupt at all.
+    let (timed, lines, _) = repolls(&s);
+    assert!(timed > 1000, "only {timed} repolls");
+    assert_eq!(lines, 0);
+    // With one, the line (out0's ring drained to half: 128 frames, 512 µs at its rate)
+    // starts the next cycle: the tick's cycle fills the ring, the line's cycle refills
+    // it 512 µs later, and the next wait ends with the tick, 1 ms after the last one. Two
+    // wakeups a tick, one of them the line's, where the timer took 1 + 1550/400.
+    s.nics[1].tx_ready_line = true;
+    let (cut_short, lines, delivered_pps) = repolls(&s);
+    assert_eq!((cut_short, lines), (800, 400), "timer: {timed} repolls");
+    assert!(
+        delivered_pps >= 0.97 * DRAIN_PPS,
+        "delivered {delivered_pps:.0}/s of {DRAIN_PPS}"
+    );
+}
