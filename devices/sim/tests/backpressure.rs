@@ -166,7 +166,7 @@ fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
         // Chunks of 16, as the README recommends: about 16 chunks a cycle here.
         s.knobs.insert(
             "kern.polling.each_burst".into(),
-            toml::Value::String("16".into()),
+            toml::Value::String("90".into()),
         );
         // A device without a kick limit is flushed once, when the cycle closes.
         let (n, cycles, sent) = flushes(&s);
@@ -229,5 +229,40 @@ fn a_cycle_cut_short_polls_again_when_the_outputs_transmit_ready_line_rises() {
     assert!(
         delivered_pps >= 0.97 * DRAIN_PPS,
         "delivered {delivered_pps:.0}/s of {DRAIN_PPS}"
+    );
+}
+
+#[test]
+fn a_transmit_ready_line_that_rises_early_does_not_start_a_cycle_before_its_share_allows() {
+    // An output that drains at 1 Mpps raises its line 128 µs after a cycle filled it, and a
+    // cycle refills it in about 90 µs. At user_frac 90 the repoll waits nine times the
+    // cycle, far longer: the line rises early. Started at the line, the cycles took
+    // 25.9 % of the CPU (measured on the code that did); at the repoll time, 10 %.
+    let mut s = flood("classic");
+    s.knobs.insert(
+        "kern.polling.user_frac".into(),
+        toml::Value::String("90".into()),
+    );
+    s.nics[0].arrivals = Arrivals::Constant { pps: 2_000_000.0 };
+    s.nics[1].line_pps = 1_000_000.0;
+    s.nics[1].tx_ready_line = true;
+    let mut sim: Sim = s.build().unwrap();
+    sim.run_until(1000 * MS);
+    let before = sim.split;
+    let lines0 = sim.dataplane().interfaces()[1]
+        .counters()
+        .tx_ready_interrupts;
+    sim.run_until(1400 * MS);
+    check_conservation(&sim).unwrap();
+    let lines = sim.dataplane().interfaces()[1]
+        .counters()
+        .tx_ready_interrupts
+        - lines0;
+    assert!(lines > 100, "the line rose only {lines} times");
+    let polling = (sim.split.kernel_ns - before.kernel_ns) as f64 / (400 * MS) as f64;
+    assert!(
+        polling <= 0.105,
+        "poll cycles took {:.1} % of the CPU at user_frac 90",
+        polling * 100.0
     );
 }
