@@ -207,6 +207,11 @@ pub struct Poller {
     repoll_backoff: u64,
     /// The current cycle met a full output in its first chunk.
     blocked_at_once: bool,
+    /// Time the cycles closed since the last clock tick took, in ns, and the last one's:
+    /// what a cycle started by an output's transmit-ready line must fit beside
+    /// ([`Poller::repoll_on_line`]).
+    tick_work_ns: u64,
+    last_cycle_ns: u64,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -238,6 +243,8 @@ impl Poller {
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
             blocked_at_once: false,
+            tick_work_ns: 0,
+            last_cycle_ns: 0,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -349,6 +356,7 @@ impl Poller {
             self.state.pending_polls = 0;
             self.state.phase = 0;
         }
+        self.tick_work_ns = 0;
         let scheduled = self.state.phase <= 2;
         if scheduled {
             if self.state.phase != 0 {
@@ -468,7 +476,9 @@ impl Poller {
             return true;
         }
         self.state.residual_burst = 0;
-        let elapsed_us = now.saturating_sub(self.cycle_start) / 1000;
+        self.last_cycle_ns = now.saturating_sub(self.cycle_start);
+        self.tick_work_ns += self.last_cycle_ns;
+        let elapsed_us = self.last_cycle_ns / 1000;
         self.state.kern_load = (elapsed_us * self.knobs.hz as u64 / 10_000) as u32;
         match self.knobs.controller {
             Controller::Classic => {
@@ -528,6 +538,24 @@ impl Poller {
         let elapsed = now.saturating_sub(self.cycle_start);
         let user = self.knobs.user_frac as u64;
         (elapsed * user / (100 - user)).max(self.repoll_backoff)
+    }
+
+    /// After a cycle cut short by a full output, that output's transmit-ready line rose at
+    /// `now`: a cycle starts now if one more like the last still fits in this tick's
+    /// `100 - user_frac` share beside the cycles already run since the tick, else the
+    /// next tick starts it. Either way no timer is needed (a timer wakeup is what the
+    /// repoll costs). Returns whether a cycle was scheduled.
+    pub fn repoll_on_line(&mut self, now: u64) -> bool {
+        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
+        let share = tick_ns * (100 - self.knobs.user_frac) as u64 / 100;
+        if self.tick_work_ns + self.last_cycle_ns > share {
+            return false;
+        }
+        // Not a clock tick: the cycles run since the last one still count.
+        let work = self.tick_work_ns;
+        let scheduled = self.hardclock(now, 1);
+        self.tick_work_ns = work;
+        scheduled
     }
 
     /// When to poll again before the next tick (a cycle met a full output), once: the

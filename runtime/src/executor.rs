@@ -245,7 +245,7 @@ impl Executor {
             let end = now_ns();
             *account += end.saturating_sub(start);
             self.dp.ran(due, end.saturating_sub(start));
-            if matches!(due, Due::Pollmore | Due::TxReady(_)) {
+            if due == Due::Pollmore {
                 let repoll = self.dp.take_repoll();
                 if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
                     // A full output cut the cycle short: the next tick comes early, and

@@ -189,7 +189,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 self.pending.ticks = self.pending.ticks.saturating_sub(n);
                 // The tick came before the line a cut-short cycle waited for: a rise
                 // already read is stale for the next wait.
-                if let Some((o, _)) = self.repoll_line.take() {
+                if let Some(o) = self.repoll_line.take() {
                     self.pending.tx_lines[o] &= self.tx_ready_armed(o);
                 }
                 self.poller.hardclock(now, n);

@@ -301,11 +301,8 @@ pub struct Dataplane<D, S> {
     pending: Pending,
     auto: AutoWindow,
     /// The output whose transmit-ready line starts the next poll cycle, after a cycle that
-    /// output cut short ([`Dataplane::take_repoll`]), and the poller's repoll time: the
-    /// earliest that cycle may start, so that the cycles stay within their share.
-    repoll_line: Option<(usize, u64)>,
-    /// The repoll time of a line that rose before it: the tick is moved there instead.
-    early_repoll: Option<u64>,
+    /// output cut short ([`Dataplane::take_repoll`]).
+    repoll_line: Option<usize>,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -340,7 +337,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             pending: Pending::new(links.len()),
             auto: AutoWindow::default(),
             repoll_line: None,
-            early_repoll: None,
             devs: Devices {
                 ifs,
                 links,
@@ -398,20 +394,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// When to poll again before the next tick, once, after a cycle cut short by a full
-    /// output ([`Poller::take_repoll`]); asked after a pollmore and after a transmit-ready
-    /// line. When that output raises a transmit-ready line the answer is `None`: the line's
-    /// rising starts the next cycle instead of a timer, or the tick does, whichever comes
-    /// first; a line that rises before the repoll time gives that time here ([`tx_ready`]).
+    /// output ([`Poller::take_repoll`]). `None` too when that output raises a transmit-ready
+    /// line: its rising starts the next cycle instead of a timer if the cycle fits in the
+    /// tick's share ([`Poller::repoll_on_line`]), or the tick does ([`tx_ready`]).
     pub fn take_repoll(&mut self) -> Option<u64> {
-        if let Some(at) = self.early_repoll.take() {
-            return Some(at);
-        }
         let at = self.poller.take_repoll()?;
-        match self.devs.full_output_with_line() {
-            Some(out) => {
-                self.repoll_line = Some((out, at));
-                None
-            }
+        self.repoll_line = self.devs.full_output_with_line();
+        match self.repoll_line {
+            Some(_) => None,
             None => Some(at),
         }
     }

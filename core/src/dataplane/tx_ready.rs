@@ -21,9 +21,10 @@
 //! after a timer (the repoll, [`crate::poll::Poller::take_repoll`]), a timer wakeup that
 //! costs about 14 µs of CPU in a VM (README, "Forwarding against the kernel"). When that
 //! output raises a line, the next cycle waits for the line instead, or for the next tick
-//! if that comes first. The repoll's wait keeps the cycles within `100 - user_frac` of the
-//! time however often they repeat, so a line that rises before that wait ends starts the
-//! cycle at the repoll time (a timer, as before), not at once.
+//! if that comes first. The cycles must still keep to `100 - user_frac`: a line starts a
+//! cycle only if one more like the last fits in the tick's share beside the cycles already
+//! run since the tick ([`crate::poll::Poller::repoll_on_line`]); otherwise the next tick
+//! starts it. Neither needs a timer.
 //!
 //! As with the poller's check, every other interface with its link up counts as an output:
 //! with two interfaces that is exact; with more, a full output holds back every input, as a
@@ -94,8 +95,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Whether some interface's interrupt work, or the next poll cycle, waits for output
     /// `o`'s transmit-ready line: the executor watches the line only then.
     pub fn tx_ready_armed(&self, o: usize) -> bool {
-        self.repoll_line.is_some_and(|(out, _)| out == o)
-            || self.devs.ifs.iter().any(|f| f.tx_wait == Some(o))
+        self.repoll_line == Some(o) || self.devs.ifs.iter().any(|f| f.tx_wait == Some(o))
     }
 
     /// Output `o`'s transmit-ready line rose at `now`: what it held is flushed, the
@@ -111,14 +111,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         d.ifs[o].dev.flush();
         d.unflushed[o] = None;
         d.release_tx_waiters(o);
-        if let Some((_, not_before)) = self.repoll_line.filter(|&(out, _)| out == o) {
+        if self.repoll_line == Some(o) {
             self.repoll_line = None;
-            if now >= not_before {
-                self.poller.hardclock(now, 1);
-            } else {
-                // Too early for the share: the cycle starts at the repoll time.
-                self.early_repoll = Some(not_before);
-            }
+            self.poller.repoll_on_line(now);
         }
     }
 }

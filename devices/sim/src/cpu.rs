@@ -290,10 +290,6 @@ impl Sim {
             Due::TxReady(o) => {
                 // The transmit-complete interrupt's own work: reclaiming the descriptors.
                 self.dp.interface_mut(o).dev_mut().tx_interrupt();
-                // A line that rose before the repoll time moves the tick there.
-                if let Some(at) = self.dp.take_repoll() {
-                    self.next_tick = self.next_tick.min(at);
-                }
                 Bucket::Intr
             }
             Due::Interrupt(i) => {

@@ -235,9 +235,9 @@ fn a_cycle_cut_short_polls_again_when_the_outputs_transmit_ready_line_rises() {
 #[test]
 fn a_transmit_ready_line_that_rises_early_does_not_start_a_cycle_before_its_share_allows() {
     // An output that drains at 1 Mpps raises its line 128 µs after a cycle filled it, and a
-    // cycle refills it in about 90 µs. At user_frac 90 the repoll waits nine times the
-    // cycle, far longer: the line rises early. Started at the line, the cycles took
-    // 25.9 % of the CPU (measured on the code that did); at the repoll time, 10 %.
+    // cycle refills it in about 90 µs. At user_frac 90 a second cycle does not fit in the
+    // tick's 100 µs share: the next tick must start it. Started at every line, the cycles
+    // took 25.9 % of the CPU (measured on the code that did).
     let mut s = flood("classic");
     s.knobs.insert(
         "kern.polling.user_frac".into(),
