@@ -212,6 +212,8 @@ pub struct Poller {
     /// ([`Poller::repoll_on_line`]).
     tick_work_ns: u64,
     last_cycle_ns: u64,
+    /// Time of the last clock tick, in ns.
+    last_tick: u64,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -245,6 +247,7 @@ impl Poller {
             blocked_at_once: false,
             tick_work_ns: 0,
             last_cycle_ns: 0,
+            last_tick: 0,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -357,6 +360,13 @@ impl Poller {
             self.state.phase = 0;
         }
         self.tick_work_ns = 0;
+        self.last_tick = now;
+        self.schedule_cycle(expirations)
+    }
+
+    /// Arms a poll cycle for `expirations` owed polls (the part of `hardclock` that is not
+    /// the clock's own bookkeeping). Returns whether a cycle was scheduled.
+    fn schedule_cycle(&mut self, expirations: u32) -> bool {
         let scheduled = self.state.phase <= 2;
         if scheduled {
             if self.state.phase != 0 {
@@ -548,14 +558,13 @@ impl Poller {
     pub fn repoll_on_line(&mut self, now: u64) -> bool {
         let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
         let share = tick_ns * (100 - self.knobs.user_frac) as u64 / 100;
-        if self.tick_work_ns + self.last_cycle_ns > share {
+        let fits_share = self.tick_work_ns + self.last_cycle_ns <= share;
+        // Nor may it run into the next tick, which owes a cycle of its own.
+        let ends_before_tick = now + self.last_cycle_ns <= self.last_tick + tick_ns;
+        if self.table.is_empty() || !fits_share || !ends_before_tick {
             return false;
         }
-        // Not a clock tick: the cycles run since the last one still count.
-        let work = self.tick_work_ns;
-        let scheduled = self.hardclock(now, 1);
-        self.tick_work_ns = work;
-        scheduled
+        self.schedule_cycle(1)
     }
 
     /// When to poll again before the next tick (a cycle met a full output), once: the

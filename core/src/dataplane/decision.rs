@@ -116,7 +116,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Output `o`'s transmit-ready line: raised (`true`: its [`Device::tx_ready_fd`] became
     /// writable, a simulated NIC's transmit ring drained to half) or not. Acted on only
-    /// while interrupt work waits for `o` ([`Dataplane::tx_ready_armed`]).
+    /// while interrupt work or the next poll cycle waits for `o`
+    /// ([`Dataplane::tx_ready_armed`]).
     pub fn tx_ready_line(&mut self, o: usize, raised: bool) {
         // A line nobody waits for is not kept: it would wake the next wait for nothing.
         self.pending.tx_lines[o] = raised && self.tx_ready_armed(o);

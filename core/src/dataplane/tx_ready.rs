@@ -31,7 +31,7 @@
 //! shared buffer would. Outputs without a line (a TAP, whose writes do not block) are not
 //! waited for: a frame one refuses is dropped and counted as `tx_ring_full`, as before.
 
-use crate::device::Device;
+use crate::device::{Device, LinkState};
 use crate::stage::PacketStage;
 
 use super::{Dataplane, Devices, Mode};
@@ -95,13 +95,14 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Whether some interface's interrupt work, or the next poll cycle, waits for output
     /// `o`'s transmit-ready line: the executor watches the line only then.
     pub fn tx_ready_armed(&self, o: usize) -> bool {
-        self.repoll_line == Some(o) || self.devs.ifs.iter().any(|f| f.tx_wait == Some(o))
+        let polls_wait = self.repoll_line == Some(o) && self.devs.links[o] == LinkState::Up;
+        polls_wait || self.devs.ifs.iter().any(|f| f.tx_wait == Some(o))
     }
 
     /// Output `o`'s transmit-ready line rose at `now`: what it held is flushed, the
     /// interrupt work that waited for it resumes, and a poll cycle that waited for it
-    /// starts, as the repoll timer's tick would have started it. A line nobody waits for
-    /// is ignored.
+    /// starts if it fits in the tick's share ([`crate::poll::Poller::repoll_on_line`]),
+    /// else the next tick starts it. A line nobody waits for is ignored.
     pub(super) fn tx_ready(&mut self, o: usize, now: u64) {
         if !self.tx_ready_armed(o) {
             return;

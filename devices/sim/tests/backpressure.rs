@@ -166,7 +166,7 @@ fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
         // Chunks of 16, as the README recommends: about 16 chunks a cycle here.
         s.knobs.insert(
             "kern.polling.each_burst".into(),
-            toml::Value::String("90".into()),
+            toml::Value::String("16".into()),
         );
         // A device without a kick limit is flushed once, when the cycle closes.
         let (n, cycles, sent) = flushes(&s);
@@ -192,10 +192,13 @@ fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
 
 /// Over 400 ms after 1 s of warm-up: (cycles cut short by the full output, out0's
 /// transmit-ready interrupts, frames delivered per second).
-fn repolls(s: &Scenario) -> (u64, u64, f64) {
+/// Over 400 ms of the flood: cycles cut short, transmit-ready interrupts, delivered/s and
+/// ticks judged short.
+fn repolls(s: &Scenario) -> (u64, u64, f64, u64) {
     let mut sim: Sim = s.build().unwrap();
     sim.run_until(1000 * MS);
     let repolls0 = sim.dataplane().poller().state().repolls;
+    let short0 = sim.dataplane().poller().state().short_ticks;
     let lines0 = sim.dataplane().interfaces()[1]
         .counters()
         .tx_ready_interrupts;
@@ -209,6 +212,7 @@ fn repolls(s: &Scenario) -> (u64, u64, f64) {
             .tx_ready_interrupts
             - lines0,
         (sim.nic(1).stats.tx_wire - wire0) as f64 / 0.4,
+        sim.dataplane().poller().state().short_ticks - short0,
     )
 }
 
@@ -216,16 +220,19 @@ fn repolls(s: &Scenario) -> (u64, u64, f64) {
 fn a_cycle_cut_short_polls_again_when_the_outputs_transmit_ready_line_rises() {
     let mut s = flood("classic");
     // Without a line the repoll waits on a timer: no transmit-ready interrupt at all.
-    let (timed, lines, _) = repolls(&s);
+    let (timed, lines, _, _) = repolls(&s);
     assert!(timed > 1000, "only {timed} repolls");
     assert_eq!(lines, 0);
     // With one, the line (out0's ring drained to half: 128 frames, 512 µs at its rate)
     // starts the next cycle: the tick's cycle fills the ring, the line's cycle refills
     // it 512 µs later, and the next wait ends with the tick, 1 ms after the last one. Two
-    // wakeups a tick, one of them the line's, where the timer took 1 + 1550/400.
+    // wakeups a tick, one of them the line's, where the timer's repolls (each a moved
+    // tick) took about 1550/400.
     s.nics[1].tx_ready_line = true;
-    let (cut_short, lines, delivered_pps) = repolls(&s);
+    let (cut_short, lines, delivered_pps, short_ticks) = repolls(&s);
     assert_eq!((cut_short, lines), (800, 400), "timer: {timed} repolls");
+    // A cycle the line starts is not a clock tick.
+    assert_eq!(short_ticks, 0);
     assert!(
         delivered_pps >= 0.97 * DRAIN_PPS,
         "delivered {delivered_pps:.0}/s of {DRAIN_PPS}"
