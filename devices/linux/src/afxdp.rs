@@ -359,6 +359,12 @@ impl SharedUmem {
 pub struct AfXdp {
     name: IfName,
     ifindex: u32,
+    /// The link's transmit-drop counter and its value at open. veth drops a frame its
+    /// peer's full ring cannot take; a kick that took it answers EBUSY, but the transmit
+    /// `xsk_poll` drives by itself in copy mode (when polld polls or waits on the socket)
+    /// answers nobody, so only the link's counter sees those. None if it cannot be read,
+    /// or if the link has several queues (the counter is the whole link's).
+    link_drops: Option<(iface::LinkCounters, u64)>,
     queue: u32,
     zero_copy: bool,
     /// What it was opened with, to reopen it the same way.
@@ -605,9 +611,16 @@ impl AfXdp {
             }
             None => BusyPoll::Unavailable("not asked for".to_string()),
         };
+        // Only a link of one queue counts this socket's drops alone.
+        let single_queue = iface::rx_queues(ifname).ok().flatten() == Some(1);
+        let link_drops = single_queue
+            .then(|| iface::LinkCounters::open(ifindex).ok())
+            .flatten()
+            .and_then(|mut counters| counters.tx_dropped().ok().map(|at| (counters, at)));
         let mut device = AfXdp {
             name,
             ifindex,
+            link_drops,
             queue,
             zero_copy,
             config: config.clone(),
@@ -1070,8 +1083,18 @@ impl Device for AfXdp {
         // too small for the frame), or a full rx ring.
         let mut tx_drops = TxDrops::default();
         tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
-        // Taken by a kick, then dropped by the device (its queue was full).
-        tx_drops.add(TxDrop::NoBufs, stats.tx_dropped);
+        // Dropped by the device after the kernel took them (its queue was full): the link
+        // counts every one, the kicks' EBUSY only some.
+        let link_dropped = self.link_drops.as_mut().and_then(|(counters, at_open)| {
+            counters
+                .tx_dropped()
+                .ok()
+                .map(|now| now.saturating_sub(*at_open))
+        });
+        tx_drops.add(
+            TxDrop::NoBufs,
+            link_dropped.map_or(stats.tx_dropped, |link| link.max(stats.tx_dropped)),
+        );
         // Descriptors the kernel found invalid were not sent.
         tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
         HwStats {
