@@ -359,14 +359,21 @@ fn in_order<T: Clone>(
     ordered
 }
 
-/// Adds `more` to `counters`, by name.
+/// Adds `more` to `counters`, by name; a state (not a sum) keeps the first queue's value.
 fn add_counters(counters: &mut Vec<(String, u64)>, more: &[(String, u64)]) {
     for (name, n) in more {
         match counters.iter_mut().find(|(c, _)| c == name) {
-            Some((_, sum)) => *sum += n,
+            Some((_, sum)) if !is_state(name) => *sum += n,
+            Some(_) => {}
             None => counters.push((name.clone(), *n)),
         }
     }
+}
+
+/// Whether an interface's read-only number (by its leaf name) is a state, which no sum
+/// over queues means: the link's, and auto mode's polling flag.
+fn is_state(leaf: &str) -> bool {
+    ["link", "auto_polling"].contains(&leaf)
 }
 
 /// Every entry of every poll thread, merged (module docs); or the answer to give when a
@@ -519,7 +526,7 @@ pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
 /// numbers but the link's state and auto mode's polling flag.
 fn summed_over_queues(e: &SysctlEntry) -> bool {
     let leaf = e.name.rsplit('.').next().unwrap_or_default();
-    !e.writable && e.value.parse::<u64>().is_ok() && !["link", "auto_polling"].contains(&leaf)
+    !e.writable && e.value.parse::<u64>().is_ok() && !is_state(leaf)
 }
 
 /// Whether an entry is the sum over the CPUs: the stage's read-only counters.
@@ -547,6 +554,20 @@ mod tests {
             descr: String::new(),
             writable,
         }
+    }
+
+    #[test]
+    fn a_split_interfaces_total_sums_counters_but_not_states() {
+        let queue = |rx: u64| {
+            vec![
+                ("rx".to_string(), rx),
+                ("auto_polling".to_string(), 1),
+                ("link".to_string(), 1),
+            ]
+        };
+        let mut total = queue(5);
+        add_counters(&mut total, &queue(7));
+        assert_eq!(total, queue(12));
     }
 
     #[test]
