@@ -463,8 +463,17 @@ impl Poller {
     }
 
     fn time_budget_end(&self) -> u64 {
-        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
-        self.cycle_start + tick_ns * (100 - self.knobs.user_frac) as u64 / 100
+        self.cycle_start + self.share_ns()
+    }
+
+    /// One tick, in ns.
+    fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.knobs.hz as u64
+    }
+
+    /// The devices' share of a tick, `100 - user_frac` percent of it, in ns.
+    fn share_ns(&self) -> u64 {
+        self.tick_ns() * (100 - self.knobs.user_frac) as u64 / 100
     }
 
     /// The end of a chunk (`netisr_pollmore`): schedules another chunk, or closes the
@@ -539,7 +548,7 @@ impl Poller {
     /// from its start to the next one, so the user's share holds however often it
     /// repeats. The wait is when the output drains (on veth, its NAPI thread runs).
     fn repoll_gap(&mut self, now: u64) -> u64 {
-        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
+        let tick_ns = self.tick_ns();
         self.repoll_backoff = if self.blocked_at_once {
             (self.repoll_backoff * 2).min(tick_ns)
         } else {
@@ -556,11 +565,9 @@ impl Poller {
     /// next tick starts it. Either way no timer is needed (a timer wakeup is what the
     /// repoll costs). Returns whether a cycle was scheduled.
     pub fn repoll_on_line(&mut self, now: u64) -> bool {
-        let tick_ns = 1_000_000_000 / self.knobs.hz as u64;
-        let share = tick_ns * (100 - self.knobs.user_frac) as u64 / 100;
-        let fits_share = self.tick_work_ns + self.last_cycle_ns <= share;
+        let fits_share = self.tick_work_ns + self.last_cycle_ns <= self.share_ns();
         // Nor may it run into the next tick, which owes a cycle of its own.
-        let ends_before_tick = now + self.last_cycle_ns <= self.last_tick + tick_ns;
+        let ends_before_tick = now + self.last_cycle_ns <= self.last_tick + self.tick_ns();
         if self.table.is_empty() || !fits_share || !ends_before_tick {
             return false;
         }
