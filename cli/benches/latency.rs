@@ -10,7 +10,7 @@
 //! forwarder's and sink's CPU is held out of halt ([`polld_testbed::idle::IdleHold`]: on
 //! this VM a halted vCPU takes the hypervisor's time to wake, 40 µs at the median) and the
 //! receive kthreads in fwd and sink run `SCHED_FIFO` below polld's poll thread
-//! ([`polld_testbed::placement::RealtimeRx`]: at `SCHED_OTHER` they wait up to 4 ms
+//! ([`polld_testbed::placement::RealtimeRx`]: at `SCHED_OTHER` they wait milliseconds
 //! behind ordinary tasks on their CPU). Two more rows, the kernel and polling at hz 1000
 //! on the untuned path (the testbed's default), show what the tuning removes in the same
 //! run. Each row prints p50/p99/max, loss, CPU, the steal time and halts of the

@@ -150,7 +150,7 @@ impl DaemonStatus {
         ),
         Oid::read_only(
             leaf(daemon_entry::TICK_LATENESS_MAX_NS),
-            "Latest tick wakeup since start, ns after its expiry",
+            "Largest lateness of the tick wakeups since start, ns",
             Kind::Gauge,
             |d| Value::from(d.tick_lateness.max_ns),
         ),

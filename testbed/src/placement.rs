@@ -34,7 +34,7 @@
 //! *A realtime path for a latency measurement* ([`RealtimeRx`], for as long as it lives):
 //! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
 //! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
-//! receive thread waits for whatever ordinary task holds its CPU, up to 4 ms on the
+//! receive thread waits for whatever ordinary task holds its CPU, for milliseconds on the
 //! reference VM (README "One-way latency in each mode"); at 10 kpps the realtime input
 //! thread has little to do, so it starves nothing.
 

@@ -190,9 +190,7 @@ fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
     }
 }
 
-/// Over 400 ms after 1 s of warm-up: (cycles cut short by the full output, out0's
-/// transmit-ready interrupts, frames delivered per second).
-/// Over 400 ms of the flood: cycles cut short, transmit-ready interrupts, delivered/s and
+/// Over 400 ms of the flood, after 1 s of warm-up: cycles cut short, transmit-ready interrupts, delivered/s and
 /// ticks judged short.
 fn repolls(s: &Scenario) -> (u64, u64, f64, u64) {
     let mut sim: Sim = s.build().unwrap();
