@@ -35,7 +35,8 @@ pub fn testbed(bench: &str, devices: Devices, options: &UpOptions) -> Testbed {
     })
 }
 
-/// Runs `trial` on `tb`, saying what runs; exits with the error if it fails.
+/// Runs `trial` on `tb`, saying what runs; exits with the error if it fails, having
+/// deleted the testbed and `dir` (exit runs no destructors).
 pub fn measure_or_exit(
     bench: &str,
     tb: &Testbed,
@@ -47,6 +48,10 @@ pub fn measure_or_exit(
     announce(bench, trial);
     measure(tb, options, polld, dir, trial).unwrap_or_else(|e| {
         eprintln!("{bench} bench: {}: {e}", trial.label);
+        let _ = std::fs::remove_dir_all(dir);
+        if let Err(e) = polld_testbed::down(tb.layout()) {
+            eprintln!("{bench} bench: tearing down the testbed failed: {e}");
+        }
         std::process::exit(1);
     })
 }
