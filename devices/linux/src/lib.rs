@@ -14,5 +14,6 @@ pub mod kernel_rx;
 pub mod napi;
 pub mod net_dev;
 pub mod netns;
+mod prefetch;
 pub mod tap;
 pub mod xdp;
