@@ -183,6 +183,16 @@ pub trait Device {
         None
     }
 
+    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] is a rise of the line, not its
+    /// writability when the executor starts waiting on it. An AF_XDP socket in copy mode
+    /// polls writable whenever its tx ring is at most half full, though the device behind
+    /// it is still full; the wakeup comes when the device has taken frames. The executor
+    /// then looks once without sleeping right after it starts waiting, and drops the line
+    /// found raised there.
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        false
+    }
+
     /// Whether the device raises a transmit-ready line. Only then does interrupt work stop
     /// on this output when it is full, and wait for the line, instead of receiving frames
     /// the output would refuse. By default: whether it has a [`Device::tx_ready_fd`].
@@ -276,6 +286,9 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn tx_ready_fd(&self) -> Option<RawFd> {
         (**self).tx_ready_fd()
+    }
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        (**self).tx_ready_on_wakeup_only()
     }
     fn signals_tx_ready(&self) -> bool {
         (**self).signals_tx_ready()

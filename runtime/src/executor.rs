@@ -9,7 +9,10 @@
 //! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
 //!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
-//!   transmit that never completed;
+//!   transmit that never completed. Where only a wakeup of the fd is a rise
+//!   ([`Device::tx_ready_on_wakeup_only`]: AF_XDP in copy mode, whose fd polls writable
+//!   while its device is still full) the first wait after adding it does not sleep, and
+//!   drops that line: what it reports is the fd's level, not a wakeup;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
@@ -122,6 +125,9 @@ pub struct Executor {
     inbox: Option<Inbox>,
     /// The fds each interface has in the epoll set, by [`Line`].
     watched: Vec<[Option<RawFd>; 2]>,
+    /// Outputs whose transmit-ready fd just joined the set and rises on a wakeup only:
+    /// the next wait looks without sleeping and ignores their line.
+    fresh_tx_lines: Vec<usize>,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -162,6 +168,7 @@ impl Executor {
             signals,
             inbox,
             watched: vec![[None; 2]; n],
+            fresh_tx_lines: Vec::new(),
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -186,9 +193,10 @@ impl Executor {
                 self.idle.ask();
             }
             self.sync_policy()?;
-            let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
-            self.epoll.wait(timeout, &mut ready)?;
+            let look = self.dp.next_due().is_some() || !self.fresh_tx_lines.is_empty();
+            self.epoll.wait(if look { 0 } else { -1 }, &mut ready)?;
             let events_start = now_ns();
+            let stale_tx_lines = std::mem::take(&mut self.fresh_tx_lines);
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
@@ -215,7 +223,12 @@ impl Executor {
                             self.dp.raise_idle();
                         }
                     }
-                    t if t >= TOKEN_TX => self.dp.tx_ready_line((t - TOKEN_TX) as usize, true),
+                    t if t >= TOKEN_TX => {
+                        let o = (t - TOKEN_TX) as usize;
+                        if !stale_tx_lines.contains(&o) {
+                            self.dp.tx_ready_line(o, true);
+                        }
+                    }
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
@@ -310,11 +323,19 @@ impl Executor {
         for i in 0..self.watched.len() {
             for line in [Line::Interrupt, Line::TxReady] {
                 let want = line.wanted(&self.dp, i);
+                let fresh = &mut self.fresh_tx_lines;
+                let dev = self.dp.interfaces()[i].dev();
                 let added = rewatch(
                     &self.epoll,
                     &mut self.watched[i][line as usize],
                     want,
-                    |epoll, fd| line.add(epoll, fd, i),
+                    |epoll, fd| {
+                        line.add(epoll, fd, i)?;
+                        if matches!(line, Line::TxReady) && dev.tx_ready_on_wakeup_only() {
+                            fresh.push(i);
+                        }
+                        Ok(())
+                    },
                 );
                 if let Err(e) = added {
                     eprintln!(

@@ -1136,6 +1136,12 @@ impl Device for AfXdp {
         (!self.zero_copy).then(|| self.tx_ready_fd.as_raw_fd())
     }
 
+    /// The socket polls writable while its tx ring is at most half full, which in copy
+    /// mode says nothing about the device (see the module's header).
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        true
+    }
+
     fn lending(&mut self) -> Option<&mut dyn Lending> {
         if self.frames.shared {
             Some(self)
