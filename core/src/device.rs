@@ -183,12 +183,13 @@ pub trait Device {
         None
     }
 
-    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] is a rise of the line, not its
-    /// writability when the executor starts waiting on it. An AF_XDP socket in copy mode
-    /// polls writable whenever its tx ring is at most half full, though the device behind
-    /// it is still full; the wakeup comes when the device has taken frames. The executor
-    /// then looks once without sleeping right after it starts waiting, and drops the line
-    /// found raised there.
+    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] while the poll thread sleeps is a
+    /// rise of the line: not its writability when the executor starts waiting on it, nor a
+    /// wakeup the thread's own sends caused. An AF_XDP socket in copy mode polls writable
+    /// whenever its tx ring is at most half full, though the device behind it is still
+    /// full, and each kick that sends wakes it; the wakeup that matters comes when the
+    /// device has taken frames. The executor then looks without sleeping before it sleeps,
+    /// and drops the line found raised there.
     fn tx_ready_on_wakeup_only(&self) -> bool {
         false
     }

@@ -9,10 +9,10 @@
 //! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
 //!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
-//!   transmit that never completed. Where only a wakeup of the fd is a rise
+//!   transmit that never completed. Where only a wakeup while the thread sleeps is a rise
 //!   ([`Device::tx_ready_on_wakeup_only`]: AF_XDP in copy mode, whose fd polls writable
-//!   while its device is still full) the first wait after adding it does not sleep, and
-//!   drops that line: what it reports is the fd's level, not a wakeup;
+//!   while its device is still full, and is woken by polld's own sends), the thread looks
+//!   without sleeping before it sleeps and drops that line from what the look finds;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
@@ -125,9 +125,9 @@ pub struct Executor {
     inbox: Option<Inbox>,
     /// The fds each interface has in the epoll set, by [`Line`].
     watched: Vec<[Option<RawFd>; 2]>,
-    /// Outputs whose transmit-ready fd just joined the set and rises on a wakeup only:
-    /// the next wait looks without sleeping and ignores their line.
-    fresh_tx_lines: Vec<usize>,
+    /// The last wait looked without sleeping, before a sleep, and nothing ran since: the
+    /// next wait may sleep (see [`Executor::look_before_sleep`]).
+    looked: bool,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -168,7 +168,7 @@ impl Executor {
             signals,
             inbox,
             watched: vec![[None; 2]; n],
-            fresh_tx_lines: Vec::new(),
+            looked: false,
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -193,10 +193,11 @@ impl Executor {
                 self.idle.ask();
             }
             self.sync_policy()?;
-            let look = self.dp.next_due().is_some() || !self.fresh_tx_lines.is_empty();
-            self.epoll.wait(if look { 0 } else { -1 }, &mut ready)?;
+            let busy = self.dp.next_due().is_some();
+            let look = !busy && self.look_before_sleep();
+            self.epoll.wait(if busy || look { 0 } else { -1 }, &mut ready)?;
             let events_start = now_ns();
-            let stale_tx_lines = std::mem::take(&mut self.fresh_tx_lines);
+            self.looked = look;
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
@@ -225,7 +226,8 @@ impl Executor {
                     }
                     t if t >= TOKEN_TX => {
                         let o = (t - TOKEN_TX) as usize;
-                        if !stale_tx_lines.contains(&o) {
+                        let dev = self.dp.interfaces()[o].dev();
+                        if !(look && dev.tx_ready_on_wakeup_only()) {
                             self.dp.tx_ready_line(o, true);
                         }
                     }
@@ -234,15 +236,35 @@ impl Executor {
             }
             // Timer reads, status checks, control requests: none of it is interrupt work.
             self.dp.ran_outside(now_ns().saturating_sub(events_start));
-            self.run_due()?;
+            if self.run_due()? {
+                self.looked = false;
+            }
             self.log_events();
         }
     }
 
+    /// Whether the next wait, with nothing due, must look without sleeping first: some
+    /// output whose transmit-ready line rises on a wakeup only
+    /// ([`Device::tx_ready_on_wakeup_only`]) is waited for, and work ran since the last
+    /// look. What such a fd reports before the thread sleeps is its level when added, or a
+    /// wakeup polld's own sends caused (`xsk_generic_xmit` wakes the socket after sending),
+    /// not the output taking frames: the cycle that just ran saw the output itself. The look
+    /// drops those, so that only a wakeup while the thread sleeps raises the line.
+    fn look_before_sleep(&self) -> bool {
+        !self.looked
+            && self.watched.iter().enumerate().any(|(i, fds)| {
+                fds[Line::TxReady as usize].is_some()
+                    && self.dp.interfaces()[i].dev().tx_ready_on_wakeup_only()
+            })
+    }
+
     /// Runs what the dataplane says is due, charging each piece to its time account, until
     /// only spinning work is left, of which it runs one pass: then the events are read again.
-    fn run_due(&mut self) -> io::Result<()> {
+    /// Returns whether anything ran.
+    fn run_due(&mut self) -> io::Result<bool> {
+        let mut ran = false;
         while let Some(due) = self.dp.next_due() {
+            ran = true;
             let account = match due {
                 Due::Busy(_) => &mut self.accounts.busy_poll_ns,
                 Due::IdlePoll => &mut self.accounts.idle_poll_ns,
@@ -276,7 +298,7 @@ impl Executor {
                 break;
             }
         }
-        Ok(())
+        Ok(ran)
     }
 
     /// A realtime poll thread spins at `SCHED_OTHER` while some interface is busy.
@@ -323,19 +345,11 @@ impl Executor {
         for i in 0..self.watched.len() {
             for line in [Line::Interrupt, Line::TxReady] {
                 let want = line.wanted(&self.dp, i);
-                let fresh = &mut self.fresh_tx_lines;
-                let dev = self.dp.interfaces()[i].dev();
                 let added = rewatch(
                     &self.epoll,
                     &mut self.watched[i][line as usize],
                     want,
-                    |epoll, fd| {
-                        line.add(epoll, fd, i)?;
-                        if matches!(line, Line::TxReady) && dev.tx_ready_on_wakeup_only() {
-                            fresh.push(i);
-                        }
-                        Ok(())
-                    },
+                    |epoll, fd| line.add(epoll, fd, i),
                 );
                 if let Err(e) = added {
                     eprintln!(
