@@ -633,16 +633,15 @@ impl AfXdp {
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: duplicates our own live socket descriptor; the result is checked.
-        let fd = unsafe { libc::fcntl(sock_fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(XdpError::os(
-                on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let tx_ready_fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `socket` owns `sock_fd` and outlives this borrow.
+        let tx_ready_fd = unsafe { BorrowedFd::borrow_raw(sock_fd) }
+            .try_clone_to_owned()
+            .map_err(|e| {
+                XdpError::os(
+                    on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
+                    e,
+                )
+            })?;
 
         let busy_poll = match &config.busy_poll {
             Some(wanted) => {
