@@ -334,6 +334,32 @@ fn proc_stat_gives_each_cpu_and_all_of_them_with_softirq() {
     assert_eq!(ProcStat::parse("intr 1\n"), None);
 }
 
+#[test]
+fn busy_is_the_wall_time_a_cpu_did_not_idle_not_the_ticks_that_saw_it_busy() {
+    // One second (USER_HZ ticks) in which the CPU idled half the time (idle is measured at
+    // each idle entry and exit) but a poller in step with the scheduler tick was running at
+    // only a tenth of the ticks (user and system time are sampled there).
+    let hz = polld_stat::sample::clock_ticks() as u64;
+    let before = CpuTimes {
+        busy: 1000,
+        softirq: 0,
+        steal: 0,
+        total: 5000,
+    };
+    let after = CpuTimes {
+        busy: 1000 + hz / 10,
+        softirq: 0,
+        steal: 0,
+        total: 5000 + hz / 10 + hz / 2,
+    };
+    let busy = after.busy_percent_since(&before, 1_000_000_000, 1).unwrap();
+    assert!((busy - 50.0).abs() < 0.5, "{busy}");
+    // Two CPUs' line over the same second: the idle half of one CPU is a quarter of both.
+    let both = after.busy_percent_since(&before, 1_000_000_000, 2).unwrap();
+    assert!((both - 75.0).abs() < 0.5, "{both}");
+    assert_eq!(after.busy_percent_since(&before, 0, 1), None);
+}
+
 /// `--once` at 80 columns, every second.
 fn text_80(s: &Snapshot) -> String {
     let status = Status {

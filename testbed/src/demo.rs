@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use polld_control::answer::TickLateness;
 use polld_control::proto::daemon_entry;
-use polld_stat::sample::CpuTimes;
+use polld_stat::sample::{clock_ticks, CpuTimes};
 use serde_json::Value;
 
 use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
@@ -67,7 +67,8 @@ pub struct DemoRow {
     /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
     /// NAPI), percent of one CPU: outside polld's budget.
     pub kernel_rx_cpu_percent: f64,
-    /// Busy time of the forwarder's CPU (all work on it, from /proc/stat), percent.
+    /// Busy time of the forwarder's CPU (all work on it: the wall time it did not idle, by
+    /// /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
     /// Time the hypervisor ran something else while the forwarder's CPU had work, ms
     /// (`/proc/stat` steal, in its 10 ms ticks).
@@ -616,7 +617,7 @@ pub fn measure(
         })
         .filter(|(_, v)| *v > 0)
         .collect();
-    let cpu_busy = busy_percent(before.cpu_busy, after.cpu_busy);
+    let cpu_busy = busy_percent(&before, &after);
     let steal_ticks = match (before.cpu_busy, after.cpu_busy) {
         (Some(b), Some(a)) => a.steal.saturating_sub(b.steal),
         _ => 0,
@@ -820,16 +821,6 @@ pub(crate) fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".into())
 }
 
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
 pub(crate) fn last_json(text: &str) -> Option<Value> {
     text.lines()
         .rev()
@@ -899,16 +890,13 @@ impl Snapshot {
     }
 }
 
-/// Busy percent of a CPU between two readings.
-fn busy_percent(before: Option<CpuTimes>, after: Option<CpuTimes>) -> f64 {
-    let (Some(before), Some(after)) = (before, after) else {
+/// Busy percent of a CPU between two snapshots (the wall time it did not idle).
+fn busy_percent(before: &Snapshot, after: &Snapshot) -> f64 {
+    let (Some(b), Some(a)) = (before.cpu_busy, after.cpu_busy) else {
         return 0.0;
     };
-    let total = after.total.saturating_sub(before.total);
-    if total == 0 {
-        return 0.0;
-    }
-    after.busy.saturating_sub(before.busy) as f64 * 100.0 / total as f64
+    let wall_ns = after.at.duration_since(before.at).as_nanos() as u64;
+    a.busy_percent_since(&b, wall_ns, 1).unwrap_or(0.0)
 }
 
 /// A child process stopped with SIGINT (and killed if it does not stop) on finish/drop.
