@@ -24,9 +24,7 @@
 mod common;
 
 use common::{announce, arg, is_root, testbed};
-use polld_testbed::demo::{
-    measure, recommended_hz, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS,
-};
+use polld_testbed::demo::{knob_hz, measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::idle::IdleHold;
 use polld_testbed::placement::RealtimeRx;
 use polld_testbed::{Devices, Role, UpOptions};
@@ -54,8 +52,8 @@ fn main() {
         knobs,
     };
     let polling_1000 = polld_at("polling", &HZ_1000);
-    let hz = recommended_hz();
-    let polling_recommended = format!("polling hz {hz}");
+    let hz = knob_hz(&RECOMMENDED_KNOBS);
+    let polling_recommended = format!("polling hz {}", hz.unwrap_or_default());
     // (label, forwarder, the polling hz for the bound, whether the path is untuned)
     let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
         ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),
@@ -71,16 +69,21 @@ fn main() {
             None,
             false,
         ),
-        ("polling hz 1000", polling_1000, Some(1000), false),
+        ("polling hz 1000", polling_1000, knob_hz(&HZ_1000), false),
         (
             &polling_recommended,
             polld_at("polling", &RECOMMENDED_KNOBS),
-            Some(hz),
+            hz,
             false,
         ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None, false),
         ("kernel, untuned", Forwarder::Kernel, None, true),
-        ("polling hz 1000, untuned", polling_1000, Some(1000), true),
+        (
+            "polling hz 1000, untuned",
+            polling_1000,
+            knob_hz(&HZ_1000),
+            true,
+        ),
     ];
     let path_cpus = [options.cpus.fwd, options.cpus.sink];
     // The tuning for a row unless it is an untuned one; when the kernel refuses it, every

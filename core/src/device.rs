@@ -183,9 +183,10 @@ pub trait Device {
         None
     }
 
-    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] while the poll thread sleeps is a
-    /// rise of the line: not its writability when the executor starts waiting on it, nor a
-    /// wakeup the thread's own sends caused. An AF_XDP socket in copy mode polls writable
+    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] while the poll thread sleeps (or
+    /// while other work is due) is a rise of the line: not its writability when the
+    /// executor starts waiting on it with nothing else due, nor a wakeup the thread's own
+    /// sends caused. An AF_XDP socket in copy mode polls writable
     /// whenever its tx ring is at most half full, though the device behind it is still
     /// full, and each kick that sends wakes it; the wakeup that matters comes when the
     /// device has taken frames. The executor then looks without sleeping before it sleeps,

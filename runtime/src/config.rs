@@ -659,20 +659,16 @@ fn assign_cpus(
     if daemon.cpus.is_empty() {
         if let Some(i) = devices.iter().position(|d| !d.queues.is_empty()) {
             let key = devices[i].backend.queues_key();
-            let field = format!("interfaces[{i}].{key}");
-            let message = format!(
-                "{field}: each queue is polled by its own CPU, and there is one poll thread; \
-                 list the poll CPUs in [daemon] cpus = [..], or remove `{key}` here"
+            let why = format!(
+                "each queue is polled by its own CPU, and there is one poll thread; list the \
+                 poll CPUs in [daemon] cpus = [..], or remove `{key}` here"
             );
-            return Err((field, message));
+            return Err(interface_error(i, key, why));
         }
         if let Some(i) = devices.iter().position(|d| d.cpu.is_some()) {
-            let field = format!("interfaces[{i}].cpu");
-            let message = format!(
-                "{field}: there is one poll thread; list the poll CPUs in [daemon] cpus = [..] \
-                 to poll interfaces on several CPUs, or remove `cpu` here"
-            );
-            return Err((field, message));
+            let why = "there is one poll thread; list the poll CPUs in [daemon] cpus = [..] to \
+                       poll interfaces on several CPUs, or remove `cpu` here";
+            return Err(interface_error(i, "cpu", why.to_string()));
         }
         return Ok(());
     }
@@ -735,13 +731,12 @@ fn assign_cpus(
             return Err(interface_error(i, key, why));
         }
         if let Some(i) = assigned.iter().position(|c| *c != assigned[0]) {
-            let field = format!("interfaces[{i}].cpu");
-            let message = format!(
-                "{field}: a bridge floods to every port and polld does not hand frames between \
-                 poll CPUs; {} is on CPU {} and {} on CPU {}: give every port the same `cpu`",
+            let why = format!(
+                "a bridge floods to every port and polld does not hand frames between poll \
+                 CPUs; {} is on CPU {} and {} on CPU {}: give every port the same `cpu`",
                 devices[0].name, assigned[0], devices[i].name, assigned[i]
             );
-            return Err((field, message));
+            return Err(interface_error(i, "cpu", why));
         }
     }
     Ok(())

@@ -193,9 +193,8 @@ impl Executor {
             }
             self.sync_policy()?;
             let busy = self.dp.next_due().is_some();
-            let timeout = self
-                .wakeup_only
-                .timeout(busy, self.waits_for_wakeup_only_line());
+            let waiting = !busy && self.waits_for_wakeup_only_line();
+            let timeout = self.wakeup_only.timeout(busy, waiting);
             self.epoll.wait(timeout, &mut ready)?;
             let events_start = now_ns();
             for &token in &ready {

@@ -13,13 +13,14 @@
 //!   unpinned, `polld.kernel_rx_ns`);
 //! - softirq: the CPU's softirq time in `/proc/stat` (anyone's, polld's interfaces'
 //!   included when their NAPI is not threaded);
-//! - busy: the CPU's non-idle share in `/proc/stat`; user: what is left of it;
+//! - busy: the wall time (the daemon's clock) the CPU did not idle, its idle time from
+//!   `/proc/stat` ([`CpuTimes::busy_percent_since`] says why not `/proc/stat`'s own busy
+//!   share); user: what is left of it;
 //! - idle: `100 − busy`.
 //!
 //! device + busy poll + idle poll + kernel rx + softirq + user + idle = 100. The figures
-//! come from different clocks (`/proc/stat` counts in 10 ms ticks): when polld's and the
-//! kernel threads' measured time exceeds `/proc/stat`'s busy time, user is 0 and idle
-//! what is left, and the notes say by how much. The poll thread's own CPU time
+//! come from different clocks: when polld's and the kernel threads' measured time exceeds
+//! the busy time, user is 0 and idle what is left, and the notes say by how much. The poll thread's own CPU time
 //! (`polld.thread_cpu_ns`) checks the device figure, which the monotonic clock measures
 //! including time the thread was preempted.
 
@@ -269,7 +270,7 @@ pub struct CpuSplit {
     /// Everything else that ran.
     pub user: Option<f64>,
     pub idle: Option<f64>,
-    /// The non-idle share in `/proc/stat`.
+    /// The share of the wall time the CPU did not idle.
     pub busy: Option<f64>,
     /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), a check on device +
     /// busy poll + idle poll (`None`: a daemon too old to report it).
@@ -352,7 +353,7 @@ impl CpuSplit {
         let user = busy - measured;
         if user < -DISAGREEMENT_POINTS {
             self.notes.push(format!(
-                "polld's and the kernel threads' time exceeds /proc/stat's busy {busy:.1}% by \
+                "polld's and the kernel threads' time exceeds the CPU's busy {busy:.1}% by \
                  {:.1} points (different clocks): user shown as 0",
                 -user
             ));

@@ -193,7 +193,7 @@ fn measured_time_above_proc_stat_busy_leaves_user_at_zero_and_still_adds_to_100(
         s.cpu
             .notes
             .iter()
-            .any(|n| n.contains("exceeds /proc/stat's busy 60.0% by 22.0")),
+            .any(|n| n.contains("exceeds the CPU's busy 60.0% by 22.0")),
         "{:?}",
         s.cpu.notes
     );

@@ -173,13 +173,12 @@ pub const RECOMMENDED_KNOBS: [(&str, &str); 3] = [
     ("kern.polling.each_burst", "16"),
 ];
 
-/// The polling clock of [`RECOMMENDED_KNOBS`], for labels and latency bounds.
-pub fn recommended_hz() -> u32 {
-    RECOMMENDED_KNOBS
+/// The polling clock `knobs` set (`kern.polling.hz`), for labels and latency bounds.
+pub fn knob_hz(knobs: &[(&str, &str)]) -> Option<u32> {
+    knobs
         .iter()
         .find(|(name, _)| *name == "kern.polling.hz")
         .and_then(|(_, hz)| hz.parse().ok())
-        .expect("RECOMMENDED_KNOBS sets kern.polling.hz to a number")
 }
 
 fn failed(what: String) -> TestbedError {

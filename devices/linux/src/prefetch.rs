@@ -1,6 +1,6 @@
-//! Cache prefetch hints for frames the kernel wrote into memory polld maps (an AF_XDP
-//! UMEM, an AF_PACKET ring). A hint only: no load happens, so a bad address cannot fault,
-//! and on other architectures it does nothing.
+//! Cache prefetch hints for frames the kernel wrote into memory polld maps (the AF_XDP
+//! UMEM). A hint only: no load happens, so a bad address cannot fault, and on other
+//! architectures it does nothing.
 
 /// Starts loading the cache line holding `ptr` into every cache level, for reading.
 #[inline(always)]
