@@ -34,10 +34,10 @@
 //! output takes rather than one ring's worth a tick. (The dataplane replaces that wait by
 //! the output's transmit-ready line where the output raises one.)
 //!
-//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
-//! polling), the poller is `quiet`: the executor stops the tick and waits on the polled
-//! devices' interrupts, and the first one that fires ([`Poller::wake`]) counts as a tick and
-//! resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
+//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (with idle polling
+//! too, whose poller then sleeps on the same interrupts), the poller is `quiet`: the
+//! executor stops the tick and waits on the polled devices' interrupts, and the first one
+//! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
 //! few percent of a core in a VM); `quiet_cycles=0` ticks forever, as FreeBSD.
 //!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
@@ -549,7 +549,7 @@ impl Poller {
         }
         self.empty_cycles = self.empty_cycles.saturating_add(1);
         let limit = self.knobs.quiet_cycles;
-        if limit > 0 && self.knobs.idle_poll == 0 && self.empty_cycles >= limit {
+        if limit > 0 && self.empty_cycles >= limit {
             self.state.quiet = true;
         }
     }

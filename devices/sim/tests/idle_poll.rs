@@ -1,6 +1,7 @@
 //! Idle polling on virtual time: the idle poller serves frames that arrive while the CPU
 //! idles at once, not at the next tick, and sleeps on the devices' interrupts when its pass
-//! finds every ring empty instead of polling empty rings again (docs/algorithm.md §5).
+//! finds every ring empty instead of polling empty rings again (docs/algorithm.md §5); with
+//! the cycles finding nothing left, polling goes quiet as without idle polling.
 
 use polld_core::Mode;
 use polld_sim::scenario::{check_conservation, report};
@@ -8,10 +9,10 @@ use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, UserTask};
 
 const MS: u64 = 1_000_000;
 
-/// One stream of `pps` (Poisson) forwarded from in0 to out0, both polling at hz 1000 with
-/// idle polling on, nothing else on the CPU.
-fn light_stream(pps: f64) -> Scenario {
-    let mut input = NicConfig::new("in0", Arrivals::Poisson { pps });
+/// `arrivals` on in0 forwarded to out0, both polling at hz 1000 with idle polling on,
+/// nothing else on the CPU.
+fn stream(arrivals: Arrivals) -> Scenario {
+    let mut input = NicConfig::new("in0", arrivals);
     input.costs = rizzo::DRIVER;
     input.route = Some("out0".into());
     input.mode = Mode::Polling;
@@ -40,7 +41,7 @@ fn light_stream(pps: f64) -> Scenario {
 
 #[test]
 fn the_idle_poller_serves_arrivals_at_once_and_sleeps_on_empty_rings() {
-    let s = light_stream(10_000.0);
+    let s = stream(Arrivals::Poisson { pps: 10_000.0 });
     let mut sim = s.build().unwrap();
     sim.run_until(300 * MS);
     check_conservation(&sim).unwrap();
@@ -66,4 +67,16 @@ fn the_idle_poller_serves_arrivals_at_once_and_sleeps_on_empty_rings() {
         state.chunks,
         state.cycles
     );
+}
+
+#[test]
+fn with_idle_polling_and_no_traffic_polling_goes_quiet() {
+    let s = stream(Arrivals::None);
+    let mut sim = s.build().unwrap();
+    sim.run_until(500 * MS);
+    let state = *sim.dataplane().poller().state();
+    assert!(state.quiet && state.idlepoll_sleeping, "{state:?}");
+    assert_eq!(sim.ticks, 100, "ticks stop after 100 empty cycles");
+    let cpu = sim.split;
+    assert!(cpu.pct(cpu.idle_ns) > 99.9, "{cpu:?}");
 }
