@@ -2,7 +2,7 @@
 //! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
 //! times each frame when the kernel hands it over. In one run it measures the kernel's own
 //! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
-//! polling at hz 1000 and with the README's recommended knobs (hz 4000), and busy; then DPDK
+//! polling at hz 1000 and with the README's recommended knobs (hz 2000), and busy; then DPDK
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
 //! skipped, and why).
 //!
@@ -24,7 +24,9 @@
 mod common;
 
 use common::{announce, arg, is_root, testbed};
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{
+    measure, recommended_hz, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS,
+};
 use polld_testbed::idle::IdleHold;
 use polld_testbed::placement::RealtimeRx;
 use polld_testbed::{Devices, Role, UpOptions};
@@ -52,6 +54,8 @@ fn main() {
         knobs,
     };
     let polling_1000 = polld_at("polling", &HZ_1000);
+    let hz = recommended_hz();
+    let polling_recommended = format!("polling hz {hz}");
     // (label, forwarder, the polling hz for the bound, whether the path is untuned)
     let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
         ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),
@@ -69,9 +73,9 @@ fn main() {
         ),
         ("polling hz 1000", polling_1000, Some(1000), false),
         (
-            "polling hz 4000",
+            &polling_recommended,
             polld_at("polling", &RECOMMENDED_KNOBS),
-            Some(4000),
+            Some(hz),
             false,
         ),
         ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None, false),

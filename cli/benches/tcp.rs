@@ -1,10 +1,11 @@
 //! TCP through polld (root): one iperf3 stream from gen to sink on the veth testbed, the
 //! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
 //! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
-//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 4000), at
+//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 2000), at
 //! FreeBSD's hz 1000, and at hz 1000 with idle polling (the idle poller serves what arrives
 //! while the CPU idles, in passes of `each_burst` 64), and prints polling's rate as a ratio
-//! of interrupt mode's (the goal is at least 0.9x). The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
+//! of interrupt mode's (the goal is at least 0.9x). The congestion control is the
+//! machine's (`net.ipv4.tcp_congestion_control`).
 //!
 //! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
 //! ([`UpOptions::sink_rx_realtime`]), as a NIC's wire drains whatever the CPU does;

@@ -183,6 +183,17 @@ pub trait Device {
         None
     }
 
+    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] while the poll thread sleeps is a
+    /// rise of the line: not its writability when the executor starts waiting on it, nor a
+    /// wakeup the thread's own sends caused. An AF_XDP socket in copy mode polls writable
+    /// whenever its tx ring is at most half full, though the device behind it is still
+    /// full, and each kick that sends wakes it; the wakeup that matters comes when the
+    /// device has taken frames. The executor then looks without sleeping before it sleeps,
+    /// and drops the line found raised there.
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        false
+    }
+
     /// Whether the device raises a transmit-ready line. Only then does interrupt work stop
     /// on this output when it is full, and wait for the line, instead of receiving frames
     /// the output would refuse. By default: whether it has a [`Device::tx_ready_fd`].
@@ -276,6 +287,9 @@ impl<T: Device + ?Sized> Device for Box<T> {
     }
     fn tx_ready_fd(&self) -> Option<RawFd> {
         (**self).tx_ready_fd()
+    }
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        (**self).tx_ready_on_wakeup_only()
     }
     fn signals_tx_ready(&self) -> bool {
         (**self).signals_tx_ready()

@@ -492,6 +492,14 @@ impl RunConfig {
     }
 }
 
+/// An error about key `key` of `[[interfaces]]` entry `i`: the field, and the message
+/// naming it.
+fn interface_error(i: usize, key: &str, why: String) -> (String, String) {
+    let field = format!("interfaces[{i}].{key}");
+    let message = format!("{field}: {why}");
+    (field, message)
+}
+
 /// The queues of an `[[interfaces]]` entry (`queues` on AF_XDP, `fanout` on AF_PACKET),
 /// checked against its backend and its other keys; empty for a device polled whole. The
 /// error names the field and the fix.
@@ -500,10 +508,7 @@ fn queue_keys(
     keys: &DeviceKeys,
     given: &toml::Table,
 ) -> Result<Vec<u32>, (String, String)> {
-    let refuse = |key: &str, why: String| {
-        let field = format!("interfaces[{i}].{key}");
-        Err((field.clone(), format!("{field}: {why}")))
-    };
+    let refuse = |key: &str, why: String| Err(interface_error(i, key, why));
     let several_taps = "a TAP here has one queue: for several CPUs use several TAPs, one \
                         [[interfaces]] entry each with its own `cpu`";
     let queues: Vec<u32> = match (&keys.queues, keys.fanout) {
@@ -721,14 +726,13 @@ fn assign_cpus(
     }
     if packet.mode == polld_packet::Mode::Bridge {
         if let Some(i) = devices.iter().position(|d| !d.queues.is_empty()) {
-            let field = format!("interfaces[{i}].cpus");
-            let message = format!(
-                "{field}: a bridge floods to every port and polld does not hand frames between \
-                 poll CPUs, so a bridge port is polled whole by one CPU: remove `queues` or \
-                 `fanout` from {}",
+            let key = devices[i].backend.queues_key();
+            let why = format!(
+                "a bridge floods to every port and polld does not hand frames between poll \
+                 CPUs, so a bridge port is polled whole by one CPU: remove `{key}` from {}",
                 devices[i].name
             );
-            return Err((field, message));
+            return Err(interface_error(i, key, why));
         }
         if let Some(i) = assigned.iter().position(|c| *c != assigned[0]) {
             let field = format!("interfaces[{i}].cpu");
@@ -749,10 +753,7 @@ fn assign_cpus(
 fn queue_cpus(i: usize, d: &DeviceConfig, cpus: &[usize]) -> Result<Vec<usize>, (String, String)> {
     let n = d.queues.len();
     let key = d.backend.queues_key();
-    let refuse = |key: &str, why: String| {
-        let field = format!("interfaces[{i}].{key}");
-        Err((field.clone(), format!("{field}: {why}")))
-    };
+    let refuse = |key: &str, why: String| Err(interface_error(i, key, why));
     if n > cpus.len() {
         return refuse(
             key,

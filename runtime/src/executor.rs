@@ -9,7 +9,10 @@
 //! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
 //!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
-//!   transmit that never completed;
+//!   transmit that never completed. Where only a wakeup while the thread sleeps is a rise
+//!   ([`Device::tx_ready_on_wakeup_only`]: AF_XDP in copy mode, whose fd polls writable
+//!   while its device is still full, and is woken by polld's own sends), the thread looks
+//!   without sleeping before it sleeps and drops that line from what the look finds;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
@@ -122,6 +125,8 @@ pub struct Executor {
     inbox: Option<Inbox>,
     /// The fds each interface has in the epoll set, by [`Line`].
     watched: Vec<[Option<RawFd>; 2]>,
+    /// Which transmit-ready events of wakeup-only lines are rises.
+    wakeup_only: WakeupOnlyLines,
     idle: IdlePoller,
     /// A realtime poll thread lowered to `SCHED_OTHER` for busy polling.
     lowered: bool,
@@ -162,6 +167,7 @@ impl Executor {
             signals,
             inbox,
             watched: vec![[None; 2]; n],
+            wakeup_only: WakeupOnlyLines::default(),
             idle,
             lowered: false,
             lateness: Lateness::default(),
@@ -186,7 +192,10 @@ impl Executor {
                 self.idle.ask();
             }
             self.sync_policy()?;
-            let timeout = if self.dp.next_due().is_some() { 0 } else { -1 };
+            let busy = self.dp.next_due().is_some();
+            let timeout = self
+                .wakeup_only
+                .timeout(busy, self.waits_for_wakeup_only_line());
             self.epoll.wait(timeout, &mut ready)?;
             let events_start = now_ns();
             for &token in &ready {
@@ -215,21 +224,41 @@ impl Executor {
                             self.dp.raise_idle();
                         }
                     }
-                    t if t >= TOKEN_TX => self.dp.tx_ready_line((t - TOKEN_TX) as usize, true),
+                    t if t >= TOKEN_TX => {
+                        let o = (t - TOKEN_TX) as usize;
+                        let dev = self.dp.interfaces()[o].dev();
+                        if self.wakeup_only.rose() || !dev.tx_ready_on_wakeup_only() {
+                            self.dp.tx_ready_line(o, true);
+                        }
+                    }
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
             // Timer reads, status checks, control requests: none of it is interrupt work.
             self.dp.ran_outside(now_ns().saturating_sub(events_start));
-            self.run_due()?;
+            if self.run_due()? {
+                self.wakeup_only.ran();
+            }
             self.log_events();
         }
     }
 
+    /// Whether the epoll set holds the transmit-ready fd of an output whose line rises on
+    /// a wakeup only ([`Device::tx_ready_on_wakeup_only`]).
+    fn waits_for_wakeup_only_line(&self) -> bool {
+        self.watched.iter().enumerate().any(|(i, fds)| {
+            fds[Line::TxReady as usize].is_some()
+                && self.dp.interfaces()[i].dev().tx_ready_on_wakeup_only()
+        })
+    }
+
     /// Runs what the dataplane says is due, charging each piece to its time account, until
     /// only spinning work is left, of which it runs one pass: then the events are read again.
-    fn run_due(&mut self) -> io::Result<()> {
+    /// Returns whether anything ran.
+    fn run_due(&mut self) -> io::Result<bool> {
+        let mut ran = false;
         while let Some(due) = self.dp.next_due() {
+            ran = true;
             let account = match due {
                 Due::Busy(_) => &mut self.accounts.busy_poll_ns,
                 Due::IdlePoll => &mut self.accounts.idle_poll_ns,
@@ -263,7 +292,7 @@ impl Executor {
                 break;
             }
         }
-        Ok(())
+        Ok(ran)
     }
 
     /// A realtime poll thread spins at `SCHED_OTHER` while some interface is busy.
@@ -402,6 +431,43 @@ impl Executor {
     }
 }
 
+/// Which transmit-ready events are rises, for outputs whose line rises on a wakeup only
+/// ([`Device::tx_ready_on_wakeup_only`]). What such a fd reports before the thread sleeps
+/// is its level when added, or a wakeup polld's own sends caused (`xsk_generic_xmit` wakes
+/// the socket after sending), not the output taking frames: the work that just ran saw the
+/// output itself. So after work ran, the next wait with nothing due looks without sleeping,
+/// and the lines that look finds are dropped; only a wakeup while the thread sleeps (or
+/// while work is due) raises the line.
+#[derive(Clone, Copy, Debug, Default)]
+struct WakeupOnlyLines {
+    /// The last wait was that look, and nothing ran since.
+    looked: bool,
+}
+
+impl WakeupOnlyLines {
+    /// The next wait's timeout in ms (0: just look; -1: sleep), given whether work is due
+    /// and whether a wakeup-only line is waited for.
+    fn timeout(&mut self, busy: bool, waiting: bool) -> i32 {
+        let look = !busy && waiting && !self.looked;
+        self.looked = look;
+        if busy || look {
+            0
+        } else {
+            -1
+        }
+    }
+
+    /// Whether a wakeup-only line the last wait reported is a rise.
+    fn rose(&self) -> bool {
+        !self.looked
+    }
+
+    /// Work ran: it may have woken the fds itself.
+    fn ran(&mut self) {
+        self.looked = false;
+    }
+}
+
 /// What the executor waits on for an interface, each through an fd of its device.
 #[derive(Clone, Copy)]
 enum Line {
@@ -510,4 +576,71 @@ pub fn interfaces(dp: &mut RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
             status
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    /// A pipe's write end stands in for an AF_XDP socket in copy mode: writable (so
+    /// reported when added), and woken writable when the reader drains a full pipe, as the
+    /// socket is when veth's peer frees what it sent.
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors; the result is checked.
+        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        assert_eq!(rc, 0, "pipe2: {}", io::Error::last_os_error());
+        // SAFETY: two fresh descriptors we own.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    /// Fills the pipe, then empties it: one wakeup of the write end.
+    fn wake_writer(read: &OwnedFd, write: &OwnedFd) {
+        let buf = [0u8; 4096];
+        // SAFETY: plain non-blocking writes and reads of our own buffer on our own pipe.
+        while unsafe { libc::write(write.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } > 0 {}
+        let mut sink = [0u8; 4096];
+        while unsafe { libc::read(read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) } > 0 {}
+    }
+
+    const TOKEN: u64 = 7;
+
+    #[test]
+    fn a_wakeup_only_line_rises_on_a_wakeup_while_asleep_not_on_its_level_or_own_work() {
+        let (read, write) = pipe();
+        let mut epoll = Epoll::new().unwrap();
+        let mut ready = Vec::new();
+        let mut lines = WakeupOnlyLines::default();
+        // A cycle ran and armed the line: the fd joins the set, writable.
+        lines.ran();
+        epoll.add_writable_edge(write.as_raw_fd(), TOKEN).unwrap();
+        assert_eq!(lines.timeout(false, true), 0, "must look before sleeping");
+        epoll.wait(0, &mut ready).unwrap();
+        assert_eq!(ready, [TOKEN], "the kernel reports the level when added");
+        assert!(!lines.rose(), "the level when added is no rise");
+        // Nothing ran: now it sleeps, and the level is not reported again.
+        assert_eq!(lines.timeout(false, true), -1);
+        epoll.wait(50, &mut ready).unwrap();
+        assert!(ready.is_empty(), "reported again: {ready:?}");
+        // The output takes frames while the thread sleeps: that wakeup is a rise.
+        wake_writer(&read, &write);
+        epoll.wait(1000, &mut ready).unwrap();
+        assert_eq!(ready, [TOKEN]);
+        assert!(lines.rose());
+        // A cycle ran and its own sends woke the fd: the look before sleeping drops it.
+        lines.ran();
+        wake_writer(&read, &write);
+        assert_eq!(lines.timeout(false, true), 0);
+        epoll.wait(0, &mut ready).unwrap();
+        assert_eq!(ready, [TOKEN]);
+        assert!(!lines.rose(), "a wakeup from polld's own work is no rise");
+        // While work is due every wait just looks, and what it reports counts.
+        assert_eq!(lines.timeout(true, true), 0);
+        assert!(lines.rose());
+        // Without such a line waited for, nothing changes: no look before sleeping.
+        lines.ran();
+        assert_eq!(lines.timeout(false, false), -1);
+        assert!(lines.rose());
+    }
 }

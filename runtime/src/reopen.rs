@@ -200,6 +200,9 @@ impl Device for Reopening {
     fn tx_ready_fd(&self) -> Option<std::os::fd::RawFd> {
         self.current.tx_ready_fd()
     }
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        self.current.tx_ready_on_wakeup_only()
+    }
     fn signals_tx_ready(&self) -> bool {
         self.current.signals_tx_ready()
     }

@@ -334,6 +334,29 @@ addresses = ["10.0.2.1/24"]
 }
 
 #[test]
+fn a_bridge_port_split_into_queues_names_its_queues_key() {
+    let bridge = |extra1: &str, extra2: &str| {
+        let config = format!("mode = \"bridge\"\n{}", queued(extra1, extra2));
+        config
+            .lines()
+            .filter(|l| !l.starts_with("addresses"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let err = parse(&bridge("queues = 2", "")).unwrap_err();
+    assert!(
+        err.contains("interfaces[0].queues: a bridge floods to every port")
+            && err.contains("remove `queues` from veth1"),
+        "{err}"
+    );
+    let err = parse(&bridge("", "fanout = 2")).unwrap_err();
+    assert!(
+        err.contains("interfaces[1].fanout:") && err.contains("remove `fanout` from veth2"),
+        "{err}"
+    );
+}
+
+#[test]
 fn queues_and_fanout_put_one_queue_of_each_interface_on_each_cpu() {
     let c = parse(&queued("queues = [0, 1]", "fanout = 2\ncpus = [1, 0]")).unwrap();
     assert_eq!(c.devices[0].queues, [0, 1]);

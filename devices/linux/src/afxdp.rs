@@ -633,16 +633,15 @@ impl AfXdp {
         }
         // SAFETY: `fd` was just created and is owned by nobody else.
         let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: duplicates our own live socket descriptor; the result is checked.
-        let fd = unsafe { libc::fcntl(sock_fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(XdpError::os(
-                on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let tx_ready_fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `socket` owns `sock_fd` and outlives this borrow.
+        let tx_ready_fd = unsafe { BorrowedFd::borrow_raw(sock_fd) }
+            .try_clone_to_owned()
+            .map_err(|e| {
+                XdpError::os(
+                    on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
+                    e,
+                )
+            })?;
 
         let busy_poll = match &config.busy_poll {
             Some(wanted) => {
@@ -1134,6 +1133,12 @@ impl Device for AfXdp {
     /// In copy mode only: see the module's header.
     fn tx_ready_fd(&self) -> Option<RawFd> {
         (!self.zero_copy).then(|| self.tx_ready_fd.as_raw_fd())
+    }
+
+    /// The socket polls writable while its tx ring is at most half full, which in copy
+    /// mode says nothing about the device (see the module's header).
+    fn tx_ready_on_wakeup_only(&self) -> bool {
+        true
     }
 
     fn lending(&mut self) -> Option<&mut dyn Lending> {

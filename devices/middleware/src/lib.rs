@@ -32,6 +32,9 @@ macro_rules! pass_through_to_inner {
         fn tx_ready_fd(&self) -> Option<std::os::fd::RawFd> {
             self.inner.tx_ready_fd()
         }
+        fn tx_ready_on_wakeup_only(&self) -> bool {
+            self.inner.tx_ready_on_wakeup_only()
+        }
         fn signals_tx_ready(&self) -> bool {
             self.inner.signals_tx_ready()
         }
