@@ -1,9 +1,11 @@
 //! TCP through polld (root): one iperf3 stream from gen to sink on the veth testbed, the
 //! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
 //! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
-//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 2000) and at
-//! FreeBSD's hz 1000, and prints polling's rate as a ratio of interrupt mode's (the goal is
-//! at least 0.9x). The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
+//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 2000), at
+//! FreeBSD's hz 1000, and at hz 1000 with idle polling (the idle poller serves what arrives
+//! while the CPU idles, in passes of `each_burst` 64), and prints polling's rate as a ratio
+//! of interrupt mode's (the goal is at least 0.9x). The congestion control is the
+//! machine's (`net.ipv4.tcp_congestion_control`).
 //!
 //! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
 //! ([`UpOptions::sink_rx_realtime`]), as a NIC's wire drains whatever the CPU does;
@@ -23,6 +25,15 @@ const HZ_1000: [(&str, &str); 3] = [
     ("kern.polling.hz", "1000"),
     ("kern.polling.burst_max", "1000"),
     ("kern.polling.each_burst", "16"),
+];
+
+/// hz 1000 with idle polling: ticks bound the device work under load, the idle poller
+/// serves arrivals while the CPU idles (in bigger passes: each costs two context switches).
+const IDLE_POLL: [(&str, &str); 4] = [
+    ("kern.polling.hz", "1000"),
+    ("kern.polling.burst_max", "1000"),
+    ("kern.polling.each_burst", "64"),
+    ("kern.polling.idle_poll", "1"),
 ];
 
 fn main() {
@@ -68,6 +79,10 @@ fn main() {
             format!("polld {backend} polling hz 1000"),
             polld_with("polling", &HZ_1000),
         ));
+        trials.push((
+            format!("polld {backend} polling idle_poll"),
+            polld_with("polling", &IDLE_POLL),
+        ));
     }
     let mut rows: Vec<DemoRow> = Vec::new();
     for (label, forwarder) in trials {
@@ -92,13 +107,13 @@ fn main() {
         }
     );
     println!(
-        "{:<30} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
+        "{:<34} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
         "forwarder", "Mbit/s", "retrans", "polld CPU", "kernel rx", "CPU1 busy"
     );
     for r in &rows {
         let tcp = r.tcp.expect("a TCP trial has a TCP result");
         println!(
-            "{:<30} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
+            "{:<34} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
             r.mode,
             tcp.mbit_per_s,
             tcp.retransmits,
@@ -116,7 +131,7 @@ fn main() {
         "\nwhere polld's time went (per second of the run; frames counted on both interfaces, data and acks)"
     );
     println!(
-        "{:<30} {:>10} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>11}",
+        "{:<34} {:>10} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>11}",
         "forwarder",
         "frames/s",
         "polld µs/f",
@@ -132,7 +147,7 @@ fn main() {
         let frames = per_s(r.polld_delta_all_ifs("rx_packets")).max(1e-9);
         let cycles = r.polld_delta("kern.polling.cycles");
         println!(
-            "{:<30} {:>10.0} {:>11.2} {:>11.2} {:>9} {:>10.0} {:>9.0} {:>9.0} {:>11.1}",
+            "{:<34} {:>10.0} {:>11.2} {:>11.2} {:>9} {:>10.0} {:>9.0} {:>9.0} {:>11.1}",
             r.mode,
             frames,
             r.polld_cpu_percent / 100.0 * 1e6 / frames,
@@ -152,7 +167,7 @@ fn main() {
     };
     for backend in ["af_xdp", "af_packet"] {
         let interrupt = rate(&format!("polld {backend} interrupt")).max(1e-9);
-        for polling in ["polling", "polling hz 1000"] {
+        for polling in ["polling", "polling hz 1000", "polling idle_poll"] {
             let label = format!("polld {backend} {polling}");
             println!(
                 "{label}: {:.2}x interrupt mode's TCP rate (goal >= 0.9x)",

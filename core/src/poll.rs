@@ -22,9 +22,9 @@
 //! backpressure*: a handler whose received frames met a full output
 //! ([`PollHandlers::take_output_full`]) has had its share of the cycle and is skipped in
 //! the chunks left, and the burst does not grow after such a cycle (the output, not the
-//! CPU, was the limit). *Empty rings*: without idle polling, a chunk after which every
+//! CPU, was the limit). *Empty rings*: a chunk after which every
 //! handler polled returned less than its count (its ring ran empty) or was blocked ends the
-//! cycle, so an idle interface costs one poll a tick whatever the burst (which still grows
+//! cycle (what arrives later waits for the next tick, or for the idle poller), so an idle interface costs one poll a tick whatever the burst (which still grows
 //! as FreeBSD's, to be ready for the next flood).
 //! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
 //!
@@ -34,16 +34,21 @@
 //! output takes rather than one ring's worth a tick. (The dataplane replaces that wait by
 //! the output's transmit-ready line where the output raises one.)
 //!
-//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (and without idle
-//! polling), the poller is `quiet`: the executor stops the tick and waits on the polled
-//! devices' interrupts, and the first one that fires ([`Poller::wake`]) counts as a tick and
-//! resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
+//! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (with idle polling
+//! too, whose poller then sleeps on the same interrupts), the poller is `quiet`: the
+//! executor stops the tick and waits on the polled devices' interrupts, and the first one
+//! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
 //! few percent of a core in a VM); `quiet_cycles=0` ticks forever, as FreeBSD.
 //!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
-//! with `each_burst` whenever the CPU would otherwise idle; it is not accounted.
+//! with `each_burst` whenever the CPU would otherwise idle; it is not accounted. One
+//! departure: a pass that finds every ring empty puts the idle poller to sleep on the
+//! devices' interrupts ([`Poller::idle_wake`]) until a frame arrives or a cycle moves one,
+//! instead of polling empty rings again (each pass costs a Linux thread two context
+//! switches). So frames that arrive while the CPU idles are served at once, not at the
+//! next tick, and an idle CPU stays idle.
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
@@ -152,7 +157,8 @@ sysctl_struct! {
         suspect: u64 = 0, SUSPECT: Counter "suspect event";
         /// Times `pending_polls` exceeded 100 and was reset.
         stalled: u64 = 0, STALLED: Counter "potential stalls";
-        /// The idle poller is asleep (no handlers, or `idle_poll` off).
+        /// The idle poller is asleep (no handlers, `idle_poll` off, or every ring was
+        /// empty at its last pass: the devices' interrupts wake it).
         idlepoll_sleeping: bool = true, IDLEPOLL_SLEEPING: Gauge "idlepoll thread is sleeping";
         /// Completed cycles.
         cycles: u64 = 0, CYCLES: Counter "Completed poll cycles (polld)";
@@ -440,8 +446,9 @@ impl Poller {
                 drained = false;
             }
         }
-        // With idle polling the CPU spins on the rings anyway: keep FreeBSD's full cycle.
-        self.chunk_drained = drained && self.knobs.idle_poll == 0;
+        // Idle polling serves what arrives after the cycle (and sleeps on empty rings):
+        // the rest of an empty cycle would poll nothing.
+        self.chunk_drained = drained;
         self.last_chunk_max = max_done;
         self.last_chunk_count = count;
         self.state.chunks += 1;
@@ -513,6 +520,10 @@ impl Poller {
         }
         self.state.cycles += 1;
         self.note_quiet();
+        if self.cycle_packets > 0 {
+            // Frames are flowing: the idle poller may find more once the CPU idles.
+            self.update_idle_sleep();
+        }
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
             self.state.phase = 0;
@@ -538,7 +549,7 @@ impl Poller {
         }
         self.empty_cycles = self.empty_cycles.saturating_add(1);
         let limit = self.knobs.quiet_cycles;
-        if limit > 0 && self.knobs.idle_poll == 0 && self.empty_cycles >= limit {
+        if limit > 0 && self.empty_cycles >= limit {
             self.state.quiet = true;
         }
     }
@@ -626,8 +637,11 @@ impl Poller {
     }
 
     /// One pass of the idle poller (`poll_idle`): every handler gets `each_burst`, nothing
-    /// is accounted. Returns the frames processed; marks the poller asleep when there is
-    /// nothing to poll.
+    /// is accounted. Returns the frames processed. A pass that found every ring empty (and
+    /// no output full) puts the idle poller to sleep (`idlepoll_sleeping`) until a
+    /// device signals a frame ([`Poller::idle_wake`]) or a poll cycle moves one: FreeBSD's
+    /// idle loop polls empty rings for free, a Linux thread pays two context switches a
+    /// pass, so it sleeps on the devices' interrupts instead.
     pub fn idle_poll(&mut self, handlers: &mut dyn PollHandlers) -> u32 {
         self.update_idle_sleep();
         if self.state.idlepoll_sleeping {
@@ -635,15 +649,40 @@ impl Poller {
         }
         let each = self.knobs.each_burst;
         let mut done = 0;
+        let mut blocked = false;
         for i in 0..self.table.len() {
-            done += handlers.poll(self.table[i], PollCmd::PollOnly, each);
+            let id = self.table[i];
+            done += handlers.poll(id, PollCmd::PollOnly, each);
+            blocked |= handlers.take_output_full(id);
         }
+        self.state.idlepoll_sleeping = done == 0 && !blocked;
         done
     }
 
-    /// Whether the idle poller would run now.
+    /// Whether idle polling is on (`kern.polling.idle_poll` and a registered handler).
     pub fn idle_poll_active(&self) -> bool {
         self.knobs.idle_poll != 0 && !self.table.is_empty()
+    }
+
+    /// Whether the idle poller wants a pass once the CPU idles: it is on and not asleep
+    /// on empty rings.
+    pub fn idle_poll_wanted(&self) -> bool {
+        self.idle_poll_active() && !self.state.idlepoll_sleeping
+    }
+
+    /// Whether the idle poller sleeps on empty rings: the devices' interrupts wake it.
+    pub fn idle_poll_resting(&self) -> bool {
+        self.idle_poll_active() && self.state.idlepoll_sleeping
+    }
+
+    /// A registered device signalled a frame while the idle poller slept on empty rings:
+    /// it wakes (its next pass may run). Returns whether it was asleep.
+    pub fn idle_wake(&mut self) -> bool {
+        let resting = self.idle_poll_resting();
+        if resting {
+            self.state.idlepoll_sleeping = false;
+        }
+        resting
     }
 
     fn update_idle_sleep(&mut self) {

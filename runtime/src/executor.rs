@@ -188,7 +188,7 @@ impl Executor {
         loop {
             self.sync_tick()?;
             self.sync_lines();
-            if self.dp.poller().idle_poll_active() {
+            if self.dp.poller().idle_poll_wanted() {
                 self.idle.ask();
             }
             self.sync_policy()?;

@@ -11,7 +11,8 @@
 //! chunks, §5 idle polling, §7 the modes):
 //!
 //! 1. [`Due::Tick`]: the clock interrupt (hardclock and the polling hook), owed ticks at once;
-//! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling;
+//! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling (or
+//!    the interrupt that wakes an idle poller asleep on empty rings);
 //! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
 //!    at interrupt priority, one batch at a time so a tick can still preempt it);
 //! 4. [`Due::TxReady`]: an output's transmit-ready line (its transmit-complete interrupt),
@@ -40,7 +41,8 @@ use super::{Dataplane, Mode, Work, BATCH};
 pub enum Due {
     /// Clock ticks that expired since the last tick ran (owed ticks: more than one).
     Tick(u32),
-    /// Polling interface `i` is quiet and its interrupt fired.
+    /// Polling interface `i` is quiet, or the idle poller sleeps on empty rings, and its
+    /// interrupt fired.
     QuietWakeup(usize),
     /// One more batch of interface `i`'s running interrupt handler.
     Handler(usize),
@@ -170,7 +172,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if let Some(i) = busy {
             return Some(Due::Busy(i));
         }
-        if p.idle && self.poller.idle_poll_active() {
+        if p.idle && self.poller.idle_poll_wanted() {
             return Some(Due::IdlePoll);
         }
         None
@@ -197,8 +199,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             }
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
-                if self.wakeup_armed(i) {
-                    self.poller.wake(now);
+                if self.wakeup_armed(i) && !self.poller.wake(now) && self.poller.idle_wake() {
+                    // The idle poller slept on empty rings and a frame came: its pass
+                    // runs now, as it would have in the idle loop.
+                    self.pending.idle = true;
                 }
             }
             Due::Handler(i) => self.continue_handler(i),

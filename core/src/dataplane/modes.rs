@@ -155,12 +155,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Whether interface `i` polls but polling is quiet (every ring was empty for
-    /// `kern.polling.quiet_cycles` cycles): the executor waits on its interrupt instead of
-    /// the tick, and reports it with [`Dataplane::interrupt_line`] when it fires
-    /// ([`super::Due::QuietWakeup`]: counted in `kern.polling.quiet_wakeups`, not as an
-    /// interrupt of the interface, whose mode stays polling).
+    /// `kern.polling.quiet_cycles` cycles) or the idle poller sleeps on empty rings: the
+    /// executor waits on its interrupt, and reports it with [`Dataplane::interrupt_line`]
+    /// when it fires ([`super::Due::QuietWakeup`]: a quiet wakeup is counted in
+    /// `kern.polling.quiet_wakeups`, and neither as an interrupt of the interface, whose
+    /// mode stays polling).
     pub fn wakeup_armed(&self, i: usize) -> bool {
-        self.devs.ifs[i].polls() && self.poller.state().quiet && self.poller.is_registered(i)
+        let poller = &self.poller;
+        self.devs.ifs[i].polls()
+            && (poller.state().quiet || poller.idle_poll_resting())
+            && poller.is_registered(i)
     }
 
     /// Interface `i` raised an interrupt: in interrupt mode the handler starts (it runs to
