@@ -106,7 +106,7 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
     );
     assert!(
         share_on > 0.8 * share_off,
-        "idle polling took the competitor's CPU: {share_on:.3} against {share_off:.3}"
+        "a resting idle poller took the competitor's CPU: {share_on:.3} against {share_off:.3}"
     );
     assert_eq!(value(&polld, "kern.polling.idlepoll_sleeping"), 1);
     // The poll thread never changed policy; ticks still run SCHED_FIFO.

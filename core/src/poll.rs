@@ -18,14 +18,15 @@
 //! starts at once (phase 6). So the devices get at most `100 - user_frac` percent of each
 //! tick when there is other work, and the rest of the CPU is left to it.
 //!
-//! Two departures from FreeBSD, both about work the budget cannot buy. *Transmit
-//! backpressure*: a handler whose received frames met a full output
-//! ([`PollHandlers::take_output_full`]) has had its share of the cycle and is skipped in
-//! the chunks left, and the burst does not grow after such a cycle (the output, not the
-//! CPU, was the limit). *Empty rings*: a chunk after which every
-//! handler polled returned less than its count (its ring ran empty) or was blocked ends the
-//! cycle (what arrives later waits for the next tick, or for the idle poller), so an idle interface costs one poll a tick whatever the burst (which still grows
-//! as FreeBSD's, to be ready for the next flood).
+//! Two departures from FreeBSD in the cycle, both about work the budget cannot buy (the
+//! idle poller's is below). *Transmit backpressure*: a handler whose received frames met a
+//! full output ([`PollHandlers::take_output_full`]) has had its share of the cycle and is
+//! skipped in the chunks left, and the burst does not grow after such a cycle (the output,
+//! not the CPU, was the limit). *Empty rings*: a chunk after which every handler polled
+//! returned less than its count (its ring ran empty) or was blocked ends the cycle (what
+//! arrives later waits for the next tick, or for the idle poller), so an idle interface
+//! costs one poll a tick whatever the burst (which still grows as FreeBSD's, to be ready
+//! for the next flood).
 //! Where every chunk comes back full and no output fills, the cycle is FreeBSD's.
 //!
 //! A cycle cut short by a full output asks to poll again before the next tick
@@ -37,18 +38,19 @@
 //! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (with idle polling
 //! too, whose poller then sleeps on the same interrupts), the poller is `quiet`: the
 //! executor stops the tick and waits on the polled devices' interrupts, and the first one
-//! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then takes no wakeups at all (a bare 1000 Hz timer costs a
-//! few percent of a core in a VM); `quiet_cycles=0` ticks forever, as FreeBSD.
+//! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then
+//! takes no wakeups at all (a bare 1000 Hz timer costs a few percent of a core in a VM);
+//! `quiet_cycles=0` ticks forever, as FreeBSD.
 //!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
-//! with `each_burst` whenever the CPU would otherwise idle; it is not accounted. One
+//! with `each_burst` whenever the CPU would otherwise idle; it is not accounted. Its
 //! departure: a pass that finds every ring empty puts the idle poller to sleep on the
 //! devices' interrupts ([`Poller::idle_wake`]) until a frame arrives or a cycle moves one,
 //! instead of polling empty rings again (each pass costs a Linux thread two context
-//! switches). So frames that arrive while the CPU idles are served at once, not at the
-//! next tick, and an idle CPU stays idle.
+//! switches). So frames that arrive while the CPU idles are served when it idles, not at
+//! the next tick, and an idle CPU stays idle.
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as

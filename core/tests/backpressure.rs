@@ -1,6 +1,6 @@
 //! The scheduler's two departures from kern_poll, exactly: a handler whose output filled
 //! is skipped for the rest of the cycle and the burst does not grow after such a cycle;
-//! without idle polling, a chunk that leaves every ring empty ends the cycle.
+//! a chunk that leaves every ring empty ends the cycle.
 
 use polld_core::{HandlerId, PollCmd, PollHandlers, Poller};
 

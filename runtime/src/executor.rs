@@ -197,6 +197,9 @@ impl Executor {
             let timeout = self.wakeup_only.timeout(busy, waiting);
             self.epoll.wait(timeout, &mut ready)?;
             let events_start = now_ns();
+            if ready.is_empty() && self.wakeup_only.watchdog_expired() {
+                self.raise_wakeup_only_lines();
+            }
             for &token in &ready {
                 match token {
                     TOKEN_TICK => {
@@ -228,6 +231,8 @@ impl Executor {
                         let dev = self.dp.interfaces()[o].dev();
                         if self.wakeup_only.rose() || !dev.tx_ready_on_wakeup_only() {
                             self.dp.tx_ready_line(o, true);
+                        } else {
+                            self.wakeup_only.dropped();
                         }
                     }
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
@@ -249,6 +254,17 @@ impl Executor {
             fds[Line::TxReady as usize].is_some()
                 && self.dp.interfaces()[i].dev().tx_ready_on_wakeup_only()
         })
+    }
+
+    /// Raises the lines of the outputs whose transmit-ready fd rises on a wakeup only.
+    fn raise_wakeup_only_lines(&mut self) {
+        for o in 0..self.watched.len() {
+            if self.watched[o][Line::TxReady as usize].is_some()
+                && self.dp.interfaces()[o].dev().tx_ready_on_wakeup_only()
+            {
+                self.dp.tx_ready_line(o, true);
+            }
+        }
     }
 
     /// Runs what the dataplane says is due, charging each piece to its time account, until
@@ -436,28 +452,55 @@ impl Executor {
 /// the socket after sending), not the output taking frames: the work that just ran saw the
 /// output itself. So after work ran, the next wait with nothing due looks without sleeping,
 /// and the lines that look finds are dropped; only a wakeup while the thread sleeps (or
-/// while work is due) raises the line.
+/// while work is due) raises the line. The output may also have taken frames just before
+/// the look, and that wakeup is dropped with the others: so a sleep after a look that
+/// dropped a line lasts at most [`WATCHDOG_MS`], and the lines rise when it ends with
+/// nothing reported (not 200 ms later, at the status timer's watchdog).
 #[derive(Clone, Copy, Debug, Default)]
 struct WakeupOnlyLines {
     /// The last wait was that look, and nothing ran since.
     looked: bool,
+    /// A look dropped a line, and no line rose since.
+    suspect: bool,
+    /// The last wait was a bounded sleep for that.
+    bounded: bool,
 }
 
+/// The longest sleep after a look that dropped a wakeup-only line (ms).
+const WATCHDOG_MS: i32 = 1;
+
 impl WakeupOnlyLines {
-    /// The next wait's timeout in ms (0: just look; -1: sleep), given whether work is due
-    /// and whether a wakeup-only line is waited for.
+    /// The next wait's timeout in ms (0: just look; [`WATCHDOG_MS`]: sleep after a look
+    /// that dropped a line; -1: sleep), given whether work is due and whether a
+    /// wakeup-only line is waited for.
     fn timeout(&mut self, busy: bool, waiting: bool) -> i32 {
         let look = !busy && waiting && !self.looked;
+        self.suspect &= waiting;
+        self.bounded = !busy && !look && self.suspect;
         self.looked = look;
         if busy || look {
             0
+        } else if self.bounded {
+            WATCHDOG_MS
         } else {
             -1
         }
     }
 
+    /// The look dropped a line it reported.
+    fn dropped(&mut self) {
+        self.suspect = true;
+    }
+
+    /// Whether the last wait was a bounded sleep and nothing woke it: the lines rise.
+    fn watchdog_expired(&mut self) -> bool {
+        self.suspect &= !self.bounded;
+        self.bounded
+    }
+
     /// Whether a wakeup-only line the last wait reported is a rise.
-    fn rose(&self) -> bool {
+    fn rose(&mut self) -> bool {
+        self.suspect &= self.looked;
         !self.looked
     }
 
@@ -634,6 +677,18 @@ mod tests {
         epoll.wait(0, &mut ready).unwrap();
         assert_eq!(ready, [TOKEN]);
         assert!(!lines.rose(), "a wakeup from polld's own work is no rise");
+        lines.dropped();
+        // The sleep after a look that dropped a line is bounded: the output may have taken
+        // frames just before the look. Nothing woke it: the line rises.
+        assert_eq!(lines.timeout(false, true), WATCHDOG_MS);
+        epoll.wait(WATCHDOG_MS, &mut ready).unwrap();
+        assert!(ready.is_empty(), "{ready:?}");
+        assert!(lines.watchdog_expired());
+        // After a look that dropped nothing, the sleep is not bounded.
+        lines.ran();
+        assert_eq!(lines.timeout(false, true), 0);
+        assert_eq!(lines.timeout(false, true), -1);
+        assert!(!lines.watchdog_expired());
         // While work is due every wait just looks, and what it reports counts.
         assert_eq!(lines.timeout(true, true), 0);
         assert!(lines.rose());

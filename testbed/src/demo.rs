@@ -165,8 +165,8 @@ pub enum Load<'a> {
 /// benches. FreeBSD's `burst_max` of 150 at hz=1000 caps polling at 150 kpps per interface
 /// (sized for 100 Mbit). The clock: DragonFly's ifpoll polls at 4000 Hz by default, but a
 /// tick's timer wakeup costs about 14 µs of CPU in a KVM guest, and under a flood 2000 Hz
-/// forwarded the most (README "Forwarding against the kernel"). Small chunks bound what a
-/// chunk that meets a full output receives in vain.
+/// was the most even choice on both veth backends (README "Forwarding against the
+/// kernel"). Small chunks bound what a chunk that meets a full output receives in vain.
 pub const RECOMMENDED_KNOBS: [(&str, &str); 3] = [
     ("kern.polling.hz", "2000"),
     ("kern.polling.burst_max", "1000"),

@@ -199,10 +199,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             }
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
-                if self.wakeup_armed(i) && !self.poller.wake(now) && self.poller.idle_wake() {
-                    // The idle poller slept on empty rings and a frame came: its pass
-                    // runs now, as it would have in the idle loop.
-                    self.pending.idle = true;
+                if self.wakeup_armed(i) {
+                    // Quiet polling resumes at once. A resting idle poller only wants its
+                    // next pass again: that runs when the CPU idles (the idle thread asks),
+                    // not at the poll thread's priority now.
+                    self.poller.wake(now);
+                    self.poller.idle_wake();
                 }
             }
             Due::Handler(i) => self.continue_handler(i),
