@@ -293,8 +293,8 @@ impl Device for AfPacket {
 
     /// Stages `frame`; a full batch is pushed first, so `send` refuses only while the
     /// kernel holds a full batch back. Once the kernel refused, a full batch is not pushed
-    /// again here (that would be a failing `sendmmsg` per frame): the flush at the end of
-    /// the work, or the one the transmit-ready line brings, retries it.
+    /// again here (that would be a failing `sendmmsg` per frame): `tx_room` and the flush
+    /// at the end of the work retry it.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
         if self.tx.is_full() && !self.tx.refused() {
             self.flush();
@@ -302,13 +302,15 @@ impl Device for AfPacket {
         self.tx.stage(frame)
     }
 
-    /// A whole batch, or 0 while the kernel pushes back the frames staged. A pushback is
-    /// retried by `flush` (at the end of the work, or when the transmit-ready line rises),
-    /// not here: the send buffer only frees as the device takes frames, which wakes that
-    /// line, so asking in between mostly costs a `sendmmsg` that answers EAGAIN. `send`
-    /// pushes full batches itself, so a batch is not a hard limit; it is how much
-    /// interrupt work and polls take between two looks at the kernel's pushback.
+    /// A whole batch, or 0 while the kernel pushes back the frames staged (retried once
+    /// here: frames held back after the last flush of a cycle or handler wait for this
+    /// retry when no transmit-ready line is armed). `send` pushes full batches itself, so a
+    /// batch is not a hard limit; it is how much interrupt work and polls take between two
+    /// looks at the kernel's pushback.
     fn tx_room(&mut self) -> usize {
+        if self.tx.refused() {
+            self.flush();
+        }
         if self.tx.refused() {
             0
         } else {
