@@ -410,7 +410,7 @@ pub(crate) fn set_packet_option<T>(fd: RawFd, option: libc::c_int, value: &T) ->
 }
 
 /// `setsockopt(level, option, value)`.
-fn set_socket_option<T>(
+pub(crate) fn set_socket_option<T>(
     fd: RawFd,
     level: libc::c_int,
     option: libc::c_int,

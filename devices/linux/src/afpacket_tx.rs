@@ -262,17 +262,13 @@ mod tests {
         // A datagram larger than the send buffer is refused with EMSGSIZE, so `sendmmsg`
         // takes the first frame and stops at the second.
         let small: libc::c_int = 4096;
-        // SAFETY: small is a live c_int of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                ours.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                (&small as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0);
+        crate::afpacket::set_socket_option(
+            ours.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            &small,
+        )
+        .unwrap();
         let mut batch = TxBatch::new(4, 64 * 1024);
         batch.stage(b"fits").unwrap();
         batch.stage(&[0u8; 32 * 1024]).unwrap();
