@@ -179,9 +179,11 @@ sysctl_struct! {
         /// Quiet spells ended by a device with work.
         quiet_wakeups: u64 = 0, QUIET_WAKEUPS: Counter
             "Times a device's interrupt ended a quiet spell (polld)";
-        /// Cycles that met a full output and asked to poll again before the next tick.
+        /// Cycles cut short by a full output: each asks to poll again before the next tick
+        /// (after a timer, or when the output's transmit-ready line rises and the next
+        /// cycle fits in the tick's share).
         repolls: u64 = 0, REPOLLS: Counter
-            "Cycles cut short by a full output that polled again before the tick (polld)";
+            "Cycles cut short by a full output, to poll again before the tick if it drains (polld)";
     }
 }
 
@@ -524,7 +526,7 @@ impl Poller {
         self.note_quiet();
         if self.cycle_packets > 0 {
             // Frames are flowing: the idle poller may find more once the CPU idles.
-            self.update_idle_sleep();
+            self.idle_wake();
         }
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
@@ -677,14 +679,10 @@ impl Poller {
         self.idle_poll_active() && self.state.idlepoll_sleeping
     }
 
-    /// A registered device signalled a frame while the idle poller slept on empty rings:
-    /// it wakes (its next pass may run). Returns whether it was asleep.
-    pub fn idle_wake(&mut self) -> bool {
-        let resting = self.idle_poll_resting();
-        if resting {
-            self.state.idlepoll_sleeping = false;
-        }
-        resting
+    /// Frames came (a registered device signalled one, or a cycle moved some) while the
+    /// idle poller may sleep on empty rings: it wakes, and its next pass may run.
+    pub fn idle_wake(&mut self) {
+        self.update_idle_sleep();
     }
 
     fn update_idle_sleep(&mut self) {

@@ -229,7 +229,7 @@ impl Executor {
                     t if t >= TOKEN_TX => {
                         let o = (t - TOKEN_TX) as usize;
                         let dev = self.dp.interfaces()[o].dev();
-                        if self.wakeup_only.rose() || !dev.tx_ready_on_wakeup_only() {
+                        if !dev.tx_ready_on_wakeup_only() || self.wakeup_only.rose() {
                             self.dp.tx_ready_line(o, true);
                         } else {
                             self.wakeup_only.dropped();
@@ -475,7 +475,8 @@ impl WakeupOnlyLines {
     /// wakeup-only line is waited for.
     fn timeout(&mut self, busy: bool, waiting: bool) -> i32 {
         let look = !busy && waiting && !self.looked;
-        self.suspect &= waiting;
+        // Work due says nothing of the line: only an output no longer waited for ends it.
+        self.suspect &= waiting || busy;
         self.bounded = !busy && !look && self.suspect;
         self.looked = look;
         if busy || look {
