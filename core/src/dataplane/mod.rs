@@ -152,6 +152,9 @@ struct Devices<D, S> {
     /// Per interface: frames it received found their output full since the scheduler
     /// last asked (transmit backpressure).
     output_full: Vec<bool>,
+    /// The output whose fullness set `output_full` last: the one a cut-short cycle waits
+    /// for (taken by [`Devices::full_output_with_line`]).
+    full_out: Option<usize>,
     work: Work,
     events: Vec<Event>,
     gone: Vec<usize>,
@@ -262,11 +265,13 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
         // (tx_ready.rs).
         let mut budget = count as usize;
         if self.fastforwarding {
-            let room = self.tx_room_besides(id);
-            if room < budget {
-                // Backpressure, though nothing was dropped: the output set the limit.
-                self.output_full[id] = true;
-                budget = room;
+            if let Some((out, room)) = self.fullest_output_besides(id, |_| true) {
+                if room < budget {
+                    // Backpressure, though nothing was dropped: the output set the limit.
+                    self.output_full[id] = true;
+                    self.full_out = Some(out);
+                    budget = room;
+                }
             }
         }
         let n = if budget == 0 {
@@ -347,6 +352,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 pools,
                 unflushed,
                 output_full,
+                full_out: None,
                 work: Work::default(),
                 events: Vec::new(),
                 gone: Vec::new(),

@@ -116,12 +116,6 @@ impl Emit for TxStaging {
 }
 
 impl<D: Device, S: PacketStage> Devices<D, S> {
-    /// The least transmit room among the interfaces other than `i` whose link is up.
-    pub(super) fn tx_room_besides(&mut self, i: usize) -> usize {
-        self.fullest_output_besides(i, |_| true)
-            .map_or(usize::MAX, |(_, room)| room)
-    }
-
     /// Among the interfaces other than `i` whose link is up and whose device `counts`,
     /// the one with the least transmit room, and that room.
     pub(super) fn fullest_output_besides(
@@ -176,6 +170,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     if !whole {
                         counters.drops.add(DropReason::TxRingFull, 1);
                         self.output_full[input] = true;
+                        self.full_out = Some(s.out);
                     } else {
                         counters.forwarded += 1;
                         counters.lent += u64::from(matches!(s.bytes, Bytes::Lent(_)));

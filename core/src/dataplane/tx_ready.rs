@@ -55,11 +55,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         }
     }
 
-    /// The fullest output (the one that cut a poll cycle short, as the poller's check
-    /// counts outputs), if it raises a transmit-ready line: the next cycle waits for it.
+    /// The output that cut a poll cycle short, if it raises a transmit-ready line: the
+    /// next cycle waits for it. Taken, so that it is asked of the devices only once.
     pub(super) fn full_output_with_line(&mut self) -> Option<usize> {
-        // Besides no interface: every one is an output of some other.
-        let (out, _) = self.fullest_output_besides(usize::MAX, |_| true)?;
+        let out = self.full_out.take()?;
         self.ifs[out].dev.signals_tx_ready().then_some(out)
     }
 
