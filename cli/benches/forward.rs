@@ -9,8 +9,9 @@
 //!
 //! Each forwarder runs twice: under a flood (gen as fast as it sends) and at half load
 //! (half the kernel's flood rate on veth, half of polld's interrupt mode on TAP). Every row
-//! has the delivered rate (the output's receive counter), the CPU of every thread that
-//! worked (polld's, and the kernel's receive threads for fwd's interfaces), the CPU per
+//! has the delivered rate (the output's receive counter), the CPU of polld's threads and of
+//! the kernel's receive threads for fwd's interfaces (the sink's receive thread, on the same
+//! CPU, counts only in that CPU's busy time, alike in every row), the CPU per
 //! forwarded packet, and whether conservation held in polld's final report. polld polls
 //! with the README's recommended knobs and runs realtime. With `--sink-rx-realtime` the
 //! sink's receive thread runs realtime above polld on veth, for every row, the kernel's

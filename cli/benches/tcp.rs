@@ -108,7 +108,12 @@ fn main() {
     );
     println!(
         "{:<34} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
-        "forwarder", "Mbit/s", "retrans", "polld CPU", "kernel rx", "CPU1 busy"
+        "forwarder",
+        "Mbit/s",
+        "retrans",
+        "polld CPU",
+        "kernel rx",
+        format!("CPU{} busy", options.cpus.fwd)
     );
     for r in &rows {
         let tcp = r.tcp.expect("a TCP trial has a TCP result");

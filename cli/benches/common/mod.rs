@@ -27,12 +27,19 @@ pub fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
 }
 
 /// A testbed of `devices` with namespaces unique to this process; exits if it cannot.
+/// Says what it could not apply (a placement fallen back to RPS, a realtime receive
+/// thread not raised), which the bench's header would otherwise claim.
 pub fn testbed(bench: &str, devices: Devices, options: &UpOptions) -> Testbed {
     let prefix = format!("{}{}", &bench[..2], std::process::id() % 10_000);
-    Testbed::up(&Layout::with_devices(&prefix, devices), options).unwrap_or_else(|e| {
+    let tb = Testbed::up(&Layout::with_devices(&prefix, devices), options).unwrap_or_else(|e| {
         eprintln!("{bench} bench: {e}");
         std::process::exit(1);
-    })
+    });
+    let report = tb.report();
+    for warning in report.warnings.iter().chain(&report.placement.warnings) {
+        println!("{bench} bench: NOT AS ASKED: {warning}");
+    }
+    tb
 }
 
 /// Runs `trial` on `tb`, saying what runs; exits with the error if it fails, having

@@ -322,7 +322,8 @@ impl Device for AfPacket {
         self.tx.push(self.tx_socket.as_raw_fd());
     }
 
-    /// The batch: one `sendmmsg` takes all of it, and `send` refuses a frame beyond it.
+    /// The batch: one `sendmmsg` takes all of it; `send` refuses a frame beyond it only
+    /// while the kernel pushes back.
     fn tx_batch(&self) -> usize {
         self.tx.capacity()
     }

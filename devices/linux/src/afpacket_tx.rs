@@ -29,8 +29,9 @@ pub(crate) struct TxBatch {
     iovecs: Vec<libc::iovec>,
     headers: Vec<libc::mmsghdr>,
     stats: TxStats,
-    /// The last flush was pushed back (EAGAIN) and left frames staged: they wait for the
-    /// kernel to free send buffer space.
+    /// The last flush was pushed back (EAGAIN, or a call the kernel stopped inside the
+    /// batch) and left frames staged: they wait for send buffer space, and the next flush
+    /// learns any other refusal.
     refused: bool,
 }
 
