@@ -140,13 +140,18 @@ impl Reopening {
 
 /// Two devices' running totals, added.
 fn sum(a: HwStats, b: HwStats) -> HwStats {
-    let mut tx_drops = a.tx_drops;
-    for r in TxDrop::ALL {
-        tx_drops.add(r, b.tx_drops.get(r));
-    }
+    // Destructured, so that a new counter cannot be left out.
+    let HwStats {
+        rx_ring_full,
+        rx_no_buffer,
+        rx_fault,
+        mut tx_drops,
+    } = a;
+    tx_drops.add_all(&b.tx_drops);
     HwStats {
-        rx_ring_full: a.rx_ring_full + b.rx_ring_full,
-        rx_fault: a.rx_fault + b.rx_fault,
+        rx_ring_full: rx_ring_full + b.rx_ring_full,
+        rx_no_buffer: rx_no_buffer + b.rx_no_buffer,
+        rx_fault: rx_fault + b.rx_fault,
         tx_drops,
     }
 }
