@@ -14,7 +14,7 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use polld_core::{Device, HwStats, LinkState, TxDrop, TxFull};
+use polld_core::{Device, HwStats, LinkState, TxFull};
 
 /// A device opened on the helper thread, to be handed to the poll thread.
 pub type Opened = Box<dyn Device + Send>;
@@ -224,6 +224,7 @@ impl Device for Reopening {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polld_core::TxDrop;
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::time::{Duration, Instant};
 
