@@ -2,42 +2,10 @@
 //! its own name, only by what it grew, and conservation leaves out those the device made
 //! before handing frames up (they never reached `rx_packets`).
 
-use polld_core::{
-    Dataplane, Device, DropReason, Emit, HwStats, LinkState, Mode, PacketStage, Poller, TxFull,
-    Verdict,
-};
+mod common;
 
-/// A device that receives `waiting` frames and reports the drops it is told to.
-struct Counting {
-    waiting: usize,
-    hw: HwStats,
-}
-
-impl Device for Counting {
-    fn name(&self) -> &str {
-        "counting0"
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let n = budget.min(self.waiting);
-        (0..n).for_each(|_| rx(&mut [0; 60]));
-        self.waiting -= n;
-        n
-    }
-    fn rx_ready(&mut self) -> bool {
-        self.waiting > 0
-    }
-    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
-        Ok(())
-    }
-    fn flush(&mut self) {}
-    fn check_status(&mut self) -> LinkState {
-        LinkState::Up
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
-    fn hw_stats(&mut self) -> HwStats {
-        self.hw
-    }
-}
+use common::Ring;
+use polld_core::{Dataplane, DropReason, Emit, HwStats, Mode, PacketStage, Poller, Verdict};
 
 /// Consumes every frame.
 struct Sink;
@@ -50,14 +18,13 @@ impl PacketStage for Sink {
 
 #[test]
 fn each_device_drop_folds_under_its_own_reason_and_stays_out_of_rx() {
-    let dev = Counting {
-        waiting: 10,
-        hw: HwStats {
-            rx_ring_full: 3,
-            rx_no_buffer: 5,
-            rx_fault: 2,
-            ..HwStats::default()
-        },
+    let mut dev = Ring::new("ring0");
+    dev.rx.extend((0..10).map(|_| vec![0u8; 60]));
+    dev.hw = HwStats {
+        rx_ring_full: 3,
+        rx_no_buffer: 5,
+        rx_fault: 2,
+        ..HwStats::default()
     };
     let mut dp = Dataplane::new(Poller::default(), vec![dev], Sink);
     dp.set_mode(0, Mode::Interrupt).unwrap();
