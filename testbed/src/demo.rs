@@ -61,8 +61,9 @@ pub struct DemoRow {
     pub delivered_pps: f64,
     /// The measured window, s.
     pub seconds: f64,
-    /// The forwarder's CPU time over the run (polld's, or testpmd's), percent of one CPU
-    /// (0 for the kernel).
+    /// The forwarder's CPU time over the run (polld's, or testpmd's: its threads' run
+    /// times as the scheduler measured them, /proc/PID/task/*/schedstat), percent of one
+    /// CPU (0 for the kernel).
     pub polld_cpu_percent: f64,
     /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
     /// NAPI), percent of one CPU: outside polld's budget.
@@ -626,8 +627,7 @@ pub fn measure(
         offered_pps,
         delivered_pps,
         seconds: wall,
-        polld_cpu_percent: (after.cpu_ticks - before.cpu_ticks) as f64 / clock_ticks() / wall
-            * 100.0,
+        polld_cpu_percent: after.cpu_ns.saturating_sub(before.cpu_ns) as f64 / 1e9 / wall * 100.0,
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
@@ -831,7 +831,8 @@ pub(crate) fn last_json(text: &str) -> Option<Value> {
 struct Snapshot {
     at: Instant,
     values: Vec<(String, u64)>,
-    cpu_ticks: u64,
+    /// The process's CPU time so far (its threads' scheduler run times), ns.
+    cpu_ns: u64,
     rss_kib: u64,
     cpu_busy: Option<CpuTimes>,
     halts: Option<u64>,
@@ -845,17 +846,6 @@ impl Snapshot {
             Some(socket) => crate::share::polld_values(socket, "")?,
             None => Vec::new(),
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // utime and stime are fields 14 and 15 (1-based); the command name, field 2, may
-        // hold spaces, so count from the state, field 3, after its closing parenthesis.
-        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let field = |n: usize| {
-            fields
-                .get(n - 3)
-                .and_then(|f| f.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let rss_kib = status
             .lines()
@@ -865,7 +855,7 @@ impl Snapshot {
         Ok(Snapshot {
             at: Instant::now(),
             values,
-            cpu_ticks: field(14) + field(15),
+            cpu_ns: polld_dev::kernel_rx::process_cpu_ns(pid).unwrap_or(0),
             rss_kib,
             cpu_busy: CpuTimes::read(cpu),
             halts: crate::idle::halts(cpu),
@@ -877,7 +867,7 @@ impl Snapshot {
         Snapshot {
             at: Instant::now(),
             values: Vec::new(),
-            cpu_ticks: 0,
+            cpu_ns: 0,
             rss_kib: 0,
             cpu_busy: CpuTimes::read(cpu),
             halts: crate::idle::halts(cpu),

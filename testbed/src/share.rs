@@ -48,7 +48,7 @@ impl Competitor {
 
     /// Its CPU time so far, in ns.
     pub fn cpu_ns(&self) -> u64 {
-        task_cpu_ns(self.child.id(), self.child.id())
+        task_cpu_ns(self.child.id())
     }
 }
 
@@ -59,13 +59,9 @@ impl Drop for Competitor {
     }
 }
 
-/// CPU time of thread `tid` of process `pid` so far, in ns (`schedstat`'s first field);
-/// 0 once it is gone.
-fn task_cpu_ns(pid: u32, tid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+/// CPU time of thread `tid` so far, in ns (the scheduler's run time); 0 once it is gone.
+fn task_cpu_ns(tid: u32) -> u64 {
+    polld_dev::kernel_rx::thread_cpu_ns(tid).unwrap_or(0)
 }
 
 /// One trial: polld's mode on both TAPs and `user_frac`, the load and who shares the CPU.
@@ -314,7 +310,7 @@ impl<'a> TrialRun<'a> {
         Ok(Sample {
             at: Instant::now(),
             competitor_ns: self.competitor.as_ref().map_or(0, Competitor::cpu_ns),
-            polld_ns: task_cpu_ns(pid, pid),
+            polld_ns: task_cpu_ns(pid),
             delivered: self.delivered()?,
             values: polld_values(&self.socket, "dev")?,
         })
@@ -631,7 +627,7 @@ pub fn measure_per_cpu_shares(
         let ns = competitors
             .iter()
             .zip(&threads)
-            .map(|(c, tid)| (c.cpu_ns(), task_cpu_ns(pid, *tid)))
+            .map(|(c, tid)| (c.cpu_ns(), task_cpu_ns(*tid)))
             .collect();
         Ok((at, ns, polld_values(&socket, "dev")?))
     };

@@ -195,6 +195,16 @@ pub fn thread_cpu_ns(pid: u32) -> Option<u64> {
     Some(ticks * (1_000_000_000 / hz))
 }
 
+/// The CPU time all threads of process `pid` have used, ns: the sum of the threads'
+/// run times the scheduler measured (not the clock-tick samples of `utime + stime`,
+/// which read far off for a thread that sleeps and wakes in step with the tick). Threads
+/// that already exited are not counted. `None` when the process is gone.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let tids = tasks.filter_map(|t| t.ok()?.file_name().to_str()?.parse::<u32>().ok());
+    Some(tids.filter_map(thread_cpu_ns).sum())
+}
+
 /// The run time (first field, ns) of a `/proc/<pid>/schedstat`.
 pub fn parse_schedstat(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
@@ -263,6 +273,31 @@ fn threads_named_for(ifname: &str) -> Vec<RxThread> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_cpu_time_sums_its_threads() {
+        let before = process_cpu_ns(std::process::id()).expect("our own process");
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let burner = std::thread::spawn(move || {
+            let start = crate::clock::thread_cpu_ns();
+            while crate::clock::thread_cpu_ns() - start < 50_000_000 {
+                std::hint::spin_loop();
+            }
+            // Still alive while the process is measured: an exited thread's time is gone.
+            let _ = wait.recv();
+        });
+        // The burner's 50 ms, read while it waits (a busy machine may take a while).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut after = before;
+        while after - before < 50_000_000 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            after = process_cpu_ns(std::process::id()).unwrap();
+        }
+        drop(done);
+        burner.join().unwrap();
+        assert!(after - before >= 50_000_000, "{} ns", after - before);
+        assert_eq!(process_cpu_ns(u32::MAX), None);
+    }
 
     #[test]
     fn schedstat_gives_the_run_time_in_ns() {
