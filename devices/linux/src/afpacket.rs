@@ -182,8 +182,6 @@ pub struct AfPacket {
     tx_socket: OwnedFd,
     tx: TxBatch,
     interrupt_armed: bool,
-    /// What the last status check found (`Down` before the first: the first looks up all).
-    last_state: LinkState,
     rx_ring_full: u64,
     rx_discarded: u64,
 }
@@ -205,7 +203,6 @@ impl AfPacket {
             tx_socket,
             tx,
             interrupt_armed: true,
-            last_state: LinkState::Down,
             rx_ring_full: 0,
             rx_discarded: 0,
         })
@@ -251,7 +248,6 @@ impl AfPacket {
         self.rx_discarded += self.rx.unread_frames();
         self.rx = rx;
         self.tx_socket = tx_socket;
-        self.last_state = LinkState::Down;
         Ok(())
     }
 
@@ -335,27 +331,16 @@ impl Device for AfPacket {
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
     /// the same name: this device is bound to the old one. Reopening is the caller's
     /// explicit action ([`AfPacket::reopen`], or a new device), never a status check's.
-    ///
-    /// The interface's index is looked up only when the socket reports an error or the
-    /// link was not up at the last check. The kernel sets ENETDOWN on a bound packet socket
-    /// whose link goes down or away while it receives (`packet_notifier`,
-    /// net/packet/af_packet.c, NETDEV_DOWN and NETDEV_UNREGISTER), so without one since an
-    /// up check the socket's interface is still there; the flags, read by name, then tell
-    /// the carrier, and a rename (allowed while up) as `Gone`. What that misses: an
-    /// interface renamed while up *and* another created under the old name, both between
-    /// two checks, is taken for this one until its link goes down.
     fn check_status(&mut self) -> LinkState {
-        // The read also clears the error, which makes epoll report the socket ready
-        // (EPOLLERR) until someone reads it.
-        let error = self.rx.take_socket_error();
-        let same_interface = (!error && self.last_state == LinkState::Up)
-            || iface::index(self.rx.fd(), &self.name) == Some(self.rx.ifindex());
-        self.last_state = if same_interface {
-            iface::link_state(self.rx.fd(), &self.name)
-        } else {
-            LinkState::Gone
-        };
-        self.last_state
+        // A link going down leaves ENETDOWN pending on the socket, which makes epoll
+        // report it ready (EPOLLERR) until someone reads the error.
+        self.rx.clear_socket_error();
+        match iface::index(self.rx.fd(), &self.name) {
+            Some(index) if index == self.rx.ifindex() => {
+                iface::link_state(self.rx.fd(), &self.name)
+            }
+            _ => LinkState::Gone,
+        }
     }
 
     fn set_interrupt(&mut self, armed: bool) {

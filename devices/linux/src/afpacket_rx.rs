@@ -263,13 +263,12 @@ impl RxRing {
         Ok(u64::from(stats.tp_drops))
     }
 
-    /// Reads and clears the socket's pending error (SO_ERROR): whether there was one (or
-    /// the read failed, which tells nothing either).
-    pub(crate) fn take_socket_error(&self) -> bool {
+    /// Reads and discards the socket's pending error (SO_ERROR).
+    pub(crate) fn clear_socket_error(&self) {
         let mut error: libc::c_int = 0;
         let mut len = size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: error/len describe a writable c_int.
-        let rc = unsafe {
+        unsafe {
             libc::getsockopt(
                 self.fd(),
                 libc::SOL_SOCKET,
@@ -278,6 +277,5 @@ impl RxRing {
                 &mut len,
             )
         };
-        rc != 0 || error != 0
     }
 }
