@@ -113,6 +113,9 @@ pub type TxDrops = Counts<TxDrop, { TxDrop::ALL.len() }>;
 pub struct HwStats {
     /// Frames the device dropped because its receive ring was full.
     pub rx_ring_full: u64,
+    /// Frames the device dropped for want of a receive buffer (AF_XDP: the kernel's
+    /// `rx_dropped`, see [`crate::DropReason::RxNoBuffer`]).
+    pub rx_no_buffer: u64,
     /// Received frames a fault injector dropped before handing them up (a test tool).
     pub rx_fault: u64,
     /// Frames `send` accepted and the device then dropped, by reason.

@@ -10,8 +10,16 @@
 /// reasons without knowing them: the stage names them ([`PacketStage::drop_reasons`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DropReason {
-    /// The device's receive ring was full when the frame arrived.
+    /// The device's receive ring was full when the frame arrived: the simulated NIC's
+    /// ring, AF_PACKET's ring or socket buffer (`tp_drops`), the TAP's queue, AF_XDP's rx
+    /// ring (the kernel's `rx_ring_full`).
     RxRingFull,
+    /// The device had no receive buffer to put the frame in, with room left in its ring.
+    /// On AF_XDP, the kernel's `rx_dropped`: in copy mode the fill ring was empty (polld
+    /// had not given frames back yet), or the frame was longer than a UMEM frame; in
+    /// zero-copy mode only the latter (a driver out of fill frames leaves the frame in the
+    /// hardware, which counts it). Backends without a separate buffer pool never count it.
+    RxNoBuffer,
     /// A fault injector dropped the frame before the device handed it up (a test tool).
     FaultInjected,
     /// The IP input queue (`net.inet.ip.intr_queue_maxlen`) was full.
@@ -57,8 +65,9 @@ pub const STAGE_DROPS_MAX: usize = 32;
 
 impl DropReason {
     /// The dataplane's own reasons, in counter order (a stage's follow them).
-    pub const OWN: [DropReason; 5] = [
+    pub const OWN: [DropReason; 6] = [
         DropReason::RxRingFull,
+        DropReason::RxNoBuffer,
         DropReason::FaultInjected,
         DropReason::IntrQueueFull,
         DropReason::TxRingFull,
@@ -76,6 +85,7 @@ impl DropReason {
     pub fn name(self) -> &'static str {
         match self {
             DropReason::RxRingFull => "rx_ring_full",
+            DropReason::RxNoBuffer => "rx_no_buffer",
             DropReason::FaultInjected => "fault_injected",
             DropReason::IntrQueueFull => "intr_queue_full",
             DropReason::TxRingFull => "tx_ring_full",
@@ -87,17 +97,27 @@ impl DropReason {
     /// Whether the device dropped the frame before handing it up: such a frame is not in
     /// `rx_packets` (arrived = rx_packets + these drops).
     pub fn before_rx(self) -> bool {
-        matches!(self, DropReason::RxRingFull | DropReason::FaultInjected)
+        matches!(
+            self,
+            DropReason::RxRingFull | DropReason::RxNoBuffer | DropReason::FaultInjected
+        )
+    }
+
+    /// The reasons of frames the device dropped before handing them up
+    /// ([`DropReason::before_rx`]): conservation leaves them out of `rx_packets`.
+    pub fn before_rx_reasons() -> impl Iterator<Item = DropReason> {
+        DropReason::OWN.into_iter().filter(|r| r.before_rx())
     }
 
     /// Index into [`DropCounters`].
     fn index(self) -> usize {
         match self {
             DropReason::RxRingFull => 0,
-            DropReason::FaultInjected => 1,
-            DropReason::IntrQueueFull => 2,
-            DropReason::TxRingFull => 3,
-            DropReason::LinkDown => 4,
+            DropReason::RxNoBuffer => 1,
+            DropReason::FaultInjected => 2,
+            DropReason::IntrQueueFull => 3,
+            DropReason::TxRingFull => 4,
+            DropReason::LinkDown => 5,
             DropReason::Stage(s) => DropReason::OWN.len() + s.index(),
         }
     }
@@ -186,7 +206,10 @@ impl DropCounters {
     }
     /// Drops of frames the device had handed up (not [`DropReason::before_rx`]).
     pub fn after_rx(&self) -> u64 {
-        self.total() - self.get(DropReason::RxRingFull) - self.get(DropReason::FaultInjected)
+        self.total()
+            - DropReason::before_rx_reasons()
+                .map(|r| self.get(r))
+                .sum::<u64>()
     }
     /// The non-zero counters, by reason; a stage's reasons are named by its table
     /// `stage` ([`PacketStage::drop_reasons`]).

@@ -1,47 +1,12 @@
 //! The scheduling decision (`polld_core::dataplane::decision`), driven on virtual time
 //! through every work kind: what is due when several things are, and in which order.
 
-use std::collections::VecDeque;
+mod common;
 
-use polld_core::{
-    Dataplane, Device, Due, Emit, LinkState, Mode, PacketStage, Poller, TxFull, Verdict,
-};
+use common::Ring;
+use polld_core::{Dataplane, Device, Due, Emit, Mode, PacketStage, Poller, Verdict};
 
 const MS: u64 = 1_000_000;
-
-/// A device whose ring the test fills by hand.
-struct Ring {
-    name: String,
-    rx: VecDeque<Vec<u8>>,
-}
-
-impl Device for Ring {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let mut n = 0;
-        while n < budget {
-            let Some(mut frame) = self.rx.pop_front() else {
-                break;
-            };
-            rx(&mut frame);
-            n += 1;
-        }
-        n
-    }
-    fn rx_ready(&mut self) -> bool {
-        !self.rx.is_empty()
-    }
-    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
-        Ok(())
-    }
-    fn flush(&mut self) {}
-    fn check_status(&mut self) -> LinkState {
-        LinkState::Up
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
-}
 
 /// Every frame is for the box; the stage records the clock it was given.
 #[derive(Default)]
@@ -61,10 +26,7 @@ impl PacketStage for ForTheBox {
 /// Interfaces 0..n in the given modes, with the given knobs.
 fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<Ring, ForTheBox> {
     let devices = (0..modes.len())
-        .map(|i| Ring {
-            name: format!("if{i}"),
-            rx: VecDeque::new(),
-        })
+        .map(|i| Ring::new(&format!("if{i}")))
         .collect();
     let mut dp = Dataplane::new(Poller::default(), devices, ForTheBox::default());
     for (k, v) in knobs {

@@ -14,7 +14,7 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use polld_core::{Device, HwStats, LinkState, TxDrop, TxFull};
+use polld_core::{Device, HwStats, LinkState, TxFull};
 
 /// A device opened on the helper thread, to be handed to the poll thread.
 pub type Opened = Box<dyn Device + Send>;
@@ -140,13 +140,18 @@ impl Reopening {
 
 /// Two devices' running totals, added.
 fn sum(a: HwStats, b: HwStats) -> HwStats {
-    let mut tx_drops = a.tx_drops;
-    for r in TxDrop::ALL {
-        tx_drops.add(r, b.tx_drops.get(r));
-    }
+    // Destructured, so that a new counter cannot be left out.
+    let HwStats {
+        rx_ring_full,
+        rx_no_buffer,
+        rx_fault,
+        mut tx_drops,
+    } = a;
+    tx_drops.add_all(&b.tx_drops);
     HwStats {
-        rx_ring_full: a.rx_ring_full + b.rx_ring_full,
-        rx_fault: a.rx_fault + b.rx_fault,
+        rx_ring_full: rx_ring_full + b.rx_ring_full,
+        rx_no_buffer: rx_no_buffer + b.rx_no_buffer,
+        rx_fault: rx_fault + b.rx_fault,
         tx_drops,
     }
 }
@@ -219,6 +224,7 @@ impl Device for Reopening {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polld_core::TxDrop;
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::time::{Duration, Instant};
 

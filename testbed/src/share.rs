@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_core::DropReason;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -484,7 +485,7 @@ pub(crate) fn polld_values(
 }
 
 /// rx = forwarded + local + consumed + queued + every named drop but the frames the device
-/// dropped before handing them up (rx_ring_full, fault_injected), on every interface of
+/// dropped before handing them up ([`DropReason::before_rx`]), on every interface of
 /// `polld run --json`'s final report.
 pub fn conserved(interfaces: &Value) -> bool {
     let Some(list) = interfaces.as_array() else {
@@ -498,10 +499,11 @@ pub fn conserved(interfaces: &Value) -> bool {
         let drops: u64 = counters
             .iter()
             .filter(|c| {
-                c[0].as_str().is_some_and(|n| {
-                    n.starts_with("drops.")
-                        && !["drops.rx_ring_full", "drops.fault_injected"].contains(&n)
-                })
+                c[0].as_str()
+                    .and_then(|n| n.strip_prefix("drops."))
+                    .is_some_and(|reason| {
+                        !DropReason::before_rx_reasons().any(|r| r.name() == reason)
+                    })
             })
             .filter_map(|c| c[1].as_u64())
             .sum();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_core::DropReason;
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use serde_json::Value;
 
@@ -410,7 +411,8 @@ pub fn count(iface: &Value, name: &str) -> u64 {
 /// Asserts, on one interface of `polld run --json`'s final report:
 /// rx = forwarded + local + consumed + queued + every named drop, except the frames the
 /// device dropped before handing them up: those never reached rx (arrived = rx +
-/// drops.rx_ring_full + drops.fault_injected). Transmit drops (`tx_drops.*`) are the
+/// drops.rx_ring_full + drops.rx_no_buffer + drops.fault_injected,
+/// [`DropReason::before_rx`]). Transmit drops (`tx_drops.*`) are the
 /// output's: a forwarded frame is delivered or counted there.
 pub fn assert_conserved(iface: &Value) {
     let drops: u64 = iface["counters"]
@@ -419,8 +421,8 @@ pub fn assert_conserved(iface: &Value) {
         .iter()
         .filter(|c| {
             let name = c[0].as_str().unwrap();
-            name.starts_with("drops.")
-                && !["drops.rx_ring_full", "drops.fault_injected"].contains(&name)
+            name.strip_prefix("drops.")
+                .is_some_and(|reason| !DropReason::before_rx_reasons().any(|r| r.name() == reason))
         })
         .map(|c| c[1].as_u64().unwrap())
         .sum();

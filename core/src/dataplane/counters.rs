@@ -51,8 +51,8 @@ sysctl_struct! {
             "Generated frames dropped, tx ring full";
         /// Frames received here now waiting in the IP input queue.
         queued: u64 = 0, QUEUED: Gauge "Frames received here waiting in the input queue";
-        /// Drops of frames received here, by reason (rx_ring_full, fault_injected: dropped
-        /// by the device before it handed them up).
+        /// Drops of frames received here, by reason (rx_ring_full, rx_no_buffer,
+        /// fault_injected: dropped by the device before it handed them up).
         drops: DropCounters = DropCounters::default();
     }
 }

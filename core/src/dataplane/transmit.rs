@@ -219,6 +219,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             DropReason::RxRingFull,
             new(now.rx_ring_full, seen.rx_ring_full),
         );
+        counters.drops.add(
+            DropReason::RxNoBuffer,
+            new(now.rx_no_buffer, seen.rx_no_buffer),
+        );
         counters
             .drops
             .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));

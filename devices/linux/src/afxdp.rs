@@ -175,11 +175,13 @@ pub struct AfXdpStats {
     pub fill_wakeups: u64,
     /// Rx descriptors pointing outside the UMEM (a kernel bug if ever non-zero), dropped.
     pub rx_bad_descs: u64,
-    /// Kernel: frames dropped because no fill-ring frame was free (or a frame too long).
+    /// Kernel: frames dropped because no fill-ring frame was free (copy mode), or a frame
+    /// longer than a UMEM frame.
     pub rx_dropped: u64,
     /// Kernel: frames dropped because the rx ring was full.
     pub rx_ring_full: u64,
-    /// Kernel: times the kernel found the fill ring empty.
+    /// Kernel: times the kernel found the fill ring empty (each a dropped frame in copy
+    /// mode; in zero-copy mode the driver tries again, so not a count of frames).
     pub fill_ring_empty: u64,
     /// Kernel: bad descriptors on the rx (fill) and tx rings.
     pub rx_invalid_descs: u64,
@@ -1152,10 +1154,6 @@ impl Device for AfXdp {
     fn hw_stats(&mut self) -> HwStats {
         // Should the kernel refuse XDP_STATISTICS, the last counts read still hold.
         let stats = self.stats().unwrap_or(self.stats);
-        // Frames the kernel could not put on the rx ring: no free fill-ring frame (or one
-        // too small for the frame), or a full rx ring.
-        let mut tx_drops = TxDrops::default();
-        tx_drops.add(TxDrop::TooLong, stats.tx_too_long);
         // Dropped by the device after the kernel took them (its queue was full): the link
         // counts every one, the kicks' EBUSY only some.
         let link_dropped = self.link_drops.as_mut().and_then(|(counters, at_open)| {
@@ -1164,14 +1162,33 @@ impl Device for AfXdp {
                 .ok()
                 .map(|now| now.saturating_sub(*at_open))
         });
+        stats.hw_stats(link_dropped)
+    }
+}
+
+impl AfXdpStats {
+    /// polld's drop reasons from these counts; `link_dropped` is what the link counted as
+    /// dropped on transmit since the socket opened, when it could be read.
+    ///
+    /// XDP_STATISTICS as net/xdp/xsk.c counts it: `rx_ring_full` is a full rx ring
+    /// (`xs->rx_queue_full`); `rx_dropped` is a frame with no UMEM frame to copy it into
+    /// (`xsk_buff_alloc` found the fill ring empty) or one longer than a UMEM frame, so it is
+    /// [`DropReason::RxNoBuffer`](polld_core::DropReason::RxNoBuffer).
+    /// `rx_fill_ring_empty_descs` counts the times the kernel found the fill ring empty, a
+    /// drop in copy mode but only a delay in zero-copy mode (the driver retries): not a count
+    /// of frames, so not added.
+    fn hw_stats(&self, link_dropped: Option<u64>) -> HwStats {
+        let mut tx_drops = TxDrops::default();
+        tx_drops.add(TxDrop::TooLong, self.tx_too_long);
         tx_drops.add(
             TxDrop::NoBufs,
-            link_dropped.map_or(stats.tx_dropped, |link| link.max(stats.tx_dropped)),
+            link_dropped.map_or(self.tx_dropped, |link| link.max(self.tx_dropped)),
         );
         // Descriptors the kernel found invalid were not sent.
-        tx_drops.add(TxDrop::Refused, stats.tx_invalid_descs);
+        tx_drops.add(TxDrop::Refused, self.tx_invalid_descs);
         HwStats {
-            rx_ring_full: stats.rx_dropped + stats.rx_ring_full,
+            rx_ring_full: self.rx_ring_full,
+            rx_no_buffer: self.rx_dropped,
             tx_drops,
             ..HwStats::default()
         }
@@ -1307,5 +1324,40 @@ mod tests {
         last[0] = 7;
         // SAFETY: as above.
         assert!(unsafe { area.frame_mut(len as u64, 1) }.is_none());
+    }
+
+    #[test]
+    fn xdp_statistics_map_to_drop_reasons_each_under_its_own_name() {
+        // A sample as read under the veth flood in copy mode: every input drop was a
+        // fill-ring-empty one (rx_dropped = rx_fill_ring_empty_descs), the rx ring never full.
+        let flood = AfXdpStats {
+            rx_dropped: 364_027,
+            fill_ring_empty: 364_027,
+            rx_ring_full: 0,
+            ..AfXdpStats::default()
+        };
+        let hw = flood.hw_stats(None);
+        assert_eq!((hw.rx_no_buffer, hw.rx_ring_full), (364_027, 0));
+
+        let both = AfXdpStats {
+            rx_dropped: 5,
+            fill_ring_empty: 9,
+            rx_ring_full: 7,
+            tx_too_long: 1,
+            tx_dropped: 2,
+            tx_invalid_descs: 3,
+            ..AfXdpStats::default()
+        };
+        let hw = both.hw_stats(Some(4));
+        // The empty-ring peeks are not frames: 9 is in neither count.
+        assert_eq!((hw.rx_no_buffer, hw.rx_ring_full, hw.rx_fault), (5, 7, 0));
+        assert_eq!(hw.tx_drops.get(TxDrop::TooLong), 1);
+        assert_eq!(
+            hw.tx_drops.get(TxDrop::NoBufs),
+            4,
+            "the link's count, larger"
+        );
+        assert_eq!(hw.tx_drops.get(TxDrop::Refused), 3);
+        assert_eq!(both.hw_stats(None).tx_drops.get(TxDrop::NoBufs), 2);
     }
 }

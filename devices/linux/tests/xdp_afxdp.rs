@@ -337,6 +337,15 @@ fn count_and_drop_counts_exactly_the_frames_sent() {
     assert_eq!(counts.bytes, u64::from(N) * LEN as u64);
 }
 
+/// 64 receive and 64 transmit frames: the smallest rings.
+fn small() -> AfXdpConfig {
+    AfXdpConfig {
+        rx_frames: 64,
+        tx_frames: 64,
+        ..AfXdpConfig::default()
+    }
+}
+
 fn open_afxdp(ns: &Netns, config: AfXdpConfig) -> AfXdp {
     inside(ns, move || AfXdp::open("va", 0, &config)).unwrap()
 }
@@ -418,12 +427,7 @@ fn afxdp_receives_frames_byte_exact_and_accounts_for_all() {
 fn afxdp_refills_so_more_frames_than_the_umem_holds_pass() {
     require_root!();
     let p = pair();
-    let config = AfXdpConfig {
-        rx_frames: 64,
-        tx_frames: 64,
-        ..AfXdpConfig::default()
-    };
-    let mut dev = open_afxdp(&p.a, config);
+    let mut dev = open_afxdp(&p.a, small());
     let sender = inside(&p.b, || RawSocket::open("vb", false));
     const ROUNDS: u32 = 20;
     const BURST: u32 = 32;
@@ -441,7 +445,31 @@ fn afxdp_refills_so_more_frames_than_the_umem_holds_pass() {
     assert_eq!(received, u64::from(ROUNDS * BURST), "10x the receive pool");
     let stats = dev.stats().unwrap();
     assert_eq!(stats.rx_dropped + stats.rx_ring_full, 0, "{stats:?}");
-    assert_eq!(dev.hw_stats().rx_ring_full, 0);
+    let hw = dev.hw_stats();
+    assert_eq!((hw.rx_ring_full, hw.rx_no_buffer), (0, 0));
+}
+
+#[test]
+fn frames_arriving_while_the_fill_ring_is_empty_are_dropped_as_no_buffer_not_ring_full() {
+    require_root!();
+    let p = pair();
+    let mut dev = open_afxdp(&p.a, small());
+    // Nothing received meanwhile: the 64 fill-ring frames carry the first 64, and the kernel
+    // finds the fill ring empty before it looks at the rx ring, so every later frame is a
+    // fill-ring-empty drop (`rx_dropped` in copy mode), the rx ring never full.
+    const SENT: u64 = 200;
+    inside(&p.b, || {
+        let sock = RawSocket::open("vb", false);
+        (0..SENT as u32).for_each(|seq| sock.send(&frame(MAC_A, MAC_B, seq, 60)));
+    });
+    // Counted before anything is received (receiving refills the fill ring).
+    assert!(eventually(|| dev.hw_stats().rx_no_buffer == SENT - 64));
+    let (stats, hw) = (dev.stats().unwrap(), dev.hw_stats());
+    assert_eq!(hw.rx_no_buffer, stats.rx_dropped);
+    assert_eq!((hw.rx_ring_full, stats.rx_ring_full), (0, 0), "{stats:?}");
+    assert_eq!(receive_frames(&mut dev, 64).len(), 64);
+    // The kernel counted each empty fill ring it found; in copy mode each cost a frame.
+    assert!(stats.fill_ring_empty >= hw.rx_no_buffer, "{stats:?}");
 }
 
 #[test]
@@ -489,12 +517,7 @@ fn afxdp_transmits_frames_the_peer_receives() {
 fn afxdp_transmits_more_frames_than_its_pool_and_reports_tx_full() {
     require_root!();
     let p = pair();
-    let config = AfXdpConfig {
-        rx_frames: 64,
-        tx_frames: 64,
-        ..AfXdpConfig::default()
-    };
-    let mut dev = open_afxdp(&p.a, config);
+    let mut dev = open_afxdp(&p.a, small());
     let (counter, _link) = count_at_vb(&p);
     const N: u32 = 64 * 20;
     let mut refused = 0u64;
@@ -804,11 +827,7 @@ fn sockets_of_a_shared_umem_send_each_others_frames_without_a_copy() {
     let p = pair();
     second_pair(&p);
     // Small rings, so that 20 rounds circulate every frame through the spare list.
-    let config = AfXdpConfig {
-        rx_frames: 64,
-        tx_frames: 64,
-        ..AfXdpConfig::default()
-    };
+    let config = small();
     let umem = SharedUmem::new(2, &config).unwrap();
     let (c, u) = (config.clone(), umem.clone());
     let mut input = inside(&p.a, move || AfXdp::open_shared("va", 0, &c, &u)).unwrap();
