@@ -45,6 +45,8 @@ use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
 
 const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
+/// The backends polld (and testpmd) forward with on the veth testbed.
+const VETH_BACKENDS: [&str; 2] = ["af_xdp", "af_packet"];
 
 /// One measured row: who forwarded, at which load.
 struct Row {
@@ -173,7 +175,7 @@ fn main() {
     let veth = testbed("forward", Devices::Veth, &bench.options);
     let kernel = bench.both(&veth, "kernel (threaded NAPI)", Forwarder::Kernel, None);
     let half = (kernel / 2.0) as u64;
-    for backend in ["af_xdp", "af_packet"] {
+    for backend in VETH_BACKENDS {
         for mode in MODES {
             let label = format!("polld {backend} {mode}");
             bench.both(&veth, &label, polld_on(backend, mode), Some(half));

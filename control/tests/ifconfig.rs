@@ -69,11 +69,7 @@ fn json_counters_account_for_every_frame() {
         let drops: u64 = iface
             .counters
             .iter()
-            .filter(|c| {
-                c.0.strip_prefix("drops.").is_some_and(|reason| {
-                    !DropReason::before_rx_reasons().any(|r| r.name() == reason)
-                })
-            })
+            .filter(|c| DropReason::is_drop_after_rx(&c.0))
             .map(|c| c.1)
             .sum();
         assert_eq!(

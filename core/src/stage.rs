@@ -14,11 +14,9 @@ pub enum DropReason {
     /// ring, AF_PACKET's ring or socket buffer (`tp_drops`), the TAP's queue, AF_XDP's rx
     /// ring (the kernel's `rx_ring_full`).
     RxRingFull,
-    /// The device had no receive buffer to put the frame in, with room left in its ring.
-    /// On AF_XDP, the kernel's `rx_dropped`: in copy mode the fill ring was empty (polld
-    /// had not given frames back yet), or the frame was longer than a UMEM frame; in
-    /// zero-copy mode only the latter (a driver out of fill frames leaves the frame in the
-    /// hardware, which counts it). Backends without a separate buffer pool never count it.
+    /// The device had no receive buffer to put the frame in, with room left in its ring
+    /// (AF_XDP: see `polld_dev::afxdp`'s `AfXdpStats::hw_stats`). Backends without a
+    /// separate buffer pool never count it.
     RxNoBuffer,
     /// A fault injector dropped the frame before the device handed it up (a test tool).
     FaultInjected,
@@ -107,6 +105,16 @@ impl DropReason {
     /// ([`DropReason::before_rx`]): conservation leaves them out of `rx_packets`.
     pub fn before_rx_reasons() -> impl Iterator<Item = DropReason> {
         DropReason::OWN.into_iter().filter(|r| r.before_rx())
+    }
+
+    /// Whether `counter`, a name as `polld ctl` and `run --json` give it, is the drop
+    /// count of frames that were in `rx_packets` (`drops.<reason>`, the reason not
+    /// [`DropReason::before_rx`]): what conservation adds to forwarded, local, consumed
+    /// and queued.
+    pub fn is_drop_after_rx(counter: &str) -> bool {
+        counter
+            .strip_prefix("drops.")
+            .is_some_and(|reason| !DropReason::before_rx_reasons().any(|r| r.name() == reason))
     }
 
     /// Index into [`DropCounters`].
@@ -293,5 +301,21 @@ pub trait PacketStage {
     /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
     fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
         Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DropReason;
+
+    #[test]
+    fn only_drops_of_frames_already_in_rx_count_against_it() {
+        assert!(DropReason::is_drop_after_rx("drops.tx_ring_full"));
+        assert!(DropReason::is_drop_after_rx("drops.no_route"));
+        for before in ["rx_ring_full", "rx_no_buffer", "fault_injected"] {
+            assert!(!DropReason::is_drop_after_rx(&format!("drops.{before}")));
+        }
+        assert!(!DropReason::is_drop_after_rx("tx_drops.nobufs"));
+        assert!(!DropReason::is_drop_after_rx("forwarded"));
     }
 }

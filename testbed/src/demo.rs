@@ -165,7 +165,7 @@ pub enum Load<'a> {
 /// The poller knobs the README recommends for today's rates, used by the demo and the
 /// benches. FreeBSD's `burst_max` of 150 at hz=1000 caps polling at 150 kpps per interface
 /// (sized for 100 Mbit). The clock: DragonFly's ifpoll polls at 4000 Hz by default, but a
-/// tick's timer wakeup costs about 14 µs of CPU in a KVM guest, and under a flood 2000 Hz
+/// tick's timer interrupt and wakeup cost about 8 µs of CPU in a KVM guest, and under a flood 2000 Hz
 /// was the most even choice on both veth backends (README "Forwarding against the
 /// kernel"). Small chunks bound what a chunk that meets a full output receives in vain.
 pub const RECOMMENDED_KNOBS: [(&str, &str); 3] = [

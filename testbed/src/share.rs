@@ -498,13 +498,7 @@ pub fn conserved(interfaces: &Value) -> bool {
         let get = |name: &str| final_counter(iface, name);
         let drops: u64 = counters
             .iter()
-            .filter(|c| {
-                c[0].as_str()
-                    .and_then(|n| n.strip_prefix("drops."))
-                    .is_some_and(|reason| {
-                        !DropReason::before_rx_reasons().any(|r| r.name() == reason)
-                    })
-            })
+            .filter(|c| c[0].as_str().is_some_and(DropReason::is_drop_after_rx))
             .filter_map(|c| c[1].as_u64())
             .sum();
         let out: u64 = ["forwarded", "local", "consumed", "queued"]

@@ -1,26 +1,26 @@
 //! The forward bench's alternated flood rounds: polling against interrupt mode on each veth
-//! backend, measured again in turns after the main table. One flood window per mode varies
-//! by ±3-5 % between runs on a shared machine, more than the gap the bench is asked about,
+//! backend, measured again in turns after the main table. One flood window's ratio varies
+//! between runs on a shared machine (0.84x to 0.99x for the same code) more than the gap the
+//! bench is asked about,
 //! so the verdict "polling ≥ interrupt" is taken from the median of the per-round ratios
 //! (the main table's flood rows count as round 1), with every window's row in the table.
 
 use polld_testbed::demo::{Forwarder, RECOMMENDED_KNOBS};
 use polld_testbed::Testbed;
 
-use super::{Bench, Row};
+use super::{Bench, Row, VETH_BACKENDS};
 
 /// The load name of a round's rows in the table.
 pub(super) const LOAD: &str = "round";
 
-const BACKENDS: [&str; 2] = ["af_xdp", "af_packet"];
 const MODES: [&str; 2] = ["interrupt", "polling"];
 
 /// `rounds` more flood windows of interrupt and polling mode on each veth backend, in
 /// turns, kept as rows of load [`LOAD`]. Skips a backend `POLLD_BENCH_ONLY` leaves a
-/// mode of out.
+/// mode out of.
 pub(super) fn run(bench: &mut Bench, tb: &Testbed, rounds: usize) {
     for _ in 0..rounds {
-        for backend in BACKENDS {
+        for backend in VETH_BACKENDS {
             let labels = MODES.map(|mode| format!("polld {backend} {mode}"));
             let forwarder = |mode| Forwarder::Polld {
                 backend,
@@ -44,7 +44,7 @@ pub(super) fn run(bench: &mut Bench, tb: &Testbed, rounds: usize) {
 /// Per backend: the ratio polling/interrupt of each round (the main table's flood rows
 /// first), their median, and the median delivered rates.
 pub(super) fn report(rows: &[Row]) {
-    for backend in BACKENDS {
+    for backend in VETH_BACKENDS {
         let windows = |mode: &str| -> Vec<f64> {
             let label = format!("polld {backend} {mode}");
             rows.iter()

@@ -6,9 +6,7 @@
 use polld_testbed::demo::Forwarder;
 use polld_testbed::Testbed;
 
-use super::{Bench, Row, MODES};
-
-const BACKENDS: [&str; 2] = ["af_xdp", "af_packet"];
+use super::{Bench, Row, MODES, VETH_BACKENDS};
 
 fn label(backend: &str) -> String {
     format!("testpmd {backend}")
@@ -23,7 +21,7 @@ pub(super) fn run(bench: &mut Bench, tb: &Testbed, half: u64) {
             return;
         }
     };
-    for backend in BACKENDS {
+    for backend in VETH_BACKENDS {
         let label = label(backend);
         let forwarder = Forwarder::Testpmd {
             program: &program,
@@ -51,7 +49,7 @@ pub(super) fn report(rows: &[Row]) {
         rows.iter()
             .find(|r| r.demo.mode == label && r.load == "half")
     };
-    for backend in BACKENDS {
+    for backend in VETH_BACKENDS {
         let Some(testpmd) = half(&label(backend)) else {
             continue;
         };

@@ -410,20 +410,15 @@ pub fn count(iface: &Value, name: &str) -> u64 {
 
 /// Asserts, on one interface of `polld run --json`'s final report:
 /// rx = forwarded + local + consumed + queued + every named drop, except the frames the
-/// device dropped before handing them up: those never reached rx (arrived = rx +
-/// drops.rx_ring_full + drops.rx_no_buffer + drops.fault_injected,
-/// [`DropReason::before_rx`]). Transmit drops (`tx_drops.*`) are the
+/// device dropped before handing them up: those never reached rx
+/// ([`DropReason::is_drop_after_rx`]). Transmit drops (`tx_drops.*`) are the
 /// output's: a forwarded frame is delivered or counted there.
 pub fn assert_conserved(iface: &Value) {
     let drops: u64 = iface["counters"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| {
-            let name = c[0].as_str().unwrap();
-            name.strip_prefix("drops.")
-                .is_some_and(|reason| !DropReason::before_rx_reasons().any(|r| r.name() == reason))
-        })
+        .filter(|c| DropReason::is_drop_after_rx(c[0].as_str().unwrap()))
         .map(|c| c[1].as_u64().unwrap())
         .sum();
     let out = ["forwarded", "local", "consumed", "queued"]

@@ -390,7 +390,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn index_of(&self, ifname: &str) -> Option<usize> {
         self.devs.ifs.iter().position(|i| i.dev.name() == ifname)
     }
-    /// Brings every interface's device-counted drops (rx ring full, transmit drops) into
+    /// Brings every interface's device-counted drops (receive drops by reason, transmit drops) into
     /// its counters; status checks fold their own interface's as they go, this catches
     /// the outputs and brings everything up to date now.
     pub fn sync_hw_drops(&mut self) {

@@ -7,7 +7,7 @@
 //! and a loan the output refuses goes back to its lender, counted as `tx_ring_full`
 //! like a refused copy. Either way every loan is settled before the batch ends.
 
-use crate::device::{Device, LinkState, Loan, PoolId, TxDrop, TxFull};
+use crate::device::{Device, HwStats, LinkState, Loan, PoolId, TxDrop, TxFull};
 use crate::stage::{DropReason, Emit, PacketStage, Verdict};
 
 use super::{Dataplane, Devices, IfCounters, Interface};
@@ -215,21 +215,26 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         let counters = &mut iface.counters;
         // A reopened device starts its totals again from zero.
         let new = |total: u64, seen: u64| total.saturating_sub(seen);
-        counters.drops.add(
-            DropReason::RxRingFull,
-            new(now.rx_ring_full, seen.rx_ring_full),
-        );
-        counters.drops.add(
-            DropReason::RxNoBuffer,
-            new(now.rx_no_buffer, seen.rx_no_buffer),
-        );
+        // Named one by one, so that a new kind of device-counted drop cannot be left out.
+        let HwStats {
+            rx_ring_full,
+            rx_no_buffer,
+            rx_fault,
+            tx_drops,
+        } = now;
         counters
             .drops
-            .add(DropReason::FaultInjected, new(now.rx_fault, seen.rx_fault));
+            .add(DropReason::RxRingFull, new(rx_ring_full, seen.rx_ring_full));
+        counters
+            .drops
+            .add(DropReason::RxNoBuffer, new(rx_no_buffer, seen.rx_no_buffer));
+        counters
+            .drops
+            .add(DropReason::FaultInjected, new(rx_fault, seen.rx_fault));
         for r in TxDrop::ALL {
             counters
                 .tx_drops
-                .add(r, new(now.tx_drops.get(r), seen.tx_drops.get(r)));
+                .add(r, new(tx_drops.get(r), seen.tx_drops.get(r)));
         }
         *seen = now;
     }

@@ -337,20 +337,27 @@ fn link_state_follows_the_interface_and_a_recreated_one_is_reopened_on_request()
 }
 
 #[test]
-fn while_the_link_stays_up_a_lost_carrier_and_a_rename_are_still_seen() {
+fn a_lost_carrier_a_rename_and_a_successor_under_the_old_name_are_all_seen() {
     require_root!();
     let pair = VethPair::new();
     let mut receiver = open_in(&pair.b, "pvb", AfPacketConfig::default());
     wait_for_state(&mut receiver, LinkState::Up);
-    // The peer going down takes pvb's carrier, not pvb: no error on the socket.
+    // The peer going down takes pvb's carrier, not pvb.
     pair.a.ip(&["link", "set", "pva", "down"]).unwrap();
     wait_for_state(&mut receiver, LinkState::Down);
     pair.a.ip(&["link", "set", "pva", "up"]).unwrap();
     wait_for_state(&mut receiver, LinkState::Up);
-    // Renamed while up: no error on the socket either, and the name is no longer there.
+    // Renamed while up (the socket sees no error): the name is no longer there.
     pair.b.ip(&["link", "set", "pvb", "name", "pvr"]).unwrap();
     assert!(!poll_error(&receiver));
     assert_eq!(receiver.check_status(), LinkState::Gone);
+    // Another interface, up, under the old name is not the one the socket is bound to.
+    pair.b
+        .ip(&["link", "add", "pvb", "type", "veth", "peer", "name", "pvc"])
+        .unwrap();
+    pair.b.ip(&["link", "set", "pvb", "up"]).unwrap();
+    assert_eq!(receiver.check_status(), LinkState::Gone);
+    pair.b.ip(&["link", "del", "pvb"]).unwrap();
     // Its own name back: the same interface, found again.
     pair.b.ip(&["link", "set", "pvr", "name", "pvb"]).unwrap();
     assert_eq!(receiver.check_status(), LinkState::Up);
