@@ -12,7 +12,10 @@
 //! has the delivered rate (the output's receive counter), the CPU of polld's threads and of
 //! the kernel's receive threads for fwd's interfaces (the sink's receive thread, on the same
 //! CPU, counts only in that CPU's busy time, alike in every row), the CPU per
-//! forwarded packet, and whether conservation held in polld's final report. polld polls
+//! forwarded packet, and whether conservation held in polld's final report. The threads'
+//! times are what the scheduler charged them: a thread woken in the middle of a NAPI poll
+//! is charged the rest of that poll, so a polling row's polld CPU (and CPU per packet)
+//! reads high and its kernel rx low; CPU busy is exact (docs/measuring.md). polld polls
 //! with the README's recommended knobs and runs realtime. With `--sink-rx-realtime` the
 //! sink's receive thread runs realtime above polld on veth, for every row, the kernel's
 //! included (`UpOptions::sink_rx_realtime`): the output then drains as the forwarder

@@ -19,7 +19,7 @@
 //!
 //! Polling uses the same line. A poll cycle cut short by a full output used to poll again
 //! after a timer (the repoll, [`crate::poll::Poller::take_repoll`]), a timer wakeup that
-//! costs about 14 µs of CPU in a VM (README, "Forwarding against the kernel"). When that
+//! costs about 8 µs of CPU in a VM (README, "Forwarding against the kernel"). When that
 //! output raises a line, the next cycle waits for the line instead, or for the next tick
 //! if that comes first. The cycles must still keep to `100 - user_frac`: a line starts a
 //! cycle only if one more like the last fits in the tick's share beside the cycles already
