@@ -21,12 +21,18 @@
 //! included (`UpOptions::sink_rx_realtime`): the output then drains as the forwarder
 //! sends, as a NIC's transmit does, instead of only while a realtime forwarder sleeps.
 //!
-//! `cargo bench -p polld --bench forward [-- --duration 3] [--json] [--sink-rx-realtime]`
+//! After the main table, polling and interrupt mode on each veth backend take
+//! `--flood-rounds` (default 2) more flood windows in turns (rows of load "round"), and the
+//! report gives the median of the per-window ratios: one window varies more than the gap.
+//!
+//! `cargo bench -p polld --bench forward [-- --duration 3] [--flood-rounds 2] [--json] [--sink-rx-realtime]`
 //! (`--json`: the rows as a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
 //! forwarders whose label contains one of the words, and the kernel (the half-load
 //! reference).
 
 mod common;
+#[path = "forward/rounds.rs"]
+mod rounds;
 #[path = "forward/testpmd.rs"]
 mod testpmd;
 
@@ -137,6 +143,7 @@ fn main() {
         return;
     }
     let duration = arg("--duration").unwrap_or(3.0);
+    let flood_rounds = arg("--flood-rounds").unwrap_or(2);
     let dir = std::env::temp_dir().join(format!("polld-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut bench = Bench {
@@ -173,6 +180,7 @@ fn main() {
         }
     }
     testpmd::run(&mut bench, &veth, half);
+    rounds::run(&mut bench, &veth, flood_rounds);
     drop(veth);
 
     // On TAP nothing but polld joins the namespaces: there is no receive thread to raise.
@@ -227,7 +235,7 @@ fn main() {
 /// and the flood, as an SVG under the target directory; returns its path, or why not.
 fn plot(rows: &[Row]) -> String {
     let mut series: Vec<Series> = Vec::new();
-    for r in rows {
+    for r in rows.iter().filter(|r| r.load != rounds::LOAD) {
         let point = (r.demo.offered_pps / 1e3, r.demo.delivered_pps / 1e3);
         match series.iter_mut().find(|s| s.name == r.demo.mode) {
             Some(s) => s.points.push(point),
@@ -342,6 +350,7 @@ fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
             h.cpu_ns_per_frame()
         );
     }
+    rounds::report(rows);
     testpmd::report(rows);
     let polld_runs = rows.iter().filter(|r| r.demo.conserved.is_some()).count();
     let violated: Vec<String> = rows
