@@ -24,6 +24,12 @@ pub const DEFAULT_QUIET_CYCLES: u32 = 100;
 /// Upper bound of `kern.polling.quiet_cycles`.
 pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
 
+/// Default `kern.polling.idle_wakeups`: one interrupt wakeup of the idle poller between two
+/// ticks (frames arriving mid-tick are served once, not per batch the kernel hands over).
+pub const DEFAULT_IDLE_WAKEUPS: u32 = 1;
+/// Upper bound of `kern.polling.idle_wakeups`.
+pub const MAX_IDLE_WAKEUPS: u32 = 1_000_000;
+
 /// Default `kern.polling.auto_empty_polls`: an `auto` interface goes back to interrupts after
 /// 20 empty polls in a row (20 ms at hz=1000), well before polling would go quiet.
 pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
@@ -101,6 +107,15 @@ sysctl_struct! {
         /// `kern.polling.idle_poll`: poll in the idle loop when non-zero.
         idle_poll: i64 = 0, IDLE_POLL: Knob "Enable device polling in idle loop",
             Write::Int { range: |_| (i64::MIN, i64::MAX), store: |k, v| k.idle_poll = v };
+        /// `kern.polling.idle_wakeups`: how many times between two ticks a device's
+        /// interrupt may wake the idle poller resting on empty rings; once they are spent
+        /// it rests until the next tick. 0: no limit.
+        idle_wakeups: u32 = DEFAULT_IDLE_WAKEUPS, IDLE_WAKEUPS: Knob
+            "Idle poller: interrupt wakeups between two ticks, 0 no limit (polld)",
+            Write::Int {
+                range: |_| (0, MAX_IDLE_WAKEUPS.into()),
+                store: |k, v| k.idle_wakeups = v as u32,
+            };
         /// `kern.polling.quiet_cycles`: after this many cycles in a row that found every
         /// ring empty, polling stops the tick and sleeps on the devices' interrupts until
         /// one has work; 0 ticks forever, as FreeBSD.

@@ -46,11 +46,16 @@
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
 //! With `idle_poll` on, an idle-priority pass ([`Poller::idle_poll`]) polls every handler
 //! with `each_burst` whenever the CPU would otherwise idle; it is not accounted. Its
-//! departure: a pass that finds every ring empty puts the idle poller to sleep on the
-//! devices' interrupts ([`Poller::idle_wake`]) until a frame arrives or a cycle moves one,
-//! instead of polling empty rings again (each pass costs a Linux thread two context
-//! switches). So frames that arrive while the CPU idles are served when it idles, not at
-//! the next tick, and an idle CPU stays idle.
+//! departure: a pass that leaves every ring empty (none filled its `each_burst`), or a
+//! cycle that does, puts the idle poller to sleep on the devices' interrupts
+//! ([`Poller::idle_wake`]) until a frame arrives, instead of polling empty rings again
+//! (each pass costs a Linux thread two context switches). So frames that arrive while the
+//! CPU idles are served when it idles, not at the next tick, and an idle CPU stays idle.
+//! The interrupts wake it at most `kern.polling.idle_wakeups` times between two ticks (0:
+//! no limit); after that it rests until the tick. Unbounded, a half-loaded CPU would wake
+//! it per batch the kernel hands over, at interrupt mode's cost per packet (the forward
+//! bench's half load: 2717 ns against polling's ~1050 without idle polling); once a tick
+//! it costs ~120 ns more (the README, "Idle polling", has the run).
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
@@ -162,6 +167,9 @@ sysctl_struct! {
         /// The idle poller is asleep (no handlers, `idle_poll` off, or every ring was
         /// empty at its last pass: the devices' interrupts wake it).
         idlepoll_sleeping: bool = true, IDLEPOLL_SLEEPING: Gauge "idlepoll thread is sleeping";
+        /// Times a device's interrupt woke the idle poller resting on empty rings.
+        idlepoll_wakeups: u64 = 0, IDLEPOLL_WAKEUPS: Counter
+            "Times a device's interrupt woke the idle poller (polld)";
         /// Completed cycles.
         cycles: u64 = 0, CYCLES: Counter "Completed poll cycles (polld)";
         /// Chunks run.
@@ -224,6 +232,11 @@ pub struct Poller {
     last_cycle_ns: u64,
     /// Time of the last clock tick, in ns.
     last_tick: u64,
+    /// Interrupt wakeups of the idle poller since the last clock tick.
+    idle_wakeups_since_tick: u32,
+    /// The idle poller sleeps until the next tick, not on the devices' interrupts: it
+    /// spent its `idle_wakeups` for this tick.
+    idle_parked: bool,
     /// Time controller: packets polled in the current cycle, and the busiest handler's
     /// return in the last chunk.
     cycle_packets: u64,
@@ -258,6 +271,8 @@ impl Poller {
             tick_work_ns: 0,
             last_cycle_ns: 0,
             last_tick: 0,
+            idle_wakeups_since_tick: 0,
+            idle_parked: false,
             cycle_packets: 0,
             last_chunk_max: 0,
             last_chunk_count: 0,
@@ -371,6 +386,9 @@ impl Poller {
         }
         self.tick_work_ns = 0;
         self.last_tick = now;
+        // A new tick: the idle poller may be woken by interrupts again.
+        self.idle_wakeups_since_tick = 0;
+        self.idle_parked = false;
         self.schedule_cycle(expirations)
     }
 
@@ -524,9 +542,13 @@ impl Poller {
         }
         self.state.cycles += 1;
         self.note_quiet();
-        if self.cycle_packets > 0 {
-            // Frames are flowing: the idle poller may find more once the CPU idles.
-            self.idle_wake();
+        if self.chunk_drained && !self.cycle_blocked {
+            // The rings are empty now: the idle poller rests on the interrupts (it was
+            // going to find them empty) rather than spending two context switches on that.
+            self.idle_rest();
+        } else if self.cycle_packets > 0 {
+            // Frames are left: the idle poller may take more once the CPU idles.
+            self.update_idle_sleep();
         }
         self.state.pending_polls = self.state.pending_polls.saturating_sub(1);
         if self.state.pending_polls == 0 {
@@ -653,14 +675,30 @@ impl Poller {
         }
         let each = self.knobs.each_burst;
         let mut done = 0;
-        let mut blocked = false;
+        let mut drained = true;
         for i in 0..self.table.len() {
             let id = self.table[i];
-            done += handlers.poll(id, PollCmd::PollOnly, each);
-            blocked |= handlers.take_output_full(id);
+            let got = handlers.poll(id, PollCmd::PollOnly, each);
+            done += got;
+            if handlers.take_output_full(id) || got >= each {
+                drained = false;
+            }
         }
-        self.state.idlepoll_sleeping = done == 0 && !blocked;
+        if drained {
+            self.idle_rest();
+        }
         done
+    }
+
+    /// Every ring was left empty: the idle poller sleeps on the devices' interrupts, or,
+    /// when they woke it `idle_wakeups` times since the last tick, until the next tick.
+    fn idle_rest(&mut self) {
+        if !self.idle_poll_active() {
+            return;
+        }
+        let limit = self.knobs.idle_wakeups;
+        self.state.idlepoll_sleeping = true;
+        self.idle_parked = limit != 0 && self.idle_wakeups_since_tick >= limit;
     }
 
     /// Whether idle polling is on (`kern.polling.idle_poll` and a registered handler).
@@ -674,19 +712,25 @@ impl Poller {
         self.idle_poll_active() && !self.state.idlepoll_sleeping
     }
 
-    /// Whether the idle poller sleeps on empty rings: the devices' interrupts wake it.
+    /// Whether the idle poller sleeps on empty rings and the devices' interrupts wake it
+    /// (not when it rests until the next tick).
     pub fn idle_poll_resting(&self) -> bool {
-        self.idle_poll_active() && self.state.idlepoll_sleeping
+        self.idle_poll_active() && self.state.idlepoll_sleeping && !self.idle_parked
     }
 
-    /// Frames came (a registered device signalled one, or a cycle moved some) while the
-    /// idle poller may sleep on empty rings: it wakes, and its next pass may run.
+    /// A registered device signalled a frame while the idle poller rested on empty rings:
+    /// it wakes, and its next pass may run once the CPU idles.
     pub fn idle_wake(&mut self) {
+        if self.idle_poll_resting() {
+            self.idle_wakeups_since_tick = self.idle_wakeups_since_tick.saturating_add(1);
+            self.state.idlepoll_wakeups += 1;
+        }
         self.update_idle_sleep();
     }
 
     fn update_idle_sleep(&mut self) {
         self.state.idlepoll_sleeping = !self.idle_poll_active();
+        self.idle_parked = false;
     }
 }
 
