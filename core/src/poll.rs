@@ -55,7 +55,8 @@
 //! no limit); after that it rests until the tick. Unbounded, a half-loaded CPU would wake
 //! it per batch the kernel hands over, at interrupt mode's cost per packet (the forward
 //! bench's half load: 2717 ns against polling's ~1050 without idle polling); once a tick
-//! it costs ~120 ns more (the README, "Idle polling", has the run).
+//! it costs about 190 ns more (1161-1183 against 980 in one session; the README, "Idle
+//! polling at half load", has the runs).
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
