@@ -9,13 +9,15 @@
 //!
 //! Each forwarder runs twice: under a flood (gen as fast as it sends) and at half load
 //! (half the kernel's flood rate on veth, half of polld's interrupt mode on TAP). Every row
-//! has the delivered rate (the output's receive counter), the CPU of polld's threads and of
-//! the kernel's receive threads for fwd's interfaces (the sink's receive thread, on the same
-//! CPU, counts only in that CPU's busy time, alike in every row), the CPU per
-//! forwarded packet, and whether conservation held in polld's final report. The threads'
-//! times are what the scheduler charged them: a thread woken in the middle of a NAPI poll
-//! is charged the rest of that poll, so a polling row's polld CPU (and CPU per packet)
-//! reads high and its kernel rx low; CPU busy is exact (docs/measuring.md). polld polls
+//! has the delivered rate (the output's receive counter), the CPU of polld's threads, of
+//! the kernel's receive threads for fwd's interfaces ("kernel rx") and of the sink's
+//! ("sink rx", veth3's: where the frames go, and where the kernel completes polld's AF_XDP
+//! sends), the CPU per delivered packet summed over all three, and whether conservation
+//! held in polld's final report. The threads' times are what the scheduler charged them: a
+//! thread woken in the middle of a NAPI poll is charged the rest of that poll, so a polling
+//! row's polld CPU reads high and its kernel and sink rx low; their sum, and so the CPU per
+//! packet, holds what the three ran between them (CPU busy, the wall time the CPU did not
+//! idle, is exact; docs/measuring.md). polld polls
 //! with the README's recommended knobs and runs realtime. With `--sink-rx-realtime` the
 //! sink's receive thread runs realtime above polld on veth, for every row, the kernel's
 //! included (`UpOptions::sink_rx_realtime`): the output then drains as the forwarder
@@ -55,10 +57,13 @@ struct Row {
 }
 
 impl Row {
-    /// CPU time (polld and the kernel's receive threads) per delivered frame, ns.
+    /// CPU time of every thread on the frames' path (the forwarder, the kernel's receive
+    /// threads for fwd's interfaces and for the sink's) per delivered frame, ns. The charge
+    /// a wakeup moves between them stays inside the sum (docs/measuring.md).
     fn cpu_ns_per_frame(&self) -> f64 {
         let d = &self.demo;
-        (d.polld_cpu_percent + d.kernel_rx_cpu_percent) / 100.0 * 1e9 / d.delivered_pps.max(1.0)
+        (d.polld_cpu_percent + d.kernel_rx_cpu_percent + d.sink_rx_cpu_percent) / 100.0 * 1e9
+            / d.delivered_pps.max(1.0)
     }
 }
 
@@ -277,20 +282,21 @@ fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
             .unwrap_or_default()
     );
     println!(
-        "{:<24} {:<5} {:>10} {:>11} {:>9} {:>9} {:>9} {:>10} {:>12} {:>8}  {:<9} drops at the input",
-        "forwarder", "load", "offered/s", "delivered/s", "polld CPU", "kernel rx", format!("CPU{fwd} busy"), "CPU ns/pkt", "interrupts/s", "RSS MiB", "conserved"
+        "{:<24} {:<5} {:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>10} {:>12} {:>8}  {:<9} drops at the input",
+        "forwarder", "load", "offered/s", "delivered/s", "polld CPU", "kernel rx", "sink rx", format!("CPU{fwd} busy"), "CPU ns/pkt", "interrupts/s", "RSS MiB", "conserved"
     );
     for r in rows {
         let d = &r.demo;
         let drops: Vec<String> = d.drops.iter().map(|(n, v)| format!("{n} {v}")).collect();
         println!(
-            "{:<24} {:<5} {:>10.0} {:>11.0} {:>8.1}% {:>8.1}% {:>9.1}% {:>10.0} {:>12.0} {:>8}  {:<9} {}",
+            "{:<24} {:<5} {:>10.0} {:>11.0} {:>8.1}% {:>8.1}% {:>8.1}% {:>9.1}% {:>10.0} {:>12.0} {:>8}  {:<9} {}",
             d.mode,
             r.load,
             d.offered_pps,
             d.delivered_pps,
             d.polld_cpu_percent,
             d.kernel_rx_cpu_percent,
+            d.sink_rx_cpu_percent,
             d.fwd_cpu_busy_percent,
             r.cpu_ns_per_frame(),
             d.interrupts_per_sec,

@@ -68,6 +68,11 @@ pub struct DemoRow {
     /// CPU time of the kernel threads doing fwd's interfaces' receive work (threaded
     /// NAPI), percent of one CPU: outside polld's budget.
     pub kernel_rx_cpu_percent: f64,
+    /// CPU time of the kernel threads doing the sink's interfaces' receive work, percent of
+    /// one CPU: where the forwarded frames go, and where the kernel completes polld's
+    /// AF_XDP sends. The scheduler charges part of it to polld when polld's wakeup
+    /// preempts that thread (docs/measuring.md), so read the sum over all three.
+    pub sink_rx_cpu_percent: f64,
     /// Busy time of the forwarder's CPU (all work on it: the wall time it did not idle, by
     /// /proc/stat), percent.
     pub fwd_cpu_busy_percent: f64,
@@ -282,20 +287,27 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     Ok(())
 }
 
-/// What the veth demo's two rows show, from their numbers: the wakeups polling saves, and
-/// the receive work the kernel's NAPI threads did outside polld's budget.
+/// What the veth demo's two rows show, from their numbers: the wakeups polling saves, the
+/// receive work the kernel's NAPI threads did outside polld's budget, and all the work on
+/// the frames' path (the one figure the scheduler's charging cannot shift).
 fn veth_findings(interrupt: &DemoRow, polling: &DemoRow) -> String {
+    let path = |r: &DemoRow| r.polld_cpu_percent + r.kernel_rx_cpu_percent + r.sink_rx_cpu_percent;
     format!(
         "Interrupt mode: polld took {:.0} interrupts/s and used {:.1} % of a CPU; polling: {:.0} \
          interrupts/s and {:.1} % (it wakes at kern.polling.hz and polls a bounded burst).\n\
          The kernel's NAPI threads did the receive work for polld's interfaces outside polld's \
-         budget: {:.1} % and {:.1} % of a CPU (`polld ifconfig` says which interfaces).",
+         budget: {:.1} % and {:.1} % of a CPU (`polld ifconfig` says which interfaces).\n\
+         All the work on the frames' path, polld and the kernel's receive threads in fwd and \
+         sink: {:.1} % and {:.1} % of a CPU (read the sum: when polld's tick preempts a NAPI \
+         thread mid-poll, the scheduler charges polld for the rest of that poll).",
         interrupt.interrupts_per_sec,
         interrupt.polld_cpu_percent,
         polling.interrupts_per_sec,
         polling.polld_cpu_percent,
         interrupt.kernel_rx_cpu_percent,
         polling.kernel_rx_cpu_percent,
+        path(interrupt),
+        path(polling),
     )
 }
 
@@ -516,8 +528,10 @@ pub fn measure(
         Running::Testpmd(t) => Snapshot::take(None, t.pid(), options.cpus.fwd),
         Running::Kernel => Ok(Snapshot::cpu_only(options.cpus.fwd)),
     };
-    let fwd_ifaces = fwd_interfaces(tb);
+    let fwd_ifaces = interfaces_in(tb, &tb.layout().fwd_ns);
+    let sink_ifaces = interfaces_in(tb, &tb.layout().sink_ns);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
+    let sink_rx_before = kernel_rx_ns(&tb.layout().sink_ns, &sink_ifaces);
     let before = snapshot(&running)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let traffic = match trial.load {
@@ -535,6 +549,7 @@ pub fn measure(
     };
     let after = snapshot(&running)?;
     let kernel_rx_after = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
+    let sink_rx_after = kernel_rx_ns(&tb.layout().sink_ns, &sink_ifaces);
     let veth3_after = tb.counters(&layout.veth3.name)?.rx_packets;
     let report = |what: &str| {
         let stdout = String::from_utf8_lossy(&traffic.stdout);
@@ -630,6 +645,8 @@ pub fn measure(
         polld_cpu_percent: after.cpu_ns.saturating_sub(before.cpu_ns) as f64 / 1e9 / wall * 100.0,
         kernel_rx_cpu_percent: kernel_rx_after.saturating_sub(kernel_rx_before) as f64 / 1e9 / wall
             * 100.0,
+        sink_rx_cpu_percent: sink_rx_after.saturating_sub(sink_rx_before) as f64 / 1e9 / wall
+            * 100.0,
         fwd_cpu_busy_percent: cpu_busy,
         fwd_cpu_steal_ms: steal_ticks as f64 * 1000.0 / clock_ticks(),
         fwd_cpu_halts: after
@@ -712,12 +729,12 @@ impl SinkLatency {
     }
 }
 
-/// The interfaces in fwd.
-fn fwd_interfaces(tb: &Testbed) -> Vec<String> {
+/// The testbed's interfaces in namespace `ns`.
+fn interfaces_in(tb: &Testbed, ns: &str) -> Vec<String> {
     tb.layout()
         .ifaces()
         .iter()
-        .filter(|i| i.ns == tb.layout().fwd_ns)
+        .filter(|i| i.ns == ns)
         .map(|i| i.name.clone())
         .collect()
 }
@@ -766,12 +783,13 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
     );
     let _ = writeln!(
         out,
-        "{:<24} {:>11} {:>12} {:>10} {:>10} {:>10} {:>13} {:>9}  drops at veth1",
+        "{:<24} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10} {:>13} {:>9}  drops at veth1",
         "forwarder",
         "offered/s",
         "delivered/s",
         "polld CPU",
         "kernel rx",
+        "sink rx",
         format!("CPU{fwd} busy"),
         "interrupts/s",
         "polld RSS"
@@ -785,12 +803,13 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
         };
         let _ = writeln!(
             out,
-            "{:<24} {:>11.0} {:>12.0} {:>9.1}% {:>9.1}% {:>9.1}% {:>13.0} {:>9}  {}",
+            "{:<24} {:>11.0} {:>12.0} {:>9.1}% {:>9.1}% {:>9.1}% {:>9.1}% {:>13.0} {:>9}  {}",
             r.mode,
             r.offered_pps,
             r.delivered_pps,
             r.polld_cpu_percent,
             r.kernel_rx_cpu_percent,
+            r.sink_rx_cpu_percent,
             r.fwd_cpu_busy_percent,
             r.interrupts_per_sec,
             rss,
