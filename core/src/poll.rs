@@ -55,8 +55,8 @@
 //! no limit); after that it rests until the tick. Unbounded, a half-loaded CPU would wake
 //! it per batch the kernel hands over, at interrupt mode's cost per packet (the forward
 //! bench's half load: 2717 ns against polling's ~1050 without idle polling); once a tick
-//! it costs about 190 ns more (1161-1183 against 980 in one session; the README, "Idle
-//! polling at half load", has the runs).
+//! it costs 19-21 % more than without idle polling in the same session (1161-1183 against
+//! 980 ns; the README, "Idle polling at half load", has the runs).
 //!
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
@@ -469,8 +469,6 @@ impl Poller {
                 drained = false;
             }
         }
-        // Idle polling serves what arrives after the cycle (and sleeps on empty rings):
-        // the rest of an empty cycle would poll nothing.
         self.chunk_drained = drained;
         self.last_chunk_max = max_done;
         self.last_chunk_count = count;
@@ -703,7 +701,7 @@ impl Poller {
     }
 
     /// Whether idle polling is on (`kern.polling.idle_poll` and a registered handler).
-    pub fn idle_poll_active(&self) -> bool {
+    fn idle_poll_active(&self) -> bool {
         self.knobs.idle_poll != 0 && !self.table.is_empty()
     }
 

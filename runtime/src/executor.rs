@@ -247,23 +247,26 @@ impl Executor {
         }
     }
 
-    /// Whether the epoll set holds the transmit-ready fd of an output whose line rises on
-    /// a wakeup only ([`Device::tx_ready_on_wakeup_only`]).
-    fn waits_for_wakeup_only_line(&self) -> bool {
-        self.watched.iter().enumerate().any(|(i, fds)| {
-            fds[Line::TxReady as usize].is_some()
-                && self.dp.interfaces()[i].dev().tx_ready_on_wakeup_only()
+    /// The outputs whose transmit-ready fd is in the epoll set and rises on a wakeup only
+    /// ([`Device::tx_ready_on_wakeup_only`]).
+    fn wakeup_only_outputs(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.watched.len()).filter(|&o| {
+            self.watched[o][Line::TxReady as usize].is_some()
+                && self.dp.interfaces()[o].dev().tx_ready_on_wakeup_only()
         })
+    }
+
+    /// Whether the epoll set holds the transmit-ready fd of an output whose line rises on
+    /// a wakeup only.
+    fn waits_for_wakeup_only_line(&self) -> bool {
+        self.wakeup_only_outputs().next().is_some()
     }
 
     /// Raises the lines of the outputs whose transmit-ready fd rises on a wakeup only.
     fn raise_wakeup_only_lines(&mut self) {
-        for o in 0..self.watched.len() {
-            if self.watched[o][Line::TxReady as usize].is_some()
-                && self.dp.interfaces()[o].dev().tx_ready_on_wakeup_only()
-            {
-                self.dp.tx_ready_line(o, true);
-            }
+        let outputs: Vec<usize> = self.wakeup_only_outputs().collect();
+        for o in outputs {
+            self.dp.tx_ready_line(o, true);
         }
     }
 

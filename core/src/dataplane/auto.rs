@@ -17,7 +17,7 @@
 //! - A preemption is not CPU the thread used, so it never counts as interrupt work, with or
 //!   without `realtime`. What does count, untimed: the wakeups for the tick, the status
 //!   timer, control requests and transmit-ready lines (about `hz` a second), a few µs each,
-//!   or 14-29 µs when one lands in a NAPI thread's poll, whose rest the kernel charges to
+//!   or 10-30 µs more when one lands in a NAPI thread's poll, whose rest the kernel charges to
 //!   the thread it woke (docs/measuring.md): an overestimate that leans towards polling.
 //! - Polling, an `auto` interface goes back to interrupts after
 //!   `kern.polling.auto_empty_polls` polls in a row found its ring empty.

@@ -158,8 +158,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// `kern.polling.quiet_cycles` cycles) or the idle poller sleeps on empty rings: the
     /// executor waits on its interrupt, and reports it with [`Dataplane::interrupt_line`]
     /// when it fires ([`super::Due::QuietWakeup`]: a quiet wakeup is counted in
-    /// `kern.polling.quiet_wakeups`, and neither as an interrupt of the interface, whose
-    /// mode stays polling).
+    /// `kern.polling.quiet_wakeups`, an idle poller's in `kern.polling.idlepoll_wakeups`;
+    /// neither as an interrupt of the interface, whose mode stays polling).
     pub fn wakeup_armed(&self, i: usize) -> bool {
         let poller = &self.poller;
         self.devs.ifs[i].polls()

@@ -1140,7 +1140,7 @@ impl Device for AfXdp {
     /// The socket polls writable while its tx ring is at most half full, which in copy
     /// mode says nothing about the device (see the module's header).
     fn tx_ready_on_wakeup_only(&self) -> bool {
-        true
+        !self.zero_copy
     }
 
     fn lending(&mut self) -> Option<&mut dyn Lending> {
