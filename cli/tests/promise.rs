@@ -70,8 +70,11 @@ fn a_competitor_on_the_poll_cpu_keeps_user_frac_under_a_flood_and_starves_with_i
         (row.competitor_percent - 50.0).abs() <= 5.0,
         "auto: {row:?}"
     );
+    // Two flood windows of one mode differ by several percent on this shared 2-core machine
+    // (the forward bench's three AF_PACKET polling windows in one run: 711 to 766 kpps);
+    // a mode that failed to poll would starve the competitor instead (asserted above).
     assert!(
-        row.delivered_pps >= 0.95 * polled_at_50,
+        row.delivered_pps >= 0.9 * polled_at_50,
         "auto delivers {} against polling's {polled_at_50}: {row:?}",
         row.delivered_pps
     );
