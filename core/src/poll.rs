@@ -40,7 +40,9 @@
 //! executor stops the tick and waits on the polled devices' interrupts, and the first one
 //! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then
 //! takes no wakeups at all (a bare 1000 Hz timer costs a few percent of a core in a VM);
-//! `quiet_cycles=0` ticks forever, as FreeBSD.
+//! `quiet_cycles=0` ticks forever, as FreeBSD. The wakeup first grows `burst` by one per
+//! tick the spell skipped (as FreeBSD's empty cycles would have), so a flood after a quiet
+//! spell starts at FreeBSD's burst rather than ramping up from the one the spell froze.
 //!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.
@@ -218,6 +220,8 @@ pub struct Poller {
     chunk_drained: bool,
     /// Closed cycles in a row that moved no frame.
     empty_cycles: u32,
+    /// When the current quiet spell began (the close of its last ticking cycle), in ns.
+    quiet_since: u64,
     /// When to poll again, before the next tick, after a cycle cut short by a full output.
     repoll_at: Option<u64>,
     /// The current shortest wait before such a repoll: doubles when a cycle met the full
@@ -266,6 +270,7 @@ impl Poller {
             cycle_blocked: false,
             chunk_drained: false,
             empty_cycles: 0,
+            quiet_since: 0,
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
             blocked_at_once: false,
@@ -540,7 +545,7 @@ impl Poller {
             Controller::Time => self.time_account(now),
         }
         self.state.cycles += 1;
-        self.note_quiet();
+        self.note_quiet(now);
         if self.chunk_drained && !self.cycle_blocked {
             // The rings are empty now: the idle poller rests on the interrupts (it was
             // going to find them empty) rather than spending two context switches on that.
@@ -567,15 +572,16 @@ impl Poller {
     }
 
     /// Counts empty cycles and enters or leaves the quiet state at the close of a cycle.
-    fn note_quiet(&mut self) {
+    fn note_quiet(&mut self, now: u64) {
         if self.cycle_packets > 0 || self.cycle_blocked {
             self.leave_quiet();
             return;
         }
         self.empty_cycles = self.empty_cycles.saturating_add(1);
         let limit = self.knobs.quiet_cycles;
-        if limit > 0 && self.empty_cycles >= limit {
+        if limit > 0 && self.empty_cycles >= limit && !self.state.quiet {
             self.state.quiet = true;
+            self.quiet_since = now;
         }
     }
 
@@ -629,6 +635,15 @@ impl Poller {
         }
         self.leave_quiet();
         self.state.quiet_wakeups += 1;
+        if self.knobs.controller == Controller::Classic {
+            // FreeBSD ticks on through an idle spell, and each of those empty cycles grows
+            // the burst by one: the flood that ends the spell meets the burst FreeBSD's
+            // would have, not the one the spell froze (from which +1 a cycle took the veth
+            // flood ~100 ms to reach its rate, dropping the ring's overflow meanwhile).
+            let skipped = now.saturating_sub(self.quiet_since) / self.tick_ns();
+            let grown = u64::from(self.state.burst).saturating_add(skipped);
+            self.state.burst = grown.min(u64::from(self.knobs.burst_max)) as u32;
+        }
         self.hardclock(now, 1)
     }
 
