@@ -2,7 +2,8 @@
 //! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
 //! times each frame when the kernel hands it over. In one run it measures the kernel's own
 //! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
-//! polling at hz 1000 and with the README's recommended knobs (hz 2000), and busy; then DPDK
+//! polling at hz 1000 with FreeBSD's chunks and with the README's recommended knobs (hz
+//! 1000 too, chunks of 64), and busy; then DPDK
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
 //! skipped, and why).
 //!
@@ -53,7 +54,7 @@ fn main() {
     };
     let polling_1000 = polld_at("polling", &HZ_1000);
     let hz = knob_hz(&RECOMMENDED_KNOBS);
-    let polling_recommended = format!("polling hz {}", hz.unwrap_or_default());
+    let polling_recommended = format!("polling recommended, hz {}", hz.unwrap_or_default());
     // (label, forwarder, the polling hz for the bound, whether the path is untuned)
     let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
         ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),

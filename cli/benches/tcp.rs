@@ -1,8 +1,9 @@
 //! TCP through polld (root): one iperf3 stream from gen to sink on the veth testbed, the
 //! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
 //! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
-//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 2000), at
-//! FreeBSD's hz 1000, and at hz 2000 with idle polling (the idle poller serves what arrives
+//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 1000, chunks of
+//! 64), at hz 2000 with chunks of 16 (the recommended knobs until 2026-11-25), and at hz
+//! 2000 with idle polling (the idle poller serves what arrives
 //! while the CPU idles, in passes of `each_burst` 64, woken by the devices' interrupts at
 //! most `kern.polling.idle_wakeups` times a tick), and prints polling's rate as a ratio
 //! of interrupt mode's (the goal is at least 0.9x). The congestion control is the
@@ -21,14 +22,14 @@ use common::{arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
 use polld_testbed::{Devices, UpOptions};
 
-/// The recommended knobs but for the clock: FreeBSD's hz 1000.
-const HZ_1000: [(&str, &str); 3] = [
-    ("kern.polling.hz", "1000"),
+/// A faster clock and smaller chunks: the recommended knobs until 2026-11-25.
+const HZ_2000: [(&str, &str); 3] = [
+    ("kern.polling.hz", "2000"),
     ("kern.polling.burst_max", "1000"),
     ("kern.polling.each_burst", "16"),
 ];
 
-/// The recommended clock with idle polling: ticks bound the device work under load, the
+/// hz 2000 with idle polling: ticks bound the device work under load, the
 /// idle poller serves arrivals while the CPU idles (in bigger passes: each costs two context
 /// switches), woken by an interrupt once a tick (`kern.polling.idle_wakeups` 1, the default).
 const IDLE_POLL: [(&str, &str); 4] = [
@@ -62,6 +63,12 @@ fn main() {
         .unwrap_or_else(|_| "unknown".into());
     let dir = std::env::temp_dir().join(format!("polld-tcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    // Polling's rows, each as a ratio of interrupt mode's on the same backend.
+    let polling_variants: [(&str, &[(&str, &str)]); 3] = [
+        ("polling", &RECOMMENDED_KNOBS),
+        ("polling hz 2000", &HZ_2000),
+        ("polling idle_poll", &IDLE_POLL),
+    ];
     let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
     for backend in ["af_xdp", "af_packet"] {
         let polld_with = |mode, knobs| Forwarder::Polld {
@@ -73,18 +80,12 @@ fn main() {
             format!("polld {backend} interrupt"),
             polld_with("interrupt", &RECOMMENDED_KNOBS),
         ));
-        trials.push((
-            format!("polld {backend} polling"),
-            polld_with("polling", &RECOMMENDED_KNOBS),
-        ));
-        trials.push((
-            format!("polld {backend} polling hz 1000"),
-            polld_with("polling", &HZ_1000),
-        ));
-        trials.push((
-            format!("polld {backend} polling idle_poll"),
-            polld_with("polling", &IDLE_POLL),
-        ));
+        for (variant, knobs) in polling_variants {
+            trials.push((
+                format!("polld {backend} {variant}"),
+                polld_with("polling", knobs),
+            ));
+        }
     }
     let mut rows: Vec<DemoRow> = Vec::new();
     for (label, forwarder) in trials {
@@ -176,8 +177,8 @@ fn main() {
     };
     for backend in ["af_xdp", "af_packet"] {
         let interrupt = rate(&format!("polld {backend} interrupt")).max(1e-9);
-        for polling in ["polling", "polling hz 1000", "polling idle_poll"] {
-            let label = format!("polld {backend} {polling}");
+        for (variant, _) in polling_variants {
+            let label = format!("polld {backend} {variant}");
             println!(
                 "{label}: {:.2}x interrupt mode's TCP rate (goal >= 0.9x)",
                 rate(&label) / interrupt
