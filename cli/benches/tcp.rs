@@ -2,11 +2,11 @@
 //! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
 //! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
 //! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 1000, chunks of
-//! 64), at hz 2000 with chunks of 16 (the recommended knobs until 2026-11-25), and at hz
-//! 2000 with idle polling (the idle poller serves what arrives
-//! while the CPU idles, in passes of `each_burst` 64, woken by the devices' interrupts at
-//! most `kern.polling.idle_wakeups` times a tick), and prints polling's rate as a ratio
-//! of interrupt mode's (the goal is at least 0.9x). The congestion control is the
+//! 64), at hz 2000 with chunks of 16 (the recommended knobs until 2026-11-25), and with
+//! idle polling added to the recommended knobs (the idle poller serves what arrives while
+//! the CPU idles, woken by the devices' interrupts at most `kern.polling.idle_wakeups`
+//! times a tick: once, the default, and without a limit, as FreeBSD's idle loop polls),
+//! and prints polling's rate as a ratio of interrupt mode's (the goal is at least 0.9x). The congestion control is the
 //! machine's (`net.ipv4.tcp_congestion_control`).
 //!
 //! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
@@ -29,14 +29,24 @@ const HZ_2000: [(&str, &str); 3] = [
     ("kern.polling.each_burst", "16"),
 ];
 
-/// hz 2000 with idle polling: ticks bound the device work under load, the
-/// idle poller serves arrivals while the CPU idles (in bigger passes: each costs two context
-/// switches), woken by an interrupt once a tick (`kern.polling.idle_wakeups` 1, the default).
+/// The recommended knobs with idle polling: ticks bound the device work under load, the
+/// idle poller serves arrivals while the CPU idles, woken by an interrupt once a tick
+/// (`kern.polling.idle_wakeups` 1, the default).
 const IDLE_POLL: [(&str, &str); 4] = [
-    ("kern.polling.hz", "2000"),
+    ("kern.polling.hz", "1000"),
     ("kern.polling.burst_max", "1000"),
     ("kern.polling.each_burst", "64"),
     ("kern.polling.idle_poll", "1"),
+];
+
+/// As [`IDLE_POLL`], with the interrupts waking the idle poller whenever the CPU idles
+/// (`kern.polling.idle_wakeups` 0): FreeBSD's idle loop, which polls whenever it runs.
+const IDLE_POLL_UNBOUNDED: [(&str, &str); 5] = [
+    ("kern.polling.hz", "1000"),
+    ("kern.polling.burst_max", "1000"),
+    ("kern.polling.each_burst", "64"),
+    ("kern.polling.idle_poll", "1"),
+    ("kern.polling.idle_wakeups", "0"),
 ];
 
 fn main() {
@@ -64,10 +74,11 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("polld-tcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     // Polling's rows, each as a ratio of interrupt mode's on the same backend.
-    let polling_variants: [(&str, &[(&str, &str)]); 3] = [
+    let polling_variants: [(&str, &[(&str, &str)]); 4] = [
         ("polling", &RECOMMENDED_KNOBS),
         ("polling hz 2000", &HZ_2000),
         ("polling idle_poll", &IDLE_POLL),
+        ("polling idle_poll unbounded", &IDLE_POLL_UNBOUNDED),
     ];
     let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
     for backend in ["af_xdp", "af_packet"] {
@@ -110,7 +121,7 @@ fn main() {
         }
     );
     println!(
-        "{:<34} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
+        "{:<44} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
         "forwarder",
         "Mbit/s",
         "retrans",
@@ -121,7 +132,7 @@ fn main() {
     for r in &rows {
         let tcp = r.tcp.expect("a TCP trial has a TCP result");
         println!(
-            "{:<34} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
+            "{:<44} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
             r.mode,
             tcp.mbit_per_s,
             tcp.retransmits,
@@ -139,7 +150,7 @@ fn main() {
         "\nwhere polld's time went (per second of the run; frames counted on both interfaces, data and acks)"
     );
     println!(
-        "{:<34} {:>10} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>11} {:>10}",
+        "{:<44} {:>10} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>11} {:>10}",
         "forwarder",
         "frames/s",
         "polld µs/f",
@@ -156,7 +167,7 @@ fn main() {
         let frames = per_s(r.polld_delta_all_ifs("rx_packets")).max(1e-9);
         let cycles = r.polld_delta("kern.polling.cycles");
         println!(
-            "{:<34} {:>10.0} {:>11.2} {:>11.2} {:>9} {:>10.0} {:>9.0} {:>9.0} {:>11.1} {:>10.0}",
+            "{:<44} {:>10.0} {:>11.2} {:>11.2} {:>9} {:>10.0} {:>9.0} {:>9.0} {:>11.1} {:>10.0}",
             r.mode,
             frames,
             r.polld_cpu_percent / 100.0 * 1e6 / frames,

@@ -222,6 +222,34 @@ fn a_quiet_poller_wakes_on_its_interrupt_line() {
     conserved(&dp);
 }
 
+/// With idle polling on, a quiet spell's first interrupt resumes polling; it is not also
+/// one of the idle poller's wakeups (those are bounded per tick by `idle_wakeups`).
+#[test]
+fn a_quiet_wakeup_is_not_also_counted_as_an_idle_poller_wakeup() {
+    let mut dp = dataplane(
+        &[Mode::Polling],
+        &[
+            ("kern.polling.quiet_cycles", "2"),
+            ("kern.polling.idle_poll", "1"),
+        ],
+    );
+    let mut now = 0;
+    while !dp.poller().state().quiet {
+        now += MS;
+        dp.raise_ticks(1);
+        run_due(&mut dp, now);
+        assert!(now < 100 * MS, "two empty cycles make polling quiet");
+    }
+    assert!(dp.poller().state().idlepoll_sleeping);
+    inject(&mut dp, 0, 1);
+    dp.interrupt_line(0, true);
+    assert_eq!(run_due(&mut dp, now)[0], Due::QuietWakeup(0));
+    let state = *dp.poller().state();
+    assert_eq!(state.quiet_wakeups, 1);
+    assert_eq!(state.idlepoll_wakeups, 0, "{state:?}");
+    conserved(&dp);
+}
+
 /// Runs what is due at time 0, telling the dataplane each piece took `ns`.
 fn run_timed(dp: &mut Dataplane<Ring, ForTheBox>, ns: impl Fn(Due) -> u64) {
     while let Some(due) = dp.next_due().filter(|d| !d.spins()) {

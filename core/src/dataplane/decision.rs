@@ -199,12 +199,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             }
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
+                // Quiet polling resumes at once (its cycle then settles the idle poller).
+                // Otherwise a resting idle poller only wants its next pass again: that
+                // runs when the CPU idles (the idle thread asks), not at the poll
+                // thread's priority now.
                 if self.wakeup_armed(i) {
-                    // Quiet polling resumes at once. A resting idle poller only wants its
-                    // next pass again: that runs when the CPU idles (the idle thread asks),
-                    // not at the poll thread's priority now.
-                    self.poller.wake(now);
-                    self.poller.idle_wake();
+                    if self.poller.state().quiet {
+                        self.poller.wake(now);
+                    } else {
+                        self.poller.idle_wake();
+                    }
                 }
             }
             Due::Handler(i) => self.continue_handler(i),
