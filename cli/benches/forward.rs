@@ -24,10 +24,10 @@
 //! sends, as a NIC's transmit does, instead of only while a realtime forwarder sleeps.
 //!
 //! After the main table, polling and interrupt mode on each veth backend take
-//! `--flood-rounds` (default 2) more flood windows in turns (rows of load "round"), and the
+//! `--flood-rounds` (default 4) more flood windows in turns (rows of load "round"), and the
 //! report gives the median of the per-window ratios: one window varies more than the gap.
 //!
-//! `cargo bench -p polld --bench forward [-- --duration 3] [--flood-rounds 2] [--json] [--sink-rx-realtime]`
+//! `cargo bench -p polld --bench forward [-- --duration 3] [--flood-rounds 4] [--json] [--sink-rx-realtime]`
 //! (`--json`: the rows as a JSON array instead of the table). `POLLD_BENCH_ONLY=testpmd,af_xdp` runs only the
 //! forwarders whose label contains one of the words, and the kernel (the half-load
 //! reference).
@@ -150,7 +150,7 @@ fn main() {
         return;
     }
     let duration = arg("--duration").unwrap_or(3.0);
-    let flood_rounds = arg("--flood-rounds").unwrap_or(2);
+    let flood_rounds = arg("--flood-rounds").unwrap_or(4);
     let dir = std::env::temp_dir().join(format!("polld-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mut bench = Bench {

@@ -29,22 +29,14 @@ const HZ_2000: [(&str, &str); 3] = [
     ("kern.polling.each_burst", "16"),
 ];
 
-/// The recommended knobs with idle polling: ticks bound the device work under load, the
-/// idle poller serves arrivals while the CPU idles, woken by an interrupt once a tick
+/// Added to the recommended knobs: idle polling. Ticks bound the device work under load,
+/// the idle poller serves arrivals while the CPU idles, woken by an interrupt once a tick
 /// (`kern.polling.idle_wakeups` 1, the default).
-const IDLE_POLL: [(&str, &str); 4] = [
-    ("kern.polling.hz", "1000"),
-    ("kern.polling.burst_max", "1000"),
-    ("kern.polling.each_burst", "64"),
-    ("kern.polling.idle_poll", "1"),
-];
+const IDLE_POLL: [(&str, &str); 1] = [("kern.polling.idle_poll", "1")];
 
 /// As [`IDLE_POLL`], with the interrupts waking the idle poller whenever the CPU idles
 /// (`kern.polling.idle_wakeups` 0): FreeBSD's idle loop, which polls whenever it runs.
-const IDLE_POLL_UNBOUNDED: [(&str, &str); 5] = [
-    ("kern.polling.hz", "1000"),
-    ("kern.polling.burst_max", "1000"),
-    ("kern.polling.each_burst", "64"),
+const IDLE_POLL_UNBOUNDED: [(&str, &str); 2] = [
     ("kern.polling.idle_poll", "1"),
     ("kern.polling.idle_wakeups", "0"),
 ];
@@ -74,11 +66,18 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("polld-tcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     // Polling's rows, each as a ratio of interrupt mode's on the same backend.
+    let recommended_with = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        RECOMMENDED_KNOBS.iter().chain(extra).copied().collect()
+    };
+    let (idle_poll, idle_poll_unbounded) = (
+        recommended_with(&IDLE_POLL),
+        recommended_with(&IDLE_POLL_UNBOUNDED),
+    );
     let polling_variants: [(&str, &[(&str, &str)]); 4] = [
         ("polling", &RECOMMENDED_KNOBS),
         ("polling hz 2000", &HZ_2000),
-        ("polling idle_poll", &IDLE_POLL),
-        ("polling idle_poll unbounded", &IDLE_POLL_UNBOUNDED),
+        ("polling idle_poll", &idle_poll),
+        ("polling idle_poll unbounded", &idle_poll_unbounded),
     ];
     let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
     for backend in ["af_xdp", "af_packet"] {

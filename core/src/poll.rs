@@ -40,9 +40,10 @@
 //! executor stops the tick and waits on the polled devices' interrupts, and the first one
 //! that fires ([`Poller::wake`]) counts as a tick and resumes polling. An idle box then
 //! takes no wakeups at all (a bare 1000 Hz timer costs a few percent of a core in a VM);
-//! `quiet_cycles=0` ticks forever, as FreeBSD. The wakeup first grows `burst` by one per
-//! tick the spell skipped (as FreeBSD's empty cycles would have), so a flood after a quiet
-//! spell starts at FreeBSD's burst rather than ramping up from the one the spell froze.
+//! `quiet_cycles=0` ticks forever, as FreeBSD. Under the classic controller the wakeup
+//! first grows `burst` by one per tick the spell skipped (as FreeBSD's empty cycles would
+//! have), so a flood after a quiet spell starts at FreeBSD's burst rather than ramping up
+//! from the one the spell froze.
 //!
 //! Every `reg_frac` cycles the first chunk carries [`PollCmd::CheckStatus`] instead of
 //! [`PollCmd::PollOnly`] so that drivers read their expensive status registers rarely.

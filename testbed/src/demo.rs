@@ -170,10 +170,10 @@ pub enum Load<'a> {
 /// The poller knobs the README recommends for today's rates, used by the demo and the
 /// benches. FreeBSD's `burst_max` of 150 at hz=1000 caps polling at 150 kpps per interface
 /// (sized for 100 Mbit). FreeBSD's clock, 1000 Hz: a tick's timer interrupt and wakeup cost
-/// about 8 µs of CPU in a KVM guest, and under a flood hz 1000 with chunks of 64 was at or
-/// above interrupt mode on both veth backends once a flood after a quiet spell no longer
-/// ramped its burst up (README "Forwarding against the kernel"). Chunks of 64: two of the
-/// kernel's 32-frame AF_XDP transmit batches, so each chunk's kick is full.
+/// about 8 µs of CPU in a KVM guest, and under a flood hz 1000 with chunks of 64 was level
+/// with interrupt mode on both veth backends (medians 0.99-1.03x) once a flood after a
+/// quiet spell no longer ramped its burst up; chunks of 64 measured a little faster than
+/// 16 (README "Forwarding against the kernel").
 pub const RECOMMENDED_KNOBS: [(&str, &str); 3] = [
     ("kern.polling.hz", "1000"),
     ("kern.polling.burst_max", "1000"),

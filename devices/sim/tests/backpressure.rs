@@ -163,7 +163,7 @@ fn flushes(s: &Scenario) -> (u64, u64, u64) {
 fn an_output_is_kicked_once_per_cycle_or_per_full_kick_not_per_chunk() {
     for controller in ["classic", "time"] {
         let mut s = flood(controller);
-        // Chunks of 16, as the README recommends: about 16 chunks a cycle here.
+        // Small chunks of 16: about 16 chunks a cycle here.
         s.knobs.insert(
             "kern.polling.each_burst".into(),
             toml::Value::String("16".into()),
