@@ -61,6 +61,18 @@ fn run_due(dp: &mut Dataplane<Ring, ForTheBox>, now: u64) -> Vec<Due> {
     seen
 }
 
+/// Ticks every millisecond until polling goes quiet (`quiet_cycles` 2); returns the time.
+fn tick_until_quiet(dp: &mut Dataplane<Ring, ForTheBox>) -> u64 {
+    let mut now = 0;
+    while !dp.poller().state().quiet {
+        now += MS;
+        dp.raise_ticks(1);
+        run_due(dp, now);
+        assert!(now < 100 * MS, "two empty cycles make polling quiet");
+    }
+    now
+}
+
 fn conserved(dp: &Dataplane<Ring, ForTheBox>) {
     for iface in dp.interfaces() {
         assert_eq!(iface.counters().unaccounted(), 0, "{}", iface.dev().name());
@@ -194,13 +206,7 @@ fn a_quiet_poller_wakes_on_its_interrupt_line() {
         &[Mode::Polling, Mode::Interrupt],
         &[("kern.polling.quiet_cycles", "2")],
     );
-    let mut now = 0;
-    while !dp.poller().state().quiet {
-        now += MS;
-        dp.raise_ticks(1);
-        run_due(&mut dp, now);
-        assert!(now < 100 * MS, "two empty cycles make polling quiet");
-    }
+    let now = tick_until_quiet(&mut dp);
     assert!(dp.wakeup_armed(0));
     inject(&mut dp, 0, 1);
     inject(&mut dp, 1, 1);
@@ -233,13 +239,7 @@ fn a_quiet_wakeup_is_not_also_counted_as_an_idle_poller_wakeup() {
             ("kern.polling.idle_poll", "1"),
         ],
     );
-    let mut now = 0;
-    while !dp.poller().state().quiet {
-        now += MS;
-        dp.raise_ticks(1);
-        run_due(&mut dp, now);
-        assert!(now < 100 * MS, "two empty cycles make polling quiet");
-    }
+    let now = tick_until_quiet(&mut dp);
     assert!(dp.poller().state().idlepoll_sleeping);
     inject(&mut dp, 0, 1);
     dp.interrupt_line(0, true);
