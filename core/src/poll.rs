@@ -70,11 +70,8 @@
 //!
 //! The clock is a timerfd in the poller thread; a timerfd read that reports `n` expirations
 //! is passed as `hardclock(now, n)`: one arming, `n` owed ticks (the late ones count as lost
-//! polls, not as short ticks). Owed ticks that a late wakeup brings while no cycle runs are
-//! run back to back but do not back the burst off: no cycle overran them, the thread waited
-//! for the CPU (at `SCHED_OTHER` under a flood that back-off shrank the burst to ~80 a tick).
-//! Time is a parameter in nanoseconds from any monotonic clock, so the same code runs on
-//! virtual time in `polld-sim`.
+//! polls, not as short ticks). Time is a parameter in nanoseconds from any monotonic clock,
+//! so the same code runs on virtual time in `polld-sim`.
 
 use crate::knobs::{Controller, Knobs};
 use crate::sysctl::{read, Kind, Oid, Reading, Value};
@@ -234,8 +231,6 @@ pub struct Poller {
     repoll_backoff: u64,
     /// The current cycle met a full output in its first chunk.
     blocked_at_once: bool,
-    /// A tick arrived while the current cycle ran: the cycle overran it.
-    cycle_overran: bool,
     /// Time the cycles closed since the last clock tick took, in ns, and the last one's:
     /// what a cycle started by an output's transmit-ready line must fit beside
     /// ([`Poller::repoll_on_line`]).
@@ -280,7 +275,6 @@ impl Poller {
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
             blocked_at_once: false,
-            cycle_overran: false,
             tick_work_ns: 0,
             last_cycle_ns: 0,
             last_tick: 0,
@@ -409,7 +403,6 @@ impl Poller {
     /// the clock's own bookkeeping). Returns whether a cycle was scheduled.
     fn schedule_cycle(&mut self, expirations: u32) -> bool {
         let scheduled = self.state.phase <= 2;
-        self.cycle_overran |= self.state.phase > 2;
         if scheduled {
             if self.state.phase != 0 {
                 self.state.suspect += 1;
@@ -443,7 +436,6 @@ impl Poller {
             self.cycle_packets = 0;
             self.cycle_blocked = false;
             self.blocked_at_once = false;
-            self.cycle_overran = false;
             self.blocked.iter_mut().for_each(|b| *b = false);
             self.reg_frac_count += 1;
             if self.reg_frac_count >= self.knobs.reg_frac {
@@ -571,12 +563,8 @@ impl Poller {
                 self.state.repolls += 1;
             }
         } else {
-            // Ticks are owed: start again at once. If they came while the cycle ran, it
-            // overran them: back off. (Ticks a late wakeup brings together came while
-            // the poll thread waited for the CPU, not while it polled.)
-            if self.cycle_overran {
-                self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
-            }
+            // The cycle overran one or more ticks: back off and start again at once.
+            self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
             self.poll_armed = true;
             self.pollmore_armed = true;
             self.state.phase = 6;

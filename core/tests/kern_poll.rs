@@ -245,35 +245,6 @@ fn overrun_backs_off_by_an_eighth_after_the_step() {
     assert_eq!(r.p.state().phase, 6);
 }
 
-/// polld's departure from 4: ticks a late wakeup brings together (the poll thread waited
-/// for the CPU, several timer expirations in one read) are owed cycles, run at once, but no
-/// cycle overran them, so the burst does not back off. Backing off there let a poll thread
-/// at `SCHED_OTHER` under a flood shrink its burst to ~80 and forward a tenth of interrupt
-/// mode's rate (the soak's 2x overload on veth: 75 kpps, 610 kpps without the back-off).
-#[test]
-fn ticks_owed_from_a_late_wakeup_are_run_without_backing_off() {
-    let mut r = Rig::new(1, 0);
-    while r.p.state().burst < 80 {
-        one_cycle_of(&mut r, 0);
-    }
-    let burst = r.p.state().burst;
-    // Three expirations in one read, no cycle running: three cycles, one after the other.
-    let start = r.h.now;
-    assert!(r.p.hardclock(start, 3));
-    for owed in (0..3).rev() {
-        r.p.netisr_poll(start, &mut r.h);
-        while r.p.state().residual_burst > 0 {
-            r.p.netisr_pollmore(start);
-            r.p.netisr_poll(start, &mut r.h);
-        }
-        r.p.netisr_pollmore(start + 10 * US);
-        assert_eq!(r.p.state().pending_polls, owed);
-        assert_eq!(r.p.state().phase, if owed > 0 { 6 } else { 0 });
-    }
-    // Each grew the burst by one (10 µs is within the share), none backed off.
-    assert_eq!(r.p.state().burst, burst + 3);
-}
-
 /// Measures the kernel share over `window` ticks, in percent.
 fn share_over(r: &mut Rig, window: u64) -> f64 {
     let (k0, t0) = (r.kernel_ns, r.h.now);
