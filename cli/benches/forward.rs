@@ -57,13 +57,11 @@ struct Row {
 }
 
 impl Row {
-    /// CPU time of every thread on the frames' path (the forwarder, the kernel's receive
-    /// threads for fwd's interfaces and for the sink's) per delivered frame, ns. The charge
-    /// a wakeup moves between them stays inside the sum (docs/measuring.md).
+    /// CPU time of every thread on the frames' path ([`DemoRow::path_cpu_percent`]) per
+    /// delivered frame, ns.
     fn cpu_ns_per_frame(&self) -> f64 {
         let d = &self.demo;
-        (d.polld_cpu_percent + d.kernel_rx_cpu_percent + d.sink_rx_cpu_percent) / 100.0 * 1e9
-            / d.delivered_pps.max(1.0)
+        d.path_cpu_percent() / 100.0 * 1e9 / d.delivered_pps.max(1.0)
     }
 }
 

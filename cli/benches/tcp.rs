@@ -120,23 +120,25 @@ fn main() {
         }
     );
     println!(
-        "{:<44} {:>9} {:>8} {:>10} {:>10} {:>10}  conserved",
+        "{:<44} {:>9} {:>8} {:>10} {:>10} {:>10} {:>10}  conserved",
         "forwarder",
         "Mbit/s",
         "retrans",
         "polld CPU",
         "kernel rx",
+        "sink rx",
         format!("CPU{} busy", options.cpus.fwd)
     );
     for r in &rows {
         let tcp = r.tcp.expect("a TCP trial has a TCP result");
         println!(
-            "{:<44} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}%  {}",
+            "{:<44} {:>9.0} {:>8} {:>9.1}% {:>9.1}% {:>9.1}% {:>9.1}%  {}",
             r.mode,
             tcp.mbit_per_s,
             tcp.retransmits,
             r.polld_cpu_percent,
             r.kernel_rx_cpu_percent,
+            r.sink_rx_cpu_percent,
             r.fwd_cpu_busy_percent,
             match r.conserved {
                 Some(true) => "yes",
