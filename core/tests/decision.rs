@@ -154,6 +154,40 @@ fn a_tick_preempts_a_running_handler_and_the_queue_yields_to_interrupts() {
 }
 
 #[test]
+fn finishing_ends_running_handlers_and_tasks_and_drains_the_queue() {
+    let mut dp = dataplane(
+        &[Mode::Interrupt, Mode::Adaptive, Mode::Polling],
+        &[
+            ("net.inet.ip.fastforwarding", "0"),
+            ("net.inet.ip.intr_queue_maxlen", "1000"),
+        ],
+    );
+    dp.sysctl_set("dev.if1.rx_process_limit", "10").unwrap();
+    inject(&mut dp, 0, 200);
+    inject(&mut dp, 1, 50);
+    inject(&mut dp, 2, 5);
+    dp.interrupt_line(0, true);
+    dp.interrupt_line(1, true);
+    dp.run(Due::Interrupt(0), 0);
+    dp.run(Due::Interrupt(1), 0);
+    dp.run(Due::Task(1), 0);
+    dp.raise_ticks(3);
+    dp.interrupt_line(0, true);
+    // Mid-flood: the handler and the task would run on while their rings hold frames.
+    assert_eq!(dp.next_due(), Some(Due::Tick(3)));
+    assert_eq!(dp.queue_len(), 64 + 10);
+    dp.finish(MS);
+    assert_eq!(dp.next_due(), None, "nothing left to run");
+    assert_eq!(dp.queue_len(), 0, "what was received is processed");
+    let c: Vec<_> = dp.interfaces().iter().map(|i| i.counters()).collect();
+    assert_eq!((c[0].local, c[1].local, c[2].local), (64, 10, 0));
+    // What the rings still hold was never received: it is the devices', not lost.
+    assert_eq!(dp.interface_mut(0).dev_mut().rx.len(), 136);
+    assert_eq!(dp.interface_mut(1).dev_mut().rx.len(), 40);
+    conserved(&dp);
+}
+
+#[test]
 fn a_masked_line_is_ignored_and_an_interrupt_without_frames_is_not_counted() {
     let mut dp = dataplane(&[Mode::Interrupt, Mode::Polling], &[]);
     // Polling masks interface 1: its raised line is nobody's work (polling is not quiet).

@@ -22,8 +22,12 @@
 //! CPU) and runs what the dataplane says is due, in the order the dataplane decides
 //! (`polld_core::dataplane::decision`, the same for the simulated CPU): the executor keeps
 //! only the clock, the waiting and the time accounts. Busy and idle polling spin, so after
-//! one pass of them it reads its events again. When nothing is due it sleeps again, which
-//! is what leaves the rest of the core to user work.
+//! one pass of them it reads its events again; so it does after a millisecond of interrupt
+//! work, since a handler under a flood that outruns the thread never finds its ring empty,
+//! and the tick, `polld ctl` and a stop signal must still get in. When nothing is due it
+//! sleeps again, which is what leaves the rest of the core to user work. On a stop signal
+//! it ends the interrupt work under way and drains what was received
+//! ([`Dataplane::finish`]).
 //!
 //! Busy polling spins at `SCHED_OTHER`, and a pass that finds nothing yields the CPU. On
 //! veth the kernel's receive threads (threaded NAPI, `SCHED_OTHER`) fill the sockets a
@@ -65,6 +69,10 @@ pub type RealDataplane = Dataplane<Box<dyn Device>, Stage>;
 
 /// Status checks of interfaces outside the poll cycle.
 const STATUS_PERIOD_NS: u64 = 200_000_000;
+
+/// The longest the thread runs interrupt work before it reads its events again: a tick
+/// at `kern.polling.hz` 1000.
+const EVENTS_EVERY_NS: u64 = 1_000_000;
 
 const TOKEN_TICK: u64 = 0;
 const TOKEN_STATUS: u64 = 1;
@@ -271,10 +279,12 @@ impl Executor {
     }
 
     /// Runs what the dataplane says is due, charging each piece to its time account, until
-    /// only spinning work is left, of which it runs one pass: then the events are read again.
-    /// Returns whether anything ran.
+    /// only spinning work is left, of which it runs one pass, or until interrupt work has
+    /// run for [`EVENTS_EVERY_NS`]: then the events are read again. Returns whether anything
+    /// ran.
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
+        let entered = now_ns();
         while let Some(due) = self.dp.next_due() {
             ran = true;
             let account = match due {
@@ -307,6 +317,16 @@ impl Executor {
                     // Nothing there: let the kernel's receive work run.
                     crate::sys::yield_cpu();
                 }
+                break;
+            }
+            // A handler or task ends only on an empty ring, which a flood that outruns the
+            // thread never leaves: the tick (which preempts it), control requests and
+            // signals are read meanwhile. Poll cycles are bounded by the burst and run whole.
+            let interrupt_work = matches!(
+                due,
+                Due::Interrupt(_) | Due::Handler(_) | Due::Task(_) | Due::TxReady(_)
+            );
+            if interrupt_work && end.saturating_sub(entered) >= EVENTS_EVERY_NS {
                 break;
             }
         }
@@ -444,7 +464,7 @@ impl Executor {
 
     /// Finishes the work in hand: running handlers, tasks, poll cycles and the input queue.
     fn drain(&mut self) {
-        self.dp.run_accounted(now_ns());
+        self.dp.finish(now_ns());
         self.dp.sync_hw_drops();
     }
 }

@@ -251,8 +251,25 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.devs.take_work()
     }
 
-    /// Runs every piece of accounted work due now (levels 1 to 6), as at shutdown or in a
-    /// test that hands the dataplane some frames; returns the work done.
+    /// Ends the work that takes in frames without bound and runs the rest, as at shutdown:
+    /// interrupt handlers and adaptive tasks stop where they are (under a flood that
+    /// outruns the CPU they would never end; what is left in a ring was never received),
+    /// raised lines and owed ticks are forgotten, then the bounded work runs until nothing
+    /// is due: the poll cycle under way, the input queue, the outputs' flush. Returns the
+    /// work done.
+    pub fn finish(&mut self, now: u64) -> Work {
+        self.pending.ticks = 0;
+        self.pending.lines.iter_mut().for_each(|l| *l = false);
+        self.pending.tx_lines.iter_mut().for_each(|l| *l = false);
+        for iface in &mut self.devs.ifs {
+            iface.in_handler = false;
+            iface.task_queued = false;
+        }
+        self.run_accounted(now)
+    }
+
+    /// Runs every piece of accounted work due now (levels 1 to 6), as in a test that
+    /// hands the dataplane some frames; returns the work done.
     pub fn run_accounted(&mut self, now: u64) -> Work {
         let mut total = Work::default();
         while let Some(due) = self.next_due().filter(|d| !d.spins()) {
