@@ -160,6 +160,10 @@ sysctl_struct! {
         pending_polls: u32 = 0, PENDING_POLLS: Gauge "Ticks owed to the poller";
         /// Ticks that arrived while a previous one was still owed.
         lost_polls: u64 = 0, LOST_POLLS: Counter "How many times we would have lost a poll tick";
+        /// Owed ticks read late because the poll thread waited for the CPU, not because a
+        /// cycle overran them: their cycles ran without the overrun back-off.
+        waited_polls: u64 = 0, WAITED_POLLS: Counter
+            "Owed ticks read late after waiting for the CPU, run without the overrun back-off (polld)";
         /// Clock ticks less than half a nominal tick after the previous one.
         short_ticks: u64 = 0, SHORT_TICKS: Counter "Hardclock ticks shorter than they should be";
         /// Position in the state machine, 0..=6.
@@ -229,6 +233,9 @@ pub struct Poller {
     /// output in its first chunk (the output had not drained enough to be worth a cycle),
     /// halves when it got further.
     repoll_backoff: u64,
+    /// Of the ticks owed, how many the executor read late because its thread waited for
+    /// the CPU ([`Poller::excuse_waited`]): their cycles skip the overrun back-off.
+    excused_polls: u32,
     /// The current cycle met a full output in its first chunk.
     blocked_at_once: bool,
     /// Time the cycles closed since the last clock tick took, in ns, and the last one's:
@@ -274,6 +281,7 @@ impl Poller {
             quiet_since: 0,
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
+            excused_polls: 0,
             blocked_at_once: false,
             tick_work_ns: 0,
             last_cycle_ns: 0,
@@ -389,6 +397,7 @@ impl Poller {
         if self.state.pending_polls > STALL_LIMIT {
             self.state.stalled += 1;
             self.state.pending_polls = 0;
+            self.excused_polls = 0;
             self.state.phase = 0;
         }
         self.tick_work_ns = 0;
@@ -397,6 +406,21 @@ impl Poller {
         self.idle_wakeups_since_tick = 0;
         self.idle_parked = false;
         self.schedule_cycle(expirations)
+    }
+
+    /// Of the ticks owed, `waited` were read late because the poll thread waited for the
+    /// CPU (a user-space thread can be kept off it; FreeBSD's clock interrupt cannot), not
+    /// because a cycle overran them: the cycles they owe run at once, as every owed cycle
+    /// does, but without the overrun back-off. At most all owed ticks but the one being
+    /// paid are excused. Call right after [`Poller::hardclock`].
+    pub fn excuse_waited(&mut self, waited: u32) {
+        let owed_after_this = self.state.pending_polls.saturating_sub(1);
+        let excused = self
+            .excused_polls
+            .saturating_add(waited)
+            .min(owed_after_this);
+        self.state.waited_polls += u64::from(excused.saturating_sub(self.excused_polls));
+        self.excused_polls = excused;
     }
 
     /// Arms a poll cycle for `expirations` owed polls (the part of `hardclock` that is not
@@ -563,8 +587,13 @@ impl Poller {
                 self.state.repolls += 1;
             }
         } else {
-            // The cycle overran one or more ticks: back off and start again at once.
-            self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
+            // Ticks are still owed: start again at once. If the cycle overran them, back
+            // off; ticks the thread read late after waiting for the CPU are no overrun.
+            if self.excused_polls > 0 {
+                self.excused_polls -= 1;
+            } else {
+                self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
+            }
             self.poll_armed = true;
             self.pollmore_armed = true;
             self.state.phase = 6;

@@ -245,6 +245,46 @@ fn overrun_backs_off_by_an_eighth_after_the_step() {
     assert_eq!(r.p.state().phase, 6);
 }
 
+/// polld's departure from 4: of ticks read late together, those the executor read late
+/// because its thread waited for the CPU (at `SCHED_OTHER`, behind other threads) are owed
+/// cycles, run at once, but no cycle overran them, so they do not back the burst off. The
+/// back-off there held a poll thread at `SCHED_OTHER` under the soak's flood on veth at a
+/// burst near 80 and a tenth of interrupt mode's rate. Ticks not excused still back off.
+#[test]
+fn owed_ticks_read_late_after_waiting_for_the_cpu_do_not_back_off() {
+    // Four expirations in one read: the thread was kept off the CPU three ticks (3 excused)
+    // or its cycle overran them (none excused).
+    for (excused, expected) in [(3, [81, 82, 83, 84]), (0, [71, 63, 56, 57])] {
+        let mut r = Rig::new(1, 0);
+        while r.p.state().burst < 80 {
+            one_cycle_of(&mut r, 0);
+        }
+        let start = r.h.now;
+        assert!(r.p.hardclock(start, 4));
+        r.p.excuse_waited(excused);
+        let mut bursts = Vec::new();
+        for owed in (0..4).rev() {
+            r.p.netisr_poll(start, &mut r.h);
+            while r.p.state().residual_burst > 0 {
+                r.p.netisr_pollmore(start);
+                r.p.netisr_poll(start, &mut r.h);
+            }
+            // 10 µs a cycle is within the share: each grows the burst by one first.
+            r.p.netisr_pollmore(start + 10 * US);
+            assert_eq!(r.p.state().pending_polls, owed);
+            bursts.push(r.p.state().burst);
+        }
+        assert_eq!(bursts, expected, "{excused} excused");
+        assert_eq!(r.p.state().waited_polls, excused as u64);
+        assert_eq!(r.p.state().phase, 0);
+    }
+    // Never more than the ticks owed after the one being paid.
+    let mut r = Rig::new(1, 0);
+    r.p.hardclock(0, 2);
+    r.p.excuse_waited(5);
+    assert_eq!(r.p.state().waited_polls, 1);
+}
+
 /// Measures the kernel share over `window` ticks, in percent.
 fn share_over(r: &mut Rig, window: u64) -> f64 {
     let (k0, t0) = (r.kernel_ns, r.h.now);

@@ -40,7 +40,10 @@
 //! so busy mode is the only thing that changes the poll thread's policy.
 //!
 //! Each tick wakeup is timed against the tick's expiry ([`Lateness`], `polld.tick_lateness_*`):
-//! the part of polling's latency that is the kernel's timer path, not polld's.
+//! the part of polling's latency that is the kernel's timer path, not polld's. The owed
+//! ticks of a late read that the thread's own CPU time does not explain were waited for,
+//! not overrun ([`WaitedTicks`], `kern.polling.waited_polls`): their cycles skip the
+//! overrun back-off.
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -60,7 +63,7 @@ use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
-use crate::lateness::Lateness;
+use crate::lateness::{Lateness, WaitedTicks};
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -140,6 +143,8 @@ pub struct Executor {
     lowered: bool,
     /// How late the tick timer woke the thread.
     lateness: Lateness,
+    /// Which owed ticks the thread only waited for.
+    waited: WaitedTicks,
 }
 
 impl Executor {
@@ -179,6 +184,7 @@ impl Executor {
             idle,
             lowered: false,
             lateness: Lateness::default(),
+            waited: WaitedTicks::default(),
         })
     }
 
@@ -216,7 +222,14 @@ impl Executor {
                         if n > 0 {
                             self.lateness.record(late_ns);
                         }
-                        self.dp.raise_ticks(n.min(u32::MAX as u64) as u32);
+                        let period = 1_000_000_000u64.checked_div(self.tick_hz.into());
+                        let waited = self.waited.waited(
+                            n,
+                            polld_dev::clock::thread_cpu_ns(),
+                            period.unwrap_or(0),
+                        );
+                        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+                        self.dp.raise_late_ticks(clamp(n), clamp(waited));
                     }
                     TOKEN_STATUS => {
                         self.status.expirations();

@@ -5,6 +5,13 @@
 //! beyond 1/hz is this lateness, which is the kernel's (timer interrupt, wakeup, the
 //! hypervisor) rather than polld's. A constant lateness only shifts every tick and adds
 //! nothing to the wait of a frame that arrives at a random moment; its spread does.
+//!
+//! A read that finds several expirations owes that many poll cycles. FreeBSD owes them
+//! only when its cycles overran (its clock interrupt is never late), and backs the burst
+//! off for each; a user-space poll thread also owes them when it was kept off the CPU
+//! (at `SCHED_OTHER`, behind the kernel's receive threads under a flood), where backing off
+//! only shrinks what it takes per wakeup. [`WaitedTicks`] tells the two apart by the
+//! thread's own CPU time.
 
 use polld_control::answer::TickLateness;
 
@@ -61,9 +68,44 @@ impl Lateness {
     }
 }
 
+/// Which owed ticks of a timer read the poll thread only waited for: each tick period of
+/// CPU time the thread used since the previous read explains one owed tick as its own
+/// overrun; the other owed ticks (all but the one the read pays) it waited for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WaitedTicks {
+    cpu_at_last_read: u64,
+}
+
+impl WaitedTicks {
+    /// Of `expirations` read now, with the thread's CPU clock at `cpu_ns` and a tick of
+    /// `period_ns`, how many the thread waited for.
+    pub fn waited(&mut self, expirations: u64, cpu_ns: u64, period_ns: u64) -> u64 {
+        let used = cpu_ns.saturating_sub(self.cpu_at_last_read);
+        self.cpu_at_last_read = cpu_ns;
+        let overran = used.checked_div(period_ns).unwrap_or(u64::MAX);
+        expirations.saturating_sub(1).saturating_sub(overran)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn owed_ticks_are_waited_for_unless_the_threads_own_cpu_time_explains_them() {
+        let mut w = WaitedTicks::default();
+        assert_eq!(w.waited(1, 300_000, MS), 0, "one tick owes nothing");
+        // Four at once after 0.3 ms of work: kept off the CPU for three.
+        assert_eq!(w.waited(4, 600_000, MS), 3);
+        // Four at once after 2.5 ticks of work: two overran, one waited.
+        assert_eq!(w.waited(4, 600_000 + 2_500_000, MS), 1);
+        // Busier than the owed ticks: all overran.
+        assert_eq!(w.waited(2, 600_000 + 2_500_000 + 5 * MS, MS), 0);
+        // No tick period (the timer is off): nothing is excused.
+        assert_eq!(w.waited(3, 10 * MS, 0), 0);
+    }
 
     #[test]
     fn quantiles_are_bucket_edges_capped_by_the_max() {

@@ -77,6 +77,8 @@ impl Due {
 #[derive(Default)]
 pub(super) struct Pending {
     ticks: u32,
+    /// Of those, the ones read late after the executor waited for the CPU.
+    waited_ticks: u32,
     /// Per interface: its interrupt line is raised.
     lines: Vec<bool>,
     /// Per interface: its transmit-ready line is raised.
@@ -106,7 +108,15 @@ impl Pending {
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// `expirations` clock ticks expired (a timerfd read, virtual time passing a tick).
     pub fn raise_ticks(&mut self, expirations: u32) {
+        self.raise_late_ticks(expirations, 0);
+    }
+
+    /// `expirations` clock ticks expired, of which `waited` were read late because the
+    /// executor's thread waited for the CPU, not because its work overran them
+    /// ([`crate::Poller::excuse_waited`]).
+    pub fn raise_late_ticks(&mut self, expirations: u32, waited: u32) {
         self.pending.ticks = self.pending.ticks.saturating_add(expirations);
+        self.pending.waited_ticks = self.pending.waited_ticks.saturating_add(waited);
     }
 
     /// Interface `i`'s interrupt line: raised (`true`: its fd became readable, a simulated
@@ -196,6 +206,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     self.pending.tx_lines[o] &= self.tx_ready_armed(o);
                 }
                 self.poller.hardclock(now, n);
+                self.poller
+                    .excuse_waited(std::mem::take(&mut self.pending.waited_ticks));
             }
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
@@ -259,6 +271,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// work done.
     pub fn finish(&mut self, now: u64) -> Work {
         self.pending.ticks = 0;
+        self.pending.waited_ticks = 0;
         self.pending.lines.iter_mut().for_each(|l| *l = false);
         self.pending.tx_lines.iter_mut().for_each(|l| *l = false);
         for iface in &mut self.devs.ifs {
