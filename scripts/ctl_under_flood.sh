@@ -40,6 +40,7 @@ POLLD_PID=$!
 for _ in $(seq 100); do [ -S "$SOCKET" ] && break; sleep 0.1; done
 [ -S "$SOCKET" ] || { echo "polld did not start: $(cat "$WORK/err")"; exit 1; }
 cpu=$(awk -F'= *' '/^cpu/ { print $2; exit }' "$WORK/polld.toml")
+[ -n "$cpu" ] || { echo "no cpu = line in the router config: cannot place the busy loop"; exit 1; }
 taskset -c "$cpu" sh -c 'while :; do :; done' &
 HOG_PID=$!
 "$POLLD" gen tap0 --netns "${PREFIX}gen" -i 0 --rate "$RATE" --duration 30 >/dev/null 2>&1 &

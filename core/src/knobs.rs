@@ -145,16 +145,20 @@ sysctl_struct! {
     }
 }
 
-/// `kern.polling.hz`: in range, and not below `reg_frac` (which it bounds).
+/// `kern.polling.hz`: in range, and not below `reg_frac` or `auto_window_ticks` (which it
+/// bounds), so that every knob keeps a value it would accept.
 fn set_hz(k: &mut Knobs, name: &str, value: &str) -> Result<(), KnobError> {
     let v = in_range(name, parse_int(name, value)?, MIN_HZ.into(), MAX_HZ.into())?;
-    if v < k.reg_frac {
+    let bounded = [
+        ("reg_frac", k.reg_frac),
+        ("auto_window_ticks", k.auto_window_ticks),
+    ];
+    if let Some((knob, at)) = bounded.into_iter().find(|&(_, at)| v < at) {
         return Err(KnobError::Invalid {
             name: name.to_string(),
             value: value.to_string(),
             allowed: format!(
-                "{MIN_HZ}..{MAX_HZ} and at least kern.polling.reg_frac ({}); lower reg_frac first",
-                k.reg_frac
+                "{MIN_HZ}..{MAX_HZ} and at least kern.polling.{knob} ({at}); lower {knob} first"
             ),
         });
     }

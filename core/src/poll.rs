@@ -160,8 +160,8 @@ sysctl_struct! {
         pending_polls: u32 = 0, PENDING_POLLS: Gauge "Ticks owed to the poller";
         /// Ticks that arrived while a previous one was still owed.
         lost_polls: u64 = 0, LOST_POLLS: Counter "How many times we would have lost a poll tick";
-        /// Owed ticks read late because the poll thread waited for the CPU, not because a
-        /// cycle overran them: their cycles ran without the overrun back-off.
+        /// Cycles owed to ticks read late because the poll thread waited for the CPU, not
+        /// because a cycle overran them: run without the overrun back-off.
         waited_polls: u64 = 0, WAITED_POLLS: Counter
             "Owed ticks read late after waiting for the CPU, run without the overrun back-off (polld)";
         /// Clock ticks less than half a nominal tick after the previous one.
@@ -414,13 +414,14 @@ impl Poller {
     /// does, but without the overrun back-off. At most all owed ticks but the one being
     /// paid are excused. Call right after [`Poller::hardclock`].
     pub fn excuse_waited(&mut self, waited: u32) {
+        if self.table.is_empty() {
+            return; // hardclock did nothing
+        }
         let owed_after_this = self.state.pending_polls.saturating_sub(1);
-        let excused = self
+        self.excused_polls = self
             .excused_polls
             .saturating_add(waited)
             .min(owed_after_this);
-        self.state.waited_polls += u64::from(excused.saturating_sub(self.excused_polls));
-        self.excused_polls = excused;
     }
 
     /// Arms a poll cycle for `expirations` owed polls (the part of `hardclock` that is not
@@ -591,6 +592,7 @@ impl Poller {
             // off; ticks the thread read late after waiting for the CPU are no overrun.
             if self.excused_polls > 0 {
                 self.excused_polls -= 1;
+                self.state.waited_polls += 1;
             } else {
                 self.state.burst = (self.state.burst - self.state.burst / 8).max(1);
             }

@@ -259,30 +259,37 @@ fn owed_ticks_read_late_after_waiting_for_the_cpu_do_not_back_off() {
         while r.p.state().burst < 80 {
             one_cycle_of(&mut r, 0);
         }
-        let start = r.h.now;
-        assert!(r.p.hardclock(start, 4));
+        assert!(r.p.hardclock(r.h.now, 4));
         r.p.excuse_waited(excused);
-        let mut bursts = Vec::new();
-        for owed in (0..4).rev() {
-            r.p.netisr_poll(start, &mut r.h);
-            while r.p.state().residual_burst > 0 {
-                r.p.netisr_pollmore(start);
-                r.p.netisr_poll(start, &mut r.h);
-            }
-            // 10 µs a cycle is within the share: each grows the burst by one first.
-            r.p.netisr_pollmore(start + 10 * US);
-            assert_eq!(r.p.state().pending_polls, owed);
-            bursts.push(r.p.state().burst);
-        }
-        assert_eq!(bursts, expected, "{excused} excused");
+        assert_eq!(pay_owed_cycles(&mut r), expected, "{excused} excused");
         assert_eq!(r.p.state().waited_polls, excused as u64);
-        assert_eq!(r.p.state().phase, 0);
     }
     // Never more than the ticks owed after the one being paid.
     let mut r = Rig::new(1, 0);
     r.p.hardclock(0, 2);
     r.p.excuse_waited(5);
+    assert_eq!(pay_owed_cycles(&mut r).len(), 2);
     assert_eq!(r.p.state().waited_polls, 1);
+}
+
+/// Runs cycles of 10 µs each (within the share: each grows the burst by one first) until
+/// no tick is owed; returns the burst after each.
+fn pay_owed_cycles(r: &mut Rig) -> Vec<u32> {
+    let start = r.h.now;
+    let mut bursts = Vec::new();
+    while r.p.state().pending_polls > 0 {
+        let owed = r.p.state().pending_polls;
+        r.p.netisr_poll(start, &mut r.h);
+        while r.p.state().residual_burst > 0 {
+            r.p.netisr_pollmore(start);
+            r.p.netisr_poll(start, &mut r.h);
+        }
+        r.p.netisr_pollmore(start + 10 * US);
+        assert_eq!(r.p.state().pending_polls, owed - 1);
+        bursts.push(r.p.state().burst);
+    }
+    assert_eq!(r.p.state().phase, 0);
+    bursts
 }
 
 /// Measures the kernel share over `window` ticks, in percent.
@@ -494,6 +501,19 @@ fn knob_writes_are_validated_like_freebsd() {
         p.set_knob("kern.polling.hz", "1000").is_err(),
         "hz below reg_frac"
     );
+    // polld's knob bounded by hz too: every knob keeps a value it would accept again.
+    p.set_knob("kern.polling.reg_frac", "20").unwrap();
+    p.set_knob("kern.polling.auto_window_ticks", "1000")
+        .unwrap();
+    let err = p
+        .set_knob("kern.polling.hz", "100")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("auto_window_ticks (1000); lower auto_window_ticks first"),
+        "{err}"
+    );
+    assert_eq!(p.knobs().hz, 20000);
 }
 
 // 12. Registration: 128 entries, ENOMEM/EEXIST/ENOENT, last entry moves into the hole,

@@ -17,6 +17,7 @@ fn knob() -> impl Strategy<Value = (&'static str, String)> {
         "burst_max",
         "each_burst",
         "reg_frac",
+        "auto_window_ticks",
         "idle_poll",
         "hz",
         "burst",
@@ -57,6 +58,7 @@ proptest! {
             prop_assert!(1 <= s.burst && s.burst <= k.burst_max);
             prop_assert!(k.user_frac <= 99);
             prop_assert!(1 <= k.reg_frac && k.reg_frac <= k.hz);
+            prop_assert!(1 <= k.auto_window_ticks && k.auto_window_ticks <= k.hz);
             prop_assert!((100..=20_000).contains(&k.hz));
             prop_assert!(s.phase <= 6);
             prop_assert!(s.residual_burst <= k.burst_max);

@@ -73,8 +73,8 @@ pub type RealDataplane = Dataplane<Box<dyn Device>, Stage>;
 /// Status checks of interfaces outside the poll cycle.
 const STATUS_PERIOD_NS: u64 = 200_000_000;
 
-/// The longest the thread runs interrupt work before it reads its events again: a tick
-/// at `kern.polling.hz` 1000.
+/// The longest the thread runs interrupt work before it reads its events again (or a tick
+/// period, if shorter).
 const EVENTS_EVERY_NS: u64 = 1_000_000;
 
 const TOKEN_TICK: u64 = 0;
@@ -293,11 +293,14 @@ impl Executor {
 
     /// Runs what the dataplane says is due, charging each piece to its time account, until
     /// only spinning work is left, of which it runs one pass, or until interrupt work has
-    /// run for [`EVENTS_EVERY_NS`]: then the events are read again. Returns whether anything
+    /// run for [`EVENTS_EVERY_NS`] or a tick period: then the events are read again. Returns whether anything
     /// ran.
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
         let entered = now_ns();
+        let slice = 1_000_000_000u64
+            .checked_div(self.tick_hz.into())
+            .map_or(EVENTS_EVERY_NS, |period| period.min(EVENTS_EVERY_NS));
         while let Some(due) = self.dp.next_due() {
             ran = true;
             let account = match due {
@@ -333,13 +336,14 @@ impl Executor {
                 break;
             }
             // A handler or task ends only on an empty ring, which a flood that outruns the
-            // thread never leaves: the tick (which preempts it), control requests and
-            // signals are read meanwhile. Poll cycles are bounded by the burst and run whole.
+            // thread never leaves: the tick (which preempts it, within a period), control
+            // requests and signals are read meanwhile. Poll cycles are bounded by the burst,
+            // so only interrupt work run between their chunks can end a pass mid-cycle.
             let interrupt_work = matches!(
                 due,
                 Due::Interrupt(_) | Due::Handler(_) | Due::Task(_) | Due::TxReady(_)
             );
-            if interrupt_work && end.saturating_sub(entered) >= EVENTS_EVERY_NS {
+            if interrupt_work && end.saturating_sub(entered) >= slice {
                 break;
             }
         }
@@ -475,7 +479,8 @@ impl Executor {
         }
     }
 
-    /// Finishes the work in hand: running handlers, tasks, poll cycles and the input queue.
+    /// At a stop signal: ends running handlers and tasks, runs the owed poll cycles, the
+    /// input queue and the outputs' flush ([`Dataplane::finish`]).
     fn drain(&mut self) {
         self.dp.finish(now_ns());
         self.dp.sync_hw_drops();

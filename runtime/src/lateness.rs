@@ -79,7 +79,15 @@ pub struct WaitedTicks {
 impl WaitedTicks {
     /// Of `expirations` read now, with the thread's CPU clock at `cpu_ns` and a tick of
     /// `period_ns`, how many the thread waited for.
+    ///
+    /// Off the CPU is all it can tell: time the thread blocked in a system call, or softirq
+    /// work on its CPU that the kernel does not charge to it (`CONFIG_IRQ_TIME_ACCOUNTING`),
+    /// also counts as waited.
     pub fn waited(&mut self, expirations: u64, cpu_ns: u64, period_ns: u64) -> u64 {
+        if expirations == 0 {
+            // Not a tick: the CPU time since the last one still belongs to the next.
+            return 0;
+        }
         let used = cpu_ns.saturating_sub(self.cpu_at_last_read);
         self.cpu_at_last_read = cpu_ns;
         let overran = used.checked_div(period_ns).unwrap_or(u64::MAX);
@@ -105,6 +113,13 @@ mod tests {
         assert_eq!(w.waited(2, 600_000 + 2_500_000 + 5 * MS, MS), 0);
         // No tick period (the timer is off): nothing is excused.
         assert_eq!(w.waited(3, 10 * MS, 0), 0);
+        // A read with no expiration keeps the CPU time used for the next tick read.
+        assert_eq!(w.waited(0, 12 * MS, MS), 0);
+        assert_eq!(
+            w.waited(3, 12 * MS, MS),
+            0,
+            "two ticks of CPU time: both overran"
+        );
     }
 
     #[test]

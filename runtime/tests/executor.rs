@@ -99,7 +99,7 @@ fn received(requester: &server::Requester) -> u64 {
         .iter()
         .find(|e| e.name == "dev.flood0.rx_packets")
         .and_then(|e| e.value.parse().ok())
-        .expect("dev.flood0.rx is listed")
+        .expect("dev.flood0.rx_packets is listed")
 }
 
 #[test]

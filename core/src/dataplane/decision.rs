@@ -265,10 +265,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Ends the work that takes in frames without bound and runs the rest, as at shutdown:
     /// interrupt handlers and adaptive tasks stop where they are (under a flood that
-    /// outruns the CPU they would never end; what is left in a ring was never received),
-    /// raised lines and owed ticks are forgotten, then the bounded work runs until nothing
-    /// is due: the poll cycle under way, the input queue, the outputs' flush. Returns the
-    /// work done.
+    /// outruns the CPU they would never end; what is left in a ring was never received;
+    /// their interrupts are re-armed), raised lines and ticks not yet run are forgotten,
+    /// then the bounded work runs until nothing is due: the poll cycles already owed (at
+    /// most `burst` frames per interface each), the input queue, the outputs' flush.
+    /// Returns the work done.
     pub fn finish(&mut self, now: u64) -> Work {
         self.pending.ticks = 0;
         self.pending.waited_ticks = 0;
@@ -277,6 +278,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         for iface in &mut self.devs.ifs {
             iface.in_handler = false;
             iface.task_queued = false;
+            let armed = iface.interrupt_armed();
+            iface.dev.set_interrupt(armed);
         }
         self.run_accounted(now)
     }
