@@ -43,9 +43,7 @@
 //! the part of polling's latency that is the kernel's timer path, not polld's. The owed
 //! ticks of a late read that the thread's own CPU time does not explain were waited for,
 //! not overrun ([`WaitedTicks`], `kern.polling.waited_polls`): their cycles skip the
-//! overrun back-off. When the thread is not realtime, other threads can preempt it inside
-//! a poll cycle: it marks its CPU clock at each chunk and pollmore ([`OffCpu`]) and reports
-//! the time it was off the CPU ([`Dataplane::off_cpu`]), which `kern_load` leaves out.
+//! overrun back-off.
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
