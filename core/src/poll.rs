@@ -216,9 +216,6 @@ pub struct Poller {
     prev_tick: Option<u64>,
     /// Time the current cycle's first chunk started, in ns.
     cycle_start: u64,
-    /// Of the time since, what the poll thread spent off the CPU, preempted
-    /// ([`Poller::off_cpu`]): no work of the cycle's.
-    cycle_off_cpu_ns: u64,
     table: Vec<HandlerId>,
     /// Per table entry: its output was full in the current cycle, so its share is over.
     blocked: Vec<bool>,
@@ -276,7 +273,6 @@ impl Poller {
             pollmore_armed: false,
             prev_tick: None,
             cycle_start: 0,
-            cycle_off_cpu_ns: 0,
             table: Vec::new(),
             blocked: Vec::new(),
             cycle_blocked: false,
@@ -462,7 +458,6 @@ impl Poller {
         if self.state.residual_burst == 0 {
             // First chunk of a cycle.
             self.cycle_start = now;
-            self.cycle_off_cpu_ns = 0;
             self.cycle_packets = 0;
             self.cycle_blocked = false;
             self.blocked_at_once = false;
@@ -526,25 +521,8 @@ impl Poller {
         (fits.min(each as u64) as u32).max(1)
     }
 
-    /// The time the current cycle has taken by `now`, less what the thread spent off the
-    /// CPU meanwhile.
-    fn cycle_elapsed(&self, now: u64) -> u64 {
-        now.saturating_sub(self.cycle_start)
-            .saturating_sub(self.cycle_off_cpu_ns)
-    }
-
-    /// The executor's thread was off the CPU for `ns` (preempted by other threads) since
-    /// it last said so, during the cycle under way: that time is no work of the cycle's, so
-    /// `kern_load` and the time controller leave it out. FreeBSD's netisr cannot be
-    /// preempted by user threads; a user-space poll thread at `SCHED_OTHER` can, and then
-    /// a cycle's wall time held the time others ran and bound the share for them. Time
-    /// reported before a cycle's first chunk is dropped when it starts.
-    pub fn off_cpu(&mut self, ns: u64) {
-        self.cycle_off_cpu_ns = self.cycle_off_cpu_ns.saturating_add(ns);
-    }
-
     fn time_budget_end(&self) -> u64 {
-        self.cycle_start + self.cycle_off_cpu_ns + self.share_ns()
+        self.cycle_start + self.share_ns()
     }
 
     /// One tick, in ns.
@@ -576,7 +554,7 @@ impl Poller {
             return true;
         }
         self.state.residual_burst = 0;
-        self.last_cycle_ns = self.cycle_elapsed(now);
+        self.last_cycle_ns = now.saturating_sub(self.cycle_start);
         self.tick_work_ns += self.last_cycle_ns;
         let elapsed_us = self.last_cycle_ns / 1000;
         self.state.kern_load = (elapsed_us * self.knobs.hz as u64 / 10_000) as u32;
@@ -650,7 +628,7 @@ impl Poller {
         } else {
             (self.repoll_backoff / 2).max(MIN_REPOLL_NS)
         };
-        let elapsed = self.cycle_elapsed(now);
+        let elapsed = now.saturating_sub(self.cycle_start);
         let user = self.knobs.user_frac as u64;
         (elapsed * user / (100 - user)).max(self.repoll_backoff)
     }
@@ -718,7 +696,7 @@ impl Poller {
     /// `burst` reports the packets per interface the cycle polled.
     fn time_account(&mut self, now: u64) {
         let handlers = self.table.len().max(1) as u64;
-        let elapsed = self.cycle_elapsed(now);
+        let elapsed = now.saturating_sub(self.cycle_start);
         if let Some(sample) = elapsed.checked_div(self.cycle_packets) {
             self.state.ns_per_packet = if self.state.ns_per_packet == 0 {
                 sample

@@ -63,7 +63,7 @@ use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
 use crate::idle::IdlePoller;
-use crate::lateness::{Lateness, OffCpu, WaitedTicks};
+use crate::lateness::{Lateness, WaitedTicks};
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -145,8 +145,6 @@ pub struct Executor {
     lateness: Lateness,
     /// Which owed ticks the thread only waited for.
     waited: WaitedTicks,
-    /// How long the thread was preempted inside a poll cycle (read at `SCHED_OTHER` only).
-    off_cpu: OffCpu,
 }
 
 impl Executor {
@@ -187,7 +185,6 @@ impl Executor {
             lowered: false,
             lateness: Lateness::default(),
             waited: WaitedTicks::default(),
-            off_cpu: OffCpu::default(),
         })
     }
 
@@ -301,7 +298,6 @@ impl Executor {
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
         let entered = now_ns();
-        self.off_cpu.reset();
         let slice = 1_000_000_000u64
             .checked_div(self.tick_hz.into())
             .map_or(EVENTS_EVERY_NS, |period| period.min(EVENTS_EVERY_NS));
@@ -313,11 +309,6 @@ impl Executor {
                 _ => &mut self.accounts.work_ns,
             };
             let start = now_ns();
-            let preemptible = !self.daemon.realtime || self.lowered;
-            if preemptible && matches!(due, Due::PollChunk | Due::Pollmore) {
-                let off = self.off_cpu.mark(start, polld_dev::clock::thread_cpu_ns());
-                self.dp.off_cpu(off);
-            }
             if self.dp.auto_window_due(start) {
                 // Once a tick at most: what the thread used, wakeups included.
                 self.dp

@@ -6,9 +6,6 @@
 //! hypervisor) rather than polld's. A constant lateness only shifts every tick and adds
 //! nothing to the wait of a frame that arrives at a random moment; its spread does.
 //!
-//! The same clock tells how long a poll cycle's thread was preempted ([`OffCpu`]), which
-//! the cycle's `kern_load` leaves out.
-//!
 //! A read that finds several expirations owes that many poll cycles. FreeBSD owes them
 //! only when its cycles overran (its clock interrupt is never late), and backs the burst
 //! off for each; a user-space poll thread also owes them when it was kept off the CPU
@@ -71,31 +68,6 @@ impl Lateness {
     }
 }
 
-/// How long the poll thread was off the CPU (preempted) between two marks inside a poll
-/// cycle: the wall time between them less the thread's CPU time.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct OffCpu {
-    mark: Option<(u64, u64)>,
-}
-
-impl OffCpu {
-    /// Forgets the mark: the thread slept since, which was no preemption.
-    pub fn reset(&mut self) {
-        self.mark = None;
-    }
-
-    /// Marks `wall_ns` on the monotonic clock and `cpu_ns` on the thread's CPU clock;
-    /// returns the time off the CPU since the previous mark (0 after a reset).
-    pub fn mark(&mut self, wall_ns: u64, cpu_ns: u64) -> u64 {
-        let off = self.mark.map_or(0, |(wall, cpu)| {
-            let ran = cpu_ns.saturating_sub(cpu);
-            wall_ns.saturating_sub(wall).saturating_sub(ran)
-        });
-        self.mark = Some((wall_ns, cpu_ns));
-        off
-    }
-}
-
 /// Which owed ticks of a timer read the poll thread only waited for: each tick period of
 /// CPU time the thread used since the previous read explains one owed tick as its own
 /// overrun; the other owed ticks (all but the one the read pays) it waited for.
@@ -128,20 +100,6 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
-
-    #[test]
-    fn off_cpu_is_wall_time_less_cpu_time_between_marks() {
-        let mut o = OffCpu::default();
-        assert_eq!(
-            o.mark(1_000, 500),
-            0,
-            "the first mark has nothing before it"
-        );
-        assert_eq!(o.mark(101_000, 60_500), 40_000);
-        assert_eq!(o.mark(111_000, 70_500), 0, "ran the whole time");
-        o.reset();
-        assert_eq!(o.mark(5 * MS, 80_000), 0, "a sleep is no preemption");
-    }
 
     #[test]
     fn owed_ticks_are_waited_for_unless_the_threads_own_cpu_time_explains_them() {

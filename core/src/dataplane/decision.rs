@@ -119,12 +119,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.waited_ticks = self.pending.waited_ticks.saturating_add(waited);
     }
 
-    /// The executor's thread was off the CPU for `ns`, preempted, since it last said so
-    /// ([`crate::Poller::off_cpu`]).
-    pub fn off_cpu(&mut self, ns: u64) {
-        self.poller.off_cpu(ns);
-    }
-
     /// Interface `i`'s interrupt line: raised (`true`: its fd became readable, a simulated
     /// device asserted it) or not. A line raised while the interrupt is masked is ignored,
     /// as FreeBSD ignores a masked device's spurious interrupt.
