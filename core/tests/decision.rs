@@ -4,6 +4,7 @@
 mod common;
 
 use common::Ring;
+use polld_core::dataplane::TASK_SLICE;
 use polld_core::{Dataplane, Device, Due, Emit, Mode, PacketStage, Poller, Verdict};
 
 const MS: u64 = 1_000_000;
@@ -184,6 +185,26 @@ fn finishing_ends_running_handlers_and_tasks_and_drains_the_queue() {
     // What the rings still hold was never received: it is the devices', not lost.
     assert_eq!(dp.interface_mut(0).dev_mut().rx.len(), 136);
     assert_eq!(dp.interface_mut(1).dev_mut().rx.len(), 40);
+    conserved(&dp);
+}
+
+#[test]
+fn an_unlimited_task_run_goes_on_in_slices_that_a_tick_can_come_between() {
+    let mut dp = dataplane(&[Mode::Adaptive], &[]);
+    dp.sysctl_set("dev.if0.rx_process_limit", "-1").unwrap();
+    inject(&mut dp, 0, 2 * TASK_SLICE + 100);
+    dp.interrupt_line(0, true);
+    dp.run(Due::Interrupt(0), 0);
+    dp.run(Due::Task(0), 0);
+    assert_eq!(dp.interfaces()[0].counters().local, TASK_SLICE as u64);
+    // Between slices the run stays queued, below a tick.
+    dp.raise_ticks(1);
+    assert_eq!(dp.next_due(), Some(Due::Tick(1)));
+    assert_eq!(run_due(&mut dp, 0), [Due::Tick(1), Due::Task(0)]);
+    let c = dp.interfaces()[0].counters();
+    assert_eq!(c.local, 2 * TASK_SLICE as u64 + 100);
+    assert_eq!((c.tasks, c.interrupts), (1, 1), "one run, in three slices");
+    assert!(dp.interrupt_armed(0), "re-armed once drained");
     conserved(&dp);
 }
 

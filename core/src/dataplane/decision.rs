@@ -278,6 +278,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         for iface in &mut self.devs.ifs {
             iface.in_handler = false;
             iface.task_queued = false;
+            iface.task_left = None;
             let armed = iface.interrupt_armed();
             iface.dev.set_interrupt(armed);
         }

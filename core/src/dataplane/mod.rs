@@ -77,6 +77,9 @@ pub struct Interface<D> {
     counters: IfCounters,
     /// Adaptive mode: the task is queued (the interrupt is masked meanwhile).
     task_queued: bool,
+    /// Adaptive mode: what is left of the current run's `rx_process_limit` when a run
+    /// larger than [`TASK_SLICE`] was cut into slices (`None`: the next run is new).
+    task_left: Option<usize>,
     /// Interrupt mode: the handler is running (it returns once the ring is empty).
     in_handler: bool,
     /// `dev.<if>.rx_process_limit`: frames per adaptive task run, -1 = unlimited.
@@ -295,7 +298,7 @@ impl<D: Device, S: PacketStage> PollHandlers for Devices<D, S> {
 }
 
 pub use input_queue::INTR_QUEUE_MAXLEN;
-pub use modes::RX_PROCESS_LIMIT;
+pub use modes::{RX_PROCESS_LIMIT, TASK_SLICE};
 /// Frames a busy poll or an interrupt handler takes per receive call.
 const BATCH: usize = 64;
 
@@ -327,6 +330,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     mode: Mode::Interrupt,
                     counters: IfCounters::default(),
                     task_queued: false,
+                    task_left: None,
                     in_handler: false,
                     rx_process_limit: RX_PROCESS_LIMIT,
                     hw_seen: HwStats::default(),

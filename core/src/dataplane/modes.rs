@@ -79,6 +79,12 @@ impl std::error::Error for ModeError {}
 /// Default `dev.<if>.rx_process_limit` (em(4)'s `hw.em.rx_process_limit`).
 pub const RX_PROCESS_LIMIT: i64 = 100;
 
+/// The most frames an adaptive task takes in one receive call. A larger run (up to an
+/// unlimited one, `rx_process_limit` -1) goes on in slices, the task queued between them:
+/// under a flood that outruns the CPU, one receive call would otherwise never return, and
+/// neither send what it received nor let a tick or a control request in.
+pub const TASK_SLICE: usize = 4096;
+
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Puts interface `i` in `mode`. Entering polling registers it (masking its
     /// interrupt only if registration succeeded); leaving polling deregisters it and
@@ -180,8 +186,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface.counters.interrupts += 1;
         match iface.mode {
             Mode::Adaptive => {
-                // Mask the device and hand the work to the task.
+                // Mask the device and hand the work to the task: a new run.
                 iface.task_queued = true;
+                iface.task_left = None;
                 iface.dev.set_interrupt(false);
             }
             _ => {
@@ -207,7 +214,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Runs interface `i`'s adaptive task once: at most `rx_process_limit` frames, in
-    /// one receive call so the ring's consumer index is published once. Requeues itself
+    /// one receive call so the ring's consumer index is published once (a run above
+    /// [`TASK_SLICE`] frames goes on in slices, each a call of its own). Requeues itself
     /// while frames remain; re-arms the interrupt only when the ring is drained. A full
     /// output stops it until that output's transmit-ready line ([`super::tx_ready`]).
     pub(super) fn run_task(&mut self, i: usize) {
@@ -215,19 +223,29 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if !d.ifs[i].task_queued {
             return;
         }
-        d.ifs[i].counters.tasks += 1;
-        let limit = d.ifs[i].rx_process_limit;
-        let budget = if limit < 0 {
-            usize::MAX
-        } else {
-            limit as usize
+        let budget = match d.ifs[i].task_left.take() {
+            Some(left) => left,
+            None => {
+                d.ifs[i].counters.tasks += 1;
+                let limit = d.ifs[i].rx_process_limit;
+                if limit < 0 {
+                    usize::MAX
+                } else {
+                    limit as usize
+                }
+            }
         };
+        let slice = budget.min(TASK_SLICE);
+        let mut received = 0;
         if d.links[i] == LinkState::Up {
-            if let Some(budget) = d.interrupt_budget(i, budget) {
-                d.receive(i, budget);
+            if let Some(allowed) = d.interrupt_budget(i, slice) {
+                received = d.receive(i, allowed) as usize;
             }
         }
         let iface = &mut d.ifs[i];
+        if received == TASK_SLICE && budget > TASK_SLICE {
+            iface.task_left = Some(budget - TASK_SLICE);
+        }
         let waits = iface.tx_wait.is_some();
         if !waits && (!iface.dev.rx_ready() || d.links[i] != LinkState::Up) {
             iface.task_queued = false;
