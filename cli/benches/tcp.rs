@@ -6,8 +6,8 @@
 //! idle polling added to the recommended knobs (the idle poller serves what arrives while
 //! the CPU idles, woken by the devices' interrupts at most `kern.polling.idle_wakeups`
 //! times a tick: once, the default, and without a limit, as FreeBSD's idle loop polls),
-//! and prints polling's rate as a ratio of interrupt mode's (the goal is at least 0.9x). The congestion control is the
-//! machine's (`net.ipv4.tcp_congestion_control`).
+//! and prints polling's rate as a ratio of interrupt mode's (the goal is at least 0.9x).
+//! The congestion control is the machine's (`net.ipv4.tcp_congestion_control`).
 //!
 //! The sink's NAPI thread (veth3, which drains polld's output) runs realtime above polld
 //! ([`UpOptions::sink_rx_realtime`]), as a NIC's wire drains whatever the CPU does;

@@ -222,11 +222,10 @@ impl Executor {
                         if n > 0 {
                             self.lateness.record(late_ns);
                         }
-                        let period = 1_000_000_000u64.checked_div(self.tick_hz.into());
                         let waited = self.waited.waited(
                             n,
                             polld_dev::clock::thread_cpu_ns(),
-                            period.unwrap_or(0),
+                            tick_period_ns(self.tick_hz).unwrap_or(0),
                         );
                         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
                         self.dp.raise_late_ticks(clamp(n), clamp(waited));
@@ -293,14 +292,13 @@ impl Executor {
 
     /// Runs what the dataplane says is due, charging each piece to its time account, until
     /// only spinning work is left, of which it runs one pass, or until interrupt work has
-    /// run for [`EVENTS_EVERY_NS`] or a tick period: then the events are read again. Returns whether anything
-    /// ran.
+    /// run for [`EVENTS_EVERY_NS`] or a tick period: then the events are read again.
+    /// Returns whether anything ran.
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
         let entered = now_ns();
-        let slice = 1_000_000_000u64
-            .checked_div(self.tick_hz.into())
-            .map_or(EVENTS_EVERY_NS, |period| period.min(EVENTS_EVERY_NS));
+        let slice =
+            tick_period_ns(self.tick_hz).map_or(EVENTS_EVERY_NS, |p| p.min(EVENTS_EVERY_NS));
         while let Some(due) = self.dp.next_due() {
             ran = true;
             let account = match due {
@@ -324,8 +322,10 @@ impl Executor {
                     // A full output cut the cycle short: the next tick comes early, and
                     // the period runs on from there. (A stopped tick, just woken from
                     // quiet, is armed afresh at the top of the loop.)
-                    self.tick
-                        .set(at.saturating_sub(end), 1_000_000_000 / self.tick_hz as u64)?;
+                    self.tick.set(
+                        at.saturating_sub(end),
+                        tick_period_ns(self.tick_hz).unwrap_or(0),
+                    )?;
                 }
             }
             if due.spins() {
@@ -377,12 +377,7 @@ impl Executor {
             0
         };
         if want != self.tick_hz {
-            let period = if want == 0 {
-                0
-            } else {
-                1_000_000_000 / want as u64
-            };
-            self.tick.set_period(period)?;
+            self.tick.set_period(tick_period_ns(want).unwrap_or(0))?;
             self.tick_hz = want;
         }
         Ok(())
@@ -485,6 +480,11 @@ impl Executor {
         self.dp.finish(now_ns());
         self.dp.sync_hw_drops();
     }
+}
+
+/// One tick at `hz`, in ns; `None` when the tick is off (0).
+fn tick_period_ns(hz: u32) -> Option<u64> {
+    1_000_000_000u64.checked_div(hz.into())
 }
 
 /// Which transmit-ready events are rises, for outputs whose line rises on a wakeup only

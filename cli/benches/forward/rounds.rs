@@ -1,8 +1,9 @@
 //! The forward bench's alternated flood rounds: polling against interrupt mode on each veth
 //! backend, measured again in turns after the main table. One flood window's ratio varies
 //! between runs on a shared machine (0.84x to 1.06x in the runs of 2026-11-25, README) more
-//! than the gap the bench is asked about, so the verdict "polling ≥ interrupt" is taken from the median of the per-round ratios
-//! (the main table's flood rows count as round 1), with every window's row in the table.
+//! than the gap the bench is asked about, so the verdict "polling ≥ interrupt" is taken
+//! from the median of the per-round ratios (the main table's flood rows count as round 1),
+//! with every window's row in the table.
 
 use polld_testbed::demo::{Forwarder, RECOMMENDED_KNOBS};
 use polld_testbed::Testbed;

@@ -273,8 +273,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn finish(&mut self, now: u64) -> Work {
         self.pending.ticks = 0;
         self.pending.waited_ticks = 0;
-        self.pending.lines.iter_mut().for_each(|l| *l = false);
-        self.pending.tx_lines.iter_mut().for_each(|l| *l = false);
+        self.pending.lines.fill(false);
+        self.pending.tx_lines.fill(false);
         for iface in &mut self.devs.ifs {
             iface.in_handler = false;
             iface.task_queued = false;
