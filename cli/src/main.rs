@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use polld_testbed::results::ResultsArg;
 
 mod sim;
 
@@ -34,7 +35,12 @@ enum Command {
     /// Create, remove or inspect the gen/fwd/sink network namespaces.
     Testbed(polld_testbed::TestbedArgs),
     /// Forward traffic through polld on the testbed, in interrupt then polling mode.
-    Demo(polld_testbed::demo::DemoArgs),
+    Demo {
+        #[command(flatten)]
+        args: polld_testbed::demo::DemoArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
     /// Measure on the testbed, printed beside published figures.
     Bench {
         #[command(subcommand)]
@@ -46,10 +52,20 @@ enum Command {
 enum Bench {
     /// The seeds' experiments on a TAP testbed: Rizzo's table and livelock curve, the
     /// systat screens, iperf3 TCP, the competitor's share; tables, JSON and SVG plots.
-    Seeds(polld_testbed::seeds::SeedsArgs),
+    Seeds {
+        #[command(flatten)]
+        args: polld_testbed::seeds::SeedsArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
     /// A load ramp (idle, rising steps, flood, falling steps, idle) through polld beside a
     /// competitor: offered, delivered, mode per interface and CPU shares over time.
-    Ramp(polld_testbed::ramp::RampArgs),
+    Ramp {
+        #[command(flatten)]
+        args: polld_testbed::ramp::RampArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
 }
 
 fn main() -> ExitCode {
@@ -78,22 +94,24 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Command::Demo(args) => polld_testbed::demo::run_demo(
-            &args,
-            &polld_testbed::demo::current_polld(),
-            &mut std::io::stdout(),
-        )
-        .map_err(|e| e.to_string()),
+        Command::Demo { args, page } => page
+            .record("polld demo", &mut std::io::stdout(), |out| {
+                let polld = polld_testbed::demo::current_polld();
+                polld_testbed::demo::run_demo(&args, &polld, out).map(|()| ((), Vec::new()))
+            })
+            .map_err(|e| e.to_string()),
         Command::Bench { bench } => {
             let polld = polld_testbed::demo::current_polld();
             let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
             match bench {
-                Bench::Seeds(args) => {
-                    polld_testbed::seeds::run_seeds(&args, &polld, out, progress).map(drop)
-                }
-                Bench::Ramp(args) => {
-                    polld_testbed::ramp::run_ramp(&args, &polld, out, progress).map(drop)
-                }
+                Bench::Seeds { args, page } => page.record("polld bench seeds", out, |out| {
+                    polld_testbed::seeds::run_seeds(&args, &polld, out, progress)
+                        .map(|report| ((), report.svgs))
+                }),
+                Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
+                    polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
+                        .map(|report| ((), report.svgs))
+                }),
             }
             .map_err(|e| e.to_string())
         }

@@ -830,20 +830,8 @@ pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut 
 }
 
 fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpus} CPUs, {}", cpu_model())
-}
-
-/// The CPU's model name from /proc/cpuinfo.
-pub(crate) fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
+    let m = crate::results::Machine::this();
+    format!("{} CPUs, {}", m.cpus, m.cpu_model)
 }
 
 pub(crate) fn last_json(text: &str) -> Option<Value> {

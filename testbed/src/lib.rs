@@ -64,6 +64,7 @@ pub mod placement;
 pub mod plot;
 pub mod polld;
 pub mod ramp;
+pub mod results;
 pub mod seeds;
 pub mod share;
 pub mod status;

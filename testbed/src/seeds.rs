@@ -181,12 +181,7 @@ pub struct TcpRow {
 }
 
 /// The machine the bench ran on.
-#[derive(Clone, Debug, Serialize)]
-pub struct Machine {
-    pub cpu_model: String,
-    pub cpus: usize,
-    pub kernel: String,
-}
+pub use crate::results::Machine;
 
 /// Everything the bench measured.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -650,7 +645,7 @@ pub fn run_seeds(
                 timing,
                 progress,
                 report: SeedsReport {
-                    machine: Some(machine()),
+                    machine: Some(Machine::this()),
                     quick: args.quick,
                     ..SeedsReport::default()
                 },
@@ -687,18 +682,6 @@ pub fn run_seeds(
         )));
     }
     Ok(report)
-}
-
-fn machine() -> Machine {
-    let cpu_model = crate::demo::cpu_model();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|k| k.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    Machine {
-        cpu_model,
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        kernel,
-    }
 }
 
 /// The questions about the curve, answered from its points.
