@@ -196,6 +196,7 @@ impl DaemonStatus {
             kind: Kind::Gauge,
             value: value_of(value),
             descr: "Value before the config file was applied".to_string(),
+            allowed: None,
         });
         read(DAEMON_NODE, self, DaemonStatus::OIDS)
             .chain(defaults)
@@ -291,6 +292,7 @@ pub fn typed(entries: impl IntoIterator<Item = SysctlEntry>) -> Vec<Reading> {
                 kind,
                 value: value_of(&entry.value),
                 descr: entry.descr,
+                allowed: None,
             }
         })
         .collect()

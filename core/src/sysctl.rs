@@ -152,6 +152,19 @@ impl<T> Write<T> {
             Write::Proc(handler) => handler(of, name, value),
         }
     }
+
+    /// What a write may give, for people: `0 to 99`, `classic or time`; `None` for a
+    /// read-only entry or a handler of its own (its description says).
+    pub fn allowed(&self, of: &T) -> Option<String> {
+        match self {
+            Write::Int { range, .. } => Some(match range(of) {
+                (i64::MIN, i64::MAX) => "any integer".to_string(),
+                (lo, hi) => format!("{lo} to {hi}"),
+            }),
+            Write::Word { words, .. } => Some(words.join(" or ")),
+            Write::ReadOnly | Write::Proc(_) => None,
+        }
+    }
 }
 
 /// One entry of a `T`, named relative to the node `T` hangs under.
@@ -192,6 +205,10 @@ pub struct Reading {
     pub kind: Kind,
     pub value: Value,
     pub descr: String,
+    /// For a knob, what a write may give ([`Write::allowed`]), as it stands now (a bound
+    /// may depend on another knob).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<String>,
 }
 
 impl Reading {
@@ -224,6 +241,7 @@ pub fn read<'a, T>(
         kind: oid.kind,
         value: (oid.get)(of),
         descr: oid.descr.to_string(),
+        allowed: oid.write.allowed(of),
     })
 }
 

@@ -11,6 +11,7 @@
 //!   to them (DragonFly's ifpoll);
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
 //! - [`caps`]: capability checks and the drop after set-up;
+//! - [`reference`]: the knob and metrics reference pages, from the declarations;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
 
 pub mod caps;
@@ -22,6 +23,7 @@ pub mod idle;
 pub mod lateness;
 pub mod percpu;
 pub mod queues;
+pub mod reference;
 pub mod reopen;
 pub mod rx_work;
 pub mod sys;

@@ -135,6 +135,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 kind: Kind::Counter,
                 value: Value::from(value),
                 descr: descr.to_string(),
+                allowed: None,
             });
         }
         for (i, (iface, link)) in self.devs.ifs.iter().zip(&self.devs.links).enumerate() {
@@ -151,6 +152,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 kind: Kind::Counter,
                 value: Value::from(n),
                 descr: descr.to_string(),
+                allowed: None,
             };
             for r in DropReason::all(self.devs.stage.drop_reasons()) {
                 all.push(by_reason(
