@@ -35,7 +35,7 @@
 //! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
 //! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
 //! receive thread waits for whatever ordinary task holds its CPU, for milliseconds on the
-//! reference VM (README "One-way latency in each mode"); at 10 kpps the realtime input
+//! reference VM (the README of commit b3d19df, "One-way latency in each mode"); at 10 kpps the realtime input
 //! thread has little to do, so it starves nothing.
 
 use serde::Serialize;

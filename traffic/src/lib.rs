@@ -7,7 +7,8 @@
 //! flow ([`seq`]) and one-way latency percentiles. Both print iperf-style interval
 //! reports and a summary, or JSON lines ([`report`]). [`backend`] opens the devices
 //! (AF_PACKET, AF_XDP, or an XDP counter for the sink); [`faults`] injects gaps and
-//! reordering for testing sinks. Usage and the meaning of every counter: README.md.
+//! reordering for testing sinks. Usage: `polld gen --help`, `polld sink --help` and
+//! docs/guide.md, "Traffic".
 
 pub mod backend;
 pub mod clock;

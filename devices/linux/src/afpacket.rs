@@ -72,8 +72,8 @@ pub struct AfPacketConfig {
     /// is given half: the kernel doubles it), or `None` for the kernel's default
     /// (`net.core.wmem_default`, 212992 bytes here). It bounds the frames in flight in
     /// the kernel (see the module's header). The default, 128 KiB, is what keeps 64-byte
-    /// frames from overflowing veth's 256-slot ring on the testbed (README, "AF_PACKET's
-    /// tx_ring_full in interrupt mode"); a capped `net.core.wmem_max` caps it too.
+    /// frames from overflowing veth's 256-slot ring on the testbed (the README of commit
+    /// b3d19df, "AF_PACKET's tx_ring_full in interrupt mode"); a capped `net.core.wmem_max` caps it too.
     pub tx_send_buffer: Option<usize>,
 }
 
