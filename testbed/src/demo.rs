@@ -441,11 +441,19 @@ fn share_findings(rows: &[ShareRow], cpu: usize) -> Vec<String> {
             i.delivered_pps, p.delivered_pps, ip, pp
         ));
     }
+    for r in rows {
+        if let Some(ledger) = &r.ledger {
+            lines.push(format!("Every frame gen sent, {}: {ledger}.", r.mode));
+        }
+    }
     if rows.iter().any(|r| !r.conserved) {
-        lines.push("CONSERVATION VIOLATED on some interface: see `polld run --json`.".into());
+        lines.push(
+            "CONSERVATION VIOLATED: a frame no hop names, or an interface whose counters do not add up (see `polld run --json`)."
+                .into(),
+        );
     } else {
         lines.push(
-            "Every frame polld received was forwarded or dropped under a named reason (conservation held)."
+            "Every frame is accounted for: end to end, and on each interface of polld (rx = forwarded + local + consumed + queued + named drops)."
                 .into(),
         );
     }

@@ -59,6 +59,7 @@ pub mod demo;
 mod error;
 pub mod idle;
 pub mod layout;
+pub mod ledger;
 pub mod napi;
 pub mod placement;
 pub mod plot;

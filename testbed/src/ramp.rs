@@ -279,7 +279,7 @@ fn ramp(
             last = now;
         }
         if let Some(gen) = gen.as_mut() {
-            gen.finish()?;
+            run.end_gen(gen)?;
         }
         let whole = between(trial.mode, &step_first, &last, 0.0, step, rate);
         let row = step_row(whole, &samples[from..], trial.user_frac);

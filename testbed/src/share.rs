@@ -8,9 +8,11 @@
 //! `polld gen --rate unlimited` on the gen CPU, a [`Competitor`] on the fwd CPU, and
 //! measures over a window the competitor's and polld's CPU time (from their own
 //! `/proc/PID/schedstat`, in ns), the delivered rate (tap1's receive counter), polld's
-//! interrupts, and conservation on every interface at the end. `polld demo` and the
+//! interrupts, and conservation at the end: on every interface of polld, and end to end
+//! from what `polld gen` sent to what reached sink ([`Ledger`]). `polld demo` and the
 //! promise test both use it.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -21,9 +23,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
+use crate::ledger::Ledger;
 use crate::streams::ExtraStream;
 use crate::{
-    polld_config, Devices, Layout, NetDev, PolldSetup, Role, Testbed, TestbedError, UpOptions,
+    polld_config, Devices, IfCounters, Layout, NetDev, PolldSetup, Role, Testbed, TestbedError,
+    UpOptions,
 };
 
 pub(crate) fn failed(what: String) -> TestbedError {
@@ -119,7 +123,11 @@ pub struct ShareRow {
     /// tap0's drops over the window, by reason (rx_ring_full: the TAP's queue was full
     /// and the kernel dropped on gen's CPU).
     pub drops: Vec<(String, u64)>,
-    /// rx = forwarded + local + consumed + queued + drops on every interface at the end.
+    /// Where every frame `polld gen` sent went, end to end (`None` without `polld gen`:
+    /// iperf3's traffic is its own to account for).
+    pub ledger: Option<Ledger>,
+    /// rx = forwarded + local + consumed + queued + drops on every interface at the end,
+    /// and the ledger balanced.
     pub conserved: bool,
 }
 
@@ -224,6 +232,13 @@ pub struct TrialRun<'a> {
     competitor: Option<Competitor>,
     /// sink's counters, read at every sample without a process.
     sink: NetDev,
+    /// gen's counters, for the ledger.
+    gen_dev: NetDev,
+    /// Each stream's input TAP (in gen) and output TAP (in sink), with their kernel
+    /// counters before any frame was sent.
+    paths: Vec<(String, String, IfCounters, IfCounters)>,
+    /// Frames the finished generators sent, and lost after their device accepted them.
+    sent: Cell<(u64, u64)>,
 }
 
 impl<'a> TrialRun<'a> {
@@ -263,6 +278,16 @@ impl<'a> TrialRun<'a> {
             config.push_str(&stream.config(layout, trial.mode));
         }
         let daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
+        let sink = NetDev::open(&layout.sink_ns)?;
+        let gen_dev = NetDev::open(&layout.gen_ns)?;
+        let mut paths = Vec::new();
+        for (input, output) in
+            std::iter::once((layout.veth0.name.clone(), layout.veth3.name.clone()))
+                .chain(trial.extra_streams.iter().map(|s| (s.input(), s.output())))
+        {
+            let (i, o) = (gen_dev.counters(&input)?, sink.counters(&output)?);
+            paths.push((input, output, i, o));
+        }
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
             let flood_secs = trial.warm_up + trial.window + 1.0;
@@ -278,7 +303,6 @@ impl<'a> TrialRun<'a> {
             true => Some(Competitor::start(tb, fwd_cpu)?),
             false => None,
         };
-        let sink = NetDev::open(&layout.sink_ns)?;
         Ok(TrialRun {
             tb,
             polld: polld_str,
@@ -289,14 +313,33 @@ impl<'a> TrialRun<'a> {
             gens,
             competitor,
             sink,
+            gen_dev,
+            paths,
+            sent: Cell::new((0, 0)),
         })
     }
 
     /// Starts one more `polld gen --rate rate` into tap0 for `seconds`, on the gen CPU;
-    /// the caller finishes it.
+    /// the caller ends it with [`TrialRun::end_gen`].
     pub(crate) fn start_gen(&self, rate: &str, seconds: f64) -> Result<Process, TestbedError> {
         let target = [self.tb.layout().veth0.name.clone()];
         spawn_gen(self.tb, &self.polld, self.gen_cpu, &target, rate, seconds)
+    }
+
+    /// Stops a `polld gen` of this trial and books what it sent; returns its rate, frames/s.
+    pub(crate) fn end_gen(&self, gen: &mut Process) -> Result<f64, TestbedError> {
+        let out = gen.finish()?;
+        let summary = last_json(&out)
+            .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
+        let count = |k: &str| summary[k].as_u64().unwrap_or(0);
+        let (sent, lost) = self.sent.get();
+        self.sent.set((
+            sent + count("frames") + count("end_records"),
+            lost + count("dropped"),
+        ));
+        summary["pps"]
+            .as_f64()
+            .ok_or_else(|| failed(format!("polld gen printed no rate: {out}")))
     }
 
     /// polld's control socket.
@@ -330,15 +373,21 @@ impl<'a> TrialRun<'a> {
     pub fn finish(mut self, before: &Sample, after: &Sample) -> Result<ShareRow, TestbedError> {
         drop(self.competitor.take());
         let mut offered_pps = 0.0;
-        for gen in &mut self.gens {
-            let gen_out = gen.finish()?;
-            offered_pps += last_json(&gen_out)
-                .and_then(|s| s["pps"].as_f64())
-                .ok_or_else(|| failed(format!("polld gen printed no summary: {gen_out}")))?;
+        let mut gens = std::mem::take(&mut self.gens);
+        for gen in &mut gens {
+            offered_pps += self.end_gen(gen)?;
+        }
+        let generated = gens.len() + usize::from(self.sent.get().0 > 0) > 0;
+        if generated {
+            self.drain()?;
         }
         let final_counters = self.daemon.finish()?;
         let interfaces: Value = serde_json::from_str(&final_counters)
             .map_err(|e| failed(format!("polld run --json printed {final_counters:?}: {e}")))?;
+        let ledger = match generated {
+            true => Some(self.ledger(&interfaces)?),
+            false => None,
+        };
 
         let wall_ns = after.at.duration_since(before.at).as_nanos() as f64;
         let percent = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / wall_ns;
@@ -364,9 +413,96 @@ impl<'a> TrialRun<'a> {
             polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
             competitor_percent: percent(before.competitor_ns, after.competitor_ns),
             drops,
-            conserved: conserved(&interfaces),
+            conserved: conserved(&interfaces) && ledger.as_ref().map_or(true, Ledger::balanced),
+            ledger,
         })
     }
+
+    /// Frames the input TAPs' kernel took (read by polld, or dropped with the queue
+    /// full) so far: once it reaches what gen sent, polld has read every queued frame.
+    fn taken(&self) -> Result<u64, TestbedError> {
+        let mut taken = 0;
+        for (input, _, start, _) in &self.paths {
+            let c = self.gen_dev.counters(input)?;
+            taken +=
+                (c.tx_packets + c.tx_dropped).saturating_sub(start.tx_packets + start.tx_dropped);
+        }
+        Ok(taken)
+    }
+
+    /// Waits (up to 2 s) for polld to read what is still queued in the input TAPs after
+    /// gen stopped: a TAP purges its queue uncounted when polld closes it.
+    fn drain(&self) -> Result<(), TestbedError> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.taken()? < self.sent.get().0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// The trial's frames from gen to sink, from gen's count, the TAPs' kernel counters
+    /// in gen and sink, and polld's final counters (`polld run --json`).
+    fn ledger(&self, interfaces: &Value) -> Result<Ledger, TestbedError> {
+        let (sent, gen_lost) = self.sent.get();
+        let mut ledger = Ledger {
+            sent,
+            ..Ledger::default()
+        };
+        ledger.lose("gen: lost after its device accepted them", gen_lost);
+        let polld = |name: &str| {
+            interfaces
+                .as_array()
+                .and_then(|l| l.iter().find(|i| i["name"] == name))
+                .ok_or_else(|| failed(format!("polld's final report has no interface {name}")))
+        };
+        for (input, output, in0, out0) in &self.paths {
+            let (i, o) = (self.gen_dev.counters(input)?, self.sink.counters(output)?);
+            ledger.lose(
+                format!("{input}: queue full (kernel tx_dropped in gen)"),
+                i.tx_dropped - in0.tx_dropped,
+            );
+            let read = polld(input)?;
+            for (name, n) in counters_of(read) {
+                if DropReason::is_drop_after_rx(&name) {
+                    ledger.lose(format!("polld {input}: {name}"), n);
+                }
+            }
+            ledger.lose(
+                format!("polld {input}: for the box (local, consumed)"),
+                final_counter(read, "local") + final_counter(read, "consumed"),
+            );
+            ledger.hold(
+                format!("polld {input}: queued"),
+                final_counter(read, "queued"),
+            );
+            let written = polld(output)?;
+            for (name, n) in counters_of(written) {
+                if name.starts_with("tx_drops.") {
+                    ledger.lose(format!("polld {output}: {name}"), n);
+                }
+            }
+            ledger.lose(
+                format!("{output}: kernel rx_dropped in sink"),
+                o.rx_dropped - out0.rx_dropped,
+            );
+            let own = final_counter(written, "generated")
+                .saturating_sub(final_counter(written, "generated_dropped"));
+            ledger.delivered += (o.rx_packets - out0.rx_packets).saturating_sub(own);
+        }
+        Ok(ledger)
+    }
+}
+
+/// An interface's counters in `polld run --json`'s final report.
+fn counters_of(iface: &Value) -> Vec<(String, u64)> {
+    iface["counters"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|c| Some((c[0].as_str()?.to_string(), c[1].as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Prints a bench's report to `out`: one JSON document with `json`, else `text`'s table.
