@@ -1041,6 +1041,7 @@ mod tests {
             polld_cpu_percent: 50.0,
             competitor_percent: 0.0,
             drops: vec![],
+            ledger: None,
             conserved: true,
         }
     }

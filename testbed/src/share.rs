@@ -413,7 +413,7 @@ impl<'a> TrialRun<'a> {
             polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
             competitor_percent: percent(before.competitor_ns, after.competitor_ns),
             drops,
-            conserved: conserved(&interfaces) && ledger.as_ref().map_or(true, Ledger::balanced),
+            conserved: conserved(&interfaces) && ledger.as_ref().is_none_or(Ledger::balanced),
             ledger,
         })
     }
