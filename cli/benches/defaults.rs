@@ -87,16 +87,7 @@ fn main() {
     };
     let latencies: Vec<DemoRow> = ["interrupt", "polling"]
         .iter()
-        .map(|mode| {
-            measure_or_exit(
-                "defaults",
-                &tb,
-                &options,
-                polld,
-                &dir,
-                &latency_trial(mode),
-            )
-        })
+        .map(|mode| measure_or_exit("defaults", &tb, &options, polld, &dir, &latency_trial(mode)))
         .collect();
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
@@ -105,9 +96,7 @@ fn main() {
     println!(
         "\npolld's defaults (no [knobs] but user_frac), TAP testbed: polld realtime on CPU{fwd_cpu}, polld gen on CPU{gen_cpu}, kern.polling.hz {hz}"
     );
-    println!(
-        "flood, 60-byte frames, a CPU-bound competitor on CPU{fwd_cpu}, {window} s windows:"
-    );
+    println!("flood, 60-byte frames, a CPU-bound competitor on CPU{fwd_cpu}, {window} s windows:");
     println!(
         "{:<22} {:>11} {:>12} {:>10} {:>11}",
         "polld", "offered/s", "delivered/s", "polld CPU", "competitor"
@@ -147,7 +136,8 @@ fn main() {
     for r in &latencies {
         let l = r.latency;
         let us = |f: fn(&polld_testbed::demo::SinkLatency) -> f64| {
-            l.as_ref().map_or("-".to_string(), |l| format!("{:.0}", f(l)))
+            l.as_ref()
+                .map_or("-".to_string(), |l| format!("{:.0}", f(l)))
         };
         println!(
             "{:<10} delivered {:>7.0}/s lost {:>5} p50 {:>6} µs p99 {:>6} µs max {:>6} µs",
@@ -167,8 +157,8 @@ fn main() {
         verdict(polling_p99.is_some_and(|p| p <= bound_us))
     );
 
-    let conserved = shares.iter().all(|r| r.conserved)
-        && latencies.iter().all(|r| r.conserved != Some(false));
+    let conserved =
+        shares.iter().all(|r| r.conserved) && latencies.iter().all(|r| r.conserved != Some(false));
     if conserved {
         println!("conservation held on every interface in every polld run");
     } else {

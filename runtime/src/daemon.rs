@@ -360,11 +360,11 @@ impl Write for PcapFile {
     }
 }
 
-/// The `kern.polling.*` knobs the config file sets, on top of the defaults: what the
+/// The `kern.polling.*` knobs the config file sets, on top of its profile's: what the
 /// devices are opened with. A refused or foreign entry is skipped here: the dataplane
 /// applies the whole `[knobs]` table afterwards and reports it with its line.
 pub(crate) fn configured_knobs(config: &RunConfig) -> Knobs {
-    let mut knobs = Knobs::default();
+    let mut knobs = config.profile.knobs();
     for k in &config.knobs {
         if Poller::is_declared(&k.name) {
             let _ = knobs.set(&k.name, &k.value);
@@ -649,7 +649,7 @@ pub(crate) fn build_dataplane<D: Device>(
         let wall_ns = since_epoch.as_nanos() as u64;
         stage.set_utc_offset(wall_ns.wrapping_sub(polld_dev::clock::monotonic_ns()));
     }
-    let mut dp = Dataplane::new(Poller::default(), devices, stage);
+    let mut dp = Dataplane::new(Poller::new(config.profile.knobs()), devices, stage);
     let defaults = polld_control::answer::writable_values(&dp);
     for (i, d) in config.devices.iter().enumerate() {
         dp.set_mode(i, d.mode)
