@@ -181,6 +181,9 @@ sysctl_struct! {
     }
 }
 
+/// The key of the config's `[knobs]` that names the [`Profile`] the other keys apply over.
+pub const PROFILE_KEY: &str = "profile";
+
 /// A named set of defaults for the knobs, chosen with `profile = "NAME"` in the config's
 /// `[knobs]`; the other knob writes apply over it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -61,6 +61,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
+use polld_core::knobs::PROFILE_KEY;
 use polld_core::{Mode, Profile};
 use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
@@ -199,9 +200,6 @@ pub struct DeviceConfig {
     /// Faults to inject (a test tool), from `[interfaces.fault]`.
     pub fault: Option<FaultConfig>,
 }
-
-/// The key of `[knobs]` that names the [`Profile`] the other keys apply over.
-const PROFILE: &str = "profile";
 
 /// A knob write from `[knobs]`, with the line it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -424,14 +422,14 @@ impl RunConfig {
         packet.validate().map_err(config_error)?;
 
         let mut profile = Profile::default();
-        if let Some(value) = file.knobs.get(PROFILE) {
+        if let Some(value) = file.knobs.get(PROFILE_KEY) {
             profile = value.as_str().and_then(Profile::named).ok_or_else(|| {
                 let names: Vec<String> = Profile::ALL
                     .iter()
                     .map(|p| format!("\"{}\"", p.name()))
                     .collect();
                 fail(
-                    key_line(source, PROFILE),
+                    key_line(source, PROFILE_KEY),
                     format!(
                         "knobs.profile: {value} is not a profile; write profile = {}",
                         names.join(" or ")
@@ -442,7 +440,7 @@ impl RunConfig {
         let knobs = file
             .knobs
             .iter()
-            .filter(|(name, _)| name.as_str() != PROFILE)
+            .filter(|(name, _)| name.as_str() != PROFILE_KEY)
             .map(|(name, value)| {
                 let value = match value {
                     toml::Value::String(s) => s.clone(),

@@ -744,6 +744,31 @@ mod tests {
         RunConfig::parse(Path::new("fwd.toml"), &text).unwrap()
     }
 
+    /// The knobs a config with `knobs` in its `[knobs]` opens the devices with.
+    fn knobs_of(knobs: &str) -> Knobs {
+        let text = format!(
+            "[knobs]\n{knobs}\n[[interfaces]]\nname = \"veth1\"\nmac = \"02:00:00:00:01:01\"\n\
+             addresses = [\"10.0.1.1/24\"]\n"
+        );
+        configured_knobs(&RunConfig::parse(Path::new("fwd.toml"), &text).unwrap())
+    }
+
+    #[test]
+    fn the_configs_knobs_apply_over_its_profile() {
+        assert_eq!(knobs_of(""), Knobs::default());
+        assert_eq!(knobs_of("profile = \"polld\""), Knobs::default());
+        assert_eq!(knobs_of("profile = \"freebsd\""), Knobs::freebsd());
+        // Wherever the profile's line is, the knobs apply over it.
+        let k = knobs_of("\"kern.polling.burst_max\" = 1000\nprofile = \"freebsd\"");
+        assert_eq!(
+            k,
+            Knobs {
+                burst_max: 1000,
+                ..Knobs::freebsd()
+            }
+        );
+    }
+
     /// The UMEM's members, or `None` when none was allocated.
     fn members(config: &RunConfig, pcap: Option<&str>) -> Option<Vec<String>> {
         let (umem, names) = shared_umem(config, pcap).unwrap();
