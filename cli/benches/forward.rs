@@ -18,7 +18,7 @@
 //! row's polld CPU reads high and its kernel and sink rx low; their sum, and so the CPU per
 //! packet, holds what the three ran between them (CPU busy, the wall time the CPU did not
 //! idle, is exact; docs/measuring.md). polld polls
-//! with the README's recommended knobs and runs realtime. With `--sink-rx-realtime` the
+//! with its defaults (no `[knobs]`) and runs realtime. With `--sink-rx-realtime` the
 //! sink's receive thread runs realtime above polld on veth, for every row, the kernel's
 //! included (`UpOptions::sink_rx_realtime`): the output then drains as the forwarder
 //! sends, as a NIC's transmit does, instead of only while a realtime forwarder sleeps.
@@ -41,7 +41,7 @@ mod testpmd;
 use std::path::Path;
 
 use common::{announce, arg, is_root, measure_or_exit, testbed};
-use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use polld_testbed::placement::SINK_RX_PRIORITY;
 use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
@@ -172,7 +172,7 @@ fn main() {
     let polld_on = |backend, mode| Forwarder::Polld {
         backend,
         mode,
-        knobs: &RECOMMENDED_KNOBS,
+        knobs: &[],
     };
 
     let veth = testbed("forward", Devices::Veth, &bench.options);

@@ -1,9 +1,9 @@
 //! One-way latency through polld on the testbed (root): `polld gen` at 10 kpps of 64-byte
 //! frames from gen on CPU0, through fwd, to `polld sink --backend af_xdp` in sink, which
 //! times each frame when the kernel hands it over. In one run it measures the kernel's own
-//! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode: interrupt, adaptive,
-//! polling at hz 1000 with FreeBSD's chunks and with the README's recommended knobs (hz
-//! 1000 too, chunks of 64), and busy; then DPDK
+//! forwarding, then polld (realtime on CPU1, AF_XDP) in each mode with its defaults (no
+//! `[knobs]`): interrupt, adaptive, polling, and busy; polling with the FreeBSD profile
+//! too (`profile = "freebsd"`: the classic controller, chunks of 5); then DPDK
 //! testpmd on `net_af_xdp` on CPU1 when `dpdk-testpmd` is installed (a line says when it is
 //! skipped, and why).
 //!
@@ -12,7 +12,7 @@
 //! this VM a halted vCPU takes the hypervisor's time to wake, 40 µs at the median) and the
 //! receive kthreads in fwd and sink run `SCHED_FIFO` below polld's poll thread
 //! ([`polld_testbed::placement::RealtimeRx`]: at `SCHED_OTHER` they wait milliseconds
-//! behind ordinary tasks on their CPU). Two more rows, the kernel and polling at hz 1000
+//! behind ordinary tasks on their CPU). Two more rows, the kernel and polling
 //! on the untuned path (the testbed's default), show what the tuning removes in the same
 //! run. Each row prints p50/p99/max, loss, CPU, the steal time and halts of the
 //! forwarder's CPU, and for polling the bound 1/hz + 100 µs with how late polld's tick
@@ -25,17 +25,14 @@
 mod common;
 
 use common::{announce, arg, is_root, testbed};
-use polld_testbed::demo::{knob_hz, measure, DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_core::Knobs;
+use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use polld_testbed::idle::IdleHold;
 use polld_testbed::placement::RealtimeRx;
 use polld_testbed::{Devices, Role, UpOptions};
 
-/// FreeBSD's defaults but for `burst_max`: beside the recommended row, the one change is
-/// `each_burst` (FreeBSD's 5 against 64).
-const HZ_1000: [(&str, &str); 2] = [
-    ("kern.polling.hz", "1000"),
-    ("kern.polling.burst_max", "1000"),
-];
+/// FreeBSD's defaults (`kern_poll.c`'s), beside polld's.
+const FREEBSD: [(&str, &str); 1] = [("profile", "freebsd")];
 
 fn main() {
     if !is_root("latency") {
@@ -53,39 +50,23 @@ fn main() {
         mode,
         knobs,
     };
-    let polling_1000 = polld_at("polling", &HZ_1000);
-    let hz = knob_hz(&RECOMMENDED_KNOBS);
-    let polling_recommended = format!("polling recommended, hz {}", hz.unwrap_or_default());
+    // Both profiles poll at the same hz.
+    let hz = Some(Knobs::default().hz);
     // (label, forwarder, the polling hz for the bound, whether the path is untuned)
     let trials: [(&str, Forwarder, Option<u32>, bool); 8] = [
         ("kernel (threaded NAPI)", Forwarder::Kernel, None, false),
+        ("interrupt", polld_at("interrupt", &[]), None, false),
+        ("adaptive", polld_at("adaptive", &[]), None, false),
         (
-            "interrupt",
-            polld_at("interrupt", &RECOMMENDED_KNOBS),
-            None,
-            false,
-        ),
-        (
-            "adaptive",
-            polld_at("adaptive", &RECOMMENDED_KNOBS),
-            None,
-            false,
-        ),
-        ("polling hz 1000", polling_1000, knob_hz(&HZ_1000), false),
-        (
-            &polling_recommended,
-            polld_at("polling", &RECOMMENDED_KNOBS),
+            "polling, freebsd profile",
+            polld_at("polling", &FREEBSD),
             hz,
             false,
         ),
-        ("busy", polld_at("busy", &RECOMMENDED_KNOBS), None, false),
+        ("polling", polld_at("polling", &[]), hz, false),
+        ("busy", polld_at("busy", &[]), None, false),
         ("kernel, untuned", Forwarder::Kernel, None, true),
-        (
-            "polling hz 1000, untuned",
-            polling_1000,
-            knob_hz(&HZ_1000),
-            true,
-        ),
+        ("polling, untuned", polld_at("polling", &[]), hz, true),
     ];
     let path_cpus = [options.cpus.fwd, options.cpus.sink];
     // The tuning for a row unless it is an untuned one; when the kernel refuses it, every

@@ -1,9 +1,9 @@
 //! TCP through polld (root): one iperf3 stream from gen to sink on the veth testbed, the
 //! client on CPU0, the server, the forwarder and its receive work on CPU1. In one run it
 //! measures the kernel's forwarding and polld (realtime) in interrupt and polling mode on
-//! AF_XDP and AF_PACKET, polling with the README's recommended knobs (hz 1000, chunks of
-//! 64), at hz 2000 with chunks of 16 (the recommended knobs until 2026-11-25), and with
-//! idle polling added to the recommended knobs (the idle poller serves what arrives while
+//! AF_XDP and AF_PACKET, polling with polld's defaults (no `[knobs]`: hz 1000, the time
+//! controller, chunks of 50), at hz 2000 with burst_max 1000 and chunks of 16, and
+//! with idle polling added to the defaults (the idle poller serves what arrives while
 //! the CPU idles, woken by the devices' interrupts at most `kern.polling.idle_wakeups`
 //! times a tick: once, the default, and without a limit, as FreeBSD's idle loop polls),
 //! and prints polling's rate as a ratio of interrupt mode's (the goal is at least 0.9x).
@@ -19,17 +19,17 @@
 mod common;
 
 use common::{arg, is_root, measure_or_exit, testbed};
-use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{DemoRow, Forwarder, Load, Trial};
 use polld_testbed::{Devices, UpOptions};
 
-/// A faster clock and smaller chunks: the recommended knobs until 2026-11-25.
+/// A faster clock and smaller chunks.
 const HZ_2000: [(&str, &str); 3] = [
     ("kern.polling.hz", "2000"),
     ("kern.polling.burst_max", "1000"),
     ("kern.polling.each_burst", "16"),
 ];
 
-/// Added to the recommended knobs: idle polling. Ticks bound the device work under load,
+/// Added to the defaults: idle polling. Ticks bound the device work under load,
 /// the idle poller serves arrivals while the CPU idles, woken by an interrupt once a tick
 /// (`kern.polling.idle_wakeups` 1, the default).
 const IDLE_POLL: [(&str, &str); 1] = [("kern.polling.idle_poll", "1")];
@@ -66,18 +66,11 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("polld-tcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     // Polling's rows, each as a ratio of interrupt mode's on the same backend.
-    let recommended_with = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
-        RECOMMENDED_KNOBS.iter().chain(extra).copied().collect()
-    };
-    let (idle_poll, idle_poll_unbounded) = (
-        recommended_with(&IDLE_POLL),
-        recommended_with(&IDLE_POLL_UNBOUNDED),
-    );
     let polling_variants: [(&str, &[(&str, &str)]); 4] = [
-        ("polling", &RECOMMENDED_KNOBS),
+        ("polling", &[]),
         ("polling hz 2000", &HZ_2000),
-        ("polling idle_poll", &idle_poll),
-        ("polling idle_poll unbounded", &idle_poll_unbounded),
+        ("polling idle_poll", &IDLE_POLL),
+        ("polling idle_poll unbounded", &IDLE_POLL_UNBOUNDED),
     ];
     let mut trials = vec![("kernel (threaded NAPI)".to_string(), Forwarder::Kernel)];
     for backend in ["af_xdp", "af_packet"] {
@@ -88,7 +81,7 @@ fn main() {
         };
         trials.push((
             format!("polld {backend} interrupt"),
-            polld_with("interrupt", &RECOMMENDED_KNOBS),
+            polld_with("interrupt", &[]),
         ));
         for (variant, knobs) in polling_variants {
             trials.push((

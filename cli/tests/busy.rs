@@ -7,7 +7,7 @@
 mod common;
 
 use common::{testbed, Dir, POLLD};
-use polld_testbed::demo::{measure, Forwarder, Load, Trial, RECOMMENDED_KNOBS};
+use polld_testbed::demo::{measure, Forwarder, Load, Trial};
 use polld_testbed::UpOptions;
 
 /// A bound no healthy run comes near on a busy 2-core machine (measured alone: p99 70 µs),
@@ -28,7 +28,7 @@ fn busy_mode_realtime_at_a_low_rate_loses_nothing_and_keeps_latency_sane() {
         forwarder: Forwarder::Polld {
             backend: "af_xdp",
             mode: "busy",
-            knobs: &RECOMMENDED_KNOBS,
+            knobs: &[],
         },
         load: Load::Frames {
             rate: "10k",

@@ -28,8 +28,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use polld_core::dataplane::ENABLE;
+use polld_core::knobs::PROFILE_KEY;
 use polld_core::poll::NODE;
-use polld_core::{Kind, Poller, Reading, SysctlEntry};
+use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
@@ -157,12 +158,17 @@ impl Running {
     }
 
     /// Where `name` comes in the daemon's listing (for ordering `[knobs]`).
+    /// Where `name` goes in `[knobs]`: the profile first, then the knobs in the running
+    /// order, then the rest.
     fn rank(&self, name: &str) -> usize {
+        if name == PROFILE_KEY {
+            return 0;
+        }
         self.knobs
             .iter()
             .chain(&self.at_default)
             .position(|(n, _)| n == name)
-            .unwrap_or(usize::MAX)
+            .map_or(usize::MAX, |i| i + 1)
     }
 }
 
@@ -192,10 +198,15 @@ fn set_keeping_decor(table: &mut Table, key: &str, mut value: Value) {
     table.insert(key, Item::Value(value));
 }
 
-/// Applies the file's `kern.polling.*` knobs in its order to a fresh poller and says
-/// which one does not end as running, if any.
+/// Applies the file's `kern.polling.*` knobs in its order to a fresh poller on the file's
+/// profile and says which one does not end as running, if any.
 fn check_apply_order(knobs: &Table, running: &Running) -> Result<(), String> {
-    let mut poller = Poller::default();
+    let profile = knobs
+        .get(PROFILE_KEY)
+        .and_then(Item::as_str)
+        .and_then(Profile::named)
+        .unwrap_or_default();
+    let mut poller = Poller::new(profile.knobs());
     let mut applied = Vec::new();
     for (name, item) in knobs.iter() {
         let (Some(short), Some(value)) = (

@@ -37,9 +37,9 @@ fn a_subtree_a_single_entry_values_and_descriptions() {
 
     assert_eq!(
         daemon.ctl_ok(&["kern.polling.each_burst"]),
-        "kern.polling.each_burst: 5\n"
+        "kern.polling.each_burst: 50\n"
     );
-    assert_eq!(daemon.ctl_ok(&["-n", "kern.polling.each_burst"]), "5\n");
+    assert_eq!(daemon.ctl_ok(&["-n", "kern.polling.each_burst"]), "50\n");
     assert_eq!(
         daemon.ctl_ok(&["-d", "kern.polling.each_burst"]),
         "kern.polling.each_burst: Max size of each burst\n"
@@ -114,7 +114,7 @@ fn an_out_of_range_write_is_refused_and_the_others_still_apply() {
     assert_eq!(status, 1);
     assert_eq!(
         out,
-        "kern.polling.user_frac: 50 -> 20\nkern.polling.each_burst: 5 -> 9\n"
+        "kern.polling.user_frac: 50 -> 20\nkern.polling.each_burst: 50 -> 9\n"
     );
     let errors: Vec<&str> = err.lines().collect();
     assert_eq!(errors.len(), 2, "{err}");

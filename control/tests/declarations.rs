@@ -92,8 +92,8 @@ fn a_bad_write_gets_the_same_error_everywhere() {
         ),
         (
             "kern.polling.each_burst",
-            "151",
-            "kern.polling.each_burst: 151 is out of range (allowed 1..150)",
+            "20001",
+            "kern.polling.each_burst: 20001 is out of range (allowed 1..20000)",
         ),
         (
             "kern.polling.controller",

@@ -189,9 +189,10 @@ fn polling_enable_is_left_to_the_modes() {
 
 #[test]
 fn knobs_are_put_in_an_order_that_applies_as_running() {
-    // each_burst 500 needs burst_max 1000 first; the file has it the other way round.
+    // On FreeBSD's profile (burst_max 150) each_burst 500 needs burst_max 1000 first; the
+    // file has it the other way round.
     let path = Path::new("/x.toml");
-    let text = "[knobs]\n\"kern.polling.each_burst\" = 5\n\n[[interfaces]]\nname = \"veth1\"\n\n[[interfaces]]\nname = \"veth2\"\n";
+    let text = "[knobs]\nprofile = \"freebsd\"\n\"kern.polling.each_burst\" = 5\n\n[[interfaces]]\nname = \"veth1\"\n\n[[interfaces]]\nname = \"veth2\"\n";
     let running = [
         ("kern.polling.burst_max", "1000"),
         ("kern.polling.each_burst", "500"),
@@ -201,6 +202,11 @@ fn knobs_are_put_in_an_order_that_applies_as_running() {
     let burst_max = text.find("burst_max").unwrap();
     let each_burst = text.find("each_burst").unwrap();
     assert!(burst_max < each_burst, "{text}");
+    // The profile the knobs apply over stays first.
+    assert!(
+        text.starts_with("[knobs]\nprofile = \"freebsd\"\n"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -3,6 +3,18 @@
 //! Validation happens here, at the boundary, as in the sysctl handlers of `kern_poll.c`: a
 //! write FreeBSD would reject with EINVAL is rejected with a [`KnobError`] that names the
 //! knob, the value and the allowed range, and changes nothing.
+//!
+//! # Defaults and profiles
+//!
+//! [`Knobs::default`] is what `polld run` polls with when the config sets nothing: settings
+//! that keep the promise (a CPU-bound competitor on the poll CPU keeps `user_frac`) and do
+//! not cap forwarding on today's devices. Three differ from FreeBSD's, each declaration says
+//! why: `controller` (`time`), `burst_max` (20000) and `each_burst` (50).
+//! `cargo bench -p polld --bench defaults` measures them on the TAP testbed.
+//!
+//! FreeBSD's own values are one line away: [`Profile::FreeBsd`], `profile = "freebsd"` in
+//! the config's `[knobs]`, gives `kern_poll.c`'s defaults ([`Knobs::freebsd`]); knob writes
+//! (the config's other `[knobs]` lines, `polld ctl`) apply over the profile.
 
 use std::fmt;
 
@@ -39,14 +51,20 @@ pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
 /// rounds: a single late batch filled one 1-ms window.
 pub const DEFAULT_AUTO_WINDOW_TICKS: u32 = 4;
 
+/// FreeBSD's `burst_max` default (`kern_poll.c`), sized for 100 Mbit cards: at hz 1000 it
+/// caps an interface at 150 kpps.
+pub const FREEBSD_BURST_MAX: u32 = 150;
+/// FreeBSD's `each_burst` default (`kern_poll.c`).
+pub const FREEBSD_EACH_BURST: u32 = 5;
+
 /// Which control loop adapts the per-tick budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Controller {
     /// FreeBSD's: `burst` ±1 per cycle against `100 - user_frac`.
-    #[default]
     Classic,
     /// A time budget per tick with a moving average of the cost per packet.
+    #[default]
     Time,
 }
 
@@ -71,23 +89,36 @@ sysctl_struct! {
     /// and the order `polld ctl --save` applies them in).
     #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
     pub struct Knobs {
-        /// `kern.polling.hz`: ticks per second.
+        /// `kern.polling.hz`: ticks per second. 1000, FreeBSD's advice for polling (HZ of
+        /// at least 1000): a frame waits at most a tick, 1 ms.
         hz: u32 = 1000, HZ: Knob "Poll ticks per second (polld's stand-in for HZ)",
             Write::Proc(set_hz);
-        /// `kern.polling.controller`: `classic` or `time`.
-        controller: Controller = Controller::Classic, CONTROLLER: Knob
+        /// `kern.polling.controller`: `classic` or `time`. Default `time` (FreeBSD:
+        /// `classic`): classic moves `burst` by one packet a cycle, so with a ceiling that
+        /// does not cap, a flood takes a tick per packet of burst to reach its share (20000
+        /// ticks to reach burst_max), and then swings around it; the time budget sizes
+        /// each chunk to the time left in the tick at the measured cost per packet, so the
+        /// share is reached within a few ticks at any rate.
+        controller: Controller = Controller::Time, CONTROLLER: Knob
             "Burst controller: classic (FreeBSD +-1 per tick) or time (time budget)",
             Write::Word {
                 words: &["classic", "time"],
                 store: |k, i| k.controller = [Controller::Classic, Controller::Time][i],
             };
         /// `kern.polling.user_frac`: percent of each tick reserved for non-polling work.
+        /// FreeBSD's 50: half the CPU for the devices under a flood, half for the rest.
         /// kern_poll.c: `if (val > 99) return (EINVAL)`; negative values cannot be written
         /// to its unsigned variable either.
         user_frac: u32 = 50, USER_FRAC: Knob "Desired user fraction of cpu time",
             Write::Int { range: |_| (0, 99), store: |k, v| k.user_frac = v as u32 };
-        /// `kern.polling.burst_max`: ceiling of `burst`.
-        burst_max: u32 = 150, BURST_MAX: Knob "Max Polling burst size",
+        /// `kern.polling.burst_max`: ceiling of `burst`, packets per interface a tick.
+        /// Default the highest FreeBSD allows, [`MAX_POLL_BURST_MAX`] (FreeBSD's default:
+        /// [`FREEBSD_BURST_MAX`]): FreeBSD's caps polling at `hz * burst_max`, 150 kpps,
+        /// below what one CPU forwards today; on the TAP testbed under a flood polling
+        /// then forwarded 150 kpps where interrupt mode forwarded 406, and a CPU-bound
+        /// competitor got 55/58/86 % of the CPU at user_frac 10/50/90, the CPU polld
+        /// left idle. At 20000 (20 Mpps at hz 1000) what limits polling is `user_frac`.
+        burst_max: u32 = MAX_POLL_BURST_MAX, BURST_MAX: Knob "Max Polling burst size",
             Write::Int {
                 range: |_| (MIN_POLL_BURST_MAX.into(), MAX_POLL_BURST_MAX.into()),
                 store: |k, v| {
@@ -98,13 +129,18 @@ sysctl_struct! {
                     }
                 },
             };
-        /// `kern.polling.each_burst`: packets per handler call.
-        each_burst: u32 = 5, EACH_BURST: Knob "Max size of each burst",
+        /// `kern.polling.each_burst`: packets per handler call. Default 50 (FreeBSD's:
+        /// [`FREEBSD_EACH_BURST`]; DragonFly's later ifpoll moved to 50 as well): the
+        /// handler call and the stage's pass between chunks are paid per chunk, ten times
+        /// as often with chunks of 5; the time controller sizes each chunk (at most
+        /// `each_burst`) to the time left in the tick, so bigger chunks do not overrun it.
+        each_burst: u32 = 50, EACH_BURST: Knob "Max size of each burst",
             Write::Int { range: |k| (1, k.burst_max.into()), store: |k, v| k.each_burst = v as u32 };
-        /// `kern.polling.reg_frac`: status check every `reg_frac` cycles.
+        /// `kern.polling.reg_frac`: status check every `reg_frac` cycles (FreeBSD's 20).
         reg_frac: u32 = 20, REG_FRAC: Knob "Every this many cycles check registers",
             Write::Int { range: |k| (1, k.hz.into()), store: |k, v| k.reg_frac = v as u32 };
-        /// `kern.polling.idle_poll`: poll in the idle loop when non-zero.
+        /// `kern.polling.idle_poll`: poll in the idle loop when non-zero (FreeBSD's 0: it
+        /// is unaccounted, and keeps an idle CPU busy).
         idle_poll: i64 = 0, IDLE_POLL: Knob "Enable device polling in idle loop",
             Write::Int { range: |_| (i64::MIN, i64::MAX), store: |k, v| k.idle_poll = v };
         /// `kern.polling.idle_wakeups`: how many times between two ticks a device's
@@ -142,6 +178,61 @@ sysctl_struct! {
                 range: |k| (1, k.hz.into()),
                 store: |k, v| k.auto_window_ticks = v as u32,
             };
+    }
+}
+
+/// The key of the config's `[knobs]` that names the [`Profile`] the other keys apply over.
+pub const PROFILE_KEY: &str = "profile";
+
+/// A named set of defaults for the knobs, chosen with `profile = "NAME"` in the config's
+/// `[knobs]`; the other knob writes apply over it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// polld's defaults, [`Knobs::default`]: they keep the promise and do not cap.
+    #[default]
+    Polld,
+    /// FreeBSD's `kern_poll.c` defaults, [`Knobs::freebsd`]: to compare with FreeBSD, or
+    /// to reproduce its figures (the 150 kpps per-interface ceiling included).
+    FreeBsd,
+}
+
+impl Profile {
+    /// Every profile, by its name in the config.
+    pub const ALL: [Profile; 2] = [Profile::Polld, Profile::FreeBsd];
+
+    /// Its name in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Polld => "polld",
+            Profile::FreeBsd => "freebsd",
+        }
+    }
+
+    /// The profile called `name`, if there is one.
+    pub fn named(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The knobs it starts from.
+    pub fn knobs(self) -> Knobs {
+        match self {
+            Profile::Polld => Knobs::default(),
+            Profile::FreeBsd => Knobs::freebsd(),
+        }
+    }
+}
+
+impl Knobs {
+    /// FreeBSD's defaults (`kern_poll.c`) for the knobs it has; polld's own knobs
+    /// (`idle_wakeups`, `quiet_cycles`, `auto_*`) keep polld's defaults, FreeBSD has no
+    /// value for them. hz, user_frac, reg_frac and idle_poll are FreeBSD's by default.
+    pub fn freebsd() -> Knobs {
+        Knobs {
+            controller: Controller::Classic,
+            burst_max: FREEBSD_BURST_MAX,
+            each_burst: FREEBSD_EACH_BURST,
+            ..Knobs::default()
+        }
     }
 }
 

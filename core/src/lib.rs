@@ -27,7 +27,7 @@ pub mod sysctl;
 
 pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
 pub use device::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull};
-pub use knobs::{Controller, KnobError, Knobs};
+pub use knobs::{Controller, KnobError, Knobs, Profile};
 pub use poll::{
     HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,
 };

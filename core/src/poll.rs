@@ -64,7 +64,8 @@
 //! `kern.polling.controller=time` swaps the ±1 packet rule for a time budget per tick with a
 //! moving average of the cost per packet (the time-budget fork, docs/sources.md): each chunk polls as
 //! many packets as fit in the time left, so the share converges in a few ticks instead of
-//! one packet per tick. `classic` is the default.
+//! one packet per tick. `time` is the default (`knobs.rs` says why), `classic` FreeBSD's
+//! ([`crate::Profile::FreeBsd`]).
 //!
 //! # Linux mapping
 //!

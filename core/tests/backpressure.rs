@@ -1,8 +1,9 @@
 //! The scheduler's two departures from kern_poll, exactly: a handler whose output filled
 //! is skipped for the rest of the cycle and the burst does not grow after such a cycle;
-//! a chunk that leaves every ring empty ends the cycle.
+//! a chunk that leaves every ring empty ends the cycle. The pollers start from FreeBSD's
+//! defaults (the `freebsd` profile: the classic controller, chunks of 5).
 
-use polld_core::{HandlerId, PollCmd, PollHandlers, Poller};
+use polld_core::{HandlerId, Knobs, PollCmd, PollHandlers, Poller};
 
 /// Handlers with `backlog[id]` frames waiting; `full_after[id]` frames fill its output.
 struct Rings {
@@ -39,7 +40,7 @@ impl PollHandlers for Rings {
 }
 
 fn poller(knobs: &[(&str, &str)], handlers: usize) -> Poller {
-    let mut p = Poller::default();
+    let mut p = Poller::new(Knobs::freebsd());
     for (k, v) in knobs {
         p.set_knob(k, v).unwrap();
     }

@@ -1,9 +1,10 @@
 //! The behaviours of FreeBSD's kern_poll (docs/algorithm.md §9, behaviours 1–13), each as its own test, on
 //! virtual time: handlers burn a fixed cost per packet on an unbounded backlog and record
 //! every call. Items 14 (em-style batches) and 15 (per-CPU timing) live with the dataplane
-//! and the per-CPU pollers.
+//! and the per-CPU pollers. Every poller starts from FreeBSD's defaults
+//! ([`Knobs::freebsd`], the `freebsd` profile), which these behaviours are stated for.
 
-use polld_core::{HandlerId, KnobError, Netisr, PollCmd, PollHandlers, Poller, RegError};
+use polld_core::{HandlerId, KnobError, Knobs, Netisr, PollCmd, PollHandlers, Poller, RegError};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -53,7 +54,11 @@ struct Rig {
 
 impl Rig {
     fn new(handlers: usize, cost_ns: u64) -> Rig {
-        let mut p = Poller::default();
+        Rig::with(Knobs::freebsd(), handlers, cost_ns)
+    }
+
+    fn with(knobs: Knobs, handlers: usize, cost_ns: u64) -> Rig {
+        let mut p = Poller::new(knobs);
         for id in 0..handlers {
             p.register(id).unwrap();
         }
@@ -350,6 +355,23 @@ fn burst_max_caps_the_rate_per_interface() {
     assert_eq!(r.p.state().burst, 150);
 }
 
+// polld's defaults, where FreeBSD's cap (B* above 150 at user_frac 10 and 50): the kernel
+// share is 100 - user_frac, not what burst_max leaves.
+#[test]
+fn the_defaults_keep_user_frac_where_freebsds_burst_max_caps() {
+    for uf in [10u32, 50, 90] {
+        let mut r = Rig::with(Knobs::default(), 2, US);
+        r.set("user_frac", &uf.to_string());
+        r.run_ticks(300);
+        let share = share_over(&mut r, 1000);
+        let target = (100 - uf) as f64;
+        assert!(
+            (share - target).abs() <= 5.0,
+            "uf={uf}: share {share:.1}% vs target {target}%"
+        );
+    }
+}
+
 // 7. Chunking: ceil(burst/each_burst) chunks, counts 5,5,2, handlers in table order.
 #[test]
 fn a_cycle_is_split_into_each_burst_chunks_round_robin() {
@@ -443,7 +465,7 @@ fn a_tick_at_four_tenths_of_a_period_is_short_and_keeps_the_reference() {
 // 11. Sysctl validation, with FreeBSD's ranges and the burst_max/each_burst quirk.
 #[test]
 fn knob_writes_are_validated_like_freebsd() {
-    let mut p = Poller::default();
+    let mut p = Poller::new(Knobs::freebsd());
     let before = p.knobs().clone();
     let bad = [
         ("kern.polling.user_frac", "100"),
@@ -520,7 +542,7 @@ fn knob_writes_are_validated_like_freebsd() {
 //     zero handlers => the tick hook is a no-op.
 #[test]
 fn registration_table_follows_freebsd() {
-    let mut p = Poller::default();
+    let mut p = Poller::new(Knobs::freebsd());
     assert!(!p.hardclock(0, 1), "no handlers: no-op");
     assert_eq!(p.state().pending_polls, 0);
     p.register(5).unwrap();

@@ -17,6 +17,8 @@
 //!                                # forwarded frames leave without a user-space copy
 //!
 //! [knobs]                        # any writable sysctl, applied in order at start
+//! profile = "freebsd"            # the defaults they apply over: polld (default) or
+//!                                # freebsd (kern_poll.c's: classic, burst_max 150, ...)
 //! "kern.polling.user_frac" = 50
 //! "kern.polling.idle_poll" = 0
 //! "net.inet.ip.fastforwarding" = 1
@@ -59,7 +61,8 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use polld_core::Mode;
+use polld_core::knobs::PROFILE_KEY;
+use polld_core::{Mode, Profile};
 use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
 use serde::Deserialize;
@@ -211,6 +214,8 @@ pub struct KnobSetting {
 pub struct RunConfig {
     pub path: PathBuf,
     pub daemon: DaemonConfig,
+    /// `[knobs] profile`: the knob defaults `knobs` apply over.
+    pub profile: Profile,
     pub knobs: Vec<KnobSetting>,
     pub devices: Vec<DeviceConfig>,
     pub packet: PacketConfig,
@@ -416,9 +421,26 @@ impl RunConfig {
             |e: ConfigError| fail(locate(&e.field), format!("{}: {}", e.field, e.message));
         packet.validate().map_err(config_error)?;
 
+        let mut profile = Profile::default();
+        if let Some(value) = file.knobs.get(PROFILE_KEY) {
+            profile = value.as_str().and_then(Profile::named).ok_or_else(|| {
+                let names: Vec<String> = Profile::ALL
+                    .iter()
+                    .map(|p| format!("\"{}\"", p.name()))
+                    .collect();
+                fail(
+                    key_line(source, PROFILE_KEY),
+                    format!(
+                        "knobs.profile: {value} is not a profile; write profile = {}",
+                        names.join(" or ")
+                    ),
+                )
+            })?;
+        }
         let knobs = file
             .knobs
             .iter()
+            .filter(|(name, _)| name.as_str() != PROFILE_KEY)
             .map(|(name, value)| {
                 let value = match value {
                     toml::Value::String(s) => s.clone(),
@@ -461,6 +483,7 @@ impl RunConfig {
         Ok(RunConfig {
             path: path.to_path_buf(),
             daemon: file.daemon,
+            profile,
             knobs,
             devices,
             packet,

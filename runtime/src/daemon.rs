@@ -360,11 +360,11 @@ impl Write for PcapFile {
     }
 }
 
-/// The `kern.polling.*` knobs the config file sets, on top of the defaults: what the
+/// The `kern.polling.*` knobs the config file sets, on top of its profile's: what the
 /// devices are opened with. A refused or foreign entry is skipped here: the dataplane
 /// applies the whole `[knobs]` table afterwards and reports it with its line.
 pub(crate) fn configured_knobs(config: &RunConfig) -> Knobs {
-    let mut knobs = Knobs::default();
+    let mut knobs = config.profile.knobs();
     for k in &config.knobs {
         if Poller::is_declared(&k.name) {
             let _ = knobs.set(&k.name, &k.value);
@@ -649,7 +649,7 @@ pub(crate) fn build_dataplane<D: Device>(
         let wall_ns = since_epoch.as_nanos() as u64;
         stage.set_utc_offset(wall_ns.wrapping_sub(polld_dev::clock::monotonic_ns()));
     }
-    let mut dp = Dataplane::new(Poller::default(), devices, stage);
+    let mut dp = Dataplane::new(Poller::new(config.profile.knobs()), devices, stage);
     let defaults = polld_control::answer::writable_values(&dp);
     for (i, d) in config.devices.iter().enumerate() {
         dp.set_mode(i, d.mode)
@@ -742,6 +742,31 @@ mod tests {
         ]
         .concat();
         RunConfig::parse(Path::new("fwd.toml"), &text).unwrap()
+    }
+
+    /// The knobs a config with `knobs` in its `[knobs]` opens the devices with.
+    fn knobs_of(knobs: &str) -> Knobs {
+        let text = format!(
+            "[knobs]\n{knobs}\n[[interfaces]]\nname = \"veth1\"\nmac = \"02:00:00:00:01:01\"\n\
+             addresses = [\"10.0.1.1/24\"]\n"
+        );
+        configured_knobs(&RunConfig::parse(Path::new("fwd.toml"), &text).unwrap())
+    }
+
+    #[test]
+    fn the_configs_knobs_apply_over_its_profile() {
+        assert_eq!(knobs_of(""), Knobs::default());
+        assert_eq!(knobs_of("profile = \"polld\""), Knobs::default());
+        assert_eq!(knobs_of("profile = \"freebsd\""), Knobs::freebsd());
+        // Wherever the profile's line is, the knobs apply over it.
+        let k = knobs_of("\"kern.polling.burst_max\" = 1000\nprofile = \"freebsd\"");
+        assert_eq!(
+            k,
+            Knobs {
+                burst_max: 1000,
+                ..Knobs::freebsd()
+            }
+        );
     }
 
     /// The UMEM's members, or `None` when none was allocated.

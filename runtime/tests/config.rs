@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use polld_core::Mode;
+use polld_core::{Mode, Profile};
 use polld_runtime::config::{Backend, RunConfig};
 
 const GOOD: &str = r#"
@@ -91,6 +91,21 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
             "{from} -> {to}: got {err:?}, expected {expected:?}"
         );
     }
+}
+
+#[test]
+fn the_knobs_profile_is_read_apart_from_the_knobs_and_checked() {
+    assert_eq!(parse(GOOD).unwrap().profile, Profile::Polld);
+    let freebsd = GOOD.replace("[knobs]\n", "[knobs]\nprofile = \"freebsd\"\n");
+    let c = parse(&freebsd).unwrap();
+    assert_eq!(c.profile, Profile::FreeBsd);
+    assert!(c.knobs.iter().all(|k| k.name != "profile"), "{:?}", c.knobs);
+    assert_eq!(c.knobs.len(), 3);
+    let err = parse(&GOOD.replace("[knobs]\n", "[knobs]\nprofile = \"bsd\"\n")).unwrap_err();
+    assert_eq!(
+        err,
+        "fwd.toml:7: knobs.profile: \"bsd\" is not a profile; write profile = \"polld\" or \"freebsd\""
+    );
 }
 
 /// GOOD with two poll CPUs and four interfaces: veth1 and veth2 on CPU 0 (round-robin and

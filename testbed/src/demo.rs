@@ -174,27 +174,6 @@ pub enum Load<'a> {
     Tcp,
 }
 
-/// The poller knobs the README recommends for today's rates, used by the demo and the
-/// benches. FreeBSD's `burst_max` of 150 at hz=1000 caps polling at 150 kpps per interface
-/// (sized for 100 Mbit). FreeBSD's clock, 1000 Hz: a tick's timer interrupt and wakeup cost
-/// about 8 µs of CPU in a KVM guest, and under a flood hz 1000 with chunks of 64 was level
-/// with interrupt mode on both veth backends (medians 0.99-1.03x) once a flood after a
-/// quiet spell no longer ramped its burst up; chunks of 64 measured a little faster than
-/// 16 (README "Forwarding against the kernel").
-pub const RECOMMENDED_KNOBS: [(&str, &str); 3] = [
-    ("kern.polling.hz", "1000"),
-    ("kern.polling.burst_max", "1000"),
-    ("kern.polling.each_burst", "64"),
-];
-
-/// The polling clock `knobs` set (`kern.polling.hz`), for labels and latency bounds.
-pub fn knob_hz(knobs: &[(&str, &str)]) -> Option<u32> {
-    knobs
-        .iter()
-        .find(|(name, _)| *name == "kern.polling.hz")
-        .and_then(|(_, hz)| hz.parse().ok())
-}
-
 fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
 }
@@ -276,7 +255,8 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             forwarder: Forwarder::Polld {
                 backend: &args.backend,
                 mode,
-                knobs: &RECOMMENDED_KNOBS,
+                // polld's defaults: what `polld run` does with no [knobs].
+                knobs: &[],
             },
             load: Load::Frames {
                 rate: &args.rate,

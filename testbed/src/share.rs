@@ -131,18 +131,6 @@ pub struct ShareRow {
     pub conserved: bool,
 }
 
-/// The knobs of a share trial. `burst_max` at FreeBSD's ceiling and the time controller,
-/// so that what limits polld is `user_frac`, not a packet count: FreeBSD's default
-/// `burst_max` of 150 would cap polling at 150 kpps (hz 1000).
-fn knobs(user_frac: &str) -> [(&str, &str); 4] {
-    [
-        ("kern.polling.burst_max", "20000"),
-        ("kern.polling.each_burst", "50"),
-        ("kern.polling.controller", "time"),
-        ("kern.polling.user_frac", user_frac),
-    ]
-}
-
 /// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
 /// once its control socket exists.
 pub(crate) fn start_polld(
@@ -261,7 +249,8 @@ impl<'a> TrialRun<'a> {
         let socket = dir.join("polld.sock");
         let _ = std::fs::remove_file(&socket);
         let user_frac = trial.user_frac.to_string();
-        let mut all_knobs = knobs(&user_frac).to_vec();
+        // polld's defaults but user_frac: what a user who sets only that gets.
+        let mut all_knobs = vec![("kern.polling.user_frac", user_frac.as_str())];
         all_knobs.extend_from_slice(trial.knobs);
         let mut config = polld_config(
             layout,
@@ -700,8 +689,10 @@ pub fn measure_per_cpu_shares(
         .iter()
         .map(|(cpu, _, uf)| (format!("net.ifpoll.{cpu}.rx.user_frac"), uf.to_string()))
         .collect();
-    let mut all_knobs: Vec<(&str, &str)> = knobs("50")[..3].to_vec();
-    all_knobs.extend(fracs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let all_knobs: Vec<(&str, &str)> = fracs
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
     let pairs: Vec<(&Layout, usize)> = trial.cpus.iter().map(|(c, l, _)| (l, *c)).collect();
     let config = crate::polld::polld_config_per_cpu(
         &pairs,

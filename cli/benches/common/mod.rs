@@ -26,11 +26,13 @@ pub fn arg<T: std::str::FromStr>(name: &str) -> Option<T> {
     args.get(i + 1)?.parse().ok()
 }
 
-/// A testbed of `devices` with namespaces unique to this process; exits if it cannot.
+/// A testbed of `devices` with namespaces unique to this process (or named by the bench's
+/// `--prefix`); exits if it cannot.
 /// Says what it could not apply (a placement fallen back to RPS, a realtime receive
 /// thread not raised), which the bench's header would otherwise claim.
 pub fn testbed(bench: &str, devices: Devices, options: &UpOptions) -> Testbed {
-    let prefix = format!("{}{}", &bench[..2], std::process::id() % 10_000);
+    let prefix = arg("--prefix")
+        .unwrap_or_else(|| format!("{}{}", &bench[..2], std::process::id() % 10_000));
     let tb = Testbed::up(&Layout::with_devices(&prefix, devices), options).unwrap_or_else(|e| {
         eprintln!("{bench} bench: {e}");
         std::process::exit(1);

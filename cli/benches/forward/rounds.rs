@@ -5,7 +5,7 @@
 //! from the median of the per-round ratios (the main table's flood rows count as round 1),
 //! with every window's row in the table.
 
-use polld_testbed::demo::{Forwarder, RECOMMENDED_KNOBS};
+use polld_testbed::demo::Forwarder;
 use polld_testbed::Testbed;
 
 use super::{Bench, Row, VETH_BACKENDS};
@@ -25,7 +25,7 @@ pub(super) fn run(bench: &mut Bench, tb: &Testbed, rounds: usize) {
             let forwarder = |mode| Forwarder::Polld {
                 backend,
                 mode,
-                knobs: &RECOMMENDED_KNOBS,
+                knobs: &[],
             };
             if !MODES
                 .iter()

@@ -11,6 +11,7 @@
 //! so under overload their receive interrupts outrank the output cards' transmit-complete
 //! interrupts — the transmit starvation of Mogul & Ramakrishnan.
 
+use polld_core::knobs::PROFILE_KEY;
 use polld_core::Mode;
 
 use crate::cpu::{CpuCosts, UserTask};
@@ -89,6 +90,8 @@ fn scenario(
     let mut put = |k: &str, v: &str| {
         knobs.insert(k.to_string(), toml::Value::String(v.to_string()));
     };
+    // The seed's box ran FreeBSD's defaults (burst_max 150, each_burst 5, classic).
+    put(PROFILE_KEY, "freebsd");
     put("kern.polling.hz", "1000");
     put("kern.polling.user_frac", "50");
     put(

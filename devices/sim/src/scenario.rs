@@ -5,6 +5,7 @@
 //! duration_ms = 1000
 //! user = { kind = "spin" }            # none | spin | generator (with nic = N)
 //! [knobs]
+//! profile = "freebsd"                 # the knobs' defaults, as in polld run's config
 //! "kern.polling.user_frac" = 50
 //! "net.inet.ip.fastforwarding" = 0
 //! [costs]                             # CPU costs in ns (see CpuCosts)
@@ -20,7 +21,8 @@
 
 use std::collections::BTreeMap;
 
-use polld_core::{DropCounters, IfCounters, Mode, PollState, Poller, TxDrop};
+use polld_core::knobs::PROFILE_KEY;
+use polld_core::{DropCounters, IfCounters, Mode, PollState, Poller, Profile, TxDrop};
 
 use crate::cpu::{CpuCosts, CpuSplit, Sim, UserTask};
 use crate::nic::{NicConfig, NicStats};
@@ -38,7 +40,8 @@ pub struct Scenario {
     pub seed: u64,
     #[serde(default)]
     pub user: UserTask,
-    /// Sysctl assignments applied before the start, by FreeBSD name.
+    /// Sysctl assignments applied before the start, by FreeBSD name, over the knob
+    /// profile named by `profile` (polld's defaults without it).
     #[serde(default)]
     pub knobs: BTreeMap<String, toml::Value>,
     #[serde(default)]
@@ -157,10 +160,16 @@ impl Scenario {
             .collect()
     }
 
-    /// Builds the simulation: knobs applied, modes set.
+    /// Builds the simulation: knobs applied over their profile, modes set.
     pub fn build(&self) -> Result<Sim, String> {
+        let profile = match self.knobs.get(PROFILE_KEY) {
+            None => Profile::default(),
+            Some(v) => v.as_str().and_then(Profile::named).ok_or_else(|| {
+                format!("[knobs] profile = {v}: not a profile (\"polld\" or \"freebsd\")")
+            })?,
+        };
         let mut sim = Sim::new(
-            Poller::default(),
+            Poller::new(profile.knobs()),
             self.nics.clone(),
             self.routes()?,
             self.costs,
@@ -168,7 +177,7 @@ impl Scenario {
             self.seed,
         );
         let dp = sim.dataplane_mut();
-        for (name, value) in &self.knobs {
+        for (name, value) in self.knobs.iter().filter(|(n, _)| *n != PROFILE_KEY) {
             let v = match value {
                 toml::Value::String(s) => s.clone(),
                 other => other.to_string(),

@@ -2,8 +2,7 @@
 //! cycles the tick stops; the first frame wakes polling at once, through the device's
 //! interrupt, and is forwarded without waiting for a tick.
 
-use polld_core::Mode;
-use polld_core::Poller;
+use polld_core::{Knobs, Mode, Poller};
 use polld_sim::scenario::check_conservation;
 use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
 
@@ -13,8 +12,10 @@ fn idle_pair(quiet_cycles: &str) -> Sim {
     pair(quiet_cycles, Arrivals::None)
 }
 
+/// Polling on FreeBSD's knobs (the `freebsd` profile: the classic controller, whose
+/// burst the quiet spell's wakeup restores) with burst_max 1000.
 fn pair(quiet_cycles: &str, arrivals: Arrivals) -> Sim {
-    let mut poller = Poller::default();
+    let mut poller = Poller::new(Knobs::freebsd());
     poller
         .set_knob("kern.polling.quiet_cycles", quiet_cycles)
         .unwrap();
