@@ -594,3 +594,49 @@ fn time_controller_converges_in_a_few_ticks() {
         "classic is still ramping (burst ~10 of 250): {classic:.1}%"
     );
 }
+
+// 12b. The last handler leaving mid-cycle (auto back to interrupts, a gone interface)
+// leaves nothing behind: polld resets the cycle state when the table empties, as
+// DragonFly does, so the next registration is polled at its first tick, not ~100 ticks
+// later by the stall detector (FreeBSD 14's early return in pollmore leaves phase 5 and
+// the owed tick behind).
+#[test]
+fn the_last_handler_leaving_mid_cycle_leaves_no_stall_behind() {
+    for leave_after_pollmore in [false, true] {
+        let mut r = Rig::new(1, 0);
+        r.set("kern.polling.each_burst", "2");
+        r.p.hardclock(0, 1);
+        r.p.netisr_poll(0, &mut r.h);
+        if leave_after_pollmore {
+            // Between chunks: pollmore armed the next chunk, then the handler left.
+            r.p.netisr_pollmore(0);
+            assert_eq!(r.p.netisr_due(), Some(Netisr::Chunk));
+        }
+        r.p.deregister(0).unwrap();
+        // The netisr finds nothing armed for nobody.
+        assert_eq!(r.p.netisr_due(), None);
+        let s = *r.p.state();
+        assert_eq!(
+            (s.phase, s.pending_polls, s.residual_burst),
+            (0, 0, 0),
+            "after pollmore: {leave_after_pollmore}"
+        );
+        // Ticks without handlers do nothing.
+        assert!(!r.p.hardclock(MS, 1));
+        // The interface comes back: its first tick schedules a cycle, which completes.
+        r.p.register(0).unwrap();
+        assert!(
+            r.p.hardclock(2 * MS, 1),
+            "after pollmore: {leave_after_pollmore}"
+        );
+        r.h.now = 2 * MS;
+        r.next_tick = 3 * MS;
+        r.cycle();
+        let s = *r.p.state();
+        assert_eq!((s.phase, s.pending_polls, s.cycles), (0, 0, 1));
+        r.run_ticks(200);
+        let s = *r.p.state();
+        assert_eq!((s.stalled, s.lost_polls, s.suspect), (0, 0, 0));
+        assert!(s.cycles >= 200, "{s:?}");
+    }
+}
