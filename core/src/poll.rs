@@ -666,9 +666,15 @@ impl Poller {
     }
 
     /// When to poll again before the next tick (a cycle met a full output), once: the
-    /// executor moves its next tick there if that is earlier.
+    /// executor moves its next tick there if that is earlier. That tick comes early by
+    /// polld's own schedule, not the clock's fault: the short-tick detector takes it as its
+    /// new reference without counting it.
     pub fn take_repoll(&mut self) -> Option<u64> {
-        self.repoll_at.take()
+        let at = self.repoll_at.take();
+        if at.is_some() {
+            self.prev_tick = None;
+        }
+        at
     }
 
     fn leave_quiet(&mut self) {

@@ -640,3 +640,41 @@ fn the_last_handler_leaving_mid_cycle_leaves_no_stall_behind() {
         assert!(s.cycles >= 200, "{s:?}");
     }
 }
+
+/// A handler whose output is always full: every cycle is cut short and asks to poll again
+/// before the next tick.
+struct FullOutput;
+
+impl PollHandlers for FullOutput {
+    fn poll(&mut self, _id: HandlerId, _cmd: PollCmd, count: u32) -> u32 {
+        count
+    }
+    fn take_output_full(&mut self, _id: HandlerId) -> bool {
+        true
+    }
+}
+
+// 10b. A repoll's early tick, asked for by a cycle a full output cut short, is polld's own
+// schedule, not a short tick of the clock.
+#[test]
+fn a_repoll_tick_is_not_a_short_tick() {
+    let mut p = Poller::default();
+    p.register(0).unwrap();
+    let mut now = 0;
+    for _ in 0..5 {
+        p.hardclock(now, 1);
+        p.netisr_poll(now, &mut FullOutput);
+        p.netisr_pollmore(now + 10 * US);
+        let at = p
+            .take_repoll()
+            .expect("a cut-short cycle asks to poll again");
+        assert!(at < now + MS / 2, "early: {at}");
+        now = at;
+    }
+    assert_eq!(p.state().repolls, 5);
+    assert_eq!(p.state().short_ticks, 0);
+    // The clock's own ticks go on being checked: one 0.4 period after a tick is short.
+    p.hardclock(now, 1);
+    p.hardclock(now + 400 * US, 1);
+    assert_eq!(p.state().short_ticks, 1);
+}
