@@ -1,6 +1,8 @@
 //! `polld bench seeds --quick --json` end to end (root only): it brings up its own TAP
 //! testbed, runs every step, prints one JSON report with every part filled, writes its SVG
-//! plots, and conservation holds in every trial. Rates and shares are not checked here:
+//! plots, and conservation holds in every trial. The bench fails when interrupt mode
+//! without fastforwarding does not livelock under the flood (under 10 % of its best in the
+//! same run), so this test fails then too; other rates and shares are not checked here:
 //! the bench prints them, and `promise.rs` asserts the competitor's share.
 //!
 //! Its own test binary, so that no other test of this crate runs on the CPUs meanwhile.
@@ -35,7 +37,7 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     );
     for series in curve {
         let points = series["points"].as_array().unwrap();
-        assert_eq!(points.len(), 2, "{series}");
+        assert_eq!(points.len(), 3, "{series}");
         assert!(points.iter().all(|p| p["conserved"] == true), "{series}");
     }
     let table = report["table"].as_array().unwrap();

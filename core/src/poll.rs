@@ -378,8 +378,30 @@ impl Poller {
             .ok_or(RegError::Enoent)?;
         self.table.swap_remove(pos);
         self.blocked.swap_remove(pos);
+        if self.table.is_empty() {
+            self.reset_cycle();
+        }
         self.update_idle_sleep();
         Ok(())
+    }
+
+    /// The last handler left: nothing is owed to nobody. The cycle under way, the ticks
+    /// owed and the armed chunk and pollmore are dropped and the phase is 0, as DragonFly
+    /// resets its poll context when its last interface leaves. (FreeBSD 14 returns early
+    /// from pollmore instead and leaves phase 5 and the owed tick behind; after the next
+    /// registration its hardclock then schedules nothing until the stall detector fires,
+    /// about 100 ticks later, with the device's interrupt masked.) The burst, the knobs and
+    /// the counters stay.
+    fn reset_cycle(&mut self) {
+        self.poll_armed = false;
+        self.pollmore_armed = false;
+        self.state.phase = 0;
+        self.state.pending_polls = 0;
+        self.state.residual_burst = 0;
+        self.excused_polls = 0;
+        self.repoll_at = None;
+        self.chunk_drained = false;
+        self.cycle_blocked = false;
     }
 
     /// The clock-tick hook (`hardclock_device_poll`), for `expirations` ticks that arrived
@@ -544,11 +566,6 @@ impl Poller {
         }
         self.pollmore_armed = false;
         self.state.phase = 5;
-        if self.table.is_empty() {
-            // FreeBSD returns early here too: the stall detector restarts polling
-            // after a re-registration (docs/algorithm.md §9, behaviour 9).
-            return true;
-        }
         if self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now) {
             self.poll_armed = true;
             self.pollmore_armed = true;
@@ -650,9 +667,15 @@ impl Poller {
     }
 
     /// When to poll again before the next tick (a cycle met a full output), once: the
-    /// executor moves its next tick there if that is earlier.
+    /// executor moves its next tick there if that is earlier. That tick comes early by
+    /// polld's own schedule, not the clock's fault: the short-tick detector takes it as its
+    /// new reference without counting it.
     pub fn take_repoll(&mut self) -> Option<u64> {
-        self.repoll_at.take()
+        let at = self.repoll_at.take();
+        if at.is_some() {
+            self.prev_tick = None;
+        }
+        at
     }
 
     fn leave_quiet(&mut self) {

@@ -347,3 +347,36 @@ fn auto_judges_the_threads_cpu_less_what_was_not_its_interrupt_work() {
     // interface, which took interrupts too, poll.
     assert!(!after_a_window(0, 1_000_000));
 }
+
+#[test]
+fn a_refused_polling_enable_leaves_an_auto_interface_polling() {
+    // if0 in auto, if1..=127 polling, if128 on interrupts: kern.polling.enable=1 must
+    // register if128, which the full table (128) refuses, and every interface goes back.
+    let mut modes = vec![Mode::Auto];
+    modes.extend(std::iter::repeat_n(Mode::Polling, 127));
+    modes.push(Mode::Interrupt);
+    let mut dp = dataplane(&modes, &[]);
+    // if0's interrupt work overloads a window: it polls.
+    inject(&mut dp, 0, 10);
+    dp.interrupt_line(0, true);
+    while let Some(due) = dp
+        .next_due()
+        .filter(|d| matches!(d, Due::Interrupt(0) | Due::Handler(0)))
+    {
+        dp.run(due, 0);
+        dp.ran(due, 0);
+    }
+    dp.close_auto_window(4 * MS, 4 * MS);
+    assert!(dp.interfaces()[0].polls());
+    let table: Vec<usize> = dp.poller().table().to_vec();
+    assert_eq!(table.len(), 128);
+
+    assert!(dp.sysctl_set("kern.polling.enable", "1").is_err());
+    let if0 = &dp.interfaces()[0];
+    assert_eq!(if0.mode(), Mode::Auto);
+    assert!(if0.polls(), "auto's polling state survives the rollback");
+    assert!(!dp.interrupt_armed(0));
+    assert_eq!(dp.poller().table(), &table[..], "the table as it was");
+    assert_eq!(if0.counters().auto_switches, 1);
+    assert_eq!(dp.interfaces()[128].mode(), Mode::Interrupt);
+}

@@ -616,3 +616,87 @@ fn time_controller_converges_in_a_few_ticks() {
         "classic is still ramping (burst ~10 of 250): {classic:.1}%"
     );
 }
+
+// 12b. The last handler leaving mid-cycle (auto back to interrupts, a gone interface)
+// leaves nothing behind: polld resets the cycle state when the table empties, as
+// DragonFly does, so the next registration is polled at its first tick, not ~100 ticks
+// later by the stall detector (FreeBSD 14's early return in pollmore leaves phase 5 and
+// the owed tick behind).
+#[test]
+fn the_last_handler_leaving_mid_cycle_leaves_no_stall_behind() {
+    for leave_after_pollmore in [false, true] {
+        let mut r = Rig::new(1, 0);
+        r.set("kern.polling.each_burst", "2");
+        r.p.hardclock(0, 1);
+        r.p.netisr_poll(0, &mut r.h);
+        if leave_after_pollmore {
+            // Between chunks: pollmore armed the next chunk, then the handler left.
+            r.p.netisr_pollmore(0);
+            assert_eq!(r.p.netisr_due(), Some(Netisr::Chunk));
+        }
+        r.p.deregister(0).unwrap();
+        // The netisr finds nothing armed for nobody.
+        assert_eq!(r.p.netisr_due(), None);
+        let s = *r.p.state();
+        assert_eq!(
+            (s.phase, s.pending_polls, s.residual_burst),
+            (0, 0, 0),
+            "after pollmore: {leave_after_pollmore}"
+        );
+        // Ticks without handlers do nothing.
+        assert!(!r.p.hardclock(MS, 1));
+        // The interface comes back: its first tick schedules a cycle, which completes.
+        r.p.register(0).unwrap();
+        assert!(
+            r.p.hardclock(2 * MS, 1),
+            "after pollmore: {leave_after_pollmore}"
+        );
+        r.h.now = 2 * MS;
+        r.next_tick = 3 * MS;
+        r.cycle();
+        let s = *r.p.state();
+        assert_eq!((s.phase, s.pending_polls, s.cycles), (0, 0, 1));
+        r.run_ticks(200);
+        let s = *r.p.state();
+        assert_eq!((s.stalled, s.lost_polls, s.suspect), (0, 0, 0));
+        assert!(s.cycles >= 200, "{s:?}");
+    }
+}
+
+/// A handler whose output is always full: every cycle is cut short and asks to poll again
+/// before the next tick.
+struct FullOutput;
+
+impl PollHandlers for FullOutput {
+    fn poll(&mut self, _id: HandlerId, _cmd: PollCmd, count: u32) -> u32 {
+        count
+    }
+    fn take_output_full(&mut self, _id: HandlerId) -> bool {
+        true
+    }
+}
+
+// 10b. A repoll's early tick, asked for by a cycle a full output cut short, is polld's own
+// schedule, not a short tick of the clock.
+#[test]
+fn a_repoll_tick_is_not_a_short_tick() {
+    let mut p = Poller::default();
+    p.register(0).unwrap();
+    let mut now = 0;
+    for _ in 0..5 {
+        p.hardclock(now, 1);
+        p.netisr_poll(now, &mut FullOutput);
+        p.netisr_pollmore(now + 10 * US);
+        let at = p
+            .take_repoll()
+            .expect("a cut-short cycle asks to poll again");
+        assert!(at < now + MS / 2, "early: {at}");
+        now = at;
+    }
+    assert_eq!(p.state().repolls, 5);
+    assert_eq!(p.state().short_ticks, 0);
+    // The clock's own ticks go on being checked: one 0.4 period after a tick is short.
+    p.hardclock(now, 1);
+    p.hardclock(now + 400 * US, 1);
+    assert_eq!(p.state().short_ticks, 1);
+}

@@ -21,7 +21,11 @@
 //! After each wakeup it reports what fired to the dataplane (ticks, interrupt lines, an idle
 //! CPU) and runs what the dataplane says is due, in the order the dataplane decides
 //! (`polld_core::dataplane::decision`, the same for the simulated CPU): the executor keeps
-//! only the clock, the waiting and the time accounts. Busy and idle polling spin, so after
+//! only the clock, the waiting and the time accounts. While it waits on an interrupt line
+//! it reads its events again before each piece of work but a running handler's next batch
+//! (`Due::wants_fresh_lines`), so a device's interrupt runs before the input queue's next
+//! frame, as in FreeBSD: under a flood in interrupt mode without fastforwarding the queue
+//! starves (receive livelock). Busy and idle polling spin, so after
 //! one pass of them it reads its events again; so it does after a millisecond of interrupt
 //! work, since a handler under a flood that outruns the thread never finds its ring empty,
 //! and the tick, `polld ctl` and a stop signal must still get in. When nothing is due it
@@ -59,6 +63,7 @@ use std::os::fd::RawFd;
 use polld_control::answer::{self as control, DaemonStatus};
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
+use polld_core::dataplane::EVENTS_EVERY_NS;
 use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
@@ -72,10 +77,6 @@ pub type RealDataplane = Dataplane<Box<dyn Device>, Stage>;
 
 /// Status checks of interfaces outside the poll cycle.
 const STATUS_PERIOD_NS: u64 = 200_000_000;
-
-/// The longest the thread runs interrupt work before it reads its events again (or a tick
-/// period, if shorter).
-const EVENTS_EVERY_NS: u64 = 1_000_000;
 
 const TOKEN_TICK: u64 = 0;
 const TOKEN_STATUS: u64 = 1;
@@ -291,15 +292,27 @@ impl Executor {
     }
 
     /// Runs what the dataplane says is due, charging each piece to its time account, until
-    /// only spinning work is left, of which it runs one pass, or until interrupt work has
-    /// run for [`EVENTS_EVERY_NS`] or a tick period: then the events are read again.
+    /// only spinning work is left, of which it runs one pass, until interrupt work has run
+    /// for [`EVENTS_EVERY_NS`] or a tick period, or, while an interrupt line is waited on,
+    /// until the next piece is not a running handler's batch: then the events are read
+    /// again.
     /// Returns whether anything ran.
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
         let entered = now_ns();
         let slice =
             tick_period_ns(self.tick_hz).map_or(EVENTS_EVERY_NS, |p| p.min(EVENTS_EVERY_NS));
+        let watches_interrupts = self
+            .watched
+            .iter()
+            .any(|w| w[Line::Interrupt as usize].is_some());
         while let Some(due) = self.dp.next_due() {
+            if ran && watches_interrupts && due.wants_fresh_lines() {
+                // A line raised while the work before ran is seen before this runs: a
+                // frame that arrived meanwhile runs its handler before the input queue's
+                // next frame.
+                break;
+            }
             ran = true;
             let account = match due {
                 Due::Busy(_) => &mut self.accounts.busy_poll_ns,

@@ -335,6 +335,7 @@ impl CpuSplit {
                  [daemon] cpu for the poll CPU's own split)"
             ));
         }
+        split.check_against_the_thread_clock();
         if let (Some(b), Some(a)) = (proc_stat(before), proc_stat(after)) {
             if let Some(busy) = a.busy_percent_since(&b, ns, cpus) {
                 let ticks = ns as f64 * cpus as f64 * clock_ticks() / 1e9;
@@ -342,7 +343,6 @@ impl CpuSplit {
                 split.fill_from_proc_stat(busy, softirq);
             }
         }
-        split.check_against_the_thread_clock();
         split.note_what_is_not_known(after, pinned);
         split
     }
@@ -365,18 +365,29 @@ impl CpuSplit {
     }
 
     /// The monotonic device figure against the thread's CPU time: more device time than
-    /// CPU time means the thread was preempted during device work.
+    /// CPU time means the thread was preempted during device work. The time it waited is
+    /// the time of whoever preempted it (the kernel's receive threads, other processes),
+    /// counted in their shares, so device, busy-poll and idle-poll work are taken down to
+    /// the thread's CPU time, in their ratio: on a CPU others keep busy the monotonic
+    /// figures would count that time twice, and the shares would add up to more than 100.
     fn check_against_the_thread_clock(&mut self) {
         let Some(thread) = self.polld_thread else {
             return;
         };
         let accounted = self.device + self.busy_poll + self.idle_poll;
+        if accounted <= thread {
+            return;
+        }
         if accounted > thread + DISAGREEMENT_POINTS {
             self.notes.push(format!(
                 "device work {accounted:.1}% by the monotonic clock, the poll thread ran \
-                 {thread:.1}%: it was preempted during device work"
+                 {thread:.1}%: it was preempted during device work, shown as what it ran"
             ));
         }
+        let scale = thread / accounted;
+        self.device *= scale;
+        self.busy_poll *= scale;
+        self.idle_poll *= scale;
     }
 
     fn note_what_is_not_known(&mut self, after: &Sample, pinned: bool) {

@@ -257,7 +257,10 @@ fn the_split_says_what_it_cannot_know() {
     let s = Snapshot::between(&before, &after);
     assert!(close(s.cpu.kernel_rx, 0.0));
     assert!(close(s.cpu.kernel_rx_anywhere, 30.0));
-    assert!(close(s.cpu.user.unwrap(), 38.0));
+    // Device work is what the thread ran (30 %), not the 50 % the monotonic clock booked:
+    // the 20 it waited are others' time, here the user's (90 busy - 30 - 2 softirq).
+    assert!(close(s.cpu.device + s.cpu.idle_poll, 30.0));
+    assert!(close(s.cpu.user.unwrap(), 58.0));
     assert!(close(total(&s), 100.0));
     let notes = s.cpu.notes.join("\n");
     assert!(
@@ -575,4 +578,34 @@ fn a_daemon_with_poll_cpus_gets_one_ifpoll_row_per_cpu_with_its_own_scheduler_an
     }
     // One poll thread: no ifpoll rows.
     assert!(!text_80(&snapshot(2)).contains("ifpoll"));
+}
+
+#[test]
+fn on_a_cpu_others_keep_busy_a_preempted_poll_thread_is_not_counted_twice() {
+    // A CPU-bound process and the kernel's receive thread (60 %) share the poll CPU: the
+    // CPU never idles, and the poll thread ran 30 % while the monotonic clock booked 50 %
+    // as device and idle-poll work (the rest of that it waited, preempted, while the others
+    // ran: their time, counted in their own shares).
+    let busy = |t| {
+        with(
+            with(
+                with(entries(1, t), daemon_entry::THREAD_CPU_NS, 300_000_000 * t),
+                daemon_entry::KERNEL_RX_NS,
+                600_000_000 * t,
+            ),
+            daemon_entry::KERNEL_RX_ON_CPU_NS,
+            600_000_000 * t,
+        )
+    };
+    let mut before = Sample::from_entries(busy(10));
+    let mut after = Sample::from_entries(busy(11));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1100, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert!(close(total(&s), 100.0), "{:?}", s.cpu);
+    // Device and idle-poll work in their 4:1 ratio, within the thread's 30 %.
+    assert!(close(s.cpu.device, 24.0), "{:?}", s.cpu);
+    assert!(close(s.cpu.idle_poll, 6.0), "{:?}", s.cpu);
+    assert!(close(s.cpu.user.unwrap(), 8.0), "{:?}", s.cpu);
+    assert!(close(s.cpu.idle.unwrap(), 0.0), "{:?}", s.cpu);
 }

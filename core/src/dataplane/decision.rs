@@ -29,12 +29,28 @@
 //!
 //! Levels 1 to 6 are the accounted device work; 7 and 8 spin, so an executor runs one pass of
 //! them and then looks at its clock and its events again ([`Due::spins`]).
+//!
+//! A raised interrupt line is seen as soon as the work under way returns, as a device's
+//! interrupt is taken as soon as the CPU leaves the handler it runs, and it preempts the
+//! netisr between two frames: an executor runs the batches of a running handler without
+//! reading its events (for at most [`EVENTS_EVERY_NS`]), but before any other piece
+//! ([`Due::wants_fresh_lines`]) it reads its events afresh if work ran since it last read
+//! them. So a frame that arrived meanwhile runs its handler before the input queue's next
+//! frame, which is what starves the queue under a flood in interrupt mode without
+//! fastforwarding (receive livelock, docs/algorithm.md §1): an executor that ran the queue
+//! on lines read before it would give the queue a share of the CPU the seed's kernel never
+//! gave it.
 
 use crate::device::{Device, LinkState};
 use crate::poll::{Netisr, PollCmd, PollHandlers};
 use crate::stage::PacketStage;
 
 use super::{Dataplane, Mode, Work, BATCH};
+
+/// The longest an executor runs interrupt work (a handler that never finds its ring empty
+/// under a flood) before it reads its events again: the tick, control requests and stop
+/// signals get in, and the interrupt lines are read afresh. Capped by a tick period.
+pub const EVENTS_EVERY_NS: u64 = 1_000_000;
 
 /// A piece of work that is due, by kind; [`Dataplane::next_due`] returns the most urgent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +86,12 @@ impl Due {
     /// executor runs one pass, then waits for its events before asking again.
     pub fn spins(self) -> bool {
         matches!(self, Due::Busy(_) | Due::IdlePoll)
+    }
+
+    /// Whether an executor that ran work since it last read its events reads them again
+    /// before running this: everything but the next batch of a running handler.
+    pub fn wants_fresh_lines(self) -> bool {
+        !matches!(self, Due::Handler(_))
     }
 }
 

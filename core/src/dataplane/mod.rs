@@ -48,7 +48,7 @@ mod transmit;
 mod tx_ready;
 
 pub use counters::IfCounters;
-pub use decision::Due;
+pub use decision::{Due, EVENTS_EVERY_NS};
 pub use modes::{Mode, ModeError};
 pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
 

@@ -135,6 +135,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub(super) fn set_polling_enable(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
         let on = in_range(name, parse_int(name, value)?, 0, 1)? == 1;
         let before: Vec<Mode> = self.devs.ifs.iter().map(|i| i.mode).collect();
+        let auto_polled: Vec<bool> = self.devs.ifs.iter().map(|i| i.auto_polling).collect();
         for (i, &old) in before.iter().enumerate() {
             let new = match (on, old) {
                 (true, _) => Mode::Polling,
@@ -143,7 +144,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             };
             if let Err(e) = self.set_mode(i, new) {
                 for (j, &mode) in before.iter().enumerate().take(i) {
-                    let _ = self.set_mode(j, mode);
+                    self.restore_mode(j, mode, auto_polled[j]);
                 }
                 return Err(KnobError::Invalid {
                     name: name.to_string(),
@@ -153,6 +154,20 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             }
         }
         Ok(())
+    }
+
+    /// Puts interface `i` back in `mode` after a refused `kern.polling.enable` write. An
+    /// `auto` interface that polled (`auto_polled`) and was put in polling is still
+    /// registered, in its place in the table: it goes back to `auto` polling as it was,
+    /// not to interrupts.
+    fn restore_mode(&mut self, i: usize, mode: Mode, auto_polled: bool) {
+        let iface = &mut self.devs.ifs[i];
+        if mode == Mode::Auto && auto_polled && iface.mode == Mode::Polling {
+            iface.mode = Mode::Auto;
+            iface.auto_polling = true;
+            return;
+        }
+        let _ = self.set_mode(i, mode);
     }
 
     /// Whether interface `i`'s interrupt is armed: the executor waits on it only then.

@@ -14,6 +14,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use polld_core::dataplane::EVENTS_EVERY_NS;
 use polld_core::{Dataplane, Due, Emit, PacketStage, Poller, Verdict};
 
 use crate::nic::{Clock, SimNic};
@@ -138,6 +139,8 @@ pub struct Sim {
     pub gen_blocked: u64,
     /// Ticks delivered.
     pub ticks: u64,
+    /// When the interrupt lines were last read (ns).
+    lines_read_at: u64,
     /// The device work as the executor's clock times it, around each piece of work (what
     /// it reports to `Dataplane::ran`): without the wakeups before them.
     pub timed_ns: u64,
@@ -178,6 +181,7 @@ impl Sim {
             generated: 0,
             gen_blocked: 0,
             ticks: 0,
+            lines_read_at: 0,
             timed_ns: 0,
         }
     }
@@ -239,15 +243,12 @@ impl Sim {
                 self.dp.raise_ticks(n as u32);
             }
         }
-        for i in 0..self.dp.interfaces().len() {
-            // A quiet poller unmasks the device's interrupt for its wakeup.
-            let raised = if self.dp.wakeup_armed(i) {
-                self.nic(i).rx_backlog() > 0
-            } else {
-                self.nic(i).interrupt_asserted()
-            };
-            self.dp.interrupt_line(i, raised);
-            self.dp.tx_ready_line(i, self.nic(i).tx_writable());
+        // As the real executor reads its events: before every piece of work but a running
+        // handler's next batch, and after a slice of interrupt work.
+        let slice_over = now.saturating_sub(self.lines_read_at) >= EVENTS_EVERY_NS;
+        if slice_over || self.dp.next_due().is_none_or(Due::wants_fresh_lines) {
+            self.read_lines();
+            self.lines_read_at = now;
         }
         let mut due = self.dp.next_due();
         if due.is_none() || due == Some(Due::IdlePoll) {
@@ -318,6 +319,20 @@ impl Sim {
                 }
                 Bucket::IdlePoll
             }
+        }
+    }
+
+    /// Reports the devices' interrupt and transmit-ready lines as they are now.
+    fn read_lines(&mut self) {
+        for i in 0..self.dp.interfaces().len() {
+            // A quiet poller unmasks the device's interrupt for its wakeup.
+            let raised = if self.dp.wakeup_armed(i) {
+                self.nic(i).rx_backlog() > 0
+            } else {
+                self.nic(i).interrupt_asserted()
+            };
+            self.dp.interrupt_line(i, raised);
+            self.dp.tx_ready_line(i, self.nic(i).tx_writable());
         }
     }
 

@@ -198,3 +198,25 @@ fn the_cost_of_each_wakeup_counts_towards_the_share() {
     assert!(user >= 45.0, "user share {user:.1} %");
     check_conservation(&sim).unwrap();
 }
+
+#[test]
+fn repeated_floods_leave_no_stall_when_the_only_poller_goes_back_to_interrupts() {
+    // in0 in auto, out0 on interrupts (the TAP testbed: tap0 auto, tap1 interrupt):
+    // in0 is the only polling interface, and each flood's end takes it back out of the
+    // table, possibly mid-cycle.
+    let floods = Arrivals::OnOff {
+        pps: 200_000.0,
+        on_ms: 30.0,
+        off_ms: 70.0,
+    };
+    let mut sim = stream_on(floods, UserTask::Spin, rizzo::CPU, Mode::Auto);
+    sim.dataplane_mut().set_mode(1, Mode::Interrupt).unwrap();
+    let times = switch_times(&mut sim, 50 * US, 400 * MS);
+    let s = *sim.dataplane().poller().state();
+    assert_eq!(s.stalled, 0, "{s:?}");
+    // Each flood is polled from its first tick after the switch: no tick is owed for
+    // long (a stalled poller owes ~100 a flood).
+    assert!(s.lost_polls < 10, "{s:?}");
+    assert_eq!(times.len(), 8, "four floods, up and down: {times:?}");
+    check_conservation(&sim).unwrap();
+}
