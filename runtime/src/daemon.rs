@@ -27,7 +27,7 @@ use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
-use crate::check::{self, CheckReport};
+use crate::check;
 use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// Check the configuration and exit.
     #[arg(long)]
     pub check: bool,
-    /// Print the final counters as JSON.
+    /// Print the final counters as JSON; with --check, the check's result (ok, what was
+    /// checked, or the errors with their file, line, field, message and fix).
     #[arg(long)]
     pub json: bool,
     /// Record every interface's frames, received and sent, to PREFIX.IFNAME.pcap (classic
@@ -383,21 +384,12 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             ))
         })?;
     }
-    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
-    if let Some(shared) = args.af_xdp_shared_umem {
-        config.daemon.af_xdp_shared_umem = Some(shared);
-        check_shared_umem(&config.daemon, &config.devices)
-            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
-    }
-    let socket = args
-        .socket
-        .clone()
-        .or(config.daemon.socket.clone())
-        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     if args.check {
-        let report = check::check(&config, &socket)?;
-        return print_check(&args.config, &report, out).map_err(RunError::Io);
+        let result = load(args).and_then(|(config, socket)| check::check(&config, &socket));
+        check::print(&args.config, &result, args.json, out).map_err(RunError::Io)?;
+        return result.map(drop);
     }
+    let (config, socket) = load(args)?;
     check::preflight(&config, &socket)?;
     // Before any thread exists, so every thread inherits the mask.
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
@@ -435,6 +427,22 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         out,
     )
     .map_err(RunError::Io)
+}
+
+/// The config file with the command line's overrides, and the control socket's path.
+pub(crate) fn load(args: &RunArgs) -> Result<(RunConfig, PathBuf), RunError> {
+    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    if let Some(shared) = args.af_xdp_shared_umem {
+        config.daemon.af_xdp_shared_umem = Some(shared);
+        check_shared_umem(&config.daemon, &config.devices)
+            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
+    }
+    let socket = args
+        .socket
+        .clone()
+        .or(config.daemon.socket.clone())
+        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
+    Ok((config, socket))
 }
 
 /// Pins the calling poll thread to `cpu`, makes it SCHED_FIFO if `realtime`, drops every
@@ -665,18 +673,6 @@ pub(crate) fn build_dataplane<D: Device>(
         })?;
     }
     Ok((dp, defaults))
-}
-
-/// What `--check` found: OK, what it checked, and what it could not check.
-fn print_check(path: &Path, report: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "{}: configuration OK", path.display())?;
-    for line in &report.checked {
-        writeln!(out, "  checked: {line}")?;
-    }
-    for line in &report.not_checked {
-        writeln!(out, "  not checked (opening it has side effects): {line}")?;
-    }
-    Ok(())
 }
 
 /// The final counters, and the conservation check per interface.
