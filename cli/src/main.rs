@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
+mod man;
 mod sim;
 
 /// Device polling for Linux user-space packet processing (FreeBSD's kern_poll, ported).
@@ -40,6 +41,14 @@ enum Command {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Write the manual pages: polld(8), polld.toml(5) and polld-SUBCOMMAND(8).
+    Man {
+        /// The directory to write them in (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout.
+    Completions { shell: clap_complete::Shell },
 }
 
 #[derive(Subcommand)]
@@ -102,6 +111,17 @@ fn main() -> ExitCode {
         }
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
+        }
+        Command::Man { out } => man::write_pages(Cli::command(), &out)
+            .map(|files| {
+                for f in files {
+                    println!("{}", f.display());
+                }
+            })
+            .map_err(|e| format!("man --out {}: {e}", out.display())),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "polld", &mut std::io::stdout());
+            Ok(())
         }
         Command::Ifconfig(args) => {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
