@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod logging;
 mod man;
 mod sim;
 
@@ -12,6 +13,12 @@ mod sim;
 #[derive(Parser)]
 #[command(name = "polld", version, about, long_about = None)]
 struct Cli {
+    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -63,6 +70,7 @@ enum Bench {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(logging::level(cli.verbose, cli.quiet));
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Gen(args) => polld_traffic::gen::run_gen(&args, &mut std::io::stdout())
@@ -82,7 +90,7 @@ fn main() -> ExitCode {
             ) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
                 Err(e) => {
-                    eprintln!("polld ctl: {e}");
+                    log::error!(target: "polld ctl", "{e}");
                     ExitCode::FAILURE
                 }
             };
@@ -131,7 +139,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("polld: {e}");
+            log::error!("{e}");
             ExitCode::FAILURE
         }
     }

@@ -225,12 +225,12 @@ fn open_device(
                 .map(|ns| format!(" in network namespace {ns:?}"))
                 .unwrap_or_default();
             if tap.created() {
-                eprintln!(
-                    "polld: {}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
+                log::info!(
+                    "{}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
                     d.name
                 );
             } else {
-                eprintln!("polld: {}: attached to the existing TAP{place}", d.name);
+                log::info!("{}: attached to the existing TAP{place}", d.name);
             }
             (
                 Box::new(tap),
@@ -341,8 +341,8 @@ struct PcapFile {
 impl PcapFile {
     fn report<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
         if let Err(e) = &result {
-            eprintln!(
-                "polld: --pcap {}: {e}; the recording of this interface stops here",
+            log::error!(
+                "--pcap {}: {e}; the recording of this interface stops here",
                 self.path.display()
             );
         }
@@ -402,8 +402,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
 
     let policy = place_poll_thread(&config, config.daemon.cpu, &mut reopener)?;
     let (server, inbox, metrics) = start_control(&config, &socket)?;
-    eprintln!(
-        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
+    log::info!(
+        "running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
         config.devices.len(),
         config.path.display(),
         config
@@ -593,8 +593,8 @@ fn shared_umem(
     if !config.daemon.shared_umem() || names.len() < 2 {
         let candidates = config.devices.iter().filter(af_xdp).count();
         if config.daemon.af_xdp_shared_umem == Some(true) && candidates >= 2 {
-            eprintln!(
-                "polld: af_xdp_shared_umem: {} of the {candidates} AF_XDP interfaces can lend \
+            log::warn!(
+                "af_xdp_shared_umem: {} of the {candidates} AF_XDP interfaces can lend \
                  frames (one split into queues, wrapped by --pcap or injecting faults copies \
                  them) and sharing needs two: each gets a UMEM of its own",
                 names.len()
