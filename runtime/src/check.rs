@@ -10,6 +10,7 @@
 //! creating TAP devices, allocating rings) is listed in the report as not checked.
 //! [`print`] writes the outcome as text or, with `--json`, as one JSON object.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::fd::RawFd;
 use std::path::Path;
@@ -216,23 +217,31 @@ fn scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| s.spawn(f).join().expect("scratch thread"))
 }
 
-/// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
-/// to a dataplane on unopened devices.
-pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
-    let mut report = preflight(config, socket)?;
-    // With several poll CPUs, each builds its own dataplane from its part of the config.
+/// The stage, the modes and the knobs of `config` applied to dataplanes on unopened
+/// devices, as `run` applies them (with several poll CPUs, each builds its own from its
+/// part of the config); each writable entry's value before they were applied.
+pub fn dataplanes(config: &RunConfig) -> Result<HashMap<String, String>, RunError> {
     let parts = match config.daemon.cpus.is_empty() {
         true => vec![config.clone()],
         false => config.per_cpu().into_iter().map(|(_, part)| part).collect(),
     };
+    let mut defaults = HashMap::new();
     for part in &parts {
         let devices = part
             .devices
             .iter()
             .map(|d| Unopened(d.name.clone()))
             .collect();
-        daemon::build_dataplane(part, devices)?;
+        defaults.extend(daemon::build_dataplane(part, devices)?.1);
     }
+    Ok(defaults)
+}
+
+/// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
+/// to a dataplane on unopened devices.
+pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
+    let mut report = preflight(config, socket)?;
+    dataplanes(config)?;
     report.checked.push(format!(
         "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
         config.devices.len(),

@@ -7,7 +7,8 @@
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
 //!    interface, start the reopen thread ([`crate::reopen`]) and the control socket;
-//! 5. run until SIGINT/SIGTERM; drain, print the counters, exit 0.
+//! 5. run until SIGINT/SIGTERM (SIGHUP applies the file's modes and knobs anew,
+//!    [`crate::reload`]); drain, print the counters, exit 0.
 
 use std::fmt;
 use std::io::Write;
@@ -31,6 +32,7 @@ use crate::check;
 use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
+use crate::reload::{self, Reloader};
 use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
@@ -392,6 +394,7 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     let (config, socket) = load(args)?;
     check::preflight(&config, &socket)?;
     // Before any thread exists, so every thread inherits the mask.
+    reload::block_hangup().map_err(RunError::Io)?;
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
     if !config.daemon.cpus.is_empty() {
@@ -478,11 +481,18 @@ pub(crate) fn place_poll_thread(
     Ok(policy)
 }
 
-/// The control socket, and the metrics server if `[daemon] metrics` asks for one.
+/// What serves the running daemon beside the control socket: the metrics server if
+/// `[daemon] metrics` asks for one, and the SIGHUP reload thread. Dropping it stops them.
+pub(crate) struct Services {
+    metrics: Option<MetricsServer>,
+    _reload: Reloader,
+}
+
+/// The control socket and the [`Services`].
 pub(crate) fn start_control(
     config: &RunConfig,
     socket: &Path,
-) -> Result<(ControlServer, Inbox, Option<MetricsServer>), RunError> {
+) -> Result<(ControlServer, Inbox, Services), RunError> {
     let (server, inbox) = ControlServer::start(socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
     let metrics = match config.daemon.metrics {
@@ -492,12 +502,22 @@ pub(crate) fn start_control(
         ),
         None => None,
     };
-    Ok((server, inbox, metrics))
+    let reload = Reloader::start(config, socket)
+        .map_err(|e| RunError::Setup(format!("starting the SIGHUP reload thread: {e}")))?;
+    Ok((
+        server,
+        inbox,
+        Services {
+            metrics,
+            _reload: reload,
+        },
+    ))
 }
 
 /// The end of the start-up line: where /metrics is served, if it is.
-pub(crate) fn metrics_line(metrics: &Option<MetricsServer>) -> String {
-    metrics
+pub(crate) fn metrics_line(services: &Services) -> String {
+    services
+        .metrics
         .as_ref()
         .map(|m| format!("; metrics on http://{}/metrics", m.addr()))
         .unwrap_or_default()
