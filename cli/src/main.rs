@@ -3,15 +3,23 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use polld_testbed::results::ResultsArg;
 
+mod logging;
+mod man;
 mod sim;
 
 /// Device polling for Linux user-space packet processing (FreeBSD's kern_poll, ported).
 #[derive(Parser)]
 #[command(name = "polld", version, about, long_about = None)]
 struct Cli {
+    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,6 +54,14 @@ enum Command {
         #[command(subcommand)]
         bench: Bench,
     },
+    /// Write the manual pages: polld(8), polld.toml(5) and polld-SUBCOMMAND(8).
+    Man {
+        /// The directory to write them in (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout.
+    Completions { shell: clap_complete::Shell },
 }
 
 #[derive(Subcommand)]
@@ -70,6 +86,7 @@ enum Bench {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(logging::level(cli.verbose, cli.quiet));
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Gen(args) => polld_traffic::gen::run_gen(&args, &mut std::io::stdout())
@@ -89,7 +106,7 @@ fn main() -> ExitCode {
             ) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
                 Err(e) => {
-                    eprintln!("polld ctl: {e}");
+                    log::error!(target: "polld ctl", "{e}");
                     ExitCode::FAILURE
                 }
             };
@@ -121,6 +138,17 @@ fn main() -> ExitCode {
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }
+        Command::Man { out } => man::write_pages(Cli::command(), &out)
+            .map(|files| {
+                for f in files {
+                    println!("{}", f.display());
+                }
+            })
+            .map_err(|e| format!("man --out {}: {e}", out.display())),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "polld", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Ifconfig(args) => {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
                 .map_err(|e| e.to_string())
@@ -129,7 +157,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("polld: {e}");
+            log::error!("{e}");
             ExitCode::FAILURE
         }
     }

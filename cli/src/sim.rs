@@ -112,7 +112,7 @@ fn print(
         );
     } else {
         print!("{text}");
-        eprintln!(
+        log::info!(
             "({what} in {:.2} s of real time)",
             started.elapsed().as_secs_f64()
         );

@@ -28,13 +28,20 @@
 //! counters end in `_total`, gauges and knobs do not; its HELP is the entry's
 //! description. Only `GET` and `HEAD` of `/metrics` are served: another
 //! path is 404, another method 405, a malformed request 400, and 503 when the poll thread
-//! does not answer. One connection is served at a time, each with a short deadline, and
-//! closed after its answer.
+//! does not answer.
+//!
+//! The server is one `poll(2)` loop over non-blocking connections, each answered once and
+//! closed. A client that is slow, silent or malicious costs one of [`MAX_CLIENTS`] slots
+//! and at most [`MAX_REQUEST_BYTES`] of buffer, for at most [`CLIENT_TIMEOUT`] per phase;
+//! when every slot is taken, a new client closes the one that has waited longest without
+//! sending its whole request. So idle connections, however many, never keep a scrape
+//! waiting.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,10 +56,15 @@ use crate::server::{EventFd, Requester};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-/// How long a client has to send its request and to take the answer.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client has to send its request, and then to take the answer.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Requests (request line and headers) are refused above this size.
-const MAX_REQUEST_BYTES: usize = 8 * 1024;
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
+/// Clients served at once; a new one beyond this closes the longest-waiting one that has
+/// not sent its whole request yet.
+pub const MAX_CLIENTS: usize = 64;
+/// How long to stop accepting after `accept` failed (out of file descriptors).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// What is read and dropped after the answer, at most, while the client closes.
 const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 
@@ -377,10 +389,16 @@ impl MetricsServer {
         listener.set_nonblocking(true).map_err(fail)?;
         let addr = listener.local_addr().map_err(fail)?;
         let stop = Arc::new(EventFd::new().map_err(fail)?);
-        let thread_stop = stop.clone();
+        let server = Server {
+            listener,
+            stop: stop.clone(),
+            requester,
+            clients: Vec::new(),
+            accept_paused_until: None,
+        };
         let thread = std::thread::Builder::new()
             .name("polld-metrics".into())
-            .spawn(move || serve(listener, &thread_stop, &requester))
+            .spawn(move || server.run())
             .map_err(fail)?;
         Ok(MetricsServer {
             addr,
@@ -404,69 +422,309 @@ impl Drop for MetricsServer {
     }
 }
 
-fn serve(listener: TcpListener, stop: &EventFd, requester: &Requester) {
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: stop.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: listener.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: `fds` is a live array of two pollfds.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-        if n < 0 || fds[0].revents != 0 {
-            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
+/// Where a client is in its one exchange.
+enum Phase {
+    /// Collecting the request line and headers (at most [`MAX_REQUEST_BYTES`]).
+    Reading(Vec<u8>),
+    /// Sending the answer.
+    Writing { out: Vec<u8>, sent: usize },
+    /// Answer sent and write side shut down: discarding what the client still sends until
+    /// it closes. Closing with unread input would reset the connection, possibly before
+    /// the client read the answer.
+    Draining { discarded: usize },
+    /// Finished; closed at the end of the loop iteration.
+    Done,
+}
+
+struct Client {
+    stream: TcpStream,
+    phase: Phase,
+    /// When the current phase gives up.
+    deadline: Instant,
+    accepted: Instant,
+}
+
+impl Client {
+    /// Reads what the client sent so far; answers once the head is complete, too large,
+    /// or cut short by the client.
+    fn read_request(&mut self, requester: &Requester) {
+        let Phase::Reading(head) = &mut self.phase else {
             return;
-        }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                // A client that misbehaves only loses its own answer.
-                let _ = answer_client(stream, requester);
+        };
+        let mut chunk = [0u8; 1024];
+        loop {
+            let room = (MAX_REQUEST_BYTES + 1).saturating_sub(head.len());
+            let n = match self.stream.read(&mut chunk[..room.min(1024)]) {
+                Ok(0) if head.is_empty() => {
+                    self.phase = Phase::Done;
+                    return;
+                }
+                Ok(0) => {
+                    let text = String::from_utf8_lossy(head).into_owned();
+                    self.answer(&text, plain("400 Bad Request", "incomplete request\n"));
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.phase = Phase::Done;
+                    return;
+                }
+            };
+            head.extend_from_slice(&chunk[..n]);
+            let complete =
+                head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n");
+            if complete {
+                let text = String::from_utf8_lossy(head).into_owned();
+                let answer = respond(&text, requester);
+                self.answer(&text, answer);
+                return;
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            // Out of descriptors: give the system a moment instead of spinning.
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            if head.len() > MAX_REQUEST_BYTES {
+                self.answer("", plain("431 Request Header Fields Too Large", ""));
+                return;
+            }
+        }
+    }
+
+    /// Switches to writing `answer` (without its body when `request` is a HEAD).
+    fn answer(&mut self, request: &str, (status, headers, body): Answer) {
+        let mut out = format!(
+            "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (name, value) in headers {
+            let _ = write!(out, "{name}: {value}\r\n");
+        }
+        out.push_str("\r\n");
+        if !request.starts_with("HEAD ") {
+            out.push_str(&body);
+        }
+        self.phase = Phase::Writing {
+            out: out.into_bytes(),
+            sent: 0,
+        };
+        self.deadline = Instant::now() + CLIENT_TIMEOUT;
+    }
+
+    /// Sends as much of the answer as the socket takes; once all of it went out, shuts
+    /// down the write side so the client sees the end, and drains.
+    fn write_answer(&mut self) {
+        let Phase::Writing { out, sent } = &mut self.phase else {
+            return;
+        };
+        while *sent < out.len() {
+            match self.stream.write(&out[*sent..]) {
+                Ok(n) => *sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.phase = Phase::Done;
+                    return;
+                }
+            }
+        }
+        self.phase = match self.stream.shutdown(std::net::Shutdown::Write) {
+            Ok(()) => Phase::Draining { discarded: 0 },
+            Err(_) => Phase::Done,
+        };
+        self.deadline = Instant::now() + CLIENT_TIMEOUT;
+    }
+
+    /// Reads and drops input until the client closes its side, or sent too much.
+    fn drain(&mut self) {
+        let Phase::Draining { discarded } = &mut self.phase else {
+            return;
+        };
+        let mut chunk = [0u8; 4096];
+        while *discarded < MAX_DISCARD_BYTES {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => *discarded += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.phase = Phase::Done;
+    }
+
+    /// What to wait for on its socket, if anything.
+    fn events(&self) -> libc::c_short {
+        match self.phase {
+            Phase::Reading(_) | Phase::Draining { .. } => libc::POLLIN,
+            Phase::Writing { .. } => libc::POLLOUT,
+            Phase::Done => 0,
         }
     }
 }
 
-/// The status line and body for one request.
-fn respond(
-    head: &str,
-    requester: &Requester,
-) -> (&'static str, Vec<(&'static str, &'static str)>, String) {
+/// The metrics thread's state.
+struct Server {
+    listener: TcpListener,
+    stop: Arc<EventFd>,
+    requester: Requester,
+    clients: Vec<Client>,
+    /// After a failed accept (EMFILE), when to try again: the listener stays readable,
+    /// and polling it meanwhile would spin.
+    accept_paused_until: Option<Instant>,
+}
+
+impl Server {
+    fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            if self.accept_paused_until.is_some_and(|t| t <= now) {
+                self.accept_paused_until = None;
+            }
+            let accepting = self.accept_paused_until.is_none();
+            let mut fds = vec![
+                pollfd(self.stop.fd(), libc::POLLIN),
+                pollfd(
+                    self.listener.as_raw_fd(),
+                    if accepting { libc::POLLIN } else { 0 },
+                ),
+            ];
+            fds.extend(
+                self.clients
+                    .iter()
+                    .map(|c| pollfd(c.stream.as_raw_fd(), c.events())),
+            );
+            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
+            let n = unsafe {
+                libc::poll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    self.poll_timeout_ms(),
+                )
+            };
+            if n < 0 {
+                // EINTR; poll cannot fail otherwise with valid arguments.
+                continue;
+            }
+            if fds[0].revents != 0 {
+                return;
+            }
+            for (pfd, client) in fds[2..].iter().zip(&mut self.clients) {
+                if pfd.revents == 0 {
+                    continue;
+                }
+                match client.phase {
+                    Phase::Reading(_) => client.read_request(&self.requester),
+                    Phase::Writing { .. } => client.write_answer(),
+                    Phase::Draining { .. } => client.drain(),
+                    Phase::Done => {}
+                }
+            }
+            self.expire(Instant::now());
+            self.clients.retain(|c| !matches!(c.phase, Phase::Done));
+            if fds[1].revents != 0 {
+                self.accept();
+            }
+        }
+    }
+
+    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
+    fn poll_timeout_ms(&self) -> i32 {
+        let now = Instant::now();
+        self.clients
+            .iter()
+            .map(|c| c.deadline)
+            .chain(self.accept_paused_until)
+            .map(|deadline| deadline.saturating_duration_since(now))
+            .min()
+            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
+    }
+
+    /// Takes every waiting connection; beyond [`MAX_CLIENTS`], each new one closes the
+    /// longest-waiting client still sending its request (or, if none is, the oldest).
+    fn accept(&mut self) {
+        loop {
+            let stream = match self.listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
+                    return;
+                }
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            if self.clients.len() >= MAX_CLIENTS {
+                let reading = |c: &&Client| matches!(c.phase, Phase::Reading(_));
+                let oldest = |clients: &[Client], only_reading: bool| {
+                    clients
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| !only_reading || reading(c))
+                        .min_by_key(|(_, c)| c.accepted)
+                        .map(|(i, _)| i)
+                };
+                if let Some(i) =
+                    oldest(&self.clients, true).or_else(|| oldest(&self.clients, false))
+                {
+                    self.clients.swap_remove(i);
+                }
+            }
+            let now = Instant::now();
+            self.clients.push(Client {
+                stream,
+                phase: Phase::Reading(Vec::new()),
+                deadline: now + CLIENT_TIMEOUT,
+                accepted: now,
+            });
+        }
+    }
+
+    /// A client past its deadline: told 408 while it still owed its request, else closed.
+    fn expire(&mut self, now: Instant) {
+        for client in self.clients.iter_mut().filter(|c| c.deadline <= now) {
+            match client.phase {
+                Phase::Reading(_) => client.answer(
+                    "",
+                    plain("408 Request Timeout", "no complete request in time\n"),
+                ),
+                Phase::Writing { .. } | Phase::Draining { .. } | Phase::Done => {
+                    client.phase = Phase::Done
+                }
+            }
+        }
+    }
+}
+
+fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// A status line, extra headers and a body.
+type Answer = (&'static str, Vec<(&'static str, &'static str)>, String);
+
+/// An answer with no extra header.
+fn plain(status: &'static str, body: &str) -> Answer {
+    (status, Vec::new(), body.to_string())
+}
+
+/// The answer to a complete request head.
+fn respond(head: &str, requester: &Requester) -> Answer {
     let mut words = head.lines().next().unwrap_or("").split_whitespace();
     let (Some(method), Some(target), Some(version), None) =
         (words.next(), words.next(), words.next(), words.next())
     else {
-        return (
-            "400 Bad Request",
-            Vec::new(),
-            "malformed request line\n".into(),
-        );
+        return plain("400 Bad Request", "malformed request line\n");
     };
     if !version.starts_with("HTTP/1.") {
-        return (
-            "400 Bad Request",
-            Vec::new(),
-            "only HTTP/1.x is served\n".into(),
-        );
+        return plain("400 Bad Request", "only HTTP/1.x is served\n");
     }
     let path = target.split('?').next().unwrap_or(target);
     if path != "/metrics" {
-        return (
-            "404 Not Found",
-            Vec::new(),
-            "polld serves only /metrics\n".into(),
-        );
+        return plain("404 Not Found", "polld serves only /metrics\n");
     }
     if method != "GET" && method != "HEAD" {
         return (
@@ -481,70 +739,9 @@ fn respond(
             vec![("Content-Type", CONTENT_TYPE)],
             exposition_of(&readings),
         ),
-        _ => (
+        _ => plain(
             "503 Service Unavailable",
-            Vec::new(),
-            "polld's poll thread did not answer\n".into(),
+            "polld's poll thread did not answer\n",
         ),
     }
-}
-
-fn answer_client(mut stream: TcpStream, requester: &Requester) -> io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let mut head = Vec::new();
-    let mut chunk = [0u8; 1024];
-    let complete = loop {
-        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-            break true;
-        }
-        if head.len() > MAX_REQUEST_BYTES || Instant::now() > deadline {
-            break false;
-        }
-        match stream.read(&mut chunk) {
-            Ok(0) => break false,
-            Ok(n) => head.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    };
-    let text = String::from_utf8_lossy(&head);
-    let (status, headers, body) = if complete {
-        respond(&text, requester)
-    } else if head.len() > MAX_REQUEST_BYTES {
-        (
-            "431 Request Header Fields Too Large",
-            Vec::new(),
-            String::new(),
-        )
-    } else {
-        ("400 Bad Request", Vec::new(), "incomplete request\n".into())
-    };
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        let _ = write!(out, "{name}: {value}\r\n");
-    }
-    out.push_str("\r\n");
-    if !text.starts_with("HEAD ") {
-        out.push_str(&body);
-    }
-    stream.write_all(out.as_bytes())?;
-    // Closing with unread input would reset the connection, possibly before the client
-    // read the answer: end our side, then discard what it still sends until it closes.
-    stream.shutdown(std::net::Shutdown::Write)?;
-    let mut discarded = 0;
-    while discarded < MAX_DISCARD_BYTES && Instant::now() < deadline + CLIENT_TIMEOUT {
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => discarded += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    Ok(())
 }

@@ -5,10 +5,12 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::Daemon;
-use polld_control::metrics::{exposition, MetricsServer, CONTENT_TYPE};
+use polld_control::metrics::{
+    exposition, MetricsServer, CLIENT_TIMEOUT, CONTENT_TYPE, MAX_CLIENTS, MAX_REQUEST_BYTES,
+};
 use polld_core::SysctlEntry;
 
 /// Sends `request` raw; returns the status code, the headers and the body.
@@ -139,6 +141,65 @@ fn other_paths_methods_and_garbage_are_refused_with_their_status() {
     let silent = TcpStream::connect(addr).unwrap();
     assert_eq!(get(addr, "/metrics").0, 200);
     drop(silent);
+}
+
+/// Whether the server still holds `stream` open: nothing to read yet, and no end.
+fn held_open(stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let held =
+        matches!(stream.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    stream.set_nonblocking(false).unwrap();
+    held
+}
+
+#[test]
+fn idle_and_half_sent_requests_never_keep_a_scrape_waiting() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    let addr = server.addr();
+    // 200 clients: half connect and say nothing, half send part of a request and wait.
+    let idle: Vec<TcpStream> = (0..200)
+        .map(|i| {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+            if i % 2 == 1 {
+                s.write_all(b"GET /metr").unwrap();
+            }
+            s
+        })
+        .collect();
+    let asked = Instant::now();
+    let (code, head, _) = get(addr, "/metrics");
+    let waited = asked.elapsed();
+    assert_eq!(code, 200, "{head}");
+    // Served one at a time, each of the 200 would have had its CLIENT_TIMEOUT first (400 s);
+    // the bound only leaves room for a loaded machine.
+    assert!(
+        waited < CLIENT_TIMEOUT * 10,
+        "the scrape waited {waited:?} behind 200 idle clients"
+    );
+    // The server accepted every earlier client before the scrape, and holds at most
+    // MAX_CLIENTS of them: the rest were closed to make room.
+    let held = idle.iter().filter(|s| held_open(s)).count();
+    assert!(held <= MAX_CLIENTS, "{held} idle clients held open");
+}
+
+#[test]
+fn a_client_holds_at_most_max_request_bytes_and_then_is_refused() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    // A head that never ends: refused once it passes the bound, not buffered on.
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let endless = format!(
+        "GET /metrics HTTP/1.1\r\nX: {}",
+        "a".repeat(MAX_REQUEST_BYTES + 1)
+    );
+    stream.write_all(endless.as_bytes()).unwrap();
+    let mut answer = [0u8; 12];
+    stream.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 431");
 }
 
 #[test]

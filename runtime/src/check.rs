@@ -5,10 +5,13 @@
 //! interface, `[daemon] cpu` and `realtime` work (tried on a scratch thread that exits),
 //! and the control socket is free. `--check` then builds the packet stage and a dataplane
 //! on [`Unopened`] devices and applies the modes and `[knobs]` exactly as `run` does, so a
-//! knob `run` would refuse fails here at its line. What cannot be checked without side
-//! effects (loading and attaching XDP programs, creating TAP devices, allocating rings,
-//! binding the metrics address) is listed in the report as not checked.
+//! knob `run` would refuse fails here at its line, and binds the metrics address and lets
+//! it go. What cannot be checked without side effects (loading and attaching XDP programs,
+//! creating TAP devices, allocating rings) is listed in the report as not checked.
+//! [`print`] writes the outcome as text or, with `--json`, as one JSON object.
 
+use std::collections::HashMap;
+use std::io::Write;
 use std::os::fd::RawFd;
 use std::path::Path;
 
@@ -146,11 +149,6 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     report
         .checked
         .push(format!("control socket {} is free", socket.display()));
-    if let Some(addr) = config.daemon.metrics {
-        report.not_checked.push(format!(
-            "whether the metrics address {addr} is free (binding it is the check)"
-        ));
-    }
     Ok(report)
 }
 
@@ -219,27 +217,105 @@ fn scratch_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|s| s.spawn(f).join().expect("scratch thread"))
 }
 
-/// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
-/// to a dataplane on unopened devices.
-pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
-    let mut report = preflight(config, socket)?;
-    // With several poll CPUs, each builds its own dataplane from its part of the config.
+/// The stage, the modes and the knobs of `config` applied to dataplanes on unopened
+/// devices, as `run` applies them (with several poll CPUs, each builds its own from its
+/// part of the config); each writable entry's value before they were applied.
+pub fn dataplanes(config: &RunConfig) -> Result<HashMap<String, String>, RunError> {
     let parts = match config.daemon.cpus.is_empty() {
         true => vec![config.clone()],
         false => config.per_cpu().into_iter().map(|(_, part)| part).collect(),
     };
+    let mut defaults = HashMap::new();
     for part in &parts {
         let devices = part
             .devices
             .iter()
             .map(|d| Unopened(d.name.clone()))
             .collect();
-        daemon::build_dataplane(part, devices)?;
+        defaults.extend(daemon::build_dataplane(part, devices)?.1);
     }
+    Ok(defaults)
+}
+
+/// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
+/// to a dataplane on unopened devices.
+pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
+    let mut report = preflight(config, socket)?;
+    dataplanes(config)?;
     report.checked.push(format!(
         "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
         config.devices.len(),
         config.knobs.len()
     ));
+    if let Some(addr) = config.daemon.metrics {
+        // Bound and let go at once: the address is free now.
+        std::net::TcpListener::bind(addr).map_err(|e| {
+            let message = format!(
+                "daemon.metrics: cannot listen on {addr}: {e}; choose another address, or stop \
+                 what serves there"
+            );
+            RunError::Config(config.error_at_field("daemon.metrics", message))
+        })?;
+        report
+            .checked
+            .push(format!("the metrics address {addr} is free"));
+    }
     Ok(report)
+}
+
+/// What `--check` found, as text (the report; an error is `run`'s to print) or with
+/// `json` as one JSON object either way: `ok`, and `checked` and `not_checked`, or
+/// `errors`, each with its `path`, `line`, `field`, `message` and `fix`.
+pub fn print(
+    path: &Path,
+    result: &Result<CheckReport, RunError>,
+    json: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match (result, json) {
+        (Ok(report), false) => {
+            writeln!(out, "{}: configuration OK", path.display())?;
+            for line in &report.checked {
+                writeln!(out, "  checked: {line}")?;
+            }
+            for line in &report.not_checked {
+                writeln!(out, "  not checked (opening it has side effects): {line}")?;
+            }
+            Ok(())
+        }
+        (Err(_), false) => Ok(()),
+        (Ok(report), true) => json_line(
+            out,
+            serde_json::json!({
+                "ok": true,
+                "config": path,
+                "checked": report.checked,
+                "not_checked": report.not_checked,
+            }),
+        ),
+        (Err(e), true) => {
+            let error = match e {
+                RunError::Config(e) => {
+                    let (field, message, fix) = e.parts();
+                    serde_json::json!({
+                        "path": e.path, "line": e.line, "field": field,
+                        "message": message, "fix": fix,
+                    })
+                }
+                e => serde_json::json!({
+                    "path": path, "line": null, "field": null,
+                    "message": e.to_string(), "fix": null,
+                }),
+            };
+            json_line(
+                out,
+                serde_json::json!({ "ok": false, "config": path, "errors": [error] }),
+            )
+        }
+    }
+}
+
+fn json_line(out: &mut dyn Write, value: serde_json::Value) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &value)?;
+    writeln!(out)
 }

@@ -67,6 +67,19 @@ use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
 use serde::Deserialize;
 
+/// The commented example file of this module's documentation, every key with what it
+/// does: what `polld man` writes into polld.toml(5).
+pub fn annotated_example() -> String {
+    include_str!("config.rs")
+        .lines()
+        .map_while(|l| l.strip_prefix("//!"))
+        .skip_while(|l| l.trim() != "```toml")
+        .skip(1)
+        .take_while(|l| l.trim() != "```")
+        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+        .collect()
+}
+
 /// How polld reaches an interface.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -243,6 +256,22 @@ impl fmt::Display for RunConfigError {
 
 impl std::error::Error for RunConfigError {}
 
+impl RunConfigError {
+    /// The message in its parts, as the messages are written: the field at fault (before
+    /// the first `: `, when it is a field path), what is wrong, and the fix (after the
+    /// first `; `).
+    pub fn parts(&self) -> (Option<&str>, &str, Option<&str>) {
+        let (field, rest) = match self.message.split_once(": ") {
+            Some((field, rest)) if !field.contains(' ') => (Some(field), rest),
+            _ => (None, self.message.as_str()),
+        };
+        match rest.split_once("; ") {
+            Some((problem, fix)) => (field, problem, Some(fix)),
+            None => (field, rest, None),
+        }
+    }
+}
+
 /// The file as serde sees it: the daemon's tables, and the rest for the packet stage.
 #[derive(Deserialize)]
 struct RunFile {
@@ -306,6 +335,9 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
+/// The keys [`RunFile`] reads itself; every other top-level key is the packet stage's.
+const RUN_FILE_KEYS: [&str; 3] = ["daemon", "knobs", "interfaces"];
+
 const DEVICE_KEYS: [&str; 9] = [
     "backend", "mode", "queue", "netns", "cpu", "fault", "queues", "fanout", "cpus",
 ];
@@ -334,11 +366,14 @@ impl RunConfig {
                 let line = e.span().map(|s| line_of_offset(source, s.start));
                 fail(line, e.message().to_string())
             })?;
-        let file: RunFile = toml::from_str(source).map_err(|e| {
-            let line = e.span().map(|s| line_of_offset(source, s.start));
-            fail(line, e.message().to_string())
-        })?;
         let locate = |field: &str| field_line(&doc, source, field);
+        let file: RunFile = serde_path_to_error::deserialize(toml::Deserializer::new(source))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let e = e.into_inner();
+                let line = e.span().map(|s| line_of_offset(source, s.start));
+                fail(line, described(&path, e.message()))
+            })?;
 
         let mut devices = Vec::new();
         let mut stage_interfaces = Vec::new();
@@ -348,23 +383,11 @@ impl RunConfig {
                 .clone()
                 .into_iter()
                 .partition(|(k, _)| DEVICE_KEYS.contains(&k.as_str()));
-            let keys: DeviceKeys =
-                device_part
-                    .clone()
-                    .try_into()
-                    .map_err(|e: toml::de::Error| {
-                        // Key by key, to point at the line of the one at fault.
-                        let key = device_part.iter().find_map(|(k, v)| {
-                            let single: toml::Table =
-                                [(k.clone(), v.clone())].into_iter().collect();
-                            single.try_into::<DeviceKeys>().is_err().then_some(k)
-                        });
-                        let field = match key {
-                            Some(k) => format!("interfaces[{i}].{k}"),
-                            None => format!("interfaces[{i}]"),
-                        };
-                        fail(locate(&field), format!("{field}: {}", e.message()))
-                    })?;
+            let keys: DeviceKeys = typed(
+                toml::Value::Table(device_part.clone()),
+                &format!("interfaces[{i}]"),
+            )
+            .map_err(|(field, message)| fail(locate(&field), message))?;
             let name = entry
                 .get("name")
                 .and_then(|v| v.as_str())
@@ -394,13 +417,8 @@ impl RunConfig {
         }
         let mut packet = file.packet;
         packet.insert("interfaces".into(), toml::Value::Array(stage_interfaces));
-        let mut packet: PacketConfig =
-            toml::Value::Table(packet)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    let message = e.message().to_string();
-                    fail(quoted_line(source, &message), message)
-                })?;
+        let mut packet: PacketConfig = typed(toml::Value::Table(packet), "")
+            .map_err(|(field, message)| fail(locate(&field), message))?;
         for (i, dev) in devices.iter().enumerate() {
             if packet.mode == polld_packet::Mode::Router && packet.interfaces[i].mac.is_none() {
                 // The MAC defaults to the interface's own: say so when there is none.
@@ -534,6 +552,20 @@ fn queue_keys(
     let refuse = |key: &str, why: String| Err(interface_error(i, key, why));
     let several_taps = "a TAP here has one queue: for several CPUs use several TAPs, one \
                         [[interfaces]] entry each with its own `cpu`";
+    if given.contains_key("queue") && keys.backend != Backend::AfXdp {
+        let why = match keys.backend {
+            Backend::Tap => "a TAP has one queue, and polld reads it whole".to_string(),
+            _ => "AF_PACKET receives from every queue of the interface".to_string(),
+        };
+        return refuse(
+            "queue",
+            format!(
+                "`queue` is the AF_XDP receive queue to open, and this interface is {}: {why}; \
+                 remove `queue`, or use backend = \"af_xdp\" to poll one receive queue",
+                keys.backend.name()
+            ),
+        );
+    }
     let queues: Vec<u32> = match (&keys.queues, keys.fanout) {
         (Some(_), Some(_)) => {
             return refuse(
@@ -965,20 +997,6 @@ fn key_line(source: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
-/// The line of what a serde message quotes: an unknown key in backquotes, or a bad
-/// value in double quotes.
-fn quoted_line(source: &str, message: &str) -> Option<usize> {
-    if let Some(key) = message.split('`').nth(1) {
-        return key_line(source, key);
-    }
-    let value = message.split('"').nth(1)?;
-    let literal = format!("\"{value}\"");
-    source
-        .lines()
-        .position(|l| l.contains(&literal))
-        .map(|i| i + 1)
-}
-
 /// The line of a field path such as `routes[1].gateway` or `interfaces[0].addresses[2]`:
 /// the deepest part of the path found in the document.
 fn field_line(doc: &toml_edit::ImDocument<String>, source: &str, field: &str) -> Option<usize> {
@@ -999,4 +1017,135 @@ fn field_line(doc: &toml_edit::ImDocument<String>, source: &str, field: &str) ->
         }
     }
     span.map(|s| line_of_offset(source, s.start))
+}
+
+/// `value` deserialized as a `T` found at `prefix` (`interfaces[0]`, or "" for the top):
+/// on error, the field path and the message [`described`] gives.
+fn typed<T: serde::de::DeserializeOwned>(
+    value: toml::Value,
+    prefix: &str,
+) -> Result<T, (String, String)> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let path = match (prefix, inner.as_str()) {
+            (p, ".") => p.to_string(),
+            ("", i) => i.to_string(),
+            (p, i) if i.starts_with('[') => format!("{p}{i}"),
+            (p, i) => format!("{p}.{i}"),
+        };
+        let message = described(&path, e.into_inner().message());
+        (path, message)
+    })
+}
+
+/// A serde error at `path` (`interfaces[0].cpu`) as a user reads it: the field, what was
+/// given and what is expected; an unknown key with the valid keys of its table and the
+/// nearest one; a missing key with what to add.
+fn described(path: &str, message: &str) -> String {
+    let at = |text: String| match path {
+        "" | "." => text,
+        p => format!("{p}: {text}"),
+    };
+    let quoted = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        let (key, expected) = rest.split_once(", expected").unwrap_or((rest, ""));
+        let key = key.trim_matches('`');
+        // serde puts an unknown key in the path of the table that has it.
+        let table = path
+            .strip_suffix(key)
+            .map(|t| t.trim_end_matches('.'))
+            .unwrap_or(path);
+        // The keys serde lists are one part's; the other part of the table reads the rest.
+        let others: &[&str] = match table.strip_prefix("interfaces[") {
+            _ if table.is_empty() => &RUN_FILE_KEYS,
+            Some(rest) if rest.ends_with(']') && !rest.contains('.') => &DEVICE_KEYS,
+            _ => &[],
+        };
+        let mut valid = quoted(expected);
+        valid.extend(others.iter().map(|k| k.to_string()));
+        valid.sort();
+        valid.dedup();
+        let place = match table {
+            "" => "at the top of the file".to_string(),
+            t => format!("in {t}"),
+        };
+        let nearest = valid
+            .iter()
+            .map(|k| (strsim::levenshtein(k, key), k))
+            .filter(|(d, k)| *d <= (k.len() / 3).max(2))
+            .min()
+            .map(|(_, k)| format!("did you mean `{k}`? "))
+            .unwrap_or_default();
+        return format!(
+            "unknown key `{key}` {place}; {nearest}the valid keys are {}",
+            valid.join(", ")
+        );
+    }
+    if let Some(key) = message.strip_prefix("missing field ") {
+        let key = key.trim_matches('`');
+        let what = match key {
+            "name" => "name = \"IFNAME\", the interface this entry is for".to_string(),
+            k => format!("{k} = ..."),
+        };
+        return at(format!("`{key}` is missing; add {what}"));
+    }
+    let leaf = path.rsplit('.').next().unwrap_or(path);
+    let (leaf, element) = match leaf.split_once('[') {
+        Some((k, _)) => (k, true),
+        None => (leaf, false),
+    };
+    let expectation = match (leaf, element) {
+        ("cpu", _) | ("cpus", true) => Some("a CPU number (0, 1, ...: a CPU polld may run on)"),
+        ("cpus", false) => Some("a list of CPU numbers, e.g. [0, 1]"),
+        ("queue", _) | ("queues", true) => Some("a receive queue number (0, 1, ...)"),
+        ("queues", false) => {
+            Some("a queue count or a list of queue numbers (queues = 2 or [0, 1])")
+        }
+        ("fanout", _) => Some("a number of sockets (2 or more)"),
+        ("mtu", _) => Some("an MTU from 68 to 65535"),
+        _ => None,
+    };
+    let given = ["invalid value: ", "invalid type: "]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split_once(", expected "));
+    match (given, expectation) {
+        (Some((value, expected)), expectation) => {
+            // `integer `-1``, `string "x"`: the value as written.
+            let value = match value.split_once(['`', '"']) {
+                Some((_, v)) if value.contains('`') => v.trim_end_matches('`').to_string(),
+                Some((kind, _)) => value[kind.len()..].to_string(),
+                None => value.to_string(),
+            };
+            let expected = expectation
+                .map(str::to_string)
+                .unwrap_or_else(|| plain_type(expected));
+            at(format!("{value} is not {expected}"))
+        }
+        // An untagged enum (`queues`) says only that nothing matched.
+        (None, Some(expected)) if message.starts_with("data did not match") => {
+            at(format!("not {expected}"))
+        }
+        _ => at(message.to_string()),
+    }
+}
+
+/// A serde expectation in words: `u16` as "a whole number from 0 to 65535".
+fn plain_type(expected: &str) -> String {
+    let max = match expected {
+        "u8" => u64::from(u8::MAX),
+        "u16" => u64::from(u16::MAX),
+        "u32" => u64::from(u32::MAX),
+        "u64" | "usize" => return "a whole number, 0 or more".to_string(),
+        "i64" | "i32" => return "a whole number".to_string(),
+        "a sequence" => return "a list [..]".to_string(),
+        other => return other.to_string(),
+    };
+    format!("a whole number from 0 to {max}")
 }

@@ -7,7 +7,8 @@
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
 //!    interface, start the reopen thread ([`crate::reopen`]) and the control socket;
-//! 5. run until SIGINT/SIGTERM; drain, print the counters, exit 0.
+//! 5. run until SIGINT/SIGTERM (SIGHUP applies the file's modes and knobs anew,
+//!    [`crate::reload`]); drain, print the counters, exit 0.
 
 use std::fmt;
 use std::io::Write;
@@ -27,10 +28,11 @@ use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
-use crate::check::{self, CheckReport};
+use crate::check;
 use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
+use crate::reload::{self, Reloader};
 use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
@@ -50,7 +52,8 @@ pub struct RunArgs {
     /// Check the configuration and exit.
     #[arg(long)]
     pub check: bool,
-    /// Print the final counters as JSON.
+    /// Print the final counters as JSON; with --check, the check's result (ok, what was
+    /// checked, or the errors with their file, line, field, message and fix).
     #[arg(long)]
     pub json: bool,
     /// Record every interface's frames, received and sent, to PREFIX.IFNAME.pcap (classic
@@ -224,12 +227,12 @@ fn open_device(
                 .map(|ns| format!(" in network namespace {ns:?}"))
                 .unwrap_or_default();
             if tap.created() {
-                eprintln!(
-                    "polld: {}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
+                log::info!(
+                    "{}: no such interface{place}: created the TAP (it goes away when polld exits; `ip tuntap add` makes a persistent one)",
                     d.name
                 );
             } else {
-                eprintln!("polld: {}: attached to the existing TAP{place}", d.name);
+                log::info!("{}: attached to the existing TAP{place}", d.name);
             }
             (
                 Box::new(tap),
@@ -340,8 +343,8 @@ struct PcapFile {
 impl PcapFile {
     fn report<T>(&self, result: std::io::Result<T>) -> std::io::Result<T> {
         if let Err(e) = &result {
-            eprintln!(
-                "polld: --pcap {}: {e}; the recording of this interface stops here",
+            log::error!(
+                "--pcap {}: {e}; the recording of this interface stops here",
                 self.path.display()
             );
         }
@@ -383,23 +386,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
             ))
         })?;
     }
-    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
-    if let Some(shared) = args.af_xdp_shared_umem {
-        config.daemon.af_xdp_shared_umem = Some(shared);
-        check_shared_umem(&config.daemon, &config.devices)
-            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
-    }
-    let socket = args
-        .socket
-        .clone()
-        .or(config.daemon.socket.clone())
-        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
     if args.check {
-        let report = check::check(&config, &socket)?;
-        return print_check(&args.config, &report, out).map_err(RunError::Io);
+        let result = load(args).and_then(|(config, socket)| check::check(&config, &socket));
+        check::print(&args.config, &result, args.json, out).map_err(RunError::Io)?;
+        return result.map(drop);
     }
+    let (config, socket) = load(args)?;
     check::preflight(&config, &socket)?;
     // Before any thread exists, so every thread inherits the mask.
+    reload::block_hangup().map_err(RunError::Io)?;
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
 
     if !config.daemon.cpus.is_empty() {
@@ -410,8 +405,8 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
 
     let policy = place_poll_thread(&config, config.daemon.cpu, &mut reopener)?;
     let (server, inbox, metrics) = start_control(&config, &socket)?;
-    eprintln!(
-        "polld: running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
+    log::info!(
+        "running {} interface(s) from {}; poll thread {policy}{}; control socket {}{}",
         config.devices.len(),
         config.path.display(),
         config
@@ -435,6 +430,22 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         out,
     )
     .map_err(RunError::Io)
+}
+
+/// The config file with the command line's overrides, and the control socket's path.
+pub(crate) fn load(args: &RunArgs) -> Result<(RunConfig, PathBuf), RunError> {
+    let mut config = RunConfig::load(&args.config).map_err(RunError::Config)?;
+    if let Some(shared) = args.af_xdp_shared_umem {
+        config.daemon.af_xdp_shared_umem = Some(shared);
+        check_shared_umem(&config.daemon, &config.devices)
+            .map_err(|e| RunError::Setup(format!("--af-xdp-shared-umem: {e}")))?;
+    }
+    let socket = args
+        .socket
+        .clone()
+        .or(config.daemon.socket.clone())
+        .unwrap_or_else(|| PathBuf::from(polld_control::client::DEFAULT_SOCKET));
+    Ok((config, socket))
 }
 
 /// Pins the calling poll thread to `cpu`, makes it SCHED_FIFO if `realtime`, drops every
@@ -470,11 +481,18 @@ pub(crate) fn place_poll_thread(
     Ok(policy)
 }
 
-/// The control socket, and the metrics server if `[daemon] metrics` asks for one.
+/// What serves the running daemon beside the control socket: the metrics server if
+/// `[daemon] metrics` asks for one, and the SIGHUP reload thread. Dropping it stops them.
+pub(crate) struct Services {
+    metrics: Option<MetricsServer>,
+    _reload: Reloader,
+}
+
+/// The control socket and the [`Services`].
 pub(crate) fn start_control(
     config: &RunConfig,
     socket: &Path,
-) -> Result<(ControlServer, Inbox, Option<MetricsServer>), RunError> {
+) -> Result<(ControlServer, Inbox, Services), RunError> {
     let (server, inbox) = ControlServer::start(socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
     let metrics = match config.daemon.metrics {
@@ -484,12 +502,22 @@ pub(crate) fn start_control(
         ),
         None => None,
     };
-    Ok((server, inbox, metrics))
+    let reload = Reloader::start(config, socket)
+        .map_err(|e| RunError::Setup(format!("starting the SIGHUP reload thread: {e}")))?;
+    Ok((
+        server,
+        inbox,
+        Services {
+            metrics,
+            _reload: reload,
+        },
+    ))
 }
 
 /// The end of the start-up line: where /metrics is served, if it is.
-pub(crate) fn metrics_line(metrics: &Option<MetricsServer>) -> String {
-    metrics
+pub(crate) fn metrics_line(services: &Services) -> String {
+    services
+        .metrics
         .as_ref()
         .map(|m| format!("; metrics on http://{}/metrics", m.addr()))
         .unwrap_or_default()
@@ -585,8 +613,8 @@ fn shared_umem(
     if !config.daemon.shared_umem() || names.len() < 2 {
         let candidates = config.devices.iter().filter(af_xdp).count();
         if config.daemon.af_xdp_shared_umem == Some(true) && candidates >= 2 {
-            eprintln!(
-                "polld: af_xdp_shared_umem: {} of the {candidates} AF_XDP interfaces can lend \
+            log::warn!(
+                "af_xdp_shared_umem: {} of the {candidates} AF_XDP interfaces can lend \
                  frames (one split into queues, wrapped by --pcap or injecting faults copies \
                  them) and sharing needs two: each gets a UMEM of its own",
                 names.len()
@@ -665,18 +693,6 @@ pub(crate) fn build_dataplane<D: Device>(
         })?;
     }
     Ok((dp, defaults))
-}
-
-/// What `--check` found: OK, what it checked, and what it could not check.
-fn print_check(path: &Path, report: &CheckReport, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "{}: configuration OK", path.display())?;
-    for line in &report.checked {
-        writeln!(out, "  checked: {line}")?;
-    }
-    for line in &report.not_checked {
-        writeln!(out, "  not checked (opening it has side effects): {line}")?;
-    }
-    Ok(())
 }
 
 /// The final counters, and the conservation check per interface.

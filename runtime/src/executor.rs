@@ -409,8 +409,8 @@ impl Executor {
                     |epoll, fd| line.add(epoll, fd, i),
                 );
                 if let Err(e) = added {
-                    eprintln!(
-                        "polld: {}: cannot wait for its {} ({e}); {}",
+                    log::warn!(
+                        "{}: cannot wait for its {} ({e}); {}",
                         self.dp.interfaces()[i].dev().name(),
                         line.name(),
                         line.fallback()
@@ -445,10 +445,10 @@ impl Executor {
         for event in self.dp.take_events() {
             match event {
                 Event::Link { ifname, state } => {
-                    eprintln!("polld: {ifname}: link {}", state.name())
+                    log::info!("{ifname}: link {}", state.name())
                 }
-                Event::Gone { ifname } => eprintln!(
-                    "polld: {ifname}: interface gone; handler deregistered, waiting for it to return"
+                Event::Gone { ifname } => log::warn!(
+                    "{ifname}: interface gone; handler deregistered, waiting for it to return"
                 ),
             }
         }

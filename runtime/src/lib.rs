@@ -7,6 +7,7 @@
 //! - [`lateness`]: how late the tick timer wakes the poll thread;
 //! - [`idle`]: idle polling's own thread at idle priority;
 //! - [`reopen`]: an interface that went away opened anew on a helper thread, swapped in;
+//! - [`reload`]: SIGHUP, the config file's modes and knobs applied anew;
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
 //!   to them (DragonFly's ifpoll);
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
@@ -24,6 +25,7 @@ pub mod lateness;
 pub mod percpu;
 pub mod queues;
 pub mod reference;
+pub mod reload;
 pub mod reopen;
 pub mod rx_work;
 pub mod sys;

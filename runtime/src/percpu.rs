@@ -166,8 +166,8 @@ pub(crate) fn run(
         .iter()
         .map(|t| format!("CPU {}: {}", t.cpu, t.polled().join(", ")))
         .collect();
-    eprintln!(
-        "polld: running {} interface(s) from {}; {} poll threads {policy} ({}); control socket {}{}",
+    log::info!(
+        "running {} interface(s) from {}; {} poll threads {policy} ({}); control socket {}{}",
         config.devices.len(),
         config.path.display(),
         threads.len(),

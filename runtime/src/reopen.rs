@@ -120,15 +120,15 @@ impl Reopening {
                 dev.set_interrupt(self.armed);
                 self.current = dev;
                 self.last_error = None;
-                eprintln!(
-                    "polld: {}: reopened on the interface that now has its name",
+                log::info!(
+                    "{}: reopened on the interface that now has its name",
                     self.current.name()
                 );
             }
             Err(e) => {
                 if self.last_error.as_ref() != Some(&e) {
-                    eprintln!(
-                        "polld: {}: not reopened yet ({e}); trying again at each status check",
+                    log::warn!(
+                        "{}: not reopened yet ({e}); trying again at each status check",
                         self.current.name()
                     );
                 }

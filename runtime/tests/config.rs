@@ -71,13 +71,13 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
         // (replace this, with that, expect this in the error)
         ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
         ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive, busy or auto"),
-        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown field `cpuz`"),
-        ("cpu = 1", "cpus = 1", "fwd.toml:4: invalid type: integer `1`, expected a sequence"),
+        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown key `cpuz` in daemon; did you mean `cpu`? the valid keys are af_xdp_shared_umem, cpu, cpus, metrics, metrics_public, realtime, socket"),
+        ("cpu = 1", "cpus = 1", "fwd.toml:4: daemon.cpus: 1 is not a list of CPU numbers, e.g. [0, 1]"),
         ("cpu = 1", "cpus = [0, 0]", "fwd.toml:4: daemon.cpus: CPU 0 is listed twice"),
         ("cpu = 1", "cpus = [0, 1, 2]", "fwd.toml:4: daemon.cpus: CPU 2 polls no interface"),
         ("queue = 0", "cpu = 0", "fwd.toml:15: interfaces[0].cpu: there is one poll thread; list the poll CPUs in [daemon] cpus"),
         ("gateway = \"10.0.2.2\"", "gateway = \"10.0.9.9\"", "fwd.toml:26: routes[0].gateway: 10.0.9.9 is not on a connected network"),
-        ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown field `rotues`"),
+        ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown key `rotues` at the top of the file; did you mean `routes`? the valid keys are arp, bridge, daemon, default_action, icmp, interfaces, knobs, mode, routes, rules, static_arp"),
         ("addresses = [\"10.0.1.2/24\"]", "addresses = [\"10.0.1.2/33\"]", "fwd.toml:17:"),
         ("mac = \"02:00:00:00:02:01\"", "mac = \"02:00:00:00:01:02\"", "fwd.toml:21: interfaces[1].mac"),
         ("socket = \"/tmp/polld-test.sock\"", "socket = ", "fwd.toml:3:"),
@@ -105,6 +105,75 @@ fn the_knobs_profile_is_read_apart_from_the_knobs_and_checked() {
     assert_eq!(
         err,
         "fwd.toml:7: knobs.profile: \"bsd\" is not a profile; write profile = \"polld\" or \"freebsd\""
+    );
+}
+
+#[test]
+fn type_errors_name_the_field_and_say_what_is_expected() {
+    let cases: &[(&str, &str, &str)] = &[
+        // (replace this, with that, the whole error)
+        ("queue = 0", "cpu = -1", "fwd.toml:15: interfaces[0].cpu: -1 is not a CPU number (0, 1, ...: a CPU polld may run on)"),
+        ("cpu = 1", "cpu = -1", "fwd.toml:4: daemon.cpu: -1 is not a CPU number (0, 1, ...: a CPU polld may run on)"),
+        ("mac = \"02:00:00:00:02:01\"", "mtu = 1000000", "fwd.toml:21: interfaces[1].mtu: 1000000 is not an MTU from 68 to 65535"),
+        ("mac = \"02:00:00:00:02:01\"", "mtu = \"big\"", "fwd.toml:21: interfaces[1].mtu: \"big\" is not an MTU from 68 to 65535"),
+        ("queue = 0", "queue = true", "fwd.toml:15: interfaces[0].queue: true is not a receive queue number (0, 1, ...)"),
+        ("queue = 0", "queues = \"all\"", "fwd.toml:15: interfaces[0].queues: not a queue count or a list of queue numbers (queues = 2 or [0, 1])"),
+        ("socket = \"/tmp/polld-test.sock\"", "realtime = 1", "fwd.toml:3: daemon.realtime: 1 is not a boolean"),
+    ];
+    for (from, to, expected) in cases {
+        assert!(GOOD.contains(from), "bad case {from}");
+        let err = parse(&GOOD.replacen(from, to, 1)).unwrap_err();
+        assert_eq!(&err, expected, "{from} -> {to}");
+    }
+}
+
+#[test]
+fn a_missing_name_points_at_its_own_entry() {
+    let err = parse(&GOOD.replace("name = \"veth2\"\n", "")).unwrap_err();
+    assert_eq!(
+        err,
+        "fwd.toml:19: interfaces[1]: `name` is missing; add name = \"IFNAME\", the interface this entry is for"
+    );
+}
+
+#[test]
+fn an_unknown_key_lists_every_valid_key_of_its_table_and_the_nearest() {
+    let err = parse(&GOOD.replace(
+        "addresses = [\"10.0.2.1/24\"]",
+        "adresses = [\"10.0.2.1/24\"]",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "fwd.toml:22: unknown key `adresses` in interfaces[1]; did you mean `addresses`? the valid \
+         keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, queue, \
+         queues"
+    );
+    // Nothing near: no guess, still the list.
+    let err = parse(&GOOD.replace("cpu = 1", "xyzzy = 1")).unwrap_err();
+    assert!(
+        err.starts_with(
+            "fwd.toml:4: unknown key `xyzzy` in daemon; the valid keys are af_xdp_shared_umem,"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn queue_is_refused_where_there_is_no_queue_to_choose() {
+    let tap = GOOD.replace("backend = \"af_xdp\"", "backend = \"tap\"");
+    let err = parse(&tap.replace("queue = 0", "queue = 3")).unwrap_err();
+    assert_eq!(
+        err,
+        "fwd.toml:15: interfaces[0].queue: `queue` is the AF_XDP receive queue to open, and this \
+         interface is tap: a TAP has one queue, and polld reads it whole; remove `queue`, or use \
+         backend = \"af_xdp\" to poll one receive queue"
+    );
+    let packet = GOOD.replace("backend = \"af_xdp\"", "backend = \"af_packet\"");
+    let err = parse(&packet).unwrap_err();
+    assert!(
+        err.contains("interfaces[0].queue: `queue` is the AF_XDP receive queue to open, and this interface is af_packet: AF_PACKET receives from every queue"),
+        "{err}"
     );
 }
 
@@ -269,10 +338,12 @@ fn metrics_mistakes_are_refused_at_their_line_with_the_fix() {
 
 #[test]
 fn an_interface_may_name_its_network_namespace() {
-    let text = GOOD.replace(
-        "name = \"veth1\"\nbackend = \"af_xdp\"",
-        "name = \"tap0\"\nnetns = \"gen\"\nbackend = \"tap\"",
-    );
+    let text = GOOD
+        .replace(
+            "name = \"veth1\"\nbackend = \"af_xdp\"",
+            "name = \"tap0\"\nnetns = \"gen\"\nbackend = \"tap\"",
+        )
+        .replace("queue = 0\n", "");
     let c = parse(&text).unwrap();
     assert_eq!(c.devices[0].name, "tap0");
     assert_eq!(c.devices[0].netns.as_deref(), Some("gen"));
@@ -303,7 +374,10 @@ fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
         "fwd.toml:21: interfaces[0].fault.rx_corrupt = 1500: a rate is per mille, use 0 to 1000"
     );
     let err = parse(&with_fault("rx_drops = 5\n")).unwrap_err();
-    assert!(err.contains("unknown field `rx_drops`"), "{err}");
+    assert!(
+        err.starts_with("fwd.toml:20: unknown key `rx_drops` in interfaces[0].fault; did you mean `rx_drop`? the valid keys are rx_corrupt, rx_drop,"),
+        "{err}"
+    );
 }
 
 #[test]

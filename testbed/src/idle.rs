@@ -71,8 +71,8 @@ impl Drop for IdleHold {
     fn drop(&mut self) {
         for (path, previous) in &self.restore {
             if let Err(e) = std::fs::write(path, previous) {
-                eprintln!(
-                    "polld testbed: cannot restore {} to {previous}: {e}; write it by hand",
+                log::warn!(
+                    "cannot restore {} to {previous}: {e}; write it by hand",
                     path.display()
                 );
             }

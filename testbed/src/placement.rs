@@ -387,7 +387,7 @@ impl Drop for RealtimeRx {
             // A kthread gone with its interface needs nothing back.
             if let Err(e) = sys::set_scheduler(pid, before) {
                 if e.raw_os_error() != Some(libc::ESRCH) {
-                    eprintln!("polld testbed: cannot give NAPI kthread {pid} its scheduling policy back: {e}");
+                    log::warn!("cannot give NAPI kthread {pid} its scheduling policy back: {e}");
                 }
             }
         }

@@ -202,7 +202,7 @@ impl Testbed {
 impl Drop for Testbed {
     fn drop(&mut self) {
         if let Err(e) = down(&self.report.layout) {
-            eprintln!("polld-testbed: tearing down the testbed failed: {e}");
+            log::warn!("tearing down the testbed failed: {e}");
         }
     }
 }

@@ -1,0 +1,113 @@
+//! `polld run --check --json`: one JSON object on stdout, whether the file passes or not;
+//! and what `--check` verifies beyond the file itself (root only; CI runs as root).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Dir, POLLD};
+use serde_json::Value;
+
+/// Two TAPs polld would create: `--check` opens neither.
+const GOOD: &str = r#"[daemon]
+socket = "SOCKET"
+
+[[interfaces]]
+name = "pcj0"
+backend = "tap"
+mac = "02:00:00:00:01:01"
+addresses = ["10.81.1.1/24"]
+
+[[interfaces]]
+name = "pcj1"
+backend = "tap"
+mac = "02:00:00:00:02:01"
+addresses = ["10.81.2.1/24"]
+"#;
+
+/// `polld run --check --json -c PATH`: the exit status and stdout parsed.
+fn check_json(dir: &Dir, text: &str) -> (bool, Value) {
+    let path = dir.0.join("polld.toml");
+    let socket = dir.0.join("polld.sock");
+    std::fs::write(&path, text.replace("SOCKET", socket.to_str().unwrap())).unwrap();
+    let out = Command::new(POLLD)
+        .args(["run", "--check", "--json", "-c"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout:?}"));
+    (out.status.success(), json)
+}
+
+#[test]
+fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix() {
+    require_root!();
+    let dir = Dir::new("check-json");
+    let (ok, json) = check_json(&dir, GOOD);
+    assert!(ok, "{json}");
+    assert_eq!(json["ok"], true);
+    assert!(json["checked"].as_array().unwrap().len() >= 2, "{json}");
+    assert!(json["not_checked"]
+        .to_string()
+        .contains("creating the TAP device"));
+
+    let (ok, json) = check_json(
+        &dir,
+        &GOOD.replace("name = \"pcj1\"\n", "name = \"pcj1\"\nqueue = 3\n"),
+    );
+    assert!(!ok);
+    assert_eq!(json["ok"], false);
+    let error = &json["errors"][0];
+    assert_eq!(error["path"], dir.0.join("polld.toml").to_str().unwrap());
+    assert_eq!(error["line"], 12);
+    assert_eq!(error["field"], "interfaces[1].queue");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("a TAP has one queue"),
+        "{error}"
+    );
+    assert!(
+        error["fix"].as_str().unwrap().starts_with("remove `queue`"),
+        "{error}"
+    );
+
+    // A syntax error has a line and no field.
+    let (ok, json) = check_json(&dir, &GOOD.replace("mac = \"02:00:00:00:02:01\"", "mac = "));
+    assert!(!ok);
+    assert_eq!(json["errors"][0]["line"], 13, "{json}");
+}
+
+#[test]
+fn check_refuses_a_metrics_address_already_taken() {
+    require_root!();
+    let dir = Dir::new("check-metrics");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let text = GOOD.replace("[daemon]\n", &format!("[daemon]\nmetrics = {port}\n"));
+    let (ok, json) = check_json(&dir, &text);
+    assert!(!ok, "{json}");
+    let error = &json["errors"][0];
+    assert_eq!(error["line"], 2, "{error}");
+    assert_eq!(error["field"], "daemon.metrics");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot listen on 127.0.0.1"),
+        "{error}"
+    );
+    drop(taken);
+    let (ok, json) = check_json(&dir, &text);
+    assert!(ok, "{json}");
+    assert!(
+        json["checked"]
+            .to_string()
+            .contains(&format!("127.0.0.1:{port} is free")),
+        "{json}"
+    );
+    assert!(!Path::new(&dir.0.join("polld.sock")).exists());
+}

@@ -1,0 +1,156 @@
+//! SIGHUP: a running polld reads its config file again and applies the modes and knobs
+//! that changed; a bad file is refused with a logged error and polld goes on with the
+//! config it has (root only; CI runs as root).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Dir, POLLD};
+
+/// Two TAPs polld creates in its namespace; `extra` goes into [knobs], `mode` is tap0's.
+fn config(socket: &str, mode: &str, knobs: &str) -> String {
+    format!(
+        r#"[daemon]
+socket = "{socket}"
+
+[knobs]
+{knobs}
+
+[[interfaces]]
+name = "tap0"
+backend = "tap"
+mode = "{mode}"
+mac = "02:00:00:00:01:01"
+addresses = ["10.82.1.1/24"]
+
+[[interfaces]]
+name = "tap1"
+backend = "tap"
+mac = "02:00:00:00:02:01"
+addresses = ["10.82.2.1/24"]
+"#
+    )
+}
+
+/// A polld started by the test, killed if still running when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `polld ctl -n NAME` against `socket`.
+fn ctl(socket: &str, name: &str) -> String {
+    let out = Command::new(POLLD)
+        .args(["ctl", "-n", name])
+        .env("POLLD_SOCKET", socket)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Waits until `name` reads `want` (the reload thread applies it soon after SIGHUP).
+fn wait_for(socket: &str, name: &str, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ctl(socket, name) != want {
+        assert!(Instant::now() < deadline, "{name} never became {want}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn hangup(polld: &Running) {
+    // SAFETY: signals a child we started, by its pid.
+    unsafe { libc::kill(polld.0.id() as i32, libc::SIGHUP) };
+}
+
+/// Waits until polld's stderr (a file) has `text`; returns it.
+fn wait_logged(log: &std::path::Path, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let logged = std::fs::read_to_string(log).unwrap_or_default();
+        if logged.contains(text) {
+            return logged;
+        }
+        assert!(Instant::now() < deadline, "never logged {text:?}: {logged}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
+    require_root!();
+    let ns = polld_dev::netns::Netns::create("hup").unwrap();
+    let dir = Dir::new("reload");
+    let socket = dir.0.join("polld.sock");
+    let socket = socket.to_str().unwrap();
+    let path = dir.0.join("polld.toml");
+    let log = dir.0.join("stderr");
+    std::fs::write(&path, config(socket, "interrupt", "")).unwrap();
+    let polld = Running(
+        Command::new(POLLD)
+            .args(["run", "--netns", ns.name(), "-c"])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::path::Path::new(socket).exists() {
+        assert!(Instant::now() < deadline, "polld did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let default_frac = ctl(socket, "kern.polling.user_frac");
+    assert_ne!(default_frac, "17");
+    assert_eq!(ctl(socket, "dev.tap0.mode"), "interrupt");
+
+    // Mode and knob changed in the file: applied at SIGHUP.
+    let changed = config(socket, "polling", "\"kern.polling.user_frac\" = 17");
+    std::fs::write(&path, &changed).unwrap();
+    hangup(&polld);
+    wait_for(socket, "kern.polling.user_frac", "17");
+    assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
+    wait_logged(&log, "polld: SIGHUP: kern.polling.user_frac: ");
+
+    // A file that does not parse, then one with a knob value the dataplane refuses:
+    // each refused as a whole, logged, and polld goes on as it was.
+    std::fs::write(
+        &path,
+        changed.replace("mode = \"polling\"", "mode = \"polling"),
+    )
+    .unwrap();
+    hangup(&polld);
+    wait_logged(
+        &log,
+        "the file is refused, polld goes on with the config it has",
+    );
+    let refused = config(socket, "interrupt", "\"kern.polling.user_frac\" = 150");
+    std::fs::write(&path, refused).unwrap();
+    hangup(&polld);
+    let logged = wait_logged(&log, "kern.polling.user_frac: 150");
+    assert_eq!(logged.matches("the file is refused").count(), 2, "{logged}");
+    assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
+    assert_eq!(
+        ctl(socket, "dev.tap0.mode"),
+        "polling",
+        "a refused file changes nothing"
+    );
+
+    // The knob left the file: back to its default.
+    std::fs::write(&path, config(socket, "polling", "")).unwrap();
+    hangup(&polld);
+    wait_for(socket, "kern.polling.user_frac", &default_frac);
+
+    // Still running, and stops as usual.
+    // SAFETY: signals a child we started, by its pid.
+    unsafe { libc::kill(polld.0.id() as i32, libc::SIGINT) };
+    let mut polld = polld;
+    let status = polld.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
