@@ -5,7 +5,9 @@
 #[macro_use]
 mod common;
 
-use polld_dev::busy_poll::NapiTuning;
+use std::sync::Arc;
+
+use polld_dev::irq_defer::{DeferSettings, Deferral, Writer};
 use polld_dev::kernel_rx::{FoundBy, RxCpuTime, RxWork};
 use polld_dev::napi::{self, NapiSettings};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
@@ -98,20 +100,33 @@ fn per_napi_settings_are_written_and_read_back() {
 }
 
 #[test]
-fn napi_tuning_restores_the_old_settings_when_dropped() {
+fn a_netlink_deferral_restores_the_old_settings_when_dropped() {
     require_root!();
     let ns = threaded_veth("napi-tune");
     in_netns(ns.name(), || {
         let id = napi::napis_of("na").unwrap()[0].id;
         let before = napi::napi_get(id).unwrap().settings.unwrap();
-        let wanted = NapiSettings {
+        let wanted = DeferSettings {
             defer_hard_irqs: 2,
             gro_flush_timeout_ns: 2_000_000,
-            irq_suspend_timeout_ns: 0,
         };
-        let tuning = NapiTuning::apply(id, wanted).unwrap();
-        assert_eq!(napi::napi_get(id).unwrap().settings, Some(wanted));
-        drop(tuning);
+        let netdev = Arc::new(napi::Netdev::open().unwrap());
+        let writer = Writer::Netlink {
+            netdev,
+            napi_id: id,
+        };
+        let ifindex = napi::ifindex("na").unwrap();
+        let deferral = Deferral::apply(writer.clone(), "na", ifindex, wanted).unwrap();
+        // A second socket of the same NAPI shares the change; the last one restores.
+        let second = Deferral::apply(writer, "na", ifindex, wanted).unwrap();
+        let now = napi::napi_get(id).unwrap().settings.unwrap();
+        assert_eq!(
+            (now.defer_hard_irqs, now.gro_flush_timeout_ns),
+            (2, 2_000_000)
+        );
+        drop(deferral);
+        assert_eq!(napi::napi_get(id).unwrap().settings, Some(now));
+        drop(second);
         assert_eq!(napi::napi_get(id).unwrap().settings, Some(before));
     })
     .unwrap();
