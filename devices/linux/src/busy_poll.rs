@@ -257,7 +257,7 @@ impl BusyPoll {
             Ok(dup) => {
                 if let Err(e) = set_socket_options(fd.as_raw_fd(), self.0.config.budget) {
                     state.refused = Some(format!(
-                        "{ifname}: busy-polling socket options: {e} (SO_BUSY_POLL_BUDGET                          needs CAP_NET_ADMIN)"
+                        "{ifname}: busy-polling socket options: {e} (SO_BUSY_POLL_BUDGET needs CAP_NET_ADMIN)"
                     ));
                 }
                 let netdev = Netdev::open().map(Arc::new).map_err(|e| e.to_string());
@@ -318,7 +318,7 @@ impl BusyPoll {
         self.update(&mut state);
         drop(state);
         eprintln!(
-            "polld: af_xdp: `{ifname}` queue {queue}: NAPI id {found} found after frames              arrived; {}",
+            "polld: af_xdp: `{ifname}` queue {queue}: NAPI id {found} found after frames arrived; {}",
             self.status().detail
         );
     }
@@ -381,14 +381,14 @@ impl BusyPoll {
             (None, _, _) => "no socket (the interface is gone)".to_string(),
             (Some(_), Some(why), _) => why.clone(),
             (Some(s), None, Some(d)) if in_budget => format!(
-                "preferred busy polling of NAPI {}, budget {}; interrupts deferred                  ({}: napi_defer_hard_irqs {DEFER_HARD_IRQS}, gro_flush_timeout {} ns)",
+                "preferred busy polling of NAPI {}, budget {}; interrupts deferred ({}: napi_defer_hard_irqs {DEFER_HARD_IRQS}, gro_flush_timeout {} ns)",
                 s.socket_napi_id,
                 config.budget,
                 d.path().name(),
                 config.gro_flush_timeout_ns
             ),
             (Some(s), None, Some(d)) => format!(
-                "interrupts deferred ({}, NAPI {} from queue-get); busy polling starts                  once the socket has received a frame (copy mode learns its NAPI id then)",
+                "interrupts deferred ({}, NAPI {} from queue-get); busy polling starts once the socket has received a frame (copy mode learns its NAPI id then)",
                 d.path().name(),
                 s.queue_napi_id.unwrap_or(0)
             ),
@@ -396,7 +396,7 @@ impl BusyPoll {
                 "off: the interface does not poll (its device interrupts as usual)".to_string()
             }
             (Some(s), None, None) => format!(
-                "waiting for a NAPI id: `{}` queue {} has none yet (in copy mode the socket                  learns it from its first frame; a driver without NAPI ids, veth without                  native XDP or generic XDP never gives one)",
+                "waiting for a NAPI id: `{}` queue {} has none yet (in copy mode the socket learns it from its first frame; a driver without NAPI ids, veth without native XDP or generic XDP never gives one)",
                 s.ifname, s.queue
             ),
         };
