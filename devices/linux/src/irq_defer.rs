@@ -699,16 +699,22 @@ mod tests {
         assert!(forced.contains("eth0: read-only"), "{forced}");
     }
 
+    fn state(pid: u32, start_time: u64, entries: Vec<SavedEntry>) -> StateFile {
+        StateFile {
+            pid,
+            start_time,
+            entries,
+        }
+    }
+
     #[test]
     fn a_state_file_round_trips_and_refuses_garbage() {
-        let state = StateFile {
-            pid: 4242,
-            start_time: 987_654,
-            entries: vec![
-                entry(DeferPath::Sysfs, 4026531840, "eth0"),
-                entry(DeferPath::Netlink, 4026531840, "eth1"),
-            ],
-        };
+        let netns = 4026531840;
+        let entries = vec![
+            entry(DeferPath::Sysfs, netns, "eth0"),
+            entry(DeferPath::Netlink, netns, "eth1"),
+        ];
+        let state = state(4242, 987_654, entries);
         assert_eq!(StateFile::parse(&state.render()), Ok(state));
         assert!(StateFile::parse("sysfs 1 eth0 2 0 0 0 0\n")
             .unwrap_err()
@@ -720,14 +726,11 @@ mod tests {
 
     #[test]
     fn only_a_dead_owner_s_changes_in_this_namespace_are_restored() {
-        let state = StateFile {
-            pid: 4242,
-            start_time: 100,
-            entries: vec![
-                entry(DeferPath::Sysfs, 7, "eth0"),
-                entry(DeferPath::Sysfs, 8, "eth1"),
-            ],
-        };
+        let entries = vec![
+            entry(DeferPath::Sysfs, 7, "eth0"),
+            entry(DeferPath::Sysfs, 8, "eth1"),
+        ];
+        let state = state(4242, 100, entries);
         // Alive: the pid runs with the same start time.
         assert_eq!(leftover(&state, 1, 7, |_| Some(100)), Leftover::Owned);
         // This process's own file.
@@ -760,11 +763,8 @@ mod tests {
         // The killed polld had set 2 and 2 ms; before, 0 and 20 µs.
         let sysfs = fake_sysfs("eth0", 2, 2, 2_000_000);
         let state_dir = tempdir::Dir::new();
-        let dead = StateFile {
-            pid: u32::MAX - 1, // no such process
-            start_time: 1,
-            entries: vec![entry(DeferPath::Sysfs, thread_netns().unwrap(), "eth0")],
-        };
+        let here = entry(DeferPath::Sysfs, thread_netns().unwrap(), "eth0");
+        let dead = state(u32::MAX - 1, 1, vec![here]); // no such process
         let file = state_dir.path().join(format!("{STATE_PREFIX}{}", dead.pid));
         fs::write(&file, dead.render()).unwrap();
         let log = restore_leftovers_in(state_dir.path(), sysfs.path(), |n| {
