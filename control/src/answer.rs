@@ -12,7 +12,7 @@ use polld_core::poll::NODE;
 use polld_core::sysctl::{read, Oid};
 use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
 
-use crate::proto::{daemon_entry, IfStatus, Response, SetResult};
+use crate::proto::{daemon_entry, DeviceInterrupts, IfStatus, Response, SetResult};
 
 /// The kernel's receive work for the daemon's interfaces, read when it answers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,7 +56,16 @@ pub struct DaemonStatus {
     pub kernel_rx: KernelRxStatus,
     /// Each writable entry's value before the config was applied.
     pub defaults: Vec<(String, String)>,
+    /// The receive interrupts of each interface whose device has vectors, by the
+    /// interface's name: `dev.<if>.device_interrupts` and `device_interrupts_per_s`.
+    pub device_interrupts: Vec<(String, DeviceInterrupts)>,
 }
+
+/// `dev.<if>.device_interrupts`: the device's own receive interrupts since boot, from
+/// `/proc/interrupts` (polld's wakeups are `dev.<if>.interrupts`).
+pub const DEVICE_INTERRUPTS: &str = "device_interrupts";
+/// `dev.<if>.device_interrupts_per_s`: the same over the daemon's last second.
+pub const DEVICE_INTERRUPTS_PER_S: &str = "device_interrupts_per_s";
 
 /// The node the daemon's own entries hang under.
 pub const DAEMON_NODE: &str = "polld";
@@ -198,8 +207,28 @@ impl DaemonStatus {
             descr: "Value before the config file was applied".to_string(),
             allowed: None,
         });
+        let device = self.device_interrupts.iter().flat_map(|(name, irqs)| {
+            let node = format!("dev.{name}");
+            let vectors = irqs.vectors.join(", ");
+            let total = Reading {
+                node: node.clone(),
+                leaf: DEVICE_INTERRUPTS.to_string(),
+                kind: Kind::Counter,
+                value: Value::from(irqs.total),
+                descr: format!("Receive interrupts of the device ({vectors}), all CPUs"),
+            };
+            let rate = irqs.per_s.map(|per_s| Reading {
+                node,
+                leaf: DEVICE_INTERRUPTS_PER_S.to_string(),
+                kind: Kind::Gauge,
+                value: Value::from(per_s),
+                descr: format!("Receive interrupts of the device ({vectors}) over the last second"),
+            });
+            std::iter::once(total).chain(rate)
+        });
         read(DAEMON_NODE, self, DaemonStatus::OIDS)
             .chain(defaults)
+            .chain(device)
             .collect()
     }
 
@@ -311,7 +340,14 @@ fn declared_name(name: &str) -> String {
 }
 
 /// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 5] = ["queued", "rx_process_limit", "mode", "link", "auto_polling"];
+const INTERFACE_GAUGES: [&str; 6] = [
+    "queued",
+    "rx_process_limit",
+    "mode",
+    "link",
+    "auto_polling",
+    DEVICE_INTERRUPTS_PER_S,
+];
 
 /// `net.inet.ip.*` read-only entries that are levels; the stage's others count.
 const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
@@ -389,6 +425,8 @@ pub fn interface_status<D: Device, S: PacketStage>(
         counters: Vec::new(),
         rx_work: None,
         umem: None,
+        busy_poll: None,
+        device_interrupts: None,
     };
     for entry in dp.sysctl_entries(prefix.trim_end_matches('.')) {
         let Some(leaf) = entry.name.strip_prefix(&prefix) else {

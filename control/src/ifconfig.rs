@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! polld ifconfig                      every interface: link, mode, backend, addresses,
-//!                                     whether its receive work is in polld's budget, counters
+//!                                     whether its receive work is in polld's budget, how
+//!                                     its device interrupt is masked (busy polling), the
+//!                                     device's own interrupts, counters
 //! polld ifconfig veth1                one interface
 //! polld ifconfig veth1 polling        dev.veth1.mode=polling (FreeBSD's `ifconfig em0 polling`)
 //! polld ifconfig veth1 -polling       dev.veth1.mode=interrupt
@@ -168,6 +170,18 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
             }
         }
     }
+    if let Some(busy) = &iface.busy_poll {
+        writeln!(out, "\tbusy polling {}: {}", busy.path, busy.detail)?;
+    }
+    if let Some(irqs) = &iface.device_interrupts {
+        let rate = irqs.per_s.map(|r| format!(" ({r}/s)")).unwrap_or_default();
+        writeln!(
+            out,
+            "\tdevice interrupts {}{rate}: {}",
+            irqs.total,
+            irqs.vectors.join(", ")
+        )?;
+    }
     match iface.umem.as_deref() {
         Some("own") => writeln!(out, "\tumem own: forwarded frames are copied")?,
         Some(umem) => writeln!(
@@ -248,10 +262,23 @@ fn print_drops(iface: &IfStatus, kind: &str, out: &mut dyn Write) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::RxWork;
+    use crate::proto::{BusyPollLine, DeviceInterrupts, RxWork};
 
     fn shown(rx_work: Option<RxWork>) -> String {
-        let iface = IfStatus {
+        print(IfStatus {
+            rx_work,
+            ..status()
+        })
+    }
+
+    fn print(iface: IfStatus) -> String {
+        let mut out = Vec::new();
+        print_interface(&iface, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn status() -> IfStatus {
+        IfStatus {
             name: "veth1".into(),
             backend: "af_xdp".into(),
             mode: "polling".into(),
@@ -259,12 +286,50 @@ mod tests {
             mac: None,
             addresses: Vec::new(),
             counters: Vec::new(),
-            rx_work,
+            rx_work: None,
             umem: None,
-        };
-        let mut out = Vec::new();
-        print_interface(&iface, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+            busy_poll: None,
+            device_interrupts: None,
+        }
+    }
+
+    #[test]
+    fn busy_polling_says_its_path_and_the_device_its_own_interrupts() {
+        let text = print(IfStatus {
+            busy_poll: Some(BusyPollLine {
+                path: "sysfs per-device".into(),
+                napi_id: Some(8193),
+                detail: "preferred busy polling of NAPI 8193, budget 5".into(),
+            }),
+            device_interrupts: Some(DeviceInterrupts {
+                vectors: vec!["virtio0-input.0".into()],
+                total: 14475,
+                per_s: Some(3),
+            }),
+            counters: vec![("interrupts".into(), 12)],
+            ..status()
+        });
+        assert_eq!(
+            text,
+            "veth1: link up mode polling backend af_xdp\n\
+             \tbusy polling sysfs per-device: preferred busy polling of NAPI 8193, budget 5\n\
+             \tdevice interrupts 14475 (3/s): virtio0-input.0\n\
+             \tdrops 0\n\
+             \tinterrupts 12\n"
+        );
+        // Before the daemon's second sample there is no rate.
+        let first = print(IfStatus {
+            device_interrupts: Some(DeviceInterrupts {
+                vectors: vec!["eth0-TxRx-0".into(), "eth0".into()],
+                total: 7,
+                per_s: None,
+            }),
+            ..status()
+        });
+        assert!(
+            first.contains("\tdevice interrupts 7: eth0-TxRx-0, eth0\n"),
+            "{first}"
+        );
     }
 
     #[test]

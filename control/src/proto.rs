@@ -135,6 +135,34 @@ pub struct IfStatus {
     /// without a user-space copy) or `own` (absent from older daemons and other backends).
     #[serde(default)]
     pub umem: Option<String>,
+    /// AF_XDP: its preferred busy polling (absent from older daemons and other backends).
+    #[serde(default)]
+    pub busy_poll: Option<BusyPollLine>,
+    /// The device's own receive interrupts, from `/proc/interrupts` (absent for a virtual
+    /// device, which has none, and from older daemons).
+    #[serde(default)]
+    pub device_interrupts: Option<DeviceInterrupts>,
+}
+
+/// How an interface's device interrupt is kept masked while polld polls it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusyPollLine {
+    /// `netlink per-NAPI`, `sysfs per-device`, `off` (the interface does not poll) or
+    /// `unavailable` (`detail` says why and the fix).
+    pub path: String,
+    pub napi_id: Option<u32>,
+    pub detail: String,
+}
+
+/// A device's receive interrupts: its vectors in `/proc/interrupts` and their count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInterrupts {
+    /// `virtio0-input.0`, `eth0-TxRx-0`, ...
+    pub vectors: Vec<String>,
+    /// Since boot, all CPUs.
+    pub total: u64,
+    /// Over the daemon's last second of sampling (absent before the second sample).
+    pub per_s: Option<u64>,
 }
 
 /// Where an interface's receive work runs (the work a frame costs before polld sees it).

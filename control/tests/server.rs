@@ -300,6 +300,8 @@ fn an_answer_larger_than_the_socket_buffer_arrives_whole() {
         counters: (0..64).map(|i| (format!("counter_{i}"), i)).collect(),
         rx_work: None,
         umem: None,
+        busy_poll: None,
+        device_interrupts: None,
     };
     // About 4 MB, far above the default Unix socket buffer.
     let big = Response::Interfaces {

@@ -15,6 +15,9 @@
 //! metrics_public = false         # true allows a non-loopback metrics address
 //! af_xdp_shared_umem = true      # the af_xdp interfaces of a poll thread share one UMEM:
 //!                                # forwarded frames leave without a user-space copy
+//! irq_deferral = "auto"          # af_xdp while polling: how the device's interrupt is
+//!                                # kept masked: "auto" (per-NAPI netlink on Linux 6.13+,
+//!                                # else the device's sysfs), "netlink" or "sysfs"
 //!
 //! [knobs]                        # any writable sysctl, applied in order at start
 //! profile = "freebsd"            # the defaults they apply over: polld (default) or
@@ -139,6 +142,10 @@ pub struct DaemonConfig {
     /// forwarded between them leaves without a copy in user space; unset:
     /// [`SHARED_UMEM_DEFAULT`].
     pub af_xdp_shared_umem: Option<bool>,
+    /// How preferred busy polling keeps a polled device's interrupt masked
+    /// ([`polld_dev::irq_defer`]).
+    #[serde(default)]
+    pub irq_deferral: polld_dev::irq_defer::DeferChoice,
 }
 
 /// `af_xdp_shared_umem` when the file does not say.

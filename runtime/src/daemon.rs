@@ -20,9 +20,11 @@ use polld_control::server::{ControlServer, Inbox};
 use polld_core::{Dataplane, Device, IfCounters, Knobs, Poller};
 use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, SharedUmem};
-use polld_dev::busy_poll::BusyPollConfig;
+use polld_dev::busy_poll::{BusyPoll, BusyPollConfig};
 use polld_dev::error::OpenError;
 use polld_dev::iface::Namespace;
+use polld_dev::irq::DeviceIrqs;
+use polld_dev::irq_defer;
 use polld_dev::tap::Tap;
 use polld_middleware::{FaultInjector, PcapWriter};
 use polld_packet::{PacketDrop, Stage};
@@ -166,27 +168,36 @@ pub(crate) fn namespace_of(d: &DeviceConfig) -> Result<Namespace, OpenError> {
 
 /// What opens interface `d` again once it went away, on the reopen thread; a queue of an
 /// interface with several reopens through their group.
-fn opener(d: &DeviceConfig, knobs: &Knobs, groups: &QueueGroups) -> Opener {
+fn opener(d: &DeviceConfig, busy: &BusyPoll, groups: &QueueGroups) -> Opener {
     if let Some((group, k)) = groups.of(d) {
         return Box::new(move || group.take(k).map(|(dev, _)| dev));
     }
-    let (d, knobs) = (d.clone(), knobs.clone());
+    let (d, busy) = (d.clone(), busy.clone());
     Box::new(move || {
         let netns = namespace_of(&d).map_err(|e| e.to_string())?;
         // The other members of a shared UMEM may still hold frames lent to the socket
         // this one replaces, so it gets a UMEM of its own.
-        open_device(&d, netns, &knobs, Opening::Again, None).map(|(dev, _)| dev)
+        open_device(&d, netns, &busy, Opening::Again, None).map(|(dev, _)| dev)
     })
 }
 
+/// The preferred busy polling of an AF_XDP interface's sockets: polld's chunk as the
+/// budget, the deferral written as `[daemon] irq_deferral` says. Kept across reopens.
+pub(crate) fn busy_poll_of(config: &RunConfig, knobs: &Knobs) -> BusyPoll {
+    BusyPoll::new(BusyPollConfig::for_polling(
+        knobs.each_burst,
+        knobs.hz,
+        config.daemon.irq_deferral,
+    ))
+}
+
 /// Opens interface `d` in `netns`, and says who will do its receive work. AF_XDP asks
-/// for preferred busy polling with a budget of the configured chunk (`each_burst`), and
-/// binds to `umem` when given. For a TAP, says in the log whether it was created or
-/// attached to.
+/// for preferred busy polling (`busy`), and binds to `umem` when given. For a TAP, says
+/// in the log whether it was created or attached to.
 fn open_device(
     d: &DeviceConfig,
     netns: Namespace,
-    knobs: &Knobs,
+    busy: &BusyPoll,
     opening: Opening,
     umem: Option<&SharedUmem>,
 ) -> Result<(Opened, RxOwner), String> {
@@ -205,15 +216,15 @@ fn open_device(
             afpacket_rx_owner(),
         ),
         Backend::AfXdp => {
+            let config = afxdp_config(busy);
             let dev = netns
                 .enter_while(&d.name, || match umem {
-                    Some(umem) => AfXdp::open_shared(&d.name, d.queue, &afxdp_config(knobs), umem),
-                    None => AfXdp::open(&d.name, d.queue, &afxdp_config(knobs)),
+                    Some(umem) => AfXdp::open_shared(&d.name, d.queue, &config, umem),
+                    None => AfXdp::open(&d.name, d.queue, &config),
                 })
                 .map_err(entered)?
                 .map_err(|e| text(&e))?;
-            let owner = afxdp_rx_owner(&dev);
-            (Box::new(dev), owner)
+            (Box::new(dev), RxOwner::BusyPoll(busy.clone()))
         }
         Backend::Tap if opening == Opening::Again => (
             Box::new(Tap::attach_in(netns, &d.name).map_err(entered)?),
@@ -242,18 +253,11 @@ fn open_device(
     })
 }
 
-/// AF_XDP asks for preferred busy polling with a budget of the configured chunk.
-fn afxdp_config(knobs: &Knobs) -> AfXdpConfig {
+/// AF_XDP asks for preferred busy polling.
+fn afxdp_config(busy: &BusyPoll) -> AfXdpConfig {
     AfXdpConfig {
-        busy_poll: Some(BusyPollConfig::for_polling(knobs.each_burst, knobs.hz)),
+        busy_poll: Some(busy.clone()),
         ..AfXdpConfig::default()
-    }
-}
-
-fn afxdp_rx_owner(dev: &AfXdp) -> RxOwner {
-    match dev.busy_poll() {
-        busy if busy.is_active() => RxOwner::Polld(busy.describe()),
-        busy => RxOwner::Kernel(busy.describe()),
     }
 }
 
@@ -264,12 +268,12 @@ fn afpacket_rx_owner() -> RxOwner {
 }
 
 /// Opens every queue of interface `d` (`queues` or `fanout`) in `netns`, in the order of
-/// `d.queues`: AF_XDP sockets sharing one redirect program, or AF_PACKET sockets in one
-/// new PACKET_FANOUT group.
+/// `d.queues`: AF_XDP sockets sharing one redirect program (the `k`-th with busy polling
+/// `busy.queue(k)`), or AF_PACKET sockets in one new PACKET_FANOUT group.
 pub(crate) fn open_queues(
     d: &DeviceConfig,
     netns: Namespace,
-    knobs: &Knobs,
+    busy: &BusyPoll,
 ) -> Result<Vec<(Opened, RxOwner)>, String> {
     let entered = |e: OpenError| e.to_string();
     Ok(match d.backend {
@@ -284,13 +288,14 @@ pub(crate) fn open_queues(
             .collect(),
         Backend::AfXdp => netns
             .enter_while(&d.name, || {
-                AfXdp::open_queues(&d.name, &d.queues, &afxdp_config(knobs))
+                AfXdp::open_queues(&d.name, &d.queues, &afxdp_config(busy))
             })
             .map_err(entered)?
             .map_err(|e| e.to_string())?
             .into_iter()
-            .map(|dev| {
-                let owner = afxdp_rx_owner(&dev);
+            .enumerate()
+            .map(|(k, dev)| {
+                let owner = RxOwner::BusyPoll(busy.queue(k));
                 (Box::new(dev) as Opened, owner)
             })
             .collect(),
@@ -393,6 +398,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
     }
     let (config, socket) = load(args)?;
     check::preflight(&config, &socket)?;
+    // Before any device is opened: what a polld killed by SIGKILL left changed.
+    for line in irq_defer::restore_leftovers() {
+        eprintln!("polld: {line}");
+    }
     // Before any thread exists, so every thread inherits the mask.
     reload::block_hangup().map_err(RunError::Io)?;
     let signals = sys::Signals::block_stop_signals().map_err(RunError::Io)?;
@@ -549,6 +558,7 @@ pub(crate) fn open_dataplane(
 ) -> Result<(RealDataplane, Defaults, Vec<IfInfo>, Reopener), RunError> {
     let mut devices: Vec<Box<dyn Device>> = Vec::new();
     let mut rx_owners = Vec::new();
+    let mut irqs = Vec::new();
     let knobs = configured_knobs(config);
     let reopener = Reopener::new();
     let (umem, umem_names) = shared_umem(config, pcap)?;
@@ -562,15 +572,16 @@ pub(crate) fn open_dataplane(
         };
         // Only the interfaces the UMEM was sized for bind to it; the rest copy into their own.
         let member = umem.as_ref().filter(|_| umem_names.contains(&d.name));
+        let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
+        irqs.push(device_irqs(d, &netns));
+        let busy = busy_poll_of(config, &knobs);
         let (dev, rx_owner) = match groups.of(d) {
             Some((group, k)) => group.take(k).map_err(|e| fail("name", e))?,
             None => {
-                let netns = namespace_of(d).map_err(|e| fail("netns", e.to_string()))?;
-                open_device(d, netns, &knobs, Opening::Start, member)
-                    .map_err(|e| fail("name", e))?
+                open_device(d, netns, &busy, Opening::Start, member).map_err(|e| fail("name", e))?
             }
         };
-        let dev = Box::new(reopener.wrap(dev, opener(d, &knobs, groups)));
+        let dev = Box::new(reopener.wrap(dev, opener(d, &busy, groups)));
         let dev = wrap_device(dev, d, pcap).map_err(RunError::Setup)?;
         devices.push(dev);
         rx_owners.push(rx_owner);
@@ -580,17 +591,35 @@ pub(crate) fn open_dataplane(
         .devices
         .iter()
         .zip(&config.packet.interfaces)
-        .zip(rx_owners)
-        .map(|((d, ifc), rx_owner)| IfInfo {
+        .zip(rx_owners.into_iter().zip(irqs))
+        .map(|((d, ifc), (rx_owner, irqs))| IfInfo {
             name: d.name.clone(),
             backend: d.backend.name().to_string(),
             rx_owner,
+            irqs,
             umem: umem_line(d, &umem_names),
             mac: ifc.mac.map(|m| m.to_string()),
             addresses: ifc.addresses.iter().map(|a| a.to_string()).collect(),
         })
         .collect();
     Ok((dp, defaults, info, reopener))
+}
+
+/// Which of `/proc/interrupts`' vectors are interface `d`'s receive interrupts: its
+/// AF_XDP queue's, every queue's for AF_PACKET; none for a TAP.
+fn device_irqs(d: &DeviceConfig, netns: &Namespace) -> Option<DeviceIrqs> {
+    let queue = match d.backend {
+        Backend::Tap => return None,
+        Backend::AfPacket => None,
+        Backend::AfXdp => Some(match d.this_queue {
+            Some(k) => *d.queues.get(k)?,
+            None => d.queue,
+        }),
+    };
+    netns
+        .enter_while(&d.name, || DeviceIrqs::find(&d.name, queue))
+        .ok()
+        .flatten()
 }
 
 /// The UMEM this poll thread's AF_XDP interfaces share, when `[daemon]
@@ -653,7 +682,7 @@ fn umem_line(d: &DeviceConfig, shared_by: &[String]) -> Option<String> {
 pub(crate) type FinalCounters = Vec<(IfStatus, IfCounters)>;
 
 pub(crate) fn final_counters(dp: &mut RealDataplane, info: &[IfInfo]) -> FinalCounters {
-    executor::interfaces(dp, info)
+    executor::interfaces(dp, info, None)
         .into_iter()
         .zip(dp.interfaces().iter().map(|i| i.counters()))
         .collect()

@@ -67,6 +67,7 @@ use polld_core::dataplane::EVENTS_EVERY_NS;
 use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
 use polld_packet::Stage;
 
+use crate::device_irqs::DeviceIrqCounts;
 use crate::idle::IdlePoller;
 use crate::lateness::{Lateness, WaitedTicks};
 use crate::rx_work;
@@ -94,6 +95,8 @@ pub struct IfInfo {
     pub backend: String,
     /// Who does its receive work: polld or the kernel.
     pub rx_owner: crate::rx_work::RxOwner,
+    /// Which of `/proc/interrupts`' vectors are its device's receive interrupts.
+    pub irqs: Option<polld_dev::irq::DeviceIrqs>,
     /// AF_XDP: whose UMEM its socket uses (`shared with veth2`, `own`).
     pub umem: Option<String>,
     pub mac: Option<String>,
@@ -146,6 +149,10 @@ pub struct Executor {
     lateness: Lateness,
     /// Which owed ticks the thread only waited for.
     waited: WaitedTicks,
+    /// The devices' own receive interrupts.
+    device_irqs: DeviceIrqCounts,
+    /// Whether each interface was last told it polls (preferred busy polling follows).
+    busy_polling: Vec<bool>,
 }
 
 impl Executor {
@@ -169,6 +176,8 @@ impl Executor {
         let idle = IdlePoller::start()?;
         epoll.add(idle.fd(), TOKEN_IDLE)?;
         let n = dp.interfaces().len();
+        let mut device_irqs = DeviceIrqCounts::new(info.iter().map(|i| i.irqs.clone()).collect());
+        device_irqs.sample(now_ns());
         Ok(Executor {
             dp,
             info,
@@ -186,6 +195,8 @@ impl Executor {
             lowered: false,
             lateness: Lateness::default(),
             waited: WaitedTicks::default(),
+            device_irqs,
+            busy_polling: vec![false; n],
         })
     }
 
@@ -207,6 +218,7 @@ impl Executor {
                 self.idle.ask();
             }
             self.sync_policy()?;
+            self.sync_busy_poll(false);
             let busy = self.dp.next_due().is_some();
             let waiting = !busy && self.waits_for_wakeup_only_line();
             let timeout = self.wakeup_only.timeout(busy, waiting);
@@ -380,6 +392,24 @@ impl Executor {
         Ok(())
     }
 
+    /// Tells each AF_XDP interface's preferred busy polling whether the interface polls
+    /// (polling, busy, auto while it polls): the device's interrupt is deferred then,
+    /// and back to normal otherwise. Only changes are passed on, or all of them when
+    /// `again` (a reopened socket starts not polling).
+    fn sync_busy_poll(&mut self, again: bool) {
+        for (i, info) in self.info.iter().enumerate() {
+            let Some(busy) = info.rx_owner.busy_poll() else {
+                continue;
+            };
+            let iface = &self.dp.interfaces()[i];
+            let polls = iface.polls() || iface.mode() == Mode::Busy;
+            if again || polls != self.busy_polling[i] {
+                busy.set_polling(polls);
+                self.busy_polling[i] = polls;
+            }
+        }
+    }
+
     /// Arms the tick timer at `kern.polling.hz` while some interface is registered and
     /// polling is not quiet.
     fn sync_tick(&mut self) -> io::Result<()> {
@@ -439,6 +469,12 @@ impl Executor {
             }
         }
         self.dp.sync_hw_drops();
+        // A copy-mode socket learns its NAPI id from its first frame.
+        for busy in self.info.iter().filter_map(|i| i.rx_owner.busy_poll()) {
+            busy.refresh();
+        }
+        self.sync_busy_poll(true);
+        self.device_irqs.sample(now_ns());
     }
 
     fn log_events(&mut self) {
@@ -484,6 +520,12 @@ impl Executor {
             tick_lateness: self.lateness.summary(),
             kernel_rx: rx_work::kernel_rx_status(interfaces, self.daemon.pinned_cpu),
             defaults: self.daemon.defaults.clone(),
+            device_interrupts: (0..self.info.len())
+                .filter_map(|i| {
+                    let counted = self.device_irqs.get(i)?.clone();
+                    Some((self.dp.interfaces()[i].dev().name().to_string(), counted))
+                })
+                .collect(),
         }
     }
 
@@ -645,7 +687,7 @@ fn answer(
         Request::Set { assignments } => control::set(dp, &assignments),
         Request::Snapshot => control::snapshot(dp, Some(status)),
         Request::Interfaces => Response::Interfaces {
-            interfaces: interfaces(dp, info),
+            interfaces: interfaces(dp, info, Some(status)),
         },
     }
 }
@@ -661,14 +703,26 @@ fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
     }
 }
 
-/// Every interface as `polld ifconfig` shows it.
-pub fn interfaces(dp: &mut RealDataplane, info: &[IfInfo]) -> Vec<IfStatus> {
+/// Every interface as `polld ifconfig` shows it; its device's interrupts from `daemon`.
+pub fn interfaces(
+    dp: &mut RealDataplane,
+    info: &[IfInfo],
+    daemon: Option<&DaemonStatus>,
+) -> Vec<IfStatus> {
     (0..dp.interfaces().len())
         .map(|i| {
             let info = info.get(i).cloned().unwrap_or_default();
             let mut status =
                 control::interface_status(dp, i, &info.backend, info.mac, info.addresses);
             status.rx_work = Some(rx_work::rx_work(&status.name, &info.rx_owner));
+            status.busy_poll = rx_work::busy_poll_line(&info.rx_owner);
+            status.device_interrupts = daemon.and_then(|d| {
+                let (_, irqs) = d
+                    .device_interrupts
+                    .iter()
+                    .find(|(n, _)| *n == status.name)?;
+                Some(irqs.clone())
+            });
             status.umem = info.umem.map(|umem| umem_now(dp, i, umem));
             status
         })

@@ -11,6 +11,7 @@
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
 //!   to them (DragonFly's ifpoll);
 //! - [`rx_work`]: where the interfaces' receive work runs, and the kernel's share of it;
+//! - [`device_irqs`]: the devices' own receive interrupts, from `/proc/interrupts`;
 //! - [`caps`]: capability checks and the drop after set-up;
 //! - [`reference`]: the knob and metrics reference pages, from the declarations;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
@@ -19,6 +20,7 @@ pub mod caps;
 pub mod check;
 pub mod config;
 pub mod daemon;
+pub mod device_irqs;
 pub mod executor;
 pub mod idle;
 pub mod lateness;

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use polld_core::Knobs;
+use polld_dev::busy_poll::BusyPoll;
 
 use crate::config::{DeviceConfig, RunConfig};
 use crate::daemon;
@@ -25,7 +25,8 @@ use crate::rx_work::RxOwner;
 /// The queues of one interface, opened once for every poll thread that polls one.
 pub(crate) struct QueueGroup {
     device: DeviceConfig,
-    knobs: Knobs,
+    /// The preferred busy polling of its AF_XDP queues (`busy.queue(k)` for the k-th).
+    busy: BusyPoll,
     /// Opened queues not taken yet, in the order of `device.queues`.
     ready: Mutex<Vec<Option<(Opened, RxOwner)>>>,
 }
@@ -39,7 +40,7 @@ impl QueueGroup {
             return Ok(queue);
         }
         let netns = daemon::namespace_of(&self.device).map_err(|e| e.to_string())?;
-        *ready = daemon::open_queues(&self.device, netns, &self.knobs)?
+        *ready = daemon::open_queues(&self.device, netns, &self.busy)?
             .into_iter()
             .map(Some)
             .collect();
@@ -66,7 +67,7 @@ impl QueueGroups {
                 .map(|d| {
                     let group = QueueGroup {
                         device: d.clone(),
-                        knobs: knobs.clone(),
+                        busy: daemon::busy_poll_of(config, &knobs),
                         ready: Mutex::new(Vec::new()),
                     };
                     (d.entry, Arc::new(group))

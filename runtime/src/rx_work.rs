@@ -9,16 +9,39 @@
 //! and `polld ifconfig` show beside polld's own.
 
 use polld_control::answer::KernelRxStatus;
-use polld_control::proto::RxWork;
+use polld_control::proto::{BusyPollLine, RxWork};
+use polld_dev::busy_poll::BusyPoll;
 use polld_dev::kernel_rx::{self, RxCpuTime};
 
-/// Who does an interface's receive work, as decided when it was opened.
+/// Who does an interface's receive work: decided when it was opened, or, for AF_XDP,
+/// by its preferred busy polling as it is now.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RxOwner {
     /// polld's thread, inside its budget: how.
     Polld(String),
     /// The kernel, outside polld's budget: why polld cannot take it in.
     Kernel(String),
+    /// polld's thread while preferred busy polling is on, else the kernel.
+    BusyPoll(BusyPoll),
+}
+
+impl RxOwner {
+    /// Whether the receive work is in polld's budget now.
+    pub fn in_budget(&self) -> bool {
+        match self {
+            RxOwner::Polld(_) => true,
+            RxOwner::Kernel(_) => false,
+            RxOwner::BusyPoll(busy) => busy.polls_napi(),
+        }
+    }
+
+    /// The interface's preferred busy polling, where it has one.
+    pub fn busy_poll(&self) -> Option<&BusyPoll> {
+        match self {
+            RxOwner::BusyPoll(busy) => Some(busy),
+            _ => None,
+        }
+    }
 }
 
 impl Default for RxOwner {
@@ -34,7 +57,7 @@ pub fn kernel_rx_status<'a>(
     cpu: Option<usize>,
 ) -> KernelRxStatus {
     let works: Vec<kernel_rx::RxWork> = interfaces
-        .filter(|(_, owner)| matches!(owner, RxOwner::Kernel(_)))
+        .filter(|(_, owner)| !owner.in_budget())
         .map(|(name, _)| kernel_rx::RxWork::find(name))
         .collect();
     let time = RxCpuTime::read(&works, cpu);
@@ -63,18 +86,41 @@ pub fn kernel_rx_status<'a>(
 
 /// Interface `name`'s receive work for `polld ifconfig`.
 pub fn rx_work(name: &str, owner: &RxOwner) -> RxWork {
+    let in_kernel = |why: &str| RxWork {
+        in_budget: false,
+        runs_in: kernel_rx::RxWork::find(name).describe(),
+        why_not: Some(why.to_string()),
+    };
     match owner {
         RxOwner::Polld(how) => RxWork {
             in_budget: true,
             runs_in: how.clone(),
             why_not: None,
         },
-        RxOwner::Kernel(why) => RxWork {
-            in_budget: false,
-            runs_in: kernel_rx::RxWork::find(name).describe(),
-            why_not: Some(why.clone()),
-        },
+        RxOwner::Kernel(why) => in_kernel(why),
+        RxOwner::BusyPoll(busy) => {
+            let status = busy.status();
+            if status.in_budget {
+                RxWork {
+                    in_budget: true,
+                    runs_in: status.detail,
+                    why_not: None,
+                }
+            } else {
+                in_kernel(&format!("no preferred busy polling: {}", status.detail))
+            }
+        }
     }
+}
+
+/// What `polld ifconfig` says of an interface's preferred busy polling.
+pub fn busy_poll_line(owner: &RxOwner) -> Option<BusyPollLine> {
+    let status = owner.busy_poll()?.status();
+    Some(BusyPollLine {
+        path: status.path_name().to_string(),
+        napi_id: status.napi_id,
+        detail: status.detail,
+    })
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polld_control::answer::typed;
+use polld_control::answer::{typed, DEVICE_INTERRUPTS};
 use polld_control::client::{request, ClientError};
 use polld_control::proto::{daemon_entry, Request, Response};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
@@ -457,8 +457,11 @@ pub struct Interface {
     /// Auto mode: switches between interrupts and polling, since start.
     pub auto_switches: u64,
     pub link: String,
-    /// Wakeups taken from the device.
+    /// Wakeups taken from the device (polld's own).
     pub interrupts_per_s: f64,
+    /// The device's own receive interrupts (`/proc/interrupts`); `None` for a device
+    /// without vectors (veth, TAP) or a daemon too old to count them.
+    pub device_interrupts_per_s: Option<f64>,
     pub polls_per_s: f64,
     pub rx_pps: f64,
     pub tx_pps: f64,
@@ -539,6 +542,9 @@ impl Snapshot {
                     auto_switches: after.number(&format!("{p}auto_switches")),
                     link: after.get(&format!("{p}link")).unwrap_or_default(),
                     interrupts_per_s: rate(&format!("{p}interrupts")),
+                    device_interrupts_per_s: after
+                        .get(&format!("{p}{DEVICE_INTERRUPTS}"))
+                        .map(|_| rate(&format!("{p}{DEVICE_INTERRUPTS}"))),
                     polls_per_s: rate(&format!("{p}polls")),
                     rx_pps: rate(&format!("{p}rx_packets")),
                     tx_pps: rate(&format!("{p}tx_packets")),

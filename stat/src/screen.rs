@@ -276,8 +276,16 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         .clamp(9, 16);
     out.push(Line::styled(
         format!(
-            "{:<name_w$} {:<9} {:<4} {:>9} {:>9} {:>11} {:>11} {:>9}",
-            "interface", "mode", "link", "intr/s", "polls/s", "in pkt/s", "out pkt/s", "drops/s"
+            "{:<name_w$} {:<9} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}",
+            "interface",
+            "mode",
+            "link",
+            "dev irq/s",
+            "intr/s",
+            "polls/s",
+            "in pkt/s",
+            "out pkt/s",
+            "drops/s"
         ),
         bold(),
     ));
@@ -286,10 +294,11 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         .iter()
         .map(|i| {
             Line::from(format!(
-                "{:<name_w$} {:<9} {:<4} {:>9} {:>9} {:>11} {:>11} {:>9}",
+                "{:<name_w$} {:<9} {:<4} {:>9} {:>8} {:>8} {:>9} {:>9} {:>7}",
                 i.name,
                 i.mode,
                 i.link,
+                i.device_interrupts_per_s.map_or("-".to_string(), rate),
                 rate(i.interrupts_per_s),
                 rate(i.polls_per_s),
                 rate(i.rx_pps),

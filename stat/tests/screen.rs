@@ -47,6 +47,11 @@ fn entries(interfaces: usize, t: u64) -> Vec<SysctlEntry> {
             &format!("{p}interrupts"),
             if polling { 5 } else { 4000 * t },
         ));
+        // The device's own: about one per frame batch in interrupt mode, none polling.
+        e.push(entry(
+            &format!("{p}device_interrupts"),
+            if polling { 20 } else { 3500 * t },
+        ));
         e.push(entry(
             &format!("{p}polls"),
             if polling { 1000 * t } else { 0 },
@@ -178,6 +183,9 @@ fn rates_and_the_cpu_split_come_from_the_difference_of_two_samples() {
     assert_eq!(v0.drops_by_reason[0].0, "rx_ring_full");
     assert!(close(s.interfaces[1].polls_per_s, 1000.0));
     assert!(close(s.interfaces[1].interrupts_per_s, 0.0));
+    // The device's own interrupts, beside polld's wakeups.
+    assert!(close(v0.device_interrupts_per_s.unwrap(), 3500.0));
+    assert!(close(s.interfaces[1].device_interrupts_per_s.unwrap(), 0.0));
 }
 
 #[test]
@@ -464,6 +472,7 @@ fn the_screen_shows_bars_scheduler_and_one_row_per_device_at_every_size() {
         let header = row(&rows, "interface");
         for column in [
             "mode",
+            "dev irq/s",
             "intr/s",
             "polls/s",
             "in pkt/s",
@@ -479,6 +488,7 @@ fn the_screen_shows_bars_scheduler_and_one_row_per_device_at_every_size() {
                 "veth0",
                 "interrupt",
                 "up",
+                "3500",
                 "4000",
                 "0",
                 "200000",
@@ -489,7 +499,7 @@ fn the_screen_shows_bars_scheduler_and_one_row_per_device_at_every_size() {
         let v1: Vec<&str> = row(&rows, "veth1 ").split_whitespace().collect();
         assert_eq!(
             v1,
-            ["veth1", "polling", "up", "0", "1000", "200000", "190000", "10000"]
+            ["veth1", "polling", "up", "0", "0", "1000", "200000", "190000", "10000"]
         );
         assert!(all.contains("drops/s by reason"));
         let drops = rows

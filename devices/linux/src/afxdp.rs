@@ -61,7 +61,7 @@ use polld_core::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDr
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
-use crate::busy_poll::{BusyPoll, BusyPollConfig};
+use crate::busy_poll::{Attached, BusyPoll};
 use crate::iface::{self, IfName};
 use crate::xdp::{self, RedirectProgram, XdpError, XdpLink, XdpMode};
 
@@ -106,8 +106,9 @@ pub struct AfXdpConfig {
     /// reachable on the interface. Everything else, IPv6 included, goes to the socket.
     pub pass_local: bool,
     /// Preferred busy polling where the socket's queue has a NAPI id (see
-    /// [`crate::busy_poll`]); `None` leaves the receive work where the kernel puts it.
-    pub busy_poll: Option<BusyPollConfig>,
+    /// [`crate::busy_poll`]), the socket of the `k`-th queue opened attached to
+    /// [`BusyPoll::queue`]`(k)`; `None` leaves the receive work where the kernel puts it.
+    pub busy_poll: Option<BusyPoll>,
 }
 
 impl Default for AfXdpConfig {
@@ -454,7 +455,7 @@ pub struct AfXdp {
     /// allows (read at open and at every status check).
     max_frame: usize,
     /// Whether receive calls run the queue's NAPI poll in polld's thread.
-    busy_poll: BusyPoll,
+    busy_poll: Option<Attached>,
     attachment: Arc<Attachment>,
     /// Last: its memory outlives the rings above.
     frames: Arc<UmemFrames>,
@@ -541,12 +542,15 @@ impl AfXdp {
         let attachment = Arc::new(Attachment { program, link });
         queues
             .iter()
-            .map(|&queue| {
+            .enumerate()
+            .map(|(k, &queue)| {
+                let busy_poll = config.busy_poll.as_ref().map(|b| b.queue(k));
                 let socket = AfXdp::bind(
                     name.clone(),
                     ifindex,
                     queue,
                     config,
+                    busy_poll,
                     attachment.clone(),
                     umem()?,
                 )?;
@@ -563,6 +567,7 @@ impl AfXdp {
         ifindex: u32,
         queue: u32,
         config: &AfXdpConfig,
+        busy_poll: Option<BusyPoll>,
         attachment: Arc<Attachment>,
         frames: Arc<UmemFrames>,
     ) -> xdp::Result<AfXdp> {
@@ -645,22 +650,15 @@ impl AfXdp {
                 )
             })?;
 
-        let busy_poll = match &config.busy_poll {
-            Some(wanted) => {
-                let busy_poll = BusyPoll::enable(sock_fd, wanted);
-                eprintln!(
-                    "polld: af_xdp: `{ifname}` queue {queue}: {}{}",
-                    busy_poll.describe(),
-                    if busy_poll.is_active() {
-                        ""
-                    } else {
-                        "; its receive work runs in the kernel, outside polld's budget"
-                    }
-                );
-                busy_poll
-            }
-            None => BusyPoll::Unavailable("not asked for".to_string()),
-        };
+        // SAFETY: `socket` owns `sock_fd` and outlives this borrow.
+        let busy_poll = busy_poll.map(|b| {
+            b.attach(
+                unsafe { BorrowedFd::borrow_raw(sock_fd) },
+                ifname,
+                ifindex,
+                queue,
+            )
+        });
         // Only a link of one queue counts this socket's drops alone.
         let single_queue = iface::rx_queues(ifname).ok().flatten() == Some(1);
         let link_drops = single_queue
@@ -797,9 +795,9 @@ impl AfXdp {
         self.zero_copy
     }
 
-    /// Whether receive calls run the queue's NAPI poll in polld's thread.
-    pub fn busy_poll(&self) -> &BusyPoll {
-        &self.busy_poll
+    /// The socket's preferred busy polling, if asked for.
+    pub fn busy_poll(&self) -> Option<&BusyPoll> {
+        self.busy_poll.as_ref().map(Attached::busy_poll)
     }
 
     /// Where the redirect program runs: native or generic XDP.
@@ -967,7 +965,7 @@ impl AfXdp {
         rx: &mut dyn FnMut(&mut [u8], u64) -> bool,
     ) -> usize {
         let budget = u32::try_from(budget).unwrap_or(u32::MAX);
-        if self.busy_poll.is_active() {
+        if self.busy_poll.as_ref().is_some_and(Attached::polls_napi) {
             // Under preferred busy polling the device's interrupt stays masked: this
             // call runs the driver's NAPI poll (at most SO_BUSY_POLL_BUDGET frames) here.
             // SAFETY: a zero-length non-blocking recvfrom on our own socket.

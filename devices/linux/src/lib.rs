@@ -10,6 +10,8 @@ pub mod caps;
 pub mod clock;
 pub mod error;
 pub mod iface;
+pub mod irq;
+pub mod irq_defer;
 pub mod kernel_rx;
 pub mod napi;
 pub mod net_dev;

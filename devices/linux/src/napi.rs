@@ -1,7 +1,8 @@
 //! An interface's NAPI instances through the kernel's `netdev` generic-netlink family:
 //! `napi-get` gives each instance's id and, when NAPI is threaded, the pid of the kthread
 //! that polls it (Linux 6.9+); `napi-set` changes its per-NAPI busy-polling settings
-//! (`defer-hard-irqs`, `gro-flush-timeout`, `irq-suspend-timeout`, Linux 6.13+).
+//! (`defer-hard-irqs`, `gro-flush-timeout`, `irq-suspend-timeout`, Linux 6.13+);
+//! `queue-get` gives the NAPI id of a receive queue (Linux 6.8+).
 //!
 //! Threaded NAPI runs in a kthread named `napi/veth1-<id>`; the name does not say which
 //! namespace's `veth1` it serves. Asked from inside the interface's namespace (the calling
@@ -51,6 +52,7 @@ const GENL_ID_CTRL: u16 = 0x10;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const NETDEV_CMD_QUEUE_GET: u8 = 10;
 const NETDEV_CMD_NAPI_GET: u8 = 11;
 const NETDEV_CMD_NAPI_SET: u8 = 14;
 const NETDEV_A_NAPI_IFINDEX: u16 = 1;
@@ -59,6 +61,11 @@ const NETDEV_A_NAPI_PID: u16 = 4;
 const NETDEV_A_NAPI_DEFER_HARD_IRQS: u16 = 5;
 const NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT: u16 = 6;
 const NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT: u16 = 7;
+const NETDEV_A_QUEUE_ID: u16 = 1;
+const NETDEV_A_QUEUE_IFINDEX: u16 = 2;
+const NETDEV_A_QUEUE_TYPE: u16 = 3;
+const NETDEV_A_QUEUE_NAPI_ID: u16 = 4;
+const NETDEV_QUEUE_TYPE_RX: u32 = 0;
 const NLMSG_HEADER: usize = 16;
 const GENL_HEADER: usize = 4;
 const ATTR_HEADER: usize = 4;
@@ -82,66 +89,125 @@ pub fn ifindex(ifname: &str) -> Result<u32> {
 pub fn napis_of(ifname: &str) -> Result<Vec<Napi>> {
     let ifindex = ifindex(ifname)?;
     let mut napis = Vec::new();
-    ask_netdev(
-        libc::NLM_F_DUMP,
-        NETDEV_CMD_NAPI_GET,
-        &[(NETDEV_A_NAPI_IFINDEX, &ifindex.to_ne_bytes())],
-        |attrs| napis.extend(napi_of_attributes(&attrs)),
-    )
-    .map_err(|e| NapiError(format!("NAPI instances of {ifname}: {e}")))?;
+    Netdev::open()
+        .and_then(|netdev| {
+            netdev.ask(
+                libc::NLM_F_DUMP,
+                NETDEV_CMD_NAPI_GET,
+                &[(NETDEV_A_NAPI_IFINDEX, &ifindex.to_ne_bytes())],
+                |attrs| napis.extend(napi_of_attributes(&attrs)),
+            )
+        })
+        .map_err(|e| NapiError(format!("NAPI instances of {ifname}: {e}")))?;
     Ok(napis)
 }
 
 /// NAPI instance `id` of the calling thread's namespace.
 pub fn napi_get(id: u32) -> Result<Napi> {
-    let mut found = None;
-    ask_netdev(
-        0,
-        NETDEV_CMD_NAPI_GET,
-        &[(NETDEV_A_NAPI_ID, &id.to_ne_bytes())],
-        |attrs| found = found.or(napi_of_attributes(&attrs)),
-    )
-    .map_err(|e| NapiError(format!("NAPI {id}: {e}")))?;
-    found.ok_or_else(|| NapiError(format!("NAPI {id}: the kernel returned nothing")))
+    Netdev::open()?.napi_get(id)
 }
 
-/// Writes `settings` to NAPI instance `id` (needs CAP_NET_ADMIN and Linux 6.13+).
+/// Writes `settings` to NAPI instance `id` of the calling thread's namespace (needs
+/// CAP_NET_ADMIN and Linux 6.13+).
 pub fn napi_set(id: u32, settings: &NapiSettings) -> Result<()> {
-    ask_netdev(
-        libc::NLM_F_ACK,
-        NETDEV_CMD_NAPI_SET,
-        &[
-            (NETDEV_A_NAPI_ID, &id.to_ne_bytes()),
-            (
-                NETDEV_A_NAPI_DEFER_HARD_IRQS,
-                &settings.defer_hard_irqs.to_ne_bytes(),
-            ),
-            (
-                NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT,
-                &settings.gro_flush_timeout_ns.to_ne_bytes(),
-            ),
-            (
-                NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT,
-                &settings.irq_suspend_timeout_ns.to_ne_bytes(),
-            ),
-        ],
-        |_| {},
-    )
-    .map_err(|e| NapiError(format!("setting NAPI {id} (needs CAP_NET_ADMIN): {e}")))
+    Netdev::open()?.napi_set(id, settings)
 }
 
-/// Sends one netdev-family request (`flags` besides NLM_F_REQUEST) and passes each
-/// reply's attributes to `each`.
-fn ask_netdev(
-    flags: libc::c_int,
-    cmd: u8,
-    attrs: &[(u16, &[u8])],
-    each: impl FnMut(Vec<(u16, &[u8])>),
-) -> Result<()> {
-    let socket = GenlSocket::open()?;
-    let family = socket.family_id("netdev")?;
-    let request = message(family, (libc::NLM_F_REQUEST | flags) as u16, cmd, attrs);
-    socket.exchange(&request, each)
+/// The kernel's `netdev` family, asked through a socket of the namespace that opened it:
+/// kept, it answers for that namespace from any thread.
+#[derive(Debug)]
+pub struct Netdev {
+    socket: GenlSocket,
+    family: u16,
+}
+
+impl Netdev {
+    /// The family in the calling thread's namespace (Linux 6.3+; NAPI requests 6.9+).
+    pub fn open() -> Result<Netdev> {
+        let socket = GenlSocket::open()?;
+        let family = socket.family_id("netdev")?;
+        Ok(Netdev { socket, family })
+    }
+
+    /// NAPI instance `id`.
+    pub fn napi_get(&self, id: u32) -> Result<Napi> {
+        let mut found = None;
+        self.ask(
+            0,
+            NETDEV_CMD_NAPI_GET,
+            &[(NETDEV_A_NAPI_ID, &id.to_ne_bytes())],
+            |attrs| found = found.or(napi_of_attributes(&attrs)),
+        )
+        .map_err(|e| NapiError(format!("NAPI {id}: {e}")))?;
+        found.ok_or_else(|| NapiError(format!("NAPI {id}: the kernel returned nothing")))
+    }
+
+    /// Writes `settings` to NAPI instance `id` (needs CAP_NET_ADMIN and Linux 6.13+).
+    pub fn napi_set(&self, id: u32, settings: &NapiSettings) -> Result<()> {
+        self.ask(
+            libc::NLM_F_ACK,
+            NETDEV_CMD_NAPI_SET,
+            &[
+                (NETDEV_A_NAPI_ID, &id.to_ne_bytes()),
+                (
+                    NETDEV_A_NAPI_DEFER_HARD_IRQS,
+                    &settings.defer_hard_irqs.to_ne_bytes(),
+                ),
+                (
+                    NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT,
+                    &settings.gro_flush_timeout_ns.to_ne_bytes(),
+                ),
+                (
+                    NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT,
+                    &settings.irq_suspend_timeout_ns.to_ne_bytes(),
+                ),
+            ],
+            |_| {},
+        )
+        .map_err(|e| NapiError(format!("setting NAPI {id} (needs CAP_NET_ADMIN): {e}")))
+    }
+
+    /// The NAPI id serving receive queue `queue` of interface `ifindex` (`queue-get`,
+    /// Linux 6.8+); `None` when the queue has none (no NAPI, or not up).
+    pub fn rx_queue_napi_id(&self, ifindex: u32, queue: u32) -> Result<Option<u32>> {
+        let mut napi_id = None;
+        self.ask(
+            0,
+            NETDEV_CMD_QUEUE_GET,
+            &[
+                (NETDEV_A_QUEUE_ID, &queue.to_ne_bytes()),
+                (NETDEV_A_QUEUE_IFINDEX, &ifindex.to_ne_bytes()),
+                (NETDEV_A_QUEUE_TYPE, &NETDEV_QUEUE_TYPE_RX.to_ne_bytes()),
+            ],
+            |attrs| {
+                for (kind, value) in attrs {
+                    if kind == NETDEV_A_QUEUE_NAPI_ID {
+                        napi_id = u32_of(value).filter(|&id| id != 0);
+                    }
+                }
+            },
+        )
+        .map_err(|e| NapiError(format!("receive queue {queue}: {e}")))?;
+        Ok(napi_id)
+    }
+
+    /// Sends one request (`flags` besides NLM_F_REQUEST) and passes each reply's
+    /// attributes to `each`.
+    fn ask(
+        &self,
+        flags: libc::c_int,
+        cmd: u8,
+        attrs: &[(u16, &[u8])],
+        each: impl FnMut(Vec<(u16, &[u8])>),
+    ) -> Result<()> {
+        let request = message(
+            self.family,
+            (libc::NLM_F_REQUEST | flags) as u16,
+            cmd,
+            attrs,
+        );
+        self.socket.exchange(&request, each)
+    }
 }
 
 /// A NAPI instance from the attributes of one `napi-get` reply.
@@ -225,6 +291,7 @@ fn attributes(mut body: &[u8]) -> Vec<(u16, &[u8])> {
     attrs
 }
 
+#[derive(Debug)]
 struct GenlSocket(OwnedFd);
 
 impl GenlSocket {

@@ -1,14 +1,22 @@
 //! The netdev netlink client and the kernel receive threads on a real veth: NAPI ids and
 //! kthread pids from `napi-get`, per-NAPI settings written and restored with `napi-set`,
-//! and the threads' CPU time, in a namespace the test creates and deletes.
+//! and the threads' CPU time, in a namespace the test creates and deletes. Also the
+//! per-device interrupt deferral in sysfs (the way on Linux 6.1): written, recorded in the
+//! state file, restored on drop, and restored by the next start from the state file a
+//! killed polld left; the test thread mounts the namespace's sysfs privately, as `ip
+//! netns exec` does.
 
 #[macro_use]
 mod common;
 
-use polld_dev::busy_poll::NapiTuning;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use polld_dev::irq_defer::{self, DeferSettings, Deferral, StateFile, SysfsDevice, Writer};
 use polld_dev::kernel_rx::{FoundBy, RxCpuTime, RxWork};
 use polld_dev::napi::{self, NapiSettings};
-use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use polld_dev::netns::{self, in_netns, veth_pair, Netns, VethEnd};
 
 /// One namespace holding both ends of a veth pair, `a` with threaded NAPI (GRO on gives
 /// a veth its NAPI instances).
@@ -98,21 +106,158 @@ fn per_napi_settings_are_written_and_read_back() {
 }
 
 #[test]
-fn napi_tuning_restores_the_old_settings_when_dropped() {
+fn a_netlink_deferral_restores_the_old_settings_when_dropped() {
     require_root!();
     let ns = threaded_veth("napi-tune");
     in_netns(ns.name(), || {
         let id = napi::napis_of("na").unwrap()[0].id;
         let before = napi::napi_get(id).unwrap().settings.unwrap();
-        let wanted = NapiSettings {
+        let wanted = DeferSettings {
+            defer_hard_irqs: 2,
+            gro_flush_timeout_ns: 2_000_000,
+        };
+        let netdev = Arc::new(napi::Netdev::open().unwrap());
+        let writer = Writer::Netlink {
+            netdev,
+            napi_id: id,
+        };
+        let ifindex = napi::ifindex("na").unwrap();
+        let deferral = Deferral::apply(writer.clone(), "na", ifindex, wanted).unwrap();
+        // A second socket of the same NAPI shares the change; the last one restores.
+        let second = Deferral::apply(writer, "na", ifindex, wanted).unwrap();
+        let now = napi::napi_get(id).unwrap().settings.unwrap();
+        assert_eq!(
+            (now.defer_hard_irqs, now.gro_flush_timeout_ns),
+            (2, 2_000_000)
+        );
+        drop(deferral);
+        assert_eq!(napi::napi_get(id).unwrap().settings, Some(now));
+        drop(second);
+        assert_eq!(napi::napi_get(id).unwrap().settings, Some(before));
+    })
+    .unwrap();
+}
+
+/// Runs `f` on a thread of its own mount namespace, inside network namespace `ns`, with
+/// that namespace's sysfs mounted at a temporary directory; gives `f` its `class/net`.
+fn with_own_sysfs<T: Send + 'static>(ns: &str, f: impl FnOnce(&Path) -> T + Send + 'static) -> T {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        // SAFETY: plain unshare/mount calls on this thread's own namespaces and a fresh
+        // directory; their results are checked.
+        unsafe {
+            assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare");
+            let root = CString::new("/").unwrap();
+            let none = CString::new("none").unwrap();
+            let flags = libc::MS_REC | libc::MS_PRIVATE;
+            let rc = libc::mount(
+                none.as_ptr(),
+                root.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            );
+            assert_eq!(rc, 0, "making / private");
+        }
+        netns::enter(&ns).unwrap();
+        let dir = std::env::temp_dir().join(format!("polld-sysfs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = CString::new(dir.to_str().unwrap()).unwrap();
+        let sysfs = CString::new("sysfs").unwrap();
+        // SAFETY: mounts sysfs on our own directory, in this thread's private namespace.
+        let rc = unsafe {
+            libc::mount(
+                sysfs.as_ptr(),
+                target.as_ptr(),
+                sysfs.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "mounting sysfs: {}", std::io::Error::last_os_error());
+        let result = f(&dir.join("class/net"));
+        // SAFETY: unmounts what this thread mounted.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let _ = std::fs::remove_dir(&dir);
+        result
+    })
+    .join()
+    .unwrap()
+}
+
+fn state_file() -> PathBuf {
+    Path::new(irq_defer::STATE_DIR).join(format!("irq-deferral.{}", std::process::id()))
+}
+
+#[test]
+fn a_sysfs_deferral_is_recorded_restored_on_drop_and_after_a_kill() {
+    require_root!();
+    let ns = threaded_veth("irq-defer");
+    // The host's sysfs does not show the namespace's `da`: refused, with the fix.
+    let ifindex = netns::in_netns(ns.name(), || napi::ifindex("na").unwrap()).unwrap();
+    let host = SysfsDevice::new(Path::new(irq_defer::SYSFS_NET), "na");
+    let refused = host.check(ifindex).unwrap_err();
+    assert!(refused.contains("ip netns exec"), "{refused}");
+
+    with_own_sysfs(ns.name(), move |root| {
+        let dev = SysfsDevice::new(root, "na");
+        dev.check(ifindex).unwrap();
+        let before = dev.read().unwrap();
+        let wanted = DeferSettings {
+            defer_hard_irqs: 2,
+            gro_flush_timeout_ns: 2_000_000,
+        };
+        let deferral = Deferral::apply(Writer::Sysfs(dev.clone()), "na", ifindex, wanted).unwrap();
+        let deferred = NapiSettings {
             defer_hard_irqs: 2,
             gro_flush_timeout_ns: 2_000_000,
             irq_suspend_timeout_ns: 0,
         };
-        let tuning = NapiTuning::apply(id, wanted).unwrap();
-        assert_eq!(napi::napi_get(id).unwrap().settings, Some(wanted));
-        drop(tuning);
-        assert_eq!(napi::napi_get(id).unwrap().settings, Some(before));
-    })
-    .unwrap();
+        assert_eq!(dev.read().unwrap(), deferred);
+        // Recorded, with the old values, before anything could kill polld (the other
+        // tests of this process may have entries of their own in the file).
+        let recorded = StateFile::parse(&std::fs::read_to_string(state_file()).unwrap()).unwrap();
+        assert_eq!(recorded.pid, std::process::id());
+        let ours = sysfs_entries(&recorded);
+        assert_eq!(ours.len(), 1, "{recorded:?}");
+        assert_eq!((ours[0].ifname.as_str(), ours[0].saved), ("na", before));
+        // A clean exit: restored, and no longer recorded.
+        drop(deferral);
+        assert_eq!(dev.read().unwrap(), before);
+        let now = std::fs::read_to_string(state_file()).unwrap_or_default();
+        assert!(!now.contains("sysfs"), "{now}");
+
+        // A SIGKILL: the values stay deferred and the file stays; its owner is gone.
+        dev.write(&deferred).unwrap();
+        let left = tempdir();
+        let dead = StateFile {
+            pid: u32::MAX - 1,
+            entries: ours,
+            ..recorded
+        };
+        let file = left.join(format!("irq-deferral.{}", dead.pid));
+        std::fs::write(&file, dead.render()).unwrap();
+        let log = irq_defer::restore_leftovers_in(&left, root, |n| napi::ifindex(n).ok());
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert!(log[0].contains("na: restored"), "{log:?}");
+        assert_eq!(dev.read().unwrap(), before);
+        assert!(!file.exists());
+        let _ = std::fs::remove_dir_all(&left);
+    });
+}
+
+/// The sysfs entries of a state file.
+fn sysfs_entries(state: &StateFile) -> Vec<irq_defer::SavedEntry> {
+    state
+        .entries
+        .iter()
+        .filter(|e| e.path == irq_defer::DeferPath::Sysfs)
+        .cloned()
+        .collect()
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("polld-irq-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

@@ -17,6 +17,7 @@ use polld_core::{Device, LinkState, TxDrop, TxFull};
 use polld_dev::afxdp::SharedUmem;
 use polld_dev::afxdp::{AfXdp, AfXdpConfig, BindMode};
 use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
+use polld_dev::irq_defer::DeferChoice;
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpLink, XdpMode};
 
@@ -371,29 +372,42 @@ fn afxdp_on_veth_binds_in_copy_mode_and_refuses_forced_zero_copy() {
 }
 
 #[test]
-fn a_veth_socket_has_no_napi_id_so_busy_polling_falls_back_but_its_options_read_back() {
+fn a_veth_socket_has_no_napi_id_at_bind_so_busy_polling_waits_but_its_options_read_back() {
     require_root!();
     let p = pair();
+    let busy = BusyPoll::new(BusyPollConfig::for_polling(50, 1000, DeferChoice::Auto));
     let config = AfXdpConfig {
-        busy_poll: Some(BusyPollConfig::for_polling(50, 1000)),
+        busy_poll: Some(busy.clone()),
         ..AfXdpConfig::default()
     };
     let dev = open_afxdp(&p.a, config);
     let fd = dev.interrupt_fd().unwrap();
     assert_eq!(busy_poll::incoming_napi_id(fd).unwrap(), 0);
-    match dev.busy_poll() {
-        BusyPoll::Unavailable(why) => assert!(why.contains("no NAPI id"), "{why}"),
-        active => panic!("veth copy mode cannot busy poll: {active:?}"),
-    }
-    // Not set on this socket: the options stay at the kernel's defaults.
-    assert!(!busy_poll::socket_options(fd).unwrap().prefer);
-    // The options themselves, as a zero-copy socket gets them, set and read back (the
-    // budget only where the kernel answers getsockopt for it).
-    busy_poll::set_socket_options(fd, 50).unwrap();
+    assert_eq!(dev.busy_poll(), Some(&busy));
+    // Not polling: off, whatever the device offers.
+    let status = busy.status();
+    assert_eq!(status.path_name(), "off", "{status:?}");
+    assert!(!status.in_budget);
+    // Polling, without a NAPI id: it waits for one and says so, outside the budget.
+    busy.set_polling(true);
+    let status = busy.status();
+    assert!(!status.in_budget && !busy.polls_napi(), "{status:?}");
+    assert_eq!(status.path_name(), "unavailable", "{status:?}");
+    assert!(status.detail.contains("NAPI id"), "{status:?}");
+    busy.set_polling(false);
+    // The options were set on the socket at bind, and read back (the budget only where
+    // the kernel answers getsockopt for it).
     let options = busy_poll::socket_options(fd).unwrap();
     assert!(options.prefer);
     assert!(matches!(options.budget, None | Some(50)), "{options:?}");
     assert!(options.usecs > 0);
+    // Closing the socket detaches it.
+    drop(dev);
+    assert!(
+        busy.status().detail.contains("no socket"),
+        "{:?}",
+        busy.status()
+    );
 }
 
 #[test]
