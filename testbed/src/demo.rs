@@ -206,6 +206,13 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     let joined = match args.devices {
         Devices::Veth => "joined by veth pairs",
         Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
+        Devices::Vm => {
+            return Err(failed(
+                "polld demo runs on `--devices tap` or `--devices veth`; for the VM testbed \
+                 use `polld testbed up --devices vm` and `polld testbed exec`"
+                    .to_string(),
+            ))
+        }
     };
     writeln!(
         out,
@@ -224,7 +231,7 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     };
     let result = match args.devices {
         Devices::Veth => veth_demo(&run, out),
-        Devices::Tap => tap_demo(&run, out),
+        Devices::Tap | Devices::Vm => tap_demo(&run, out),
     };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
