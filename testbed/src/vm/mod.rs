@@ -30,6 +30,7 @@ pub mod image;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -327,8 +328,19 @@ fn start_qemu(
         ]
         .map(String::from),
     );
-    let out = Command::new("qemu-system-x86_64")
-        .args(&args)
+    let mut command = Command::new("qemu-system-x86_64");
+    command.args(&args);
+    // qemu outlives us (-daemonize): it must not keep the descriptors we inherited open,
+    // such as the machine lock `flock` holds for its command. They close at its exec.
+    const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+    // SAFETY: close_range is async-signal-safe and marks only the child's descriptors.
+    unsafe {
+        command.pre_exec(|| {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
+            Ok(())
+        });
+    }
+    let out = command
         .output()
         .map_err(|e| TestbedError::Failed(format!("cannot run qemu-system-x86_64: {e}")))?;
     if !out.status.success() {
