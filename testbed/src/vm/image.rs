@@ -76,7 +76,7 @@ pub fn find_kernel() -> Result<Kernel, TestbedError> {
                 .collect()
         })
         .unwrap_or_default();
-    releases.sort_by(|a, b| version_key(a).cmp(&version_key(b)));
+    releases.sort_by_key(|r| version_key(r));
     let release = releases.pop().ok_or_else(|| {
         TestbedError::Failed(
             "no guest kernel: /boot has no vmlinuz-*-cloud-amd64; install one with \
@@ -422,7 +422,7 @@ impl Cpio {
     }
 
     fn pad(&mut self) {
-        while self.bytes.len() % 4 != 0 {
+        while !self.bytes.len().is_multiple_of(4) {
             self.bytes.push(0);
         }
     }

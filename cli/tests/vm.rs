@@ -1,0 +1,309 @@
+//! The VM testbed's smoke test: a qemu guest (software emulation here) with two
+//! virtio-net NICs forwards through polld in the guest, every frame accounted for, and the
+//! NIC's receive interrupts (`virtio0-input.0` in the guest's /proc/interrupts) are
+//! compared between interrupt mode and polling at the same moderate load, in one run.
+//!
+//! Needs root, qemu-system-x86, a `linux-image-*-cloud-amd64` and busybox-static
+//! (`.ci/deps` installs them). Without them it skips, saying so; with
+//! `POLLD_REQUIRE_ROOT` set (CI) it fails instead.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use polld_testbed::share::conserved;
+use polld_testbed::vm::{self, image};
+use polld_testbed::{
+    counters, polld_config, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions,
+};
+use serde_json::Value;
+
+const POLLD: &str = env!("CARGO_BIN_EXE_polld");
+
+/// Frames per phase, and their rate: a moderate load for a guest under software
+/// emulation, which forwards about 9 kpps at most.
+const FRAMES: u64 = 3000;
+const RATE_PPS: u64 = 1000;
+
+/// What the guest needs; the reason it cannot run, if any.
+fn missing_requirement() -> Option<String> {
+    if Command::new("qemu-system-x86_64")
+        .arg("-version")
+        .output()
+        .is_err()
+    {
+        return Some(
+            "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)".into(),
+        );
+    }
+    if let Err(e) = image::find_kernel() {
+        return Some(e.to_string());
+    }
+    if !Path::new("/bin/busybox").exists() {
+        return Some("busybox is not installed (apt-get install busybox-static)".into());
+    }
+    None
+}
+
+/// True when the test may go on: root, and the guest's packages; else skips, or fails
+/// under `POLLD_REQUIRE_ROOT`.
+fn can_boot_a_guest() -> bool {
+    if !polld_testsupport::root_or_skip("needs root for namespaces, TAPs and qemu") {
+        return false;
+    }
+    let Some(missing) = missing_requirement() else {
+        return true;
+    };
+    let required =
+        std::env::var(polld_testsupport::REQUIRE_ROOT_VAR).is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "the VM smoke test cannot run: {missing}; .ci/deps installs what it needs"
+    );
+    eprintln!("skipped: {missing}");
+    false
+}
+
+/// Runs `script` with `sh -c` in the guest; its stdout, or a panic with its stderr.
+fn guest(prefix: &str, script: &str) -> String {
+    guest_with_input(prefix, script, "")
+}
+
+fn guest_with_input(prefix: &str, script: &str, stdin: &str) -> String {
+    let response = vm::exec(
+        prefix,
+        &["sh".into(), "-c".into(), script.into()],
+        stdin,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(
+        response.exit_code(),
+        0,
+        "`{script}` in the guest: {response:?}"
+    );
+    response.stdout
+}
+
+/// The guest's interrupt count of `name` (`virtio0-input.0`), summed over its CPUs.
+fn interrupts(prefix: &str, name: &str) -> u64 {
+    let text = guest(prefix, "cat /proc/interrupts");
+    let line = text
+        .lines()
+        .find(|l| l.trim_end().ends_with(name))
+        .unwrap_or_else(|| panic!("no {name} in the guest's /proc/interrupts:\n{text}"));
+    line.split_whitespace()
+        .skip(1)
+        .map_while(|field| field.parse::<u64>().ok())
+        .sum()
+}
+
+/// The guest's /proc/net/dev counters of `iface`: (rx_packets, rx_drop, tx_packets, tx_drop).
+fn guest_netdev(prefix: &str, iface: &str) -> [u64; 4] {
+    let text = guest(prefix, "cat /proc/net/dev");
+    let fields: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{iface}:")))
+        .unwrap_or_else(|| panic!("no {iface} in the guest's /proc/net/dev:\n{text}"))
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    [fields[1], fields[3], fields[9], fields[11]]
+}
+
+/// One phase: both interfaces in `mode`, `FRAMES` frames from gen at `RATE_PPS`. Returns
+/// (frames gen sent, gen's own drops, virtio0-input.0 interrupts per second over gen's
+/// sending time, whether polld says eth0's receive work is in its budget).
+fn phase(layout: &Layout, mode: &str) -> (u64, u64, f64, bool) {
+    let prefix = &layout.prefix;
+    for iface in ["eth0", "eth1"] {
+        guest(
+            prefix,
+            &format!("polld ifconfig --socket /run/polld.sock {iface} mode {mode}"),
+        );
+    }
+    let before = interrupts(prefix, "virtio0-input.0");
+    let started = Instant::now();
+    let gen = Command::new(POLLD)
+        .args([
+            "gen",
+            &layout.veth0.name,
+            "--netns",
+            &layout.gen_ns,
+            "--json",
+        ])
+        .args([
+            "--rate",
+            &RATE_PPS.to_string(),
+            "--count",
+            &FRAMES.to_string(),
+        ])
+        .args([
+            "--src-mac",
+            &layout.veth0.mac,
+            "--dst-mac",
+            &layout.veth1.mac,
+        ])
+        .args(["--src-ip", &layout.veth0.addr.to_string()])
+        .args(["--dst-ip", &layout.unowned_dst.to_string()])
+        .output()
+        .unwrap();
+    let sending = started.elapsed();
+    let after = interrupts(prefix, "virtio0-input.0");
+    let stdout = String::from_utf8_lossy(&gen.stdout);
+    assert!(
+        gen.status.success(),
+        "polld gen: {stdout} {}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let summary: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("polld gen printed no summary: {stdout}"));
+    // The counted frames and the end-of-run records after them.
+    let sent = summary["frames"].as_u64().unwrap() + summary["end_records"].as_u64().unwrap_or(0);
+    let gen_drops = summary["dropped"].as_u64().unwrap_or(0);
+    let ifconfig: Value = serde_json::from_str(&guest(
+        prefix,
+        "polld ifconfig --json --socket /run/polld.sock eth0",
+    ))
+    .unwrap();
+    let in_budget = ifconfig["rx_work"]["in_budget"].as_bool() == Some(true);
+    eprintln!(
+        "{mode}: gen sent {sent} in {:.1} s; virtio0-input.0 took {} interrupts; rx work in polld's budget: {in_budget} ({})",
+        sending.as_secs_f64(),
+        after - before,
+        ifconfig["rx_work"]
+    );
+    let per_s = (after - before) as f64 / sending.as_secs_f64();
+    (sent, gen_drops, per_s, in_budget)
+}
+
+#[test]
+fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted() {
+    if !can_boot_a_guest() {
+        return;
+    }
+    let layout = Layout::with_devices(&format!("v{}-", std::process::id()), Devices::Vm);
+    let prefix = layout.prefix.clone();
+    let vm_options = VmOptions {
+        polld: POLLD.into(),
+        accel: Accel::Auto,
+    };
+    let tb = Testbed::up_vm(&layout, &UpOptions::default(), &vm_options).unwrap();
+    let guest_state = tb.report().guest.clone().unwrap();
+    eprintln!(
+        "guest up in {:.1} s with {} ({})",
+        guest_state.boot_ms as f64 / 1000.0,
+        guest_state.accel,
+        guest_state.accel_reason
+    );
+
+    // The guest runs the polld of this build.
+    let host_version = Command::new(POLLD).arg("--version").output().unwrap();
+    assert_eq!(
+        guest(&prefix, "polld --version"),
+        String::from_utf8_lossy(&host_version.stdout)
+    );
+
+    // polld in the guest, on eth0 and eth1, as fwd on the other testbeds.
+    let config = polld_config(
+        &layout,
+        &PolldSetup {
+            backend: "af_xdp",
+            mode: "interrupt",
+            socket: Path::new("/run/polld.sock"),
+            cpu: None,
+            realtime: false,
+            knobs: &[],
+        },
+    );
+    guest_with_input(&prefix, "cat > /tmp/polld.toml", &config);
+    guest(
+        &prefix,
+        "polld run --json -c /tmp/polld.toml >/tmp/polld.out 2>/tmp/polld.err & \
+         for i in $(seq 300); do [ -S /run/polld.sock ] && exit 0; sleep 0.1; done; \
+         cat /tmp/polld.err; exit 1",
+    );
+
+    let (gen_ns, sink_ns) = (&layout.veth0.ns, &layout.veth3.ns);
+    let tap0_before = counters(gen_ns, &layout.veth0.name).unwrap();
+    let tap1_before = counters(sink_ns, &layout.veth3.name).unwrap();
+    let eth0_before = guest_netdev(&prefix, "eth0");
+    let eth1_before = guest_netdev(&prefix, "eth1");
+
+    let (sent_i, gen_drops_i, interrupt_irqs, _) = phase(&layout, "interrupt");
+    let (sent_p, gen_drops_p, polling_irqs, in_budget) = phase(&layout, "polling");
+    // Let the last frames through before counting.
+    std::thread::sleep(Duration::from_secs(2));
+
+    let tap0_after = counters(gen_ns, &layout.veth0.name).unwrap();
+    let tap1_after = counters(sink_ns, &layout.veth3.name).unwrap();
+    let eth0_after = guest_netdev(&prefix, "eth0");
+    let eth1_after = guest_netdev(&prefix, "eth1");
+    guest(
+        &prefix,
+        "kill -INT $(ps | awk '/polld run/ && !/awk/ {print $1}'); \
+         for i in $(seq 100); do ps | grep -q '[p]olld run' || exit 0; sleep 0.1; done; exit 1",
+    );
+    let report: Value = serde_json::from_str(&guest(&prefix, "cat /tmp/polld.out")).unwrap();
+    assert!(conserved(&report), "polld's own counters: {report}");
+    let polld_drops: u64 = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|iface| iface["counters"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c[0].as_str().is_some_and(|n| n.starts_with("drops.")))
+        .filter_map(|c| c[1].as_u64())
+        .sum();
+
+    // Every frame gen sent reached sink's TAP or was dropped somewhere, by name.
+    let sent = sent_i + sent_p;
+    let delivered = tap1_after.rx_packets - tap1_before.rx_packets;
+    let drops = [
+        ("gen", gen_drops_i + gen_drops_p),
+        (
+            "tap0 tx_dropped",
+            tap0_after.tx_dropped - tap0_before.tx_dropped,
+        ),
+        ("guest eth0 rx drop", eth0_after[1] - eth0_before[1]),
+        ("polld drops", polld_drops),
+        ("guest eth1 tx drop", eth1_after[3] - eth1_before[3]),
+        (
+            "tap1 rx_dropped",
+            tap1_after.rx_dropped - tap1_before.rx_dropped,
+        ),
+    ];
+    let dropped: u64 = drops.iter().map(|(_, n)| n).sum();
+    eprintln!(
+        "sent {sent}, sink's tap1 received {delivered}, drops {drops:?}; guest eth0 rx {}, eth1 tx {}",
+        eth0_after[0] - eth0_before[0],
+        eth1_after[2] - eth1_before[2]
+    );
+    assert!(sent >= 2 * FRAMES, "gen sent {sent}");
+    assert_eq!(sent, delivered + dropped, "drops {drops:?}");
+    assert!(
+        delivered >= sent * 9 / 10,
+        "a moderate load is forwarded: {delivered} of {sent}"
+    );
+
+    // The NIC's receive interrupts are counted: in interrupt mode about one a frame.
+    assert!(
+        interrupt_irqs > 0.2 * RATE_PPS as f64,
+        "interrupt mode: virtio0-input.0 took {interrupt_irqs:.0}/s at {RATE_PPS} frames/s"
+    );
+    let ratio = polling_irqs / interrupt_irqs;
+    eprintln!(
+        "virtio0-input.0 interrupts/s: interrupt mode {interrupt_irqs:.0}, polling {polling_irqs:.0} ({ratio:.3}x)"
+    );
+    if in_budget {
+        // Preferred busy polling keeps the NIC's interrupt masked while polld polls.
+        assert!(
+            ratio <= 0.1,
+            "polling with the receive work in polld's budget took {ratio:.3}x interrupt mode's interrupts"
+        );
+    }
+    drop(tb);
+    assert!(vm::guest_state(&prefix).is_none(), "down removed the guest");
+}
