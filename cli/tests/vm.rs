@@ -12,10 +12,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use polld_testbed::share::conserved;
-use polld_testbed::vm::{self, image};
-use polld_testbed::{
-    counters, polld_config, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions,
-};
+use polld_testbed::vm::{self, guest, image};
+use polld_testbed::{counters, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions};
 use serde_json::Value;
 
 const POLLD: &str = env!("CARGO_BIN_EXE_polld");
@@ -64,51 +62,9 @@ fn can_boot_a_guest() -> bool {
     false
 }
 
-/// Runs `script` with `sh -c` in the guest; its stdout, or a panic with its stderr.
+/// Runs `script` in the guest; its stdout (a failure panics).
 fn guest(prefix: &str, script: &str) -> String {
-    guest_with_input(prefix, script, "")
-}
-
-fn guest_with_input(prefix: &str, script: &str, stdin: &str) -> String {
-    let response = vm::exec(
-        prefix,
-        &["sh".into(), "-c".into(), script.into()],
-        stdin,
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    assert_eq!(
-        response.exit_code(),
-        0,
-        "`{script}` in the guest: {response:?}"
-    );
-    response.stdout
-}
-
-/// The guest's interrupt count of `name` (`virtio0-input.0`), summed over its CPUs.
-fn interrupts(prefix: &str, name: &str) -> u64 {
-    let text = guest(prefix, "cat /proc/interrupts");
-    let line = text
-        .lines()
-        .find(|l| l.trim_end().ends_with(name))
-        .unwrap_or_else(|| panic!("no {name} in the guest's /proc/interrupts:\n{text}"));
-    line.split_whitespace()
-        .skip(1)
-        .map_while(|field| field.parse::<u64>().ok())
-        .sum()
-}
-
-/// The guest's /proc/net/dev counters of `iface`: (rx_packets, rx_drop, tx_packets, tx_drop).
-fn guest_netdev(prefix: &str, iface: &str) -> [u64; 4] {
-    let text = guest(prefix, "cat /proc/net/dev");
-    let fields: Vec<u64> = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(&format!("{iface}:")))
-        .unwrap_or_else(|| panic!("no {iface} in the guest's /proc/net/dev:\n{text}"))
-        .split_whitespace()
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    [fields[1], fields[3], fields[9], fields[11]]
+    vm::guest::sh(prefix, script, "").unwrap()
 }
 
 /// One phase: both interfaces in `mode`, `FRAMES` frames from gen at `RATE_PPS`. Returns
@@ -116,13 +72,8 @@ fn guest_netdev(prefix: &str, iface: &str) -> [u64; 4] {
 /// sending time, whether polld says eth0's receive work is in its budget).
 fn phase(layout: &Layout, mode: &str) -> (u64, u64, f64, bool) {
     let prefix = &layout.prefix;
-    for iface in ["eth0", "eth1"] {
-        guest(
-            prefix,
-            &format!("polld ifconfig --socket /run/polld.sock {iface} mode {mode}"),
-        );
-    }
-    let before = interrupts(prefix, "virtio0-input.0");
+    guest::set_mode(prefix, mode).unwrap();
+    let before = guest::interrupts(prefix, guest::ETH0_RX_IRQ).unwrap();
     let started = Instant::now();
     let gen = Command::new(POLLD)
         .args([
@@ -149,7 +100,7 @@ fn phase(layout: &Layout, mode: &str) -> (u64, u64, f64, bool) {
         .output()
         .unwrap();
     let sending = started.elapsed();
-    let after = interrupts(prefix, "virtio0-input.0");
+    let after = guest::interrupts(prefix, guest::ETH0_RX_IRQ).unwrap();
     let stdout = String::from_utf8_lossy(&gen.stdout);
     assert!(
         gen.status.success(),
@@ -164,17 +115,11 @@ fn phase(layout: &Layout, mode: &str) -> (u64, u64, f64, bool) {
     // The counted frames and the end-of-run records after them.
     let sent = summary["frames"].as_u64().unwrap() + summary["end_records"].as_u64().unwrap_or(0);
     let gen_drops = summary["dropped"].as_u64().unwrap_or(0);
-    let ifconfig: Value = serde_json::from_str(&guest(
-        prefix,
-        "polld ifconfig --json --socket /run/polld.sock eth0",
-    ))
-    .unwrap();
-    let in_budget = ifconfig["rx_work"]["in_budget"].as_bool() == Some(true);
+    let (in_budget, rx_work) = guest::rx_work(prefix, "eth0").unwrap();
     eprintln!(
-        "{mode}: gen sent {sent} in {:.1} s; virtio0-input.0 took {} interrupts; rx work in polld's budget: {in_budget} ({})",
+        "{mode}: gen sent {sent} in {:.1} s; virtio0-input.0 took {} interrupts; rx work in polld's budget: {in_budget} ({rx_work})",
         sending.as_secs_f64(),
         after - before,
-        ifconfig["rx_work"]
     );
     let per_s = (after - before) as f64 / sending.as_secs_f64();
     (sent, gen_drops, per_s, in_budget)
@@ -208,30 +153,24 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
     );
 
     // polld in the guest, on eth0 and eth1, as fwd on the other testbeds.
-    let config = polld_config(
+    let polld = guest::start_polld(
         &layout,
         &PolldSetup {
             backend: "af_xdp",
             mode: "interrupt",
-            socket: Path::new("/run/polld.sock"),
+            socket: Path::new(guest::POLLD_SOCKET),
             cpu: None,
             realtime: false,
             knobs: &[],
         },
-    );
-    guest_with_input(&prefix, "cat > /tmp/polld.toml", &config);
-    guest(
-        &prefix,
-        "polld run --json -c /tmp/polld.toml >/tmp/polld.out 2>/tmp/polld.err & \
-         for i in $(seq 300); do [ -S /run/polld.sock ] && exit 0; sleep 0.1; done; \
-         cat /tmp/polld.err; exit 1",
-    );
+    )
+    .unwrap();
 
     let (gen_ns, sink_ns) = (&layout.veth0.ns, &layout.veth3.ns);
     let tap0_before = counters(gen_ns, &layout.veth0.name).unwrap();
     let tap1_before = counters(sink_ns, &layout.veth3.name).unwrap();
-    let eth0_before = guest_netdev(&prefix, "eth0");
-    let eth1_before = guest_netdev(&prefix, "eth1");
+    let eth0_before = guest::net_dev(&prefix, "eth0").unwrap();
+    let eth1_before = guest::net_dev(&prefix, "eth1").unwrap();
 
     let (sent_i, gen_drops_i, interrupt_irqs, _) = phase(&layout, "interrupt");
     let (sent_p, gen_drops_p, polling_irqs, in_budget) = phase(&layout, "polling");
@@ -240,23 +179,11 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
 
     let tap0_after = counters(gen_ns, &layout.veth0.name).unwrap();
     let tap1_after = counters(sink_ns, &layout.veth3.name).unwrap();
-    let eth0_after = guest_netdev(&prefix, "eth0");
-    let eth1_after = guest_netdev(&prefix, "eth1");
-    guest(
-        &prefix,
-        "kill -INT $(ps | awk '/polld run/ && !/awk/ {print $1}'); \
-         for i in $(seq 100); do ps | grep -q '[p]olld run' || exit 0; sleep 0.1; done; exit 1",
-    );
-    let report: Value = serde_json::from_str(&guest(&prefix, "cat /tmp/polld.out")).unwrap();
+    let eth0_after = guest::net_dev(&prefix, "eth0").unwrap();
+    let eth1_after = guest::net_dev(&prefix, "eth1").unwrap();
+    let report = guest::stop_polld(&prefix, polld).unwrap();
     assert!(conserved(&report), "polld's own counters: {report}");
-    let polld_drops: u64 = report
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|iface| iface["counters"].as_array().cloned().unwrap_or_default())
-        .filter(|c| c[0].as_str().is_some_and(|n| n.starts_with("drops.")))
-        .filter_map(|c| c[1].as_u64())
-        .sum();
+    let polld_drops = guest::polld_drops(&report);
 
     // Every frame gen sent reached sink's TAP or was dropped somewhere, by name.
     let sent = sent_i + sent_p;
@@ -267,9 +194,15 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
             "tap0 tx_dropped",
             tap0_after.tx_dropped - tap0_before.tx_dropped,
         ),
-        ("guest eth0 rx drop", eth0_after[1] - eth0_before[1]),
+        (
+            "guest eth0 rx drop",
+            eth0_after.rx_drop - eth0_before.rx_drop,
+        ),
         ("polld drops", polld_drops),
-        ("guest eth1 tx drop", eth1_after[3] - eth1_before[3]),
+        (
+            "guest eth1 tx drop",
+            eth1_after.tx_drop - eth1_before.tx_drop,
+        ),
         (
             "tap1 rx_dropped",
             tap1_after.rx_dropped - tap1_before.rx_dropped,
@@ -278,8 +211,8 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
     let dropped: u64 = drops.iter().map(|(_, n)| n).sum();
     eprintln!(
         "sent {sent}, sink's tap1 received {delivered}, drops {drops:?}; guest eth0 rx {}, eth1 tx {}",
-        eth0_after[0] - eth0_before[0],
-        eth1_after[2] - eth1_before[2]
+        eth0_after.rx_packets - eth0_before.rx_packets,
+        eth1_after.tx_packets - eth1_before.tx_packets
     );
     assert!(sent >= 2 * FRAMES, "gen sent {sent}");
     assert_eq!(sent, delivered + dropped, "drops {drops:?}");

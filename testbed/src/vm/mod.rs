@@ -26,6 +26,8 @@
 //!   socket. `down` stops qemu (by the pid it wrote, after checking its command line).
 
 pub mod agent;
+pub mod demo;
+pub mod guest;
 pub mod image;
 
 use std::fs;
