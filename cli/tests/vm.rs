@@ -75,28 +75,8 @@ fn phase(layout: &Layout, mode: &str) -> (u64, u64, f64, bool) {
     guest::set_mode(prefix, mode).unwrap();
     let before = guest::interrupts(prefix, guest::ETH0_RX_IRQ).unwrap();
     let started = Instant::now();
-    let gen = Command::new(POLLD)
-        .args([
-            "gen",
-            &layout.veth0.name,
-            "--netns",
-            &layout.gen_ns,
-            "--json",
-        ])
-        .args([
-            "--rate",
-            &RATE_PPS.to_string(),
-            "--count",
-            &FRAMES.to_string(),
-        ])
-        .args([
-            "--src-mac",
-            &layout.veth0.mac,
-            "--dst-mac",
-            &layout.veth1.mac,
-        ])
-        .args(["--src-ip", &layout.veth0.addr.to_string()])
-        .args(["--dst-ip", &layout.unowned_dst.to_string()])
+    let gen = guest::gen_through_guest(Path::new(POLLD), layout, &RATE_PPS.to_string())
+        .args(["--count", &FRAMES.to_string()])
         .output()
         .unwrap();
     let sending = started.elapsed();

@@ -13,7 +13,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -172,28 +172,8 @@ fn measure(
     let rate_arg = rate.map_or("unlimited".to_string(), |r| {
         format!("{}", r.max(1.0).round())
     });
-    let gen = Command::new(gen_polld)
-        .args([
-            "gen",
-            &layout.veth0.name,
-            "--netns",
-            &layout.gen_ns,
-            "--json",
-        ])
-        .args([
-            "--rate",
-            &rate_arg,
-            "--duration",
-            &(WARM_UP + window + 1.0).to_string(),
-        ])
-        .args([
-            "--src-mac",
-            &layout.veth0.mac,
-            "--dst-mac",
-            &layout.veth1.mac,
-        ])
-        .args(["--src-ip", &layout.veth0.addr.to_string()])
-        .args(["--dst-ip", &layout.unowned_dst.to_string()])
+    let gen = guest::gen_through_guest(gen_polld, layout, &rate_arg)
+        .args(["--duration", &(WARM_UP + window + 1.0).to_string()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -4,6 +4,7 @@
 //! `polld demo --devices vm` share.
 
 use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -155,6 +156,25 @@ pub fn rx_work(prefix: &str, iface: &str) -> Result<(bool, Value), TestbedError>
         .map_err(|e| failed(format!("polld ifconfig --json printed {text:?}: {e}")))?;
     let rx_work = value["rx_work"].clone();
     Ok((rx_work["in_budget"].as_bool() == Some(true), rx_work))
+}
+
+/// `polld gen --json` at `rate` (`unlimited`, `1000`) from gen's tap0 through the guest to
+/// the unowned destination behind sink (tap1 receives and drops what polld forwards,
+/// nobody answers); add `--count` or `--duration`.
+pub fn gen_through_guest(polld: &Path, layout: &Layout, rate: &str) -> Command {
+    let mut command = Command::new(polld);
+    command
+        .args(["gen", &layout.veth0.name, "--netns", &layout.gen_ns])
+        .args(["--json", "--rate", rate])
+        .args([
+            "--src-mac",
+            &layout.veth0.mac,
+            "--dst-mac",
+            &layout.veth1.mac,
+        ])
+        .args(["--src-ip", &layout.veth0.addr.to_string()])
+        .args(["--dst-ip", &layout.unowned_dst.to_string()]);
+    command
 }
 
 /// The sum of polld's `drops.*` counters over its interfaces in a final report.
