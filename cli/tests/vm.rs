@@ -220,3 +220,35 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
     drop(tb);
     assert!(vm::guest_state(&prefix).is_none(), "down removed the guest");
 }
+
+#[test]
+fn without_a_guest_exec_says_how_to_start_one_and_a_missing_binary_is_named() {
+    if !can_boot_a_guest() {
+        return;
+    }
+    let prefix = format!("w{}-", std::process::id());
+    let err = vm::exec(&prefix, &["true".into()], "", Duration::from_secs(5))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!("polld testbed up --devices vm --prefix {prefix}")),
+        "{err}"
+    );
+    let layout = Layout::with_devices(&prefix, Devices::Vm);
+    let options = VmOptions {
+        polld: "/nonexistent/polld".into(),
+        accel: Accel::Tcg,
+    };
+    let err = Testbed::up_vm(&layout, &UpOptions::default(), &options)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot copy the polld binary /nonexistent/polld"),
+        "{err}"
+    );
+    // Nothing is left behind.
+    assert!(vm::guest_state(&prefix).is_none());
+    for ns in [&layout.gen_ns, &layout.sink_ns] {
+        assert!(!Path::new("/run/netns").join(ns).exists(), "{ns} is left");
+    }
+}

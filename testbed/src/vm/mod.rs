@@ -167,13 +167,13 @@ pub(crate) fn boot(
         .map_err(|e| TestbedError::Failed(format!("cannot create {}: {e}", dir.display())))?;
     // The guest gets its own copy, so a rebuild of the binary cannot change what runs.
     let polld = dir.join("polld");
-    fs::copy(&options.polld, &polld).map_err(|e| {
+    let copied = fs::copy(&options.polld, &polld).map_err(|e| {
         TestbedError::Failed(format!(
             "cannot copy the polld binary {} for the guest: {e}",
             options.polld.display()
         ))
-    })?;
-    let booted = image::image(&polld).and_then(|image| {
+    });
+    let booted = copied.and_then(|_| image::image(&polld)).and_then(|image| {
         let taps = host_tap_names(prefix);
         for tap in &taps {
             let _ = sys::run("ip", &["link", "del", tap]);
