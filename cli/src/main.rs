@@ -133,7 +133,13 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string())
         }
         Command::Testbed(args) => {
-            polld_testbed::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
+            return match polld_testbed::run(&args, &mut std::io::stdout()) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(e) => {
+                    eprintln!("polld: {e}");
+                    ExitCode::FAILURE
+                }
+            };
         }
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())

@@ -1,6 +1,8 @@
-//! `polld testbed up|down|status`: arguments and output.
+//! `polld testbed up|down|status|exec`: arguments and output.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -9,6 +11,7 @@ use crate::layout::{check_prefix, Devices, Layout, Role};
 use crate::placement::{CpuPlan, Placement};
 use crate::status::status;
 use crate::testbed::{down, DownReport, Testbed, UpOptions, UpReport};
+use crate::vm::{self, Accel, VmOptions};
 use crate::TestbedError;
 
 /// Create, remove or inspect the gen/fwd/sink network namespaces.
@@ -25,8 +28,31 @@ pub enum TestbedCommand {
     Up(UpArgs),
     /// Delete the namespaces (and so their veths); fine if some are already gone.
     Down(CommonArgs),
-    /// Show each namespace: interfaces, MACs, addresses, counters, placement, ip_forward.
+    /// Show each namespace: interfaces, MACs, addresses, counters, placement, ip_forward
+    /// (and the guest of `--devices vm`).
     Status(CommonArgs),
+    /// Run a command in the guest of `up --devices vm`; prints its output and exits
+    /// with its status.
+    Exec(ExecArgs),
+    /// The guest's agent (run by the guest's init, not by hand).
+    #[command(hide = true)]
+    GuestAgent,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ExecArgs {
+    /// The testbed's prefix, as given to `up`.
+    #[arg(long, default_value = "", value_parser = parse_prefix)]
+    pub prefix: String,
+    /// Kill the command after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Give the command this file as its standard input (`-`: this one's).
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// The command and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -43,10 +69,18 @@ pub struct CommonArgs {
 pub struct UpArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// What joins the namespaces: veth pairs through fwd, or a persistent TAP in gen
-    /// (tap0) and one in sink (tap1) that only polld (in fwd) joins.
+    /// What joins the namespaces: veth pairs through fwd, a persistent TAP in gen
+    /// (tap0) and one in sink (tap1) that only polld (in fwd) joins, or a qemu guest
+    /// whose virtio-net NICs sit on those TAPs, with polld in the guest.
     #[arg(long, value_enum, default_value_t = Devices::Veth)]
     pub devices: Devices,
+    /// With `--devices vm`: the polld binary to put in the guest (default:
+    /// `POLLD_VM_POLLD`, else this polld).
+    #[arg(long)]
+    pub polld: Option<PathBuf>,
+    /// With `--devices vm`: KVM, software emulation (TCG), or KVM if it works here.
+    #[arg(long, value_enum, default_value_t = Accel::Auto)]
+    pub accel: Accel,
     /// Let the kernel in fwd forward (ip_forward=1), for the kernel baseline. Without it
     /// fwd's kernel does not forward, and polld must.
     #[arg(long)]
@@ -81,8 +115,9 @@ fn parse_prefix(prefix: &str) -> Result<String, String> {
     check_prefix(prefix).map(|()| prefix.to_string())
 }
 
-/// Runs a `polld testbed` subcommand, writing its report to `out`.
-pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> {
+/// Runs a `polld testbed` subcommand, writing its report to `out`; returns the exit
+/// status (the command's, for `exec`).
+pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<i32, TestbedError> {
     let written = match &args.command {
         TestbedCommand::Up(up) => {
             let layout = Layout::with_devices(&up.common.prefix, up.devices);
@@ -102,7 +137,12 @@ pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> 
                     "--tap-pairs needs --devices tap".to_string(),
                 ));
             }
-            let mut testbed = Testbed::up(&layout, &options)?;
+            let defaults = VmOptions::default();
+            let vm = VmOptions {
+                polld: up.polld.clone().unwrap_or(defaults.polld),
+                accel: up.accel,
+            };
+            let mut testbed = Testbed::up_vm(&layout, &options, &vm)?;
             for pair in 1..up.tap_pairs {
                 testbed.add_tap_pair(pair)?;
             }
@@ -129,8 +169,50 @@ pub fn run(args: &TestbedArgs, out: &mut dyn Write) -> Result<(), TestbedError> 
                 status.write_text(out)
             }
         }
+        TestbedCommand::Exec(exec) => return run_exec(exec, out),
+        TestbedCommand::GuestAgent => return vm::agent::serve().map(|()| 0),
     };
-    written.map_err(|e| TestbedError::Failed(format!("cannot write the report: {e}")))
+    written
+        .map(|()| 0)
+        .map_err(|e| TestbedError::Failed(format!("cannot write the report: {e}")))
+}
+
+/// `polld testbed exec`: the command's stdout to `out`, its stderr to ours.
+fn run_exec(exec: &ExecArgs, out: &mut dyn Write) -> Result<i32, TestbedError> {
+    let mut stdin = Vec::new();
+    match exec.input.as_deref() {
+        None => {}
+        Some(path) if path.as_os_str() == "-" => {
+            std::io::stdin()
+                .read_to_end(&mut stdin)
+                .map_err(|e| TestbedError::Failed(format!("reading standard input: {e}")))?;
+        }
+        Some(path) => {
+            stdin = std::fs::read(path).map_err(|e| {
+                TestbedError::Failed(format!("cannot read --input {}: {e}", path.display()))
+            })?;
+        }
+    }
+    let response = vm::exec(
+        &exec.prefix,
+        &exec.command,
+        &String::from_utf8_lossy(&stdin),
+        Duration::from_secs(exec.timeout),
+    )?;
+    let _ = out.write_all(response.stdout.as_bytes());
+    let _ = out.flush();
+    eprint!("{}", response.stderr);
+    if let Some(error) = &response.error {
+        eprintln!("polld testbed exec: {error}");
+    }
+    if response.timed_out {
+        eprintln!(
+            "polld testbed exec: `{}` was killed after {} s (--timeout)",
+            exec.command.join(" "),
+            exec.timeout
+        );
+    }
+    Ok(response.exit_code())
 }
 
 fn write_json(out: &mut dyn Write, value: &impl Serialize) -> std::io::Result<()> {
@@ -143,10 +225,31 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
     for ns in &report.replaced {
         writeln!(out, "removed existing namespace {ns} (--force)")?;
     }
-    writeln!(out, "namespaces {} are up", layout.namespaces().join(", "))?;
+    let namespaces: Vec<&str> = layout
+        .host_roles()
+        .into_iter()
+        .map(|r| layout.ns(r))
+        .collect();
+    writeln!(out, "namespaces {} are up", namespaces.join(", "))?;
+    if let Some(guest) = &report.guest {
+        writeln!(
+            out,
+            "guest {} is up: qemu pid {}, {} ({}), booted in {:.1} s; kernel {}, initramfs {} ({}); console {}",
+            vm::guest_name(&layout.prefix),
+            guest.pid,
+            guest.accel,
+            guest.accel_reason,
+            guest.boot_ms as f64 / 1000.0,
+            guest.kernel,
+            guest.initramfs.display(),
+            if guest.initramfs_built { "built now" } else { "cached" },
+            guest.console_log.display()
+        )?;
+    }
     for iface in layout.ifaces() {
         let player = match layout.devices {
             Devices::Tap if iface.role == Role::Fwd => "  (played by polld on the TAP's fd)",
+            Devices::Vm if iface.role == Role::Fwd => "  (in the guest, behind the TAP)",
             _ => "",
         };
         writeln!(
@@ -188,11 +291,15 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
     writeln!(
         out,
         "  ip_forward in {}: {}",
-        layout.fwd_ns,
-        if report.kernel_forwarding {
-            "1 (the kernel forwards)"
-        } else {
-            "0 (run a forwarder in fwd)"
+        match layout.devices {
+            Devices::Vm => "the guest",
+            Devices::Veth | Devices::Tap => &layout.fwd_ns,
+        },
+        match (report.kernel_forwarding, layout.devices) {
+            (true, _) => "1 (the kernel forwards)",
+            (false, Devices::Vm) =>
+                "0 (run polld in the guest: `polld testbed exec -- polld run ...`)",
+            (false, _) => "0 (run a forwarder in fwd)",
         }
     )?;
     let placement = &report.placement;
@@ -214,6 +321,9 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
 }
 
 fn write_down(out: &mut dyn Write, report: &DownReport) -> std::io::Result<()> {
+    if let Some(pid) = report.stopped_guest {
+        writeln!(out, "stopped the guest (qemu pid {pid})")?;
+    }
     if report.removed.is_empty() {
         writeln!(
             out,

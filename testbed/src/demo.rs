@@ -24,12 +24,16 @@ use serde_json::Value;
 
 use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
 use crate::testpmd::{Testpmd, TestpmdCounters};
-use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
+use crate::{
+    polld_config, Accel, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions,
+    VmOptions,
+};
 
 /// `polld demo` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// The testbed: TAPs only polld joins (the competitor demo), or veth pairs.
+    /// The testbed: TAPs only polld joins (the competitor demo), veth pairs, or a qemu
+    /// guest with virtio-net NICs and polld inside (the competitor demo on a driver).
     #[arg(long, value_enum, default_value_t = Devices::Tap)]
     pub devices: Devices,
     /// `kern.polling.user_frac` of the polling run on TAP.
@@ -185,6 +189,7 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     let joined = match args.devices {
         Devices::Veth => "joined by veth pairs",
         Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
+        Devices::Vm => "a qemu guest's virtio-net NICs on tap0 in gen and tap1 in sink",
     };
     writeln!(
         out,
@@ -192,7 +197,12 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
         layout.gen_ns, layout.fwd_ns, layout.sink_ns
     )
     .ok();
-    let tb = Testbed::up(&layout, &options)?;
+    // On the VM testbed the guest runs this same polld.
+    let vm = VmOptions {
+        polld: polld.to_path_buf(),
+        accel: Accel::Auto,
+    };
+    let tb = Testbed::up_vm(&layout, &options, &vm)?;
     let dir = scratch_dir()?;
     let run = DemoRun {
         args,
@@ -204,6 +214,7 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     let result = match args.devices {
         Devices::Veth => veth_demo(&run, out),
         Devices::Tap => tap_demo(&run, out),
+        Devices::Vm => crate::vm::demo::run(args, &tb, polld, out),
     };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);

@@ -17,7 +17,18 @@
 //!        (polld plays 10.0.1.2)   (polld plays 10.0.2.1)
 //! ```
 //!
-//! The [`Iface`] fields keep their veth names in both layouts: `veth0` is gen's end,
+//! With `--devices vm` the forwarder is a qemu guest (see [`crate::vm`]): gen and sink
+//! hold the host TAPs `tap0` and `tap1` behind the guest's two virtio-net NICs, and in
+//! the guest `eth0` (MAC and address of veth1) and `eth1` (those of veth2) are where polld
+//! runs. There is no fwd namespace on the host: the guest, `{prefix}vm`, plays it.
+//!
+//! ```text
+//!   gen                       qemu guest                    sink
+//!   tap0 10.0.1.1/24  =virtio=  eth0 10.0.1.2/24
+//!                               eth1 10.0.2.1/24  =virtio=  tap1 10.0.2.2/24
+//! ```
+//!
+//! The [`Iface`] fields keep their veth names in every layout: `veth0` is gen's end,
 //! `veth1` the forwarder's receive side, `veth2` its transmit side, `veth3` sink's end.
 //!
 //! Every MAC is `02:00:00:00:<link>:<host>`: the locally administered prefix, then the
@@ -62,6 +73,9 @@ pub enum Devices {
     Veth,
     /// A persistent TAP in gen (tap0) and one in sink (tap1); only polld joins them.
     Tap,
+    /// A qemu guest whose two virtio-net NICs sit on a TAP in gen (tap0) and one in sink
+    /// (tap1); polld runs in the guest on eth0 and eth1.
+    Vm,
 }
 
 impl Devices {
@@ -69,6 +83,7 @@ impl Devices {
         match self {
             Devices::Veth => "veth",
             Devices::Tap => "tap",
+            Devices::Vm => "vm",
         }
     }
 }
@@ -159,7 +174,11 @@ impl Layout {
     }
 
     fn with_pair(prefix: &str, devices: Devices, pair: u8) -> Layout {
-        let ns = |role: Role| format!("{prefix}{}", role.base_name());
+        // A guest plays fwd on the VM testbed, under its own name.
+        let ns = |role: Role| match (role, devices) {
+            (Role::Fwd, Devices::Vm) => crate::vm::guest_name(prefix),
+            _ => format!("{prefix}{}", role.base_name()),
+        };
         // On TAP, the forwarder's ends are the TAPs of gen and sink.
         let (gen_tap, sink_tap) = (format!("tap{}", 2 * pair), format!("tap{}", 2 * pair + 1));
         let (names, homes) = match devices {
@@ -170,6 +189,10 @@ impl Layout {
             Devices::Tap => (
                 [&*gen_tap, &*gen_tap, &*sink_tap, &*sink_tap],
                 [Role::Gen, Role::Gen, Role::Sink, Role::Sink],
+            ),
+            Devices::Vm => (
+                [&*gen_tap, "eth0", "eth1", &*sink_tap],
+                [Role::Gen, Role::Fwd, Role::Fwd, Role::Sink],
             ),
         };
         // The links of the pair: 10.0.(2·pair + 1).0/24 on gen's side, the next on sink's.
@@ -202,14 +225,17 @@ impl Layout {
             unowned_dst: Ipv4Addr::new(10, 0, far, 100),
             unowned_mac: match devices {
                 Devices::Veth => format!("02:00:00:00:{far:02x}:02"),
-                Devices::Tap => format!("02:00:00:00:{far:02x}:64"),
+                Devices::Tap | Devices::Vm => format!("02:00:00:00:{far:02x}:64"),
             },
         }
     }
 
-    /// The layout of the testbed that is up with this prefix: TAP if gen holds `tap0`,
-    /// else veth (also when nothing is up).
+    /// The layout of the testbed that is up with this prefix: the VM's if its guest is
+    /// known, TAP if gen holds `tap0`, else veth (also when nothing is up).
     pub fn found(prefix: &str) -> Layout {
+        if crate::vm::guest_state(prefix).is_some() {
+            return Layout::with_devices(prefix, Devices::Vm);
+        }
         let tap = Layout::with_devices(prefix, Devices::Tap);
         let has_tap = polld_dev::netns::ip(&["-n", &tap.gen_ns, "link", "show", "dev", "tap0"]);
         match has_tap {
@@ -232,6 +258,15 @@ impl Layout {
         Role::ALL.map(|role| self.ns(role))
     }
 
+    /// The roles that are network namespaces on the host: all three, or gen and sink
+    /// when a guest plays fwd.
+    pub fn host_roles(&self) -> Vec<Role> {
+        match self.devices {
+            Devices::Vm => vec![Role::Gen, Role::Sink],
+            Devices::Veth | Devices::Tap => Role::ALL.to_vec(),
+        }
+    }
+
     /// All four ends, in order veth0..veth3.
     pub fn ifaces(&self) -> [&Iface; 4] {
         [&self.veth0, &self.veth1, &self.veth2, &self.veth3]
@@ -242,7 +277,7 @@ impl Layout {
     pub fn kernel_ifaces(&self) -> Vec<&Iface> {
         match self.devices {
             Devices::Veth => self.ifaces().to_vec(),
-            Devices::Tap => vec![&self.veth0, &self.veth3],
+            Devices::Tap | Devices::Vm => vec![&self.veth0, &self.veth3],
         }
     }
 

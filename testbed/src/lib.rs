@@ -73,6 +73,7 @@ pub mod streams;
 mod sys;
 mod testbed;
 pub mod testpmd;
+pub mod vm;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
@@ -83,3 +84,4 @@ pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,
 };
+pub use vm::{Accel, GuestState, VmOptions};

@@ -190,8 +190,8 @@ pub(crate) fn apply(layout: &Layout, decision: Decision) -> PlacementReport {
         let cpu = cpus.cpu(iface.role);
         let placed = match effective {
             // Nothing to move: a TAP's receive work is its reader's read() and writer's
-            // write(), on their own CPUs.
-            _ if layout.devices == Devices::Tap => unplaced(
+            // write() (polld's, or qemu's for a guest's NIC), on their own CPUs.
+            _ if layout.devices != Devices::Veth => unplaced(
                 iface,
                 "TAP: receive work runs in the reader's read() and the writer's write()"
                     .to_string(),

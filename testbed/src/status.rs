@@ -11,6 +11,7 @@ use crate::napi::napi_of;
 use crate::placement::{rps_cpus_path, threaded_path};
 use crate::sys::{self, cpus_of, netns_exists};
 use crate::testbed::{counters_of, IfCounters};
+use crate::vm::{guest_status, GuestStatus};
 
 /// The state of a layout's namespaces.
 #[derive(Clone, Debug, Serialize)]
@@ -19,6 +20,8 @@ pub struct Status {
     /// All three namespaces exist and hold their veths, up, with their addresses.
     pub up: bool,
     pub namespaces: Vec<NamespaceStatus>,
+    /// The qemu guest that plays fwd (`--devices vm`).
+    pub guest: Option<GuestStatus>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -75,7 +78,8 @@ pub struct Neighbour {
 
 /// Looks at every namespace of `layout`; never fails: what cannot be read is in `errors`.
 pub fn status(layout: &Layout) -> Status {
-    let namespaces: Vec<NamespaceStatus> = Role::ALL
+    let namespaces: Vec<NamespaceStatus> = layout
+        .host_roles()
         .into_iter()
         .map(|role| namespace_status(layout.ns(role), role))
         .collect();
@@ -87,10 +91,15 @@ pub fn status(layout: &Layout) -> Status {
                 })
         })
     });
+    let guest = guest_status(&layout.prefix);
     Status {
         prefix: layout.prefix.clone(),
-        up,
+        up: up
+            && guest
+                .as_ref()
+                .is_none_or(|g| g.running && g.error.is_none()),
         namespaces,
+        guest,
     }
 }
 
@@ -251,6 +260,9 @@ impl Status {
             "down"
         };
         writeln!(out, "{label}: {state}")?;
+        if let Some(guest) = &self.guest {
+            guest.write_text(out)?;
+        }
         for ns in &self.namespaces {
             if !ns.exists {
                 writeln!(out, "{}: does not exist", ns.name)?;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::layout::{check_prefix, Devices, Iface, Layout, Role};
 use crate::placement::{self, CpuPlan, Placement, PlacementReport};
 use crate::sys::{self, check_cpu, netns_exists, require_root_and_ip};
+use crate::vm::{self, GuestState, VmOptions};
 use crate::TestbedError;
 
 /// How `up` builds the testbed.
@@ -42,6 +43,8 @@ pub struct UpReport {
     pub warnings: Vec<String>,
     /// TAP pairs added after the first ([`Testbed::add_tap_pair`]), for more poll CPUs.
     pub tap_pairs: Vec<Layout>,
+    /// The qemu guest that plays fwd (`--devices vm`).
+    pub guest: Option<GuestState>,
 }
 
 /// What `down` did.
@@ -50,6 +53,8 @@ pub struct DownReport {
     pub removed: Vec<String>,
     /// Namespaces that were already gone.
     pub absent: Vec<String>,
+    /// The qemu guest that was stopped (`--devices vm`), by its pid.
+    pub stopped_guest: Option<u32>,
     /// Removed namespaces that processes still run in, with their pids: such a namespace
     /// (and its veths) lives on until they exit.
     pub still_used_by: Vec<(String, Vec<u32>)>,
@@ -78,18 +83,40 @@ pub struct Testbed {
 impl Testbed {
     /// Creates the namespaces, veths, addresses, routes, static neighbours, sysctls and
     /// placement of `layout`. Fails naming the namespaces if any already exists, unless
-    /// `options.force`. On failure nothing is left behind.
+    /// `options.force`. On failure nothing is left behind. A VM layout boots its guest
+    /// with [`VmOptions::default`] (see [`Testbed::up_vm`]).
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
+        Testbed::up_with(layout, options, &VmOptions::default())
+    }
+
+    /// [`Testbed::up`] of a layout of any devices, with the guest (`--devices vm`) built
+    /// and booted as `vm` says.
+    pub fn up_vm(
+        layout: &Layout,
+        options: &UpOptions,
+        vm: &VmOptions,
+    ) -> Result<Testbed, TestbedError> {
+        Testbed::up_with(layout, options, vm)
+    }
+
+    fn up_with(
+        layout: &Layout,
+        options: &UpOptions,
+        vm: &VmOptions,
+    ) -> Result<Testbed, TestbedError> {
         check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
         require_root_and_ip()?;
         let placement =
             placement::decide(options.placement, options.cpus, options.sink_rx_realtime)?;
-        let existing: Vec<String> = layout
+        let mut existing: Vec<String> = layout
             .namespaces()
             .into_iter()
             .filter(|ns| netns_exists(ns))
             .map(str::to_string)
             .collect();
+        if vm::guest_state(&layout.prefix).is_some() {
+            existing.push(format!("guest {}", vm::guest_name(&layout.prefix)));
+        }
         if !existing.is_empty() {
             if !options.force {
                 return Err(TestbedError::AlreadyExists {
@@ -100,7 +127,17 @@ impl Testbed {
             down(layout)?;
         }
         let mut warnings = Vec::new();
-        let namespaces = build(layout, options.kernel_forwarding, &mut warnings)?;
+        let (namespaces, guest) = match layout.devices {
+            Devices::Vm => {
+                let namespaces = host_namespaces(layout, options.kernel_forwarding, &mut warnings)?;
+                let guest = vm::boot(layout, vm, options.kernel_forwarding, &mut warnings)?;
+                (namespaces, Some(guest))
+            }
+            Devices::Veth | Devices::Tap => (
+                build(layout, options.kernel_forwarding, &mut warnings)?,
+                None,
+            ),
+        };
         let placement = placement::apply(layout, placement);
         // Everything is in place: from here on the namespaces belong to this Testbed.
         for ns in namespaces {
@@ -114,6 +151,7 @@ impl Testbed {
                 placement,
                 warnings,
                 tap_pairs: Vec::new(),
+                guest,
             },
         })
     }
@@ -214,8 +252,20 @@ fn build(
     kernel_forwarding: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Netns>, TestbedError> {
+    let namespaces = host_namespaces(layout, kernel_forwarding, warnings)?;
+    link(layout, &namespaces)?;
+    Ok(namespaces)
+}
+
+/// Creates the host namespaces of `layout` (gen, fwd and sink, or gen and sink when a
+/// guest plays fwd) with their sysctls; they are deleted if dropped.
+pub(crate) fn host_namespaces(
+    layout: &Layout,
+    kernel_forwarding: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Netns>, TestbedError> {
     let mut namespaces = Vec::new();
-    for role in Role::ALL {
+    for role in layout.host_roles() {
         let ns = Netns::create_named(layout.ns(role))?;
         let forward = u8::from(role == Role::Fwd && kernel_forwarding);
         // rp_filter off: a strict reverse-path check would drop the asymmetric traffic of
@@ -245,13 +295,11 @@ fn build(
         }
         namespaces.push(ns);
     }
-    link(layout, &namespaces)?;
     Ok(namespaces)
 }
 
 /// Creates the links of `layout` in its namespaces (`namespaces`, gen, fwd and sink, are
-/// needed for veths only): the veths or TAPs, addresses, offloads off, static
-/// neighbours, and gen's and sink's routes to each other's network.
+/// needed for veths only): the veths or TAPs, then [`configure_links`].
 fn link(layout: &Layout, namespaces: &[Netns]) -> Result<(), TestbedError> {
     match layout.devices {
         Devices::Veth => {
@@ -287,7 +335,18 @@ fn link(layout: &Layout, namespaces: &[Netns]) -> Result<(), TestbedError> {
                 sys::ip_in(ns, &["link", "set", name, "up"])?;
             }
         }
+        Devices::Vm => {
+            return Err(TestbedError::Failed(
+                "a guest's TAPs are made with the guest (`Testbed::up_vm`)".to_string(),
+            ))
+        }
     }
+    configure_links(layout)
+}
+
+/// Sets up the kernel interfaces of `layout` once they exist, with their addresses:
+/// offloads off, static neighbours, and gen's and sink's routes to each other's network.
+pub(crate) fn configure_links(layout: &Layout) -> Result<(), TestbedError> {
     // No transmit offloads. Checksum offload would leave TCP and UDP checksums for the
     // "hardware" to fill in, and a user-space forwarder (AF_XDP, AF_PACKET) passes them
     // on unfilled, so the receiver drops them; segmentation offload would pass 64 KB
@@ -356,7 +415,10 @@ fn add_neighbour(iface: &Iface, addr: &str, mac: &str) -> Result<(), TestbedErro
 pub fn down(layout: &Layout) -> Result<DownReport, TestbedError> {
     check_prefix(&layout.prefix).map_err(TestbedError::InvalidPrefix)?;
     require_root_and_ip()?;
-    let mut report = DownReport::default();
+    let mut report = DownReport {
+        stopped_guest: vm::stop(&layout.prefix)?,
+        ..DownReport::default()
+    };
     for ns in layout.namespaces() {
         if !netns_exists(ns) {
             report.absent.push(ns.to_string());
@@ -372,6 +434,10 @@ pub fn down(layout: &Layout) -> Result<DownReport, TestbedError> {
             report.still_used_by.push((ns.to_string(), pids));
         }
         report.removed.push(ns.to_string());
+    }
+    // A guest played fwd: there was no fwd namespace to remove.
+    if report.stopped_guest.is_some() {
+        report.absent.retain(|ns| *ns != layout.fwd_ns);
     }
     Ok(report)
 }

@@ -1,0 +1,267 @@
+//! `polld demo --devices vm`: the seed's experiment on a NIC driver. polld forwards in
+//! the guest (1 vCPU) between its virtio-net NICs beside a CPU-bound competitor on the
+//! same vCPU, in interrupt mode and in polling, under a flood from gen and at half of
+//! what interrupt mode delivered under it.
+//!
+//! Each row is measured over a window after a warm-up: frames sink's tap1 received per
+//! second of host time; in the guest, by its own clock (`/proc/uptime`), eth0's receive
+//! interrupts (`virtio0-input.0`) per second and polld's and the competitor's CPU time
+//! from their own `/proc/PID/stat`, as a percentage of the vCPU; and whether polld says
+//! eth0's receive work is in its budget (`polld ifconfig`), which needs preferred busy
+//! polling. The guest's clock under software emulation is not the host's; each rate is
+//! taken on the clock of the side it counts.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::guest::{self, ETH0_RX_IRQ};
+use crate::demo::DemoArgs;
+use crate::{counters, Layout, PolldSetup, Testbed, TestbedError};
+
+/// Seconds of load before each window.
+const WARM_UP: f64 = 1.0;
+
+/// One mode at one load.
+#[derive(Clone, Debug, Serialize)]
+pub struct VmRow {
+    pub mode: String,
+    /// `flood` (gen unlimited) or `half` (half of interrupt mode's delivered rate under
+    /// the flood).
+    pub load: String,
+    pub offered_pps: f64,
+    pub delivered_pps: f64,
+    pub device_interrupts_per_s: f64,
+    pub polld_cpu_percent: f64,
+    pub competitor_percent: f64,
+    /// polld's word on eth0's receive work: in its budget only with preferred busy
+    /// polling.
+    pub rx_work_in_budget: bool,
+    /// Where that work runs, and why it is not in the budget (`polld ifconfig --json`).
+    pub rx_work: serde_json::Value,
+}
+
+/// The demo's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct VmDemo {
+    pub accel: String,
+    pub kernel: String,
+    pub user_frac: u32,
+    pub window_s: f64,
+    pub rows: Vec<VmRow>,
+}
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// Runs the demo on the guest testbed `tb`; `polld` sends from gen.
+pub fn run(
+    args: &DemoArgs,
+    tb: &Testbed,
+    polld: &Path,
+    out: &mut dyn Write,
+) -> Result<(), TestbedError> {
+    let layout = tb.layout();
+    let prefix = &layout.prefix;
+    let guest_state = tb
+        .report()
+        .guest
+        .clone()
+        .ok_or_else(|| failed("the VM demo needs the VM testbed".into()))?;
+    let user_frac = args.user_frac.to_string();
+    let knobs = [
+        ("kern.polling.burst_max", "20000"),
+        ("kern.polling.each_burst", "50"),
+        ("kern.polling.controller", "time"),
+        ("kern.polling.user_frac", user_frac.as_str()),
+    ];
+    let gen = polld;
+    let polld = guest::start_polld(
+        layout,
+        &PolldSetup {
+            backend: "af_xdp",
+            mode: "interrupt",
+            socket: Path::new(guest::POLLD_SOCKET),
+            cpu: None,
+            realtime: true,
+            knobs: &knobs,
+        },
+    )?;
+    let competitor: u32 = guest::sh(
+        prefix,
+        "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!",
+        "",
+    )?
+    .trim()
+    .parse()
+    .map_err(|_| failed("starting the competitor in the guest".into()))?;
+    let measured = (|| {
+        let mut rows = Vec::new();
+        for mode in ["interrupt", "polling"] {
+            let _ = writeln!(
+                out,
+                "polld demo: {mode} mode under a flood from gen; measuring {} s ...",
+                args.duration
+            );
+            rows.push(measure(
+                layout,
+                gen,
+                mode,
+                None,
+                args.duration,
+                (polld, competitor),
+            )?);
+        }
+        let half = rows[0].delivered_pps / 2.0;
+        for mode in ["interrupt", "polling"] {
+            let _ = writeln!(out, "polld demo: {mode} mode at {half:.0} frames/s (half of interrupt mode's delivered); measuring {} s ...", args.duration);
+            rows.push(measure(
+                layout,
+                gen,
+                mode,
+                Some(half),
+                args.duration,
+                (polld, competitor),
+            )?);
+        }
+        Ok::<_, TestbedError>(rows)
+    })();
+    let _ = guest::sh(prefix, &format!("kill {competitor}"), "");
+    let stopped = guest::stop_polld(prefix, polld);
+    let rows = measured?;
+    let report = stopped?;
+    if !crate::share::conserved(&report) {
+        return Err(failed(format!(
+            "polld's counters in the guest do not add up: {report}"
+        )));
+    }
+    let demo = VmDemo {
+        accel: guest_state.accel,
+        kernel: guest_state.kernel,
+        user_frac: args.user_frac,
+        window_s: args.duration,
+        rows,
+    };
+    if args.json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&demo).unwrap_or_default()
+        );
+    } else {
+        write_table(&demo, out);
+    }
+    Ok(())
+}
+
+/// One row: `mode`, `gen_polld gen` at `rate` (unlimited when none) for warm-up + window.
+fn measure(
+    layout: &Layout,
+    gen_polld: &Path,
+    mode: &str,
+    rate: Option<f64>,
+    window: f64,
+    (polld, competitor): (u32, u32),
+) -> Result<VmRow, TestbedError> {
+    let prefix = &layout.prefix;
+    guest::set_mode(prefix, mode)?;
+    let rate_arg = rate.map_or("unlimited".to_string(), |r| {
+        format!("{}", r.max(1.0).round())
+    });
+    let gen = guest::gen_through_guest(gen_polld, layout, &rate_arg)
+        .args(["--duration", &(WARM_UP + window + 1.0).to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("starting polld gen: {e}")))?;
+    let measured = (|| {
+        std::thread::sleep(Duration::from_secs_f64(WARM_UP));
+        let pids = [polld, competitor];
+        let (tap1_ns, tap1) = (&layout.veth3.ns, &layout.veth3.name);
+        let (host_before, sink_before) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
+        let before = guest::sample(prefix, ETH0_RX_IRQ, &pids)?;
+        std::thread::sleep(Duration::from_secs_f64(window));
+        let after = guest::sample(prefix, ETH0_RX_IRQ, &pids)?;
+        let (host_after, sink_after) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
+        let (in_budget, rx_work) = guest::rx_work(prefix, "eth0")?;
+        let host_s = host_after.duration_since(host_before).as_secs_f64();
+        Ok::<_, TestbedError>((
+            before,
+            after,
+            (sink_after - sink_before) as f64 / host_s,
+            in_budget,
+            rx_work,
+        ))
+    })();
+    let output = gen
+        .wait_with_output()
+        .map_err(|e| failed(format!("polld gen: {e}")));
+    let (before, after, delivered_pps, in_budget, rx_work) = measured?;
+    let offered_pps = gen_pps(&output?)?;
+    let guest_s = after.uptime - before.uptime;
+    let percent = |i: usize| (after.ticks[i] - before.ticks[i]) as f64 / guest_s; // 100 ticks/s
+    Ok(VmRow {
+        mode: mode.to_string(),
+        load: if rate.is_some() { "half" } else { "flood" }.to_string(),
+        offered_pps,
+        delivered_pps,
+        device_interrupts_per_s: (after.interrupts - before.interrupts) as f64 / guest_s,
+        polld_cpu_percent: percent(0),
+        competitor_percent: percent(1),
+        rx_work_in_budget: in_budget,
+        rx_work,
+    })
+}
+
+/// The sending rate in `polld gen --json`'s summary.
+fn gen_pps(output: &Output) -> Result<f64, TestbedError> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    crate::demo::last_json(&stdout)
+        .and_then(|s| s["pps"].as_f64())
+        .ok_or_else(|| {
+            failed(format!(
+                "polld gen printed no summary: {stdout} {}",
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        })
+}
+
+fn write_table(demo: &VmDemo, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "\npolld in a qemu guest ({}, kernel {}, 1 vCPU) between two virtio-net NICs, a CPU-bound competitor on the vCPU; user_frac {}; {} s windows",
+        demo.accel, demo.kernel, demo.user_frac, demo.window_s
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:<6} {:>10} {:>12} {:>14} {:>10} {:>11}  rx work in polld's budget",
+        "mode", "load", "offered/s", "delivered/s", "eth0 irqs/s", "polld CPU", "competitor"
+    );
+    for r in &demo.rows {
+        let _ = writeln!(
+            out,
+            "{:<10} {:<6} {:>10.0} {:>12.0} {:>14.0} {:>9.1}% {:>10.1}%  {}",
+            r.mode,
+            r.load,
+            r.offered_pps,
+            r.delivered_pps,
+            r.device_interrupts_per_s,
+            r.polld_cpu_percent,
+            r.competitor_percent,
+            if r.rx_work_in_budget {
+                "yes".to_string()
+            } else {
+                format!(
+                    "no: {}",
+                    r.rx_work["why_not"]
+                        .as_str()
+                        .unwrap_or("polld does not say")
+                )
+            }
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! polld and the kernel in a running guest, through its agent: start and stop polld on
+//! eth0 and eth1, change its mode, ask it whether the receive work is in its budget, and
+//! read the guest's interrupt, interface and CPU counters. What the smoke test and
+//! `polld demo --devices vm` share.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::exec;
+use crate::{polld_config, Layout, PolldSetup, TestbedError};
+
+/// polld's control socket in the guest.
+pub const POLLD_SOCKET: &str = "/run/polld.sock";
+
+/// The guest's receive interrupt of eth0's queue 0 (eth0 is the first virtio device).
+pub const ETH0_RX_IRQ: &str = "virtio0-input.0";
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// Runs `script` with `sh -c` in the guest, `stdin` as its input; its stdout, or an
+/// error quoting its stderr.
+pub fn sh(prefix: &str, script: &str, stdin: &str) -> Result<String, TestbedError> {
+    let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
+    let response = exec(prefix, &argv, stdin, Duration::from_secs(60))?;
+    if response.exit_code() != 0 {
+        return Err(failed(format!(
+            "`{script}` in the guest exited with {}: {}{}",
+            response.exit_code(),
+            response.stderr.trim(),
+            response.error.as_deref().unwrap_or("")
+        )));
+    }
+    Ok(response.stdout)
+}
+
+/// The count of interrupt `name` (`virtio0-input.0`) in `/proc/interrupts` text, summed
+/// over the CPUs.
+pub fn interrupt_count(proc_interrupts: &str, name: &str) -> Option<u64> {
+    let line = proc_interrupts
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some(name))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .map_while(|field| field.parse::<u64>().ok())
+            .sum(),
+    )
+}
+
+/// The guest's count of interrupt `name`.
+pub fn interrupts(prefix: &str, name: &str) -> Result<u64, TestbedError> {
+    let text = sh(prefix, "cat /proc/interrupts", "")?;
+    interrupt_count(&text, name)
+        .ok_or_else(|| failed(format!("no {name} in the guest's /proc/interrupts")))
+}
+
+/// The guest's `/proc/net/dev` counters of `iface`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NetDevCounters {
+    pub rx_packets: u64,
+    pub rx_drop: u64,
+    pub tx_packets: u64,
+    pub tx_drop: u64,
+}
+
+pub fn net_dev(prefix: &str, iface: &str) -> Result<NetDevCounters, TestbedError> {
+    let text = sh(prefix, "cat /proc/net/dev", "")?;
+    let fields: Vec<u64> = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{iface}:")))
+        .ok_or_else(|| failed(format!("no {iface} in the guest's /proc/net/dev")))?
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    if fields.len() < 12 {
+        return Err(failed(format!("short /proc/net/dev line for {iface}")));
+    }
+    Ok(NetDevCounters {
+        rx_packets: fields[1],
+        rx_drop: fields[3],
+        tx_packets: fields[9],
+        tx_drop: fields[11],
+    })
+}
+
+/// Starts `polld run --json` in the guest on eth0 and eth1 (`setup.socket` is
+/// [`POLLD_SOCKET`] whatever it says), its output in /tmp/polld.out and /tmp/polld.err;
+/// returns its pid once its control socket exists.
+pub fn start_polld(layout: &Layout, setup: &PolldSetup) -> Result<u32, TestbedError> {
+    let prefix = &layout.prefix;
+    let setup = PolldSetup {
+        socket: Path::new(POLLD_SOCKET),
+        ..setup.clone()
+    };
+    sh(
+        prefix,
+        "cat > /tmp/polld.toml",
+        &polld_config(layout, &setup),
+    )?;
+    let pid = sh(
+        prefix,
+        &format!(
+            "rm -f {POLLD_SOCKET}; polld run --json -c /tmp/polld.toml >/tmp/polld.out \
+             2>/tmp/polld.err & echo $!; \
+             for i in $(seq 300); do [ -S {POLLD_SOCKET} ] && exit 0; sleep 0.1; done; \
+             cat /tmp/polld.err >&2; exit 1"
+        ),
+        "",
+    )?;
+    pid.trim()
+        .parse()
+        .map_err(|_| failed(format!("starting polld in the guest printed {pid:?}")))
+}
+
+/// Stops polld (`pid`) with SIGINT; returns its final report (`polld run --json`).
+pub fn stop_polld(prefix: &str, pid: u32) -> Result<Value, TestbedError> {
+    sh(
+        prefix,
+        &format!(
+            "kill -INT {pid}; for i in $(seq 100); do [ -d /proc/{pid} ] || exit 0; \
+             sleep 0.1; done; exit 1"
+        ),
+        "",
+    )?;
+    let out = sh(prefix, "cat /tmp/polld.out", "")?;
+    serde_json::from_str(&out)
+        .map_err(|e| failed(format!("polld in the guest printed {out:?}: {e}")))
+}
+
+/// `polld ifconfig IFACE mode MODE` in the guest, for eth0 and eth1.
+pub fn set_mode(prefix: &str, mode: &str) -> Result<(), TestbedError> {
+    for iface in ["eth0", "eth1"] {
+        sh(
+            prefix,
+            &format!("polld ifconfig --socket {POLLD_SOCKET} {iface} mode {mode}"),
+            "",
+        )?;
+    }
+    Ok(())
+}
+
+/// What polld says of `iface`'s receive work (`polld ifconfig --json`): whether it is in
+/// its budget, and the whole `rx_work` object.
+pub fn rx_work(prefix: &str, iface: &str) -> Result<(bool, Value), TestbedError> {
+    let text = sh(
+        prefix,
+        &format!("polld ifconfig --json --socket {POLLD_SOCKET} {iface}"),
+        "",
+    )?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| failed(format!("polld ifconfig --json printed {text:?}: {e}")))?;
+    let rx_work = value["rx_work"].clone();
+    Ok((rx_work["in_budget"].as_bool() == Some(true), rx_work))
+}
+
+/// `polld gen --json` at `rate` (`unlimited`, `1000`) from gen's tap0 through the guest to
+/// the unowned destination behind sink (tap1 receives and drops what polld forwards,
+/// nobody answers); add `--count` or `--duration`.
+pub fn gen_through_guest(polld: &Path, layout: &Layout, rate: &str) -> Command {
+    let mut command = Command::new(polld);
+    command
+        .args(["gen", &layout.veth0.name, "--netns", &layout.gen_ns])
+        .args(["--json", "--rate", rate])
+        .args([
+            "--src-mac",
+            &layout.veth0.mac,
+            "--dst-mac",
+            &layout.veth1.mac,
+        ])
+        .args(["--src-ip", &layout.veth0.addr.to_string()])
+        .args(["--dst-ip", &layout.unowned_dst.to_string()]);
+    command
+}
+
+/// The sum of polld's `drops.*` counters over its interfaces in a final report.
+pub fn polld_drops(report: &Value) -> u64 {
+    report
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|iface| iface["counters"].as_array().into_iter().flatten())
+        .filter(|c| c[0].as_str().is_some_and(|n| n.starts_with("drops.")))
+        .filter_map(|c| c[1].as_u64())
+        .sum()
+}
+
+/// The guest at one moment: its clock, an interrupt count and tasks' CPU times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// The guest's uptime, s.
+    pub uptime: f64,
+    pub interrupts: u64,
+    /// Each task's user + system time, in clock ticks (USER_HZ, 100 a second).
+    pub ticks: Vec<u64>,
+}
+
+/// Samples the guest with one command: its uptime, interrupt `irq` and the CPU times of
+/// `pids` from their own `/proc/PID/stat`.
+pub fn sample(prefix: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedError> {
+    let mut script = "cat /proc/uptime /proc/interrupts".to_string();
+    for pid in pids {
+        script += &format!("; cat /proc/{pid}/stat");
+    }
+    let text = sh(prefix, &script, "")?;
+    let uptime = text
+        .split_whitespace()
+        .next()
+        .and_then(|u| u.parse().ok())
+        .ok_or_else(|| failed("the guest's /proc/uptime is unreadable".into()))?;
+    let interrupts = interrupt_count(&text, irq)
+        .ok_or_else(|| failed(format!("no {irq} in the guest's /proc/interrupts")))?;
+    let ticks = pids
+        .iter()
+        .map(|pid| {
+            let prefix = format!("{pid} (");
+            text.lines()
+                .find(|l| l.starts_with(&prefix))
+                .and_then(stat_ticks)
+                .ok_or_else(|| failed(format!("task {pid} is gone from the guest")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Sample {
+        uptime,
+        interrupts,
+        ticks,
+    })
+}
+
+/// utime + stime of a `/proc/PID/stat` line (fields 14 and 15, after the command name).
+fn stat_ticks(line: &str) -> Option<u64> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime 15.
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupts_are_summed_over_cpus_by_exact_name() {
+        let text = " 25:        120         30   PCI-MSI 32769-edge      virtio0-input.0\n \
+                    35:          7          1   PCI-MSI 32769-edge      virtio10-input.0\n";
+        assert_eq!(interrupt_count(text, "virtio0-input.0"), Some(150));
+        assert_eq!(interrupt_count(text, "virtio1-input.0"), None);
+    }
+
+    #[test]
+    fn a_stat_line_gives_user_plus_system_ticks_even_with_spaces_in_the_name() {
+        let line = "132 (polld run) S 1 132 0 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 2 0 900";
+        assert_eq!(stat_ticks(line), Some(325));
+    }
+}
