@@ -216,6 +216,7 @@ impl DaemonStatus {
                 kind: Kind::Counter,
                 value: Value::from(irqs.total),
                 descr: format!("Receive interrupts of the device ({vectors}), all CPUs"),
+                allowed: None,
             };
             let rate = irqs.per_s.map(|per_s| Reading {
                 node,
@@ -223,6 +224,7 @@ impl DaemonStatus {
                 kind: Kind::Gauge,
                 value: Value::from(per_s),
                 descr: format!("Receive interrupts of the device ({vectors}) over the last second"),
+                allowed: None,
             });
             std::iter::once(total).chain(rate)
         });
