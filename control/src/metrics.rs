@@ -41,7 +41,6 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -53,6 +52,7 @@ use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
+use crate::wait::{pollfd, wait};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -591,16 +591,8 @@ impl Server {
                     .iter()
                     .map(|c| pollfd(c.stream.as_raw_fd(), c.events())),
             );
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
-            let n = unsafe {
-                libc::poll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    self.poll_timeout_ms(),
-                )
-            };
-            if n < 0 {
-                // EINTR; poll cannot fail otherwise with valid arguments.
+            let deadlines = self.clients.iter().map(|c| c.deadline);
+            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -623,18 +615,6 @@ impl Server {
                 self.accept();
             }
         }
-    }
-
-    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
-    fn poll_timeout_ms(&self) -> i32 {
-        let now = Instant::now();
-        self.clients
-            .iter()
-            .map(|c| c.deadline)
-            .chain(self.accept_paused_until)
-            .map(|deadline| deadline.saturating_duration_since(now))
-            .min()
-            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
     }
 
     /// Takes every waiting connection; beyond [`MAX_CLIENTS`], each new one closes the
@@ -692,14 +672,6 @@ impl Server {
                 }
             }
         }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }
 

@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
+use crate::wait::{pollfd, wait};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -606,16 +607,12 @@ impl Server {
                 fds.push(pollfd(conn.stream.as_raw_fd(), events));
                 watched.push(i);
             }
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
-            let n = unsafe {
-                libc::poll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    self.poll_timeout_ms(),
-                )
-            };
-            if n < 0 {
-                // EINTR; poll cannot fail otherwise with valid arguments.
+            let deadlines = self
+                .conns
+                .iter()
+                .filter(|c| !matches!(c.phase, Phase::Done))
+                .map(|c| c.deadline);
+            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -635,19 +632,6 @@ impl Server {
             self.expire(Instant::now());
             self.conns.retain(|c| !matches!(c.phase, Phase::Done));
         }
-    }
-
-    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
-    fn poll_timeout_ms(&self) -> i32 {
-        let now = Instant::now();
-        self.conns
-            .iter()
-            .filter(|c| !matches!(c.phase, Phase::Done))
-            .map(|c| c.deadline)
-            .chain(self.accept_paused_until)
-            .map(|deadline| deadline.saturating_duration_since(now))
-            .min()
-            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
     }
 
     fn accept(&mut self) {
@@ -732,13 +716,5 @@ impl Server {
                 Phase::Writing { .. } | Phase::Draining | Phase::Done => conn.phase = Phase::Done,
             }
         }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }
