@@ -52,7 +52,7 @@ use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
-use crate::wait::{pollfd, wait};
+use crate::wait::{next_connection, pollfd, wait};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -63,8 +63,6 @@ pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
 /// Clients served at once; a new one beyond this closes the longest-waiting one that has
 /// not sent its whole request yet.
 pub const MAX_CLIENTS: usize = 64;
-/// How long to stop accepting after `accept` failed (out of file descriptors).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// What is read and dropped after the answer, at most, while the client closes.
 const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 
@@ -620,19 +618,12 @@ impl Server {
     /// Takes every waiting connection; beyond [`MAX_CLIENTS`], each new one closes the
     /// longest-waiting client still sending its request (or, if none is, the oldest).
     fn accept(&mut self) {
-        loop {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
-                    return;
-                }
-            };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
+        let listener = &self.listener;
+        while let Some(stream) = next_connection(
+            || listener.accept().map(|(stream, _)| stream),
+            |stream| stream.set_nonblocking(true),
+            &mut self.accept_paused_until,
+        ) {
             if self.clients.len() >= MAX_CLIENTS {
                 let reading = |c: &&Client| matches!(c.phase, Phase::Reading(_));
                 let oldest = |clients: &[Client], only_reading: bool| {

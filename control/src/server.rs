@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
-use crate::wait::{pollfd, wait};
+use crate::wait::{next_connection, pollfd, wait};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -39,8 +39,6 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Clients served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
-/// How long to stop accepting after `accept` failed (out of file descriptors).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// Why the control socket could not be set up.
 #[derive(Debug)]
@@ -636,18 +634,14 @@ impl Server {
 
     fn accept(&mut self) {
         while self.conns.len() < MAX_CONNECTIONS {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
-                    return;
-                }
+            let listener = &self.listener;
+            let Some(stream) = next_connection(
+                || listener.accept().map(|(stream, _)| stream),
+                |stream| stream.set_nonblocking(true),
+                &mut self.accept_paused_until,
+            ) else {
+                return;
             };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
             let mut conn = Conn {
                 id: self.next_id,
                 stream,
