@@ -6,31 +6,13 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Dir, POLLD};
+use common::{two_taps, Dir, POLLD};
 use serde_json::Value;
-
-/// Two TAPs polld would create: `--check` opens neither.
-const GOOD: &str = r#"[daemon]
-socket = "SOCKET"
-
-[[interfaces]]
-name = "pcj0"
-backend = "tap"
-mac = "02:00:00:00:01:01"
-addresses = ["10.81.1.1/24"]
-
-[[interfaces]]
-name = "pcj1"
-backend = "tap"
-mac = "02:00:00:00:02:01"
-addresses = ["10.81.2.1/24"]
-"#;
 
 /// `polld run --check --json -c PATH`: the exit status and stdout parsed.
 fn check_json(dir: &Dir, text: &str) -> (bool, Value) {
     let path = dir.0.join("polld.toml");
-    let socket = dir.0.join("polld.sock");
-    std::fs::write(&path, text.replace("SOCKET", socket.to_str().unwrap())).unwrap();
+    std::fs::write(&path, text).unwrap();
     let out = Command::new(POLLD)
         .args(["run", "--check", "--json", "-c"])
         .arg(&path)
@@ -45,7 +27,8 @@ fn check_json(dir: &Dir, text: &str) -> (bool, Value) {
 fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix() {
     require_root!();
     let dir = Dir::new("check-json");
-    let (ok, json) = check_json(&dir, GOOD);
+    let good = two_taps(&dir.0.join("polld.sock"), "polling", "");
+    let (ok, json) = check_json(&dir, &good);
     assert!(ok, "{json}");
     assert_eq!(json["ok"], true);
     assert!(json["checked"].as_array().unwrap().len() >= 2, "{json}");
@@ -55,13 +38,13 @@ fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix()
 
     let (ok, json) = check_json(
         &dir,
-        &GOOD.replace("name = \"pcj1\"\n", "name = \"pcj1\"\nqueue = 3\n"),
+        &good.replace("name = \"tap1\"\n", "name = \"tap1\"\nqueue = 3\n"),
     );
     assert!(!ok);
     assert_eq!(json["ok"], false);
     let error = &json["errors"][0];
     assert_eq!(error["path"], dir.0.join("polld.toml").to_str().unwrap());
-    assert_eq!(error["line"], 12);
+    assert_eq!(error["line"], 16);
     assert_eq!(error["field"], "interfaces[1].queue");
     assert!(
         error["message"]
@@ -76,9 +59,9 @@ fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix()
     );
 
     // A syntax error has a line and no field.
-    let (ok, json) = check_json(&dir, &GOOD.replace("mac = \"02:00:00:00:02:01\"", "mac = "));
+    let (ok, json) = check_json(&dir, &good.replace("mac = \"02:00:00:00:02:01\"", "mac = "));
     assert!(!ok);
-    assert_eq!(json["errors"][0]["line"], 13, "{json}");
+    assert_eq!(json["errors"][0]["line"], 17, "{json}");
 }
 
 #[test]
@@ -87,7 +70,8 @@ fn check_refuses_a_metrics_address_already_taken() {
     let dir = Dir::new("check-metrics");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let text = GOOD.replace("[daemon]\n", &format!("[daemon]\nmetrics = {port}\n"));
+    let good = two_taps(&dir.0.join("polld.sock"), "polling", "");
+    let text = good.replace("[daemon]\n", &format!("[daemon]\nmetrics = {port}\n"));
     let (ok, json) = check_json(&dir, &text);
     assert!(!ok, "{json}");
     let error = &json["errors"][0];

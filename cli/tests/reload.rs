@@ -7,32 +7,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Dir, POLLD};
-
-/// Two TAPs polld creates in its namespace; `extra` goes into [knobs], `mode` is tap0's.
-fn config(socket: &str, mode: &str, knobs: &str) -> String {
-    format!(
-        r#"[daemon]
-socket = "{socket}"
-
-[knobs]
-{knobs}
-
-[[interfaces]]
-name = "tap0"
-backend = "tap"
-mode = "{mode}"
-mac = "02:00:00:00:01:01"
-addresses = ["10.82.1.1/24"]
-
-[[interfaces]]
-name = "tap1"
-backend = "tap"
-mac = "02:00:00:00:02:01"
-addresses = ["10.82.2.1/24"]
-"#
-    )
-}
+use common::{two_taps, Dir, POLLD};
 
 /// A polld started by the test, killed if still running when dropped.
 struct Running(Child);
@@ -87,11 +62,11 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     require_root!();
     let ns = polld_dev::netns::Netns::create("hup").unwrap();
     let dir = Dir::new("reload");
-    let socket = dir.0.join("polld.sock");
-    let socket = socket.to_str().unwrap();
+    let socket_path = dir.0.join("polld.sock");
+    let socket = socket_path.to_str().unwrap();
     let path = dir.0.join("polld.toml");
     let log = dir.0.join("stderr");
-    std::fs::write(&path, config(socket, "interrupt", "")).unwrap();
+    std::fs::write(&path, two_taps(&socket_path, "interrupt", "")).unwrap();
     let polld = Running(
         Command::new(POLLD)
             .args(["run", "--netns", ns.name(), "-c"])
@@ -111,7 +86,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     assert_eq!(ctl(socket, "dev.tap0.mode"), "interrupt");
 
     // Mode and knob changed in the file: applied at SIGHUP.
-    let changed = config(socket, "polling", "\"kern.polling.user_frac\" = 17");
+    let changed = two_taps(&socket_path, "polling", "\"kern.polling.user_frac\" = 17");
     std::fs::write(&path, &changed).unwrap();
     hangup(&polld);
     wait_for(socket, "kern.polling.user_frac", "17");
@@ -130,7 +105,11 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
         &log,
         "the file is refused, polld goes on with the config it has",
     );
-    let refused = config(socket, "interrupt", "\"kern.polling.user_frac\" = 150");
+    let refused = two_taps(
+        &socket_path,
+        "interrupt",
+        "\"kern.polling.user_frac\" = 150",
+    );
     std::fs::write(&path, refused).unwrap();
     hangup(&polld);
     let logged = wait_logged(&log, "kern.polling.user_frac: 150");
@@ -143,7 +122,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     );
 
     // The knob left the file: back to its default.
-    std::fs::write(&path, config(socket, "polling", "")).unwrap();
+    std::fs::write(&path, two_taps(&socket_path, "polling", "")).unwrap();
     hangup(&polld);
     wait_for(socket, "kern.polling.user_frac", &default_frac);
 

@@ -18,3 +18,4 @@ pub mod metrics;
 pub mod proto;
 pub mod save;
 pub mod server;
+mod wait;

@@ -41,7 +41,6 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -53,6 +52,7 @@ use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
+use crate::wait::{next_connection, pollfd, wait};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -63,8 +63,6 @@ pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
 /// Clients served at once; a new one beyond this closes the longest-waiting one that has
 /// not sent its whole request yet.
 pub const MAX_CLIENTS: usize = 64;
-/// How long to stop accepting after `accept` failed (out of file descriptors).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// What is read and dropped after the answer, at most, while the client closes.
 const MAX_DISCARD_BYTES: usize = 1024 * 1024;
 
@@ -591,16 +589,8 @@ impl Server {
                     .iter()
                     .map(|c| pollfd(c.stream.as_raw_fd(), c.events())),
             );
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
-            let n = unsafe {
-                libc::poll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    self.poll_timeout_ms(),
-                )
-            };
-            if n < 0 {
-                // EINTR; poll cannot fail otherwise with valid arguments.
+            let deadlines = self.clients.iter().map(|c| c.deadline);
+            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -625,34 +615,15 @@ impl Server {
         }
     }
 
-    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
-    fn poll_timeout_ms(&self) -> i32 {
-        let now = Instant::now();
-        self.clients
-            .iter()
-            .map(|c| c.deadline)
-            .chain(self.accept_paused_until)
-            .map(|deadline| deadline.saturating_duration_since(now))
-            .min()
-            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
-    }
-
     /// Takes every waiting connection; beyond [`MAX_CLIENTS`], each new one closes the
     /// longest-waiting client still sending its request (or, if none is, the oldest).
     fn accept(&mut self) {
-        loop {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
-                    return;
-                }
-            };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
+        let listener = &self.listener;
+        while let Some(stream) = next_connection(
+            || listener.accept().map(|(stream, _)| stream),
+            |stream| stream.set_nonblocking(true),
+            &mut self.accept_paused_until,
+        ) {
             if self.clients.len() >= MAX_CLIENTS {
                 let reading = |c: &&Client| matches!(c.phase, Phase::Reading(_));
                 let oldest = |clients: &[Client], only_reading: bool| {
@@ -692,14 +663,6 @@ impl Server {
                 }
             }
         }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }
 

@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
+use crate::wait::{next_connection, pollfd, wait};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -38,8 +39,6 @@ pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(3);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Clients served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
-/// How long to stop accepting after `accept` failed (out of file descriptors).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// Why the control socket could not be set up.
 #[derive(Debug)]
@@ -606,16 +605,12 @@ impl Server {
                 fds.push(pollfd(conn.stream.as_raw_fd(), events));
                 watched.push(i);
             }
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
-            let n = unsafe {
-                libc::poll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    self.poll_timeout_ms(),
-                )
-            };
-            if n < 0 {
-                // EINTR; poll cannot fail otherwise with valid arguments.
+            let deadlines = self
+                .conns
+                .iter()
+                .filter(|c| !matches!(c.phase, Phase::Done))
+                .map(|c| c.deadline);
+            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -637,33 +632,16 @@ impl Server {
         }
     }
 
-    /// Milliseconds until the nearest deadline (rounded up), or -1 for none.
-    fn poll_timeout_ms(&self) -> i32 {
-        let now = Instant::now();
-        self.conns
-            .iter()
-            .filter(|c| !matches!(c.phase, Phase::Done))
-            .map(|c| c.deadline)
-            .chain(self.accept_paused_until)
-            .map(|deadline| deadline.saturating_duration_since(now))
-            .min()
-            .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32)
-    }
-
     fn accept(&mut self) {
         while self.conns.len() < MAX_CONNECTIONS {
-            let stream = match self.listener.accept() {
-                Ok((stream, _)) => stream,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.accept_paused_until = Some(Instant::now() + ACCEPT_RETRY);
-                    return;
-                }
+            let listener = &self.listener;
+            let Some(stream) = next_connection(
+                || listener.accept().map(|(stream, _)| stream),
+                |stream| stream.set_nonblocking(true),
+                &mut self.accept_paused_until,
+            ) else {
+                return;
             };
-            if stream.set_nonblocking(true).is_err() {
-                continue;
-            }
             let mut conn = Conn {
                 id: self.next_id,
                 stream,
@@ -732,13 +710,5 @@ impl Server {
                 Phase::Writing { .. } | Phase::Draining | Phase::Done => conn.phase = Phase::Done,
             }
         }
-    }
-}
-
-fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
     }
 }

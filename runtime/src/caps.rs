@@ -24,6 +24,16 @@ pub enum Cap {
 }
 
 impl Cap {
+    /// Every capability polld may need: the bounding set its systemd unit gives it.
+    pub const ALL: [Cap; 6] = [
+        Cap::NetAdmin,
+        Cap::NetRaw,
+        Cap::SysNice,
+        Cap::SysAdmin,
+        Cap::Bpf,
+        Cap::IpcLock,
+    ];
+
     fn bit(self) -> u32 {
         match self {
             Cap::NetAdmin => 12,

@@ -513,6 +513,10 @@ pub(crate) fn start_control(
     };
     let reload = Reloader::start(config, socket)
         .map_err(|e| RunError::Setup(format!("starting the SIGHUP reload thread: {e}")))?;
+    // The devices are open and the socket answers: tell systemd (Type=notify).
+    if let Err(e) = notify_ready() {
+        log::warn!("NOTIFY_SOCKET: cannot send READY=1: {e}");
+    }
     Ok((
         server,
         inbox,
@@ -521,6 +525,23 @@ pub(crate) fn start_control(
             _reload: reload,
         },
     ))
+}
+
+/// Sends READY=1 to the service manager's `$NOTIFY_SOCKET` (sd_notify(3)), a path or
+/// an abstract name (`@name`); nothing when the variable is unset.
+fn notify_ready() -> std::io::Result<()> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+        return Ok(());
+    };
+    let addr = match target.to_str().and_then(|t| t.strip_prefix('@')) {
+        Some(name) => SocketAddr::from_abstract_name(name)?,
+        None => SocketAddr::from_pathname(&target)?,
+    };
+    let message = format!("READY=1\nMAINPID={}\n", std::process::id());
+    UnixDatagram::unbound()?.send_to_addr(message.as_bytes(), &addr)?;
+    Ok(())
 }
 
 /// The end of the start-up line: where /metrics is served, if it is.

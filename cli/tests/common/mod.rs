@@ -431,3 +431,30 @@ pub fn assert_conserved(iface: &Value) {
         "conservation: {iface}"
     );
 }
+
+/// A config of polld on two TAPs it creates (or, with --check, would): tap0 in mode
+/// `mode` (10.82.1.1/24) and tap1 in interrupt mode (10.82.2.1/24), `knobs` as the
+/// [knobs] table's lines, the control socket at `socket`.
+pub fn two_taps(socket: &Path, mode: &str, knobs: &str) -> String {
+    format!(
+        r#"[daemon]
+socket = {socket:?}
+
+[knobs]
+{knobs}
+
+[[interfaces]]
+name = "tap0"
+backend = "tap"
+mode = "{mode}"
+mac = "02:00:00:00:01:01"
+addresses = ["10.82.1.1/24"]
+
+[[interfaces]]
+name = "tap1"
+backend = "tap"
+mac = "02:00:00:00:02:01"
+addresses = ["10.82.2.1/24"]
+"#
+    )
+}

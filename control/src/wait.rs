@@ -1,0 +1,56 @@
+//! What the control and metrics server threads share: the `poll(2)` wait over the stop
+//! eventfd, the listener and the connections, woken by the nearest of their deadlines;
+//! and taking the next connection off a non-blocking listener.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// How long to stop accepting after `accept` failed (out of file descriptors).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// A pollfd waiting for `events` on `fd` (none when 0: the fd is kept but not watched).
+pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    }
+}
+
+/// Waits until one of `fds` is ready or the earliest of `deadlines` passes; false when
+/// a signal interrupted the wait (the caller loops).
+pub(crate) fn wait(fds: &mut [libc::pollfd], deadlines: impl Iterator<Item = Instant>) -> bool {
+    let now = Instant::now();
+    let timeout_ms = deadlines
+        .map(|deadline| deadline.saturating_duration_since(now))
+        .min()
+        // Rounded up, so that a wake-up finds the deadline passed.
+        .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32);
+    // SAFETY: `fds` is a live slice of `fds.len()` pollfds.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    // EINTR; poll cannot fail otherwise with valid arguments.
+    n >= 0
+}
+
+/// The next connection `accept` gives, made non-blocking by `nonblocking`; `None` when
+/// none waits, or when accept failed: then `paused_until` says when to try again (the
+/// listener stays readable, and polling it meanwhile would spin).
+pub(crate) fn next_connection<S>(
+    accept: impl Fn() -> io::Result<S>,
+    nonblocking: impl Fn(&S) -> io::Result<()>,
+    paused_until: &mut Option<Instant>,
+) -> Option<S> {
+    loop {
+        match accept() {
+            Ok(stream) if nonblocking(&stream).is_ok() => return Some(stream),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(_) => {
+                *paused_until = Some(Instant::now() + ACCEPT_RETRY);
+                return None;
+            }
+        }
+    }
+}
