@@ -202,6 +202,14 @@ fn print(m: &Measured, hz: u32, b: &Bench) {
     );
 }
 
+/// The 1-minute load average, as /proc/loadavg says it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn main() {
     if !is_root("defaults") {
         return;
@@ -217,6 +225,7 @@ fn main() {
         })
         .collect();
     let rate: String = arg("--rate").unwrap_or_else(|| "10k".to_string());
+    let load_before = load_average();
     let options = UpOptions::default();
     let tb = testbed("defaults", Devices::Tap, &options);
     let dir = std::env::temp_dir().join(format!("polld-defaults-{}", std::process::id()));
@@ -237,6 +246,15 @@ fn main() {
     println!(
         "\nTAP testbed: polld realtime on CPU{}, polld gen on CPU{}, kern.polling.hz {hz}, [knobs] the profile and user_frac only",
         options.cpus.fwd, options.cpus.gen
+    );
+    // Other work on the CPUs takes from the competitor's share and from gen's flood: say
+    // how much there was.
+    println!(
+        "kernel {}, {} CPUs; load average (1 min) {load_before} at the start, {} at the end",
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map_or("?".into(), |k| k.trim().to_string()),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
     );
     for m in &measured {
         print(m, hz, &bench);

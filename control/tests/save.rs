@@ -36,7 +36,8 @@ fn entry(name: &str, value: &str, writable: bool) -> SysctlEntry {
     }
 }
 
-/// A daemon's List of everything: `running` (writable name, value) over the defaults.
+/// A daemon's List of everything: `running` (writable name, value) over the defaults of
+/// the freebsd profile.
 fn entries(path: &Path, running: &[(&str, &str)]) -> Vec<SysctlEntry> {
     let defaults = [
         ("kern.polling.enable", "0"),
