@@ -1,5 +1,5 @@
-//! docs/knobs.md and docs/metrics.md are what `polld_runtime::reference` writes from the
-//! declarations: this test fails when a knob, counter or metric changes and the page was
+//! docs/config.md, docs/knobs.md and docs/metrics.md are what `polld_runtime::reference`
+//! writes from the declarations: this test fails when a knob, counter or metric changes and the page was
 //! not regenerated. `POLLD_BLESS=1 cargo test -p polld --test reference` rewrites them.
 
 use std::path::PathBuf;
@@ -28,6 +28,11 @@ fn check(page: &str, generated: String) {
             generated.lines().nth(first)
         );
     }
+}
+
+#[test]
+fn the_config_reference_is_what_the_config_modules_say() {
+    check("config.md", polld_runtime::reference::config_markdown());
 }
 
 #[test]

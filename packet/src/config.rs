@@ -69,6 +69,25 @@ pub enum Mode {
     Bridge,
 }
 
+/// This module's commented example, every packet-stage table with its defaults: what the
+/// configuration reference (docs/config.md) shows.
+pub fn annotated_example() -> String {
+    doc_example(include_str!("config.rs"))
+}
+
+/// The first ```toml block of the `//!` documentation at the top of a module's `source`:
+/// how a module's commented example becomes a reference page or a manual page.
+pub fn doc_example(source: &str) -> String {
+    source
+        .lines()
+        .map_while(|l| l.strip_prefix("//!"))
+        .skip_while(|l| l.trim() != "```toml")
+        .skip(1)
+        .take_while(|l| l.trim() != "```")
+        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
+        .collect()
+}
+
 /// The packet stage's whole configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

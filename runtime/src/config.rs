@@ -73,14 +73,7 @@ use serde::Deserialize;
 /// The commented example file of this module's documentation, every key with what it
 /// does: what `polld man` writes into polld.toml(5).
 pub fn annotated_example() -> String {
-    include_str!("config.rs")
-        .lines()
-        .map_while(|l| l.strip_prefix("//!"))
-        .skip_while(|l| l.trim() != "```toml")
-        .skip(1)
-        .take_while(|l| l.trim() != "```")
-        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
-        .collect()
+    polld_packet::config::doc_example(include_str!("config.rs"))
 }
 
 /// How polld reaches an interface.

@@ -1,5 +1,7 @@
-//! The reference pages, from the declarations: every knob and counter `polld ctl -a`
-//! lists (docs/knobs.md) and every family `/metrics` serves (docs/metrics.md).
+//! The reference pages, from the declarations: every key of the config file
+//! (docs/config.md, from the config modules' commented examples, which `polld man` also
+//! puts in polld.toml(5)), every knob and counter `polld ctl -a` lists (docs/knobs.md)
+//! and every family `/metrics` serves (docs/metrics.md).
 //!
 //! Both are read off a dataplane on one unopened interface named `IF`, with the router
 //! stage and the daemon's own `polld.*` entries, exactly as `polld run` declares them: a
@@ -58,6 +60,29 @@ const NODES: [(&str, &str); 4] = [
          (read-only). With `[daemon] cpus`, `polld.percpu.N.*` holds each poll thread's.",
     ),
 ];
+
+/// docs/config.md.
+pub fn config_markdown() -> String {
+    format!(
+        "# The configuration file\n\n\
+         `polld run -c FILE` reads a TOML file: the daemon's settings, the knobs applied at \
+         start, the interfaces, and the packet stage's tables. Every key is optional but \
+         each interface's `name`. `polld run --check -c FILE` checks a file without opening \
+         anything (`--json` for scripts); a mistake is reported as `FILE:LINE: field: what \
+         is wrong; the fix`, and an unknown key with the valid keys of its table. SIGHUP \
+         makes a running polld read its file again and apply its modes and knobs. The knobs \
+         are in [knobs.md](knobs.md); `examples/` has complete files. This page is \
+         generated from the code (`cargo test -p polld --test reference` fails when it \
+         drifts; `POLLD_BLESS=1` rewrites it).\n\n\
+         ## The daemon, the knobs and the interfaces\n\n```toml\n{}```\n\n\
+         ## The packet stage\n\n\
+         The router's (or bridge's) tables sit at the top level of the same file, beside \
+         `[[interfaces]]`, whose entries also take the keys below. With every optional \
+         table at its default:\n\n```toml\n{}```\n",
+        crate::config::annotated_example(),
+        polld_packet::config::annotated_example()
+    )
+}
 
 /// docs/knobs.md.
 pub fn knobs_markdown() -> String {
