@@ -401,7 +401,7 @@ impl BusyPoll {
                 "off: the interface does not poll (its device interrupts as usual)".to_string()
             }
             (Some(s), None, None) => format!(
-                "waiting for a NAPI id: `{}` queue {} has none yet (in copy mode the socket learns it from its first frame; a driver without NAPI ids, veth without native XDP or generic XDP never gives one)",
+                "waiting for a NAPI id: `{}` queue {} has none yet (in copy mode the socket learns it from its first frame; veth, generic XDP and drivers without NAPI ids never give one)",
                 s.ifname, s.queue
             ),
         };
