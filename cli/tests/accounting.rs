@@ -101,7 +101,7 @@ fn kernel_rx_threads_are_found_by_napi_id_and_the_cpu_shares_add_up_to_100() {
         ""
     );
 
-    // ifconfig: veth's AF_XDP socket has no NAPI id, so the work stays in the kernel.
+    // ifconfig: veth's AF_XDP socket gets no NAPI id, so the work stays in the kernel.
     let interfaces: Value = serde_json::from_str(&polld.ok(&["ifconfig", "--json"])).unwrap();
     for iface in interfaces.as_array().unwrap() {
         let rx = &iface["rx_work"];
@@ -112,9 +112,13 @@ fn kernel_rx_threads_are_found_by_napi_id_and_the_cpu_shares_add_up_to_100() {
             "{iface}"
         );
         assert!(
-            rx["why_not"].as_str().unwrap().contains("no NAPI id"),
+            rx["why_not"]
+                .as_str()
+                .unwrap()
+                .contains("waiting for a NAPI id"),
             "{iface}"
         );
+        assert_eq!(iface["busy_poll"]["path"], "unavailable", "{iface}");
     }
     let text = polld.ok(&["ifconfig", "veth1"]);
     assert!(
