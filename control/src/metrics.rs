@@ -52,7 +52,7 @@ use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
-use crate::wait::{next_connection, pollfd, wait};
+use crate::wait::{next_connection, pollfd, wait, AcceptPause};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -392,7 +392,7 @@ impl MetricsServer {
             stop: stop.clone(),
             requester,
             clients: Vec::new(),
-            accept_paused_until: None,
+            accept_pause: AcceptPause::default(),
         };
         let thread = std::thread::Builder::new()
             .name("polld-metrics".into())
@@ -564,19 +564,13 @@ struct Server {
     stop: Arc<EventFd>,
     requester: Requester,
     clients: Vec<Client>,
-    /// After a failed accept (EMFILE), when to try again: the listener stays readable,
-    /// and polling it meanwhile would spin.
-    accept_paused_until: Option<Instant>,
+    accept_pause: AcceptPause,
 }
 
 impl Server {
     fn run(mut self) {
         loop {
-            let now = Instant::now();
-            if self.accept_paused_until.is_some_and(|t| t <= now) {
-                self.accept_paused_until = None;
-            }
-            let accepting = self.accept_paused_until.is_none();
+            let accepting = !self.accept_pause.active();
             let mut fds = vec![
                 pollfd(self.stop.fd(), libc::POLLIN),
                 pollfd(
@@ -590,7 +584,7 @@ impl Server {
                     .map(|c| pollfd(c.stream.as_raw_fd(), c.events())),
             );
             let deadlines = self.clients.iter().map(|c| c.deadline);
-            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
+            if !wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -622,7 +616,7 @@ impl Server {
         while let Some(stream) = next_connection(
             || listener.accept().map(|(stream, _)| stream),
             |stream| stream.set_nonblocking(true),
-            &mut self.accept_paused_until,
+            &mut self.accept_pause,
         ) {
             if self.clients.len() >= MAX_CLIENTS {
                 let reading = |c: &&Client| matches!(c.phase, Phase::Reading(_));

@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
-use crate::wait::{next_connection, pollfd, wait};
+use crate::wait::{next_connection, pollfd, wait, AcceptPause};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -313,7 +313,7 @@ impl ControlServer {
             euid: unsafe { libc::geteuid() },
             conns: Vec::new(),
             next_id: 0,
-            accept_paused_until: None,
+            accept_pause: AcceptPause::default(),
         };
         let thread = std::thread::Builder::new()
             .name("polld-control".into())
@@ -572,20 +572,13 @@ struct Server {
     euid: libc::uid_t,
     conns: Vec<Conn>,
     next_id: u64,
-    /// After a failed accept (EMFILE), when to try again: the listener stays readable,
-    /// and polling it meanwhile would spin.
-    accept_paused_until: Option<Instant>,
+    accept_pause: AcceptPause,
 }
 
 impl Server {
     fn run(mut self) {
         loop {
-            let now = Instant::now();
-            if self.accept_paused_until.is_some_and(|t| t <= now) {
-                self.accept_paused_until = None;
-            }
-            let accepting =
-                self.conns.len() < MAX_CONNECTIONS && self.accept_paused_until.is_none();
+            let accepting = self.conns.len() < MAX_CONNECTIONS && !self.accept_pause.active();
             let mut fds = vec![
                 pollfd(self.stop.fd(), libc::POLLIN),
                 pollfd(self.replies_wake.fd(), libc::POLLIN),
@@ -610,7 +603,7 @@ impl Server {
                 .iter()
                 .filter(|c| !matches!(c.phase, Phase::Done))
                 .map(|c| c.deadline);
-            if !wait(&mut fds, deadlines.chain(self.accept_paused_until)) {
+            if !wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) {
                 continue;
             }
             if fds[0].revents != 0 {
@@ -638,7 +631,7 @@ impl Server {
             let Some(stream) = next_connection(
                 || listener.accept().map(|(stream, _)| stream),
                 |stream| stream.set_nonblocking(true),
-                &mut self.accept_paused_until,
+                &mut self.accept_pause,
             ) else {
                 return;
             };

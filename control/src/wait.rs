@@ -33,13 +33,32 @@ pub(crate) fn wait(fds: &mut [libc::pollfd], deadlines: impl Iterator<Item = Ins
     n >= 0
 }
 
+/// After a failed accept (EMFILE), when to try again: the listener stays readable, and
+/// polling it meanwhile would spin.
+#[derive(Default)]
+pub(crate) struct AcceptPause(Option<Instant>);
+
+impl AcceptPause {
+    /// Whether accepting is paused now (a pause that ran out is over).
+    pub(crate) fn active(&mut self) -> bool {
+        if self.0.is_some_and(|t| t <= Instant::now()) {
+            self.0 = None;
+        }
+        self.0.is_some()
+    }
+
+    /// When the pause ends, a deadline for [`wait`].
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.0
+    }
+}
+
 /// The next connection `accept` gives, made non-blocking by `nonblocking`; `None` when
-/// none waits, or when accept failed: then `paused_until` says when to try again (the
-/// listener stays readable, and polling it meanwhile would spin).
+/// none waits, or when accept failed: then `pause` stops accepting for a while.
 pub(crate) fn next_connection<S>(
     accept: impl Fn() -> io::Result<S>,
     nonblocking: impl Fn(&S) -> io::Result<()>,
-    paused_until: &mut Option<Instant>,
+    pause: &mut AcceptPause,
 ) -> Option<S> {
     loop {
         match accept() {
@@ -48,7 +67,7 @@ pub(crate) fn next_connection<S>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
             Err(_) => {
-                *paused_until = Some(Instant::now() + ACCEPT_RETRY);
+                pause.0 = Some(Instant::now() + ACCEPT_RETRY);
                 return None;
             }
         }
