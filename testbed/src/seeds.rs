@@ -595,11 +595,15 @@ impl Bench<'_> {
 /// tap0's interrupts/s, the idle percent and polld's thread percent from a
 /// `polld stat --once` screen.
 fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64, f64)> {
+    // The interface table's columns are right-aligned under their headings: polld's own
+    // wakeups are the figure that ends where `intr/s` ends.
+    let header = text.lines().find(|l| l.starts_with("interface "))?;
+    let end = header.find(" intr/s")? + " intr/s".len();
     let intr = text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.first() == Some(&iface) && f.len() > 3)
-            .then(|| f[3].parse::<f64>().ok())
-            .flatten()
+        if l.split_whitespace().next() != Some(iface) || l.len() < end {
+            return None;
+        }
+        l[..end].split_whitespace().last()?.parse::<f64>().ok()
     })?;
     let idle = text.lines().find_map(|l| {
         let rest = l.trim_start().strip_prefix("idle ")?;
@@ -1153,7 +1157,9 @@ mod tests {
 
     #[test]
     fn a_stat_screen_gives_tap0s_interrupts_and_the_idle_share() {
-        let screen = "CPU1 busy 40.0%   polld thread  27.0%\n  idle    61.5% |====   |\ninterface mode      link    intr/s   polls/s\ntap0      interrupt up        7133         0\ntap1      interrupt up           0         0\n";
+        // As `polld stat` prints it: the device's own interrupts (`-` on a TAP) before
+        // polld's wakeups.
+        let screen = "CPU1 busy 40.0%   polld thread  27.0%\n  idle    61.5% |====   |\ninterface mode      link dev irq/s   intr/s  polls/s  in pkt/s\ntap0      interrupt up           -     7133        0    100001\ntap1      interrupt up           -        0        0         0\n";
         assert_eq!(parse_screen(screen, "tap0"), Some((7133.0, 61.5, 27.0)));
         assert_eq!(parse_screen(screen, "tap9"), None);
     }
