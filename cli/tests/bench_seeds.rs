@@ -85,8 +85,8 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
         ]
     );
 
-    // Every trial conserved: 6 curve points, 4 shares, the table's 5, the screens', 2 TCP.
-    assert_eq!(report["trials"], 18, "{report}");
+    // Every trial conserved: 9 curve points, 4 shares, the table's 5, the screens', 2 TCP.
+    assert_eq!(report["trials"], 21, "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(
