@@ -2,8 +2,9 @@
 //! testbed, runs every step, prints one JSON report with every part filled, writes its SVG
 //! plots, and conservation holds in every trial. The bench fails when interrupt mode
 //! without fastforwarding does not livelock under the flood (under 10 % of its best in the
-//! same run), so this test fails then too; other rates and shares are not checked here:
-//! the bench prints them, and `promise.rs` asserts the competitor's share.
+//! same run), so this test fails then too, when two runs in a row say so; other rates and
+//! shares are not checked here: the bench prints them, and `promise.rs` asserts the
+//! competitor's share.
 //!
 //! Its own test binary, so that no other test of this crate runs on the CPUs meanwhile.
 
@@ -17,7 +18,10 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     if !common::two_cpus() {
         return;
     }
-    let (_dir, report, stderr) = common::quick_bench("seeds", "bs");
+    // The livelock needs the flood to keep polld's CPU busy: a process that shares it for
+    // one run spoils that run, so a second run is allowed (both failing fails the test).
+    let (_dir, report, stderr) =
+        common::quick_bench_retrying("seeds", "bs", Some("the livelock did not reproduce"));
 
     // A progress line per step.
     for step in ["curve:", "share:", "table:", "screens:", "tcp:"] {
