@@ -110,8 +110,8 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 interrupted += frames;
             }
         }
-        if interrupted > 0 {
-            self.auto.frame_ns = Some(interrupt_work / interrupted);
+        if let Some(ns) = interrupt_work.checked_div(interrupted) {
+            self.auto.frame_ns = Some(ns);
         }
         let fits = polled > 0
             && self
