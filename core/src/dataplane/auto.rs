@@ -20,10 +20,16 @@
 //!   or 10-30 µs more when one lands in a NAPI thread's poll, whose rest the kernel charges to
 //!   the thread it woke (docs/measuring.md): an overestimate that leans towards polling.
 //! - Polling, an `auto` interface goes back to interrupts after
-//!   `kern.polling.auto_empty_polls` polls in a row found its ring empty.
+//!   `kern.polling.auto_empty_polls` polls in a row found its ring empty, or when the load
+//!   fell so far that interrupts would fit: at the close of a window, the frames the `auto`
+//!   interfaces polled in it times the interrupt work per frame last measured on interrupts
+//!   (the interrupt work of a window over the frames received in it) is under half of
+//!   `100 - user_frac` percent of the window.
 //!
-//! The two tests differ (a share up, an empty ring down), which is the hysteresis: a load
-//! that overloads interrupts keeps the polls busy, so it stays polled. A switch moves no
+//! Up over the threshold, down under half of it: that gap is the hysteresis. The cost per
+//! frame measured under a flood is the cheapest (one wakeup serves many frames); if it lets
+//! a load go back that interrupts cannot carry, the next window overloads, measures the cost
+//! at that load, and the estimate from then on keeps it polled. A switch moves no
 //! frame: what the device accepted stays in its ring for the new mode.
 
 use crate::device::Device;
@@ -41,6 +47,9 @@ pub(super) struct AutoWindow {
     /// Work in the window that is not interrupt work of `auto` interfaces, ns of the
     /// executor's clock.
     other_ns: u64,
+    /// Interrupt work per frame received, ns, in the last window with frames received on
+    /// interrupts by `auto` interfaces.
+    frame_ns: Option<u64>,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -83,23 +92,47 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Closes the window at `now` (the executor's clock), when the poll thread's CPU clock
     /// read `cpu_ns`: interrupt work over `100 - user_frac` percent of the window switches
-    /// the `auto` interfaces that did it to polling.
+    /// the `auto` interfaces that did it to polling; the frames polled, at the interrupt
+    /// work per frame last measured, under half of it send the polling ones back.
     pub fn close_auto_window(&mut self, now: u64, cpu_ns: u64) {
         let elapsed = now.saturating_sub(self.auto.start);
         let used = cpu_ns.saturating_sub(self.auto.cpu_start);
         let interrupt_work = used.saturating_sub(self.auto.other_ns);
         let limit = elapsed * (100 - self.poller.knobs().user_frac as u64) / 100;
         let overloaded = interrupt_work > limit;
+        let (mut interrupted, mut polled) = (0, 0);
+        for iface in self.devs.ifs.iter_mut().filter(|f| f.mode == Mode::Auto) {
+            let rx = iface.counters.rx_packets;
+            let frames = rx - std::mem::replace(&mut iface.auto_rx_mark, rx);
+            if iface.auto_polling {
+                polled += frames;
+            } else if iface.auto_interrupted {
+                interrupted += frames;
+            }
+        }
+        if let Some(ns) = interrupt_work.checked_div(interrupted) {
+            self.auto.frame_ns = Some(ns);
+        }
+        let fits = polled > 0
+            && self
+                .auto
+                .frame_ns
+                .is_some_and(|ns| polled.saturating_mul(ns).saturating_mul(2) < limit);
         for i in 0..self.devs.ifs.len() {
-            let worked = std::mem::take(&mut self.devs.ifs[i].auto_interrupted);
+            let iface = &mut self.devs.ifs[i];
+            let worked = std::mem::take(&mut iface.auto_interrupted);
+            let polling = iface.mode == Mode::Auto && iface.auto_polling;
             if overloaded && worked {
                 self.auto_switch(i, true);
+            } else if fits && polling {
+                self.auto_switch(i, false);
             }
         }
         self.auto = AutoWindow {
             start: now,
             cpu_start: cpu_ns,
             other_ns: 0,
+            frame_ns: self.auto.frame_ns,
         };
     }
 

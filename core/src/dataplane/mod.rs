@@ -92,6 +92,8 @@ pub struct Interface<D> {
     empty_streak: u32,
     /// Auto mode on interrupts: it took interrupts in the current window.
     auto_interrupted: bool,
+    /// Auto mode: `counters.rx_packets` when the current window began.
+    auto_rx_mark: u64,
     /// Interrupt work (a handler, an adaptive task) stopped because this output was full,
     /// and waits for its transmit-ready line; the interrupt is masked meanwhile.
     tx_wait: Option<usize>,
@@ -337,6 +339,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     auto_polling: false,
                     empty_streak: 0,
                     auto_interrupted: false,
+                    auto_rx_mark: 0,
                     tx_wait: None,
                 }
             })

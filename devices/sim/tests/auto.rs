@@ -1,8 +1,9 @@
 //! `auto` mode on virtual time (docs/algorithm.md §7): interrupts under light load,
 //! polling from the first window (`kern.polling.auto_window_ticks` ticks) in which interrupt
 //! work exceeds `100 - user_frac`, back to
-//! interrupts after `kern.polling.auto_empty_polls` empty polls, no flapping near the
-//! threshold, and every frame accounted for through every switch.
+//! interrupts after `kern.polling.auto_empty_polls` empty polls or once the frames polled in a
+//! window would cost interrupts under half the threshold, no flapping near the threshold, and
+//! every frame accounted for through every switch.
 
 use polld_core::Mode;
 use polld_sim::scenario::check_conservation;
@@ -219,4 +220,90 @@ fn repeated_floods_leave_no_stall_when_the_only_poller_goes_back_to_interrupts()
     assert!(s.lost_polls < 10, "{s:?}");
     assert_eq!(times.len(), 8, "four floods, up and down: {times:?}");
     check_conservation(&sim).unwrap();
+}
+
+/// in0 floods at 200 kpps for 30 ms, then stays silent; in1 carries `pps` (Poisson)
+/// throughout; both to out0, all three in auto mode.
+fn flood_then(pps: f64) -> Sim {
+    let flood = Arrivals::OnOff {
+        pps: 200_000.0,
+        on_ms: 30.0,
+        off_ms: 10_000.0,
+    };
+    let nics = [("in0", flood), ("in1", Arrivals::Poisson { pps })].map(|(name, a)| {
+        let mut nic = NicConfig::new(name, a);
+        nic.costs = rizzo::DRIVER;
+        nic.route = Some("out0".into());
+        nic.mode = Mode::Auto;
+        nic
+    });
+    let mut output = NicConfig::new("out0", Arrivals::None);
+    output.costs = rizzo::DRIVER;
+    output.line_pps = 10_000_000.0;
+    output.mode = Mode::Auto;
+    let s = Scenario {
+        name: "auto".into(),
+        duration_ms: 1000.0,
+        seed: 7,
+        user: UserTask::Spin,
+        knobs: Default::default(),
+        costs: rizzo::CPU,
+        nics: vec![nics[0].clone(), nics[1].clone(), output],
+    };
+    s.build().unwrap()
+}
+
+fn in1(sim: &Sim) -> polld_core::dataplane::IfCounters {
+    sim.dataplane().interfaces()[1].counters()
+}
+
+#[test]
+fn a_load_that_falls_under_half_the_threshold_goes_back_to_interrupts_while_frames_arrive() {
+    // in1's 5 kpps never leaves 20 empty polls in a row (5 frames a tick), so only the load
+    // rule can take it back: its interrupts would take about 4 % of the CPU.
+    let mut sim = flood_then(5_000.0);
+    sim.run_until(30 * MS);
+    assert!(
+        sim.dataplane().interfaces()[1].polls(),
+        "the flood polls in1 too"
+    );
+    let mut back = None;
+    while sim.now() < 30 * MS + 3 * WINDOW {
+        let next = sim.now() + 10 * US;
+        sim.run_until(next);
+        if back.is_none() && !sim.dataplane().interfaces()[1].polls() {
+            back = Some(sim.now());
+        }
+    }
+    // The flood's last frames are drained within a window of its end; the first window
+    // after polls only in1's trickle, and its close sends in1 back.
+    let back = back.expect("in1 back on interrupts within 3 windows of the flood's end");
+    let rx = in1(&sim).rx_packets;
+    sim.run_until(500 * MS);
+    let c = in1(&sim);
+    assert!(!sim.dataplane().interfaces()[1].polls(), "{back}");
+    assert_eq!(c.auto_switches, 2, "up with the flood, down once");
+    assert!(
+        c.rx_packets > rx + 2_000,
+        "frames kept arriving on interrupts"
+    );
+    assert!(c.interrupts > 0);
+    check_conservation(&sim).unwrap();
+}
+
+#[test]
+fn a_load_near_the_threshold_after_a_flood_does_not_flap() {
+    // in1 at 45 kpps: its interrupts take about 40 % of the CPU, between half the threshold
+    // (25 %) and the threshold (50 %): up with the flood, back after it (the cost per frame
+    // measured under the flood is the cheapest), and it fits: 2 switches. At 60 kpps, about
+    // 53 %, over it: back after the flood too, the next window overloads and measures the
+    // cost at 60 kpps, and that keeps it polled for good: 3 switches.
+    for (pps, expected) in [(45_000.0, 2), (60_000.0, 3)] {
+        let mut sim = flood_then(pps);
+        sim.run_until(1000 * MS);
+        let c = in1(&sim);
+        assert_eq!(c.auto_switches, expected, "{pps} pps");
+        assert_eq!(sim.dataplane().interfaces()[1].polls(), expected == 3);
+        check_conservation(&sim).unwrap();
+    }
 }
