@@ -71,7 +71,7 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
         // (replace this, with that, expect this in the error)
         ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
         ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive, busy or auto"),
-        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown key `cpuz` in daemon; did you mean `cpu`? the valid keys are af_xdp_shared_umem, cpu, cpus, metrics, metrics_public, realtime, socket"),
+        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown key `cpuz` in daemon; did you mean `cpu`? the valid keys are af_xdp_shared_umem, cpu, cpus, irq_deferral, metrics, metrics_public, realtime, socket"),
         ("cpu = 1", "cpus = 1", "fwd.toml:4: daemon.cpus: 1 is not a list of CPU numbers, e.g. [0, 1]"),
         ("cpu = 1", "cpus = [0, 0]", "fwd.toml:4: daemon.cpus: CPU 0 is listed twice"),
         ("cpu = 1", "cpus = [0, 1, 2]", "fwd.toml:4: daemon.cpus: CPU 2 polls no interface"),
