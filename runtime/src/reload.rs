@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,26 +24,11 @@ use polld_control::server::EventFd;
 
 use crate::check;
 use crate::config::{DeviceConfig, RunConfig};
-
-fn hangup_set() -> libc::sigset_t {
-    // SAFETY: the set is initialised by sigemptyset before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGHUP);
-        set
-    }
-}
+use crate::sys;
 
 /// Blocks SIGHUP in the calling thread and so in every thread it starts afterwards.
 pub fn block_hangup() -> io::Result<()> {
-    let set = hangup_set();
-    // SAFETY: `set` is a live, initialised sigset.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    match rc {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
+    sys::block_signals(&[libc::SIGHUP])
 }
 
 /// The running reload thread; dropping it stops the thread.
@@ -56,14 +41,7 @@ impl Reloader {
     /// Starts the thread that applies `config`'s file anew at each SIGHUP, through the
     /// control socket at `socket`.
     pub fn start(config: &RunConfig, socket: &Path) -> io::Result<Reloader> {
-        let set = hangup_set();
-        // SAFETY: `set` is a live, initialised sigset; a non-negative result is a new fd.
-        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let hangups = unsafe { OwnedFd::from_raw_fd(fd) };
+        let hangups = sys::signalfd_of(&[libc::SIGHUP])?;
         let stop = Arc::new(EventFd::new()?);
         let thread_stop = stop.clone();
         let (current, socket) = (config.clone(), socket.to_path_buf());
@@ -100,18 +78,7 @@ fn serve(hangups: &OwnedFd, stop: &EventFd, mut current: RunConfig, socket: &Pat
         if fds[0].revents != 0 {
             return;
         }
-        // SAFETY: signalfd_siginfo is plain data; the read fills at most its size.
-        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        // SAFETY: reads at most `size` bytes into `info`.
-        let read = unsafe {
-            libc::read(
-                hangups.as_raw_fd(),
-                (&mut info as *mut libc::signalfd_siginfo).cast(),
-                size,
-            )
-        };
-        if read == size as isize {
+        if sys::read_signal(hangups.as_raw_fd()).is_some() {
             reload(&mut current, socket);
         }
     }

@@ -209,24 +209,9 @@ impl SignalRelay {
 
 impl Signals {
     pub fn block_stop_signals() -> io::Result<Signals> {
-        // SAFETY: the set is initialised by sigemptyset before use.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            check(
-                libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()),
-                "pthread_sigmask",
-            )?;
-            let fd = check(
-                libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC),
-                "signalfd",
-            )?;
-            Ok(Signals {
-                source: SignalSource::Signalfd(OwnedFd::from_raw_fd(fd)),
-            })
-        }
+        Ok(Signals {
+            source: SignalSource::Signalfd(signalfd_of(&[libc::SIGINT, libc::SIGTERM])?),
+        })
     }
 
     /// A `Signals` for one poll thread of several: a process-directed signal wakes one
@@ -250,18 +235,7 @@ impl Signals {
                 return rung.then(|| signal.load(Ordering::SeqCst));
             }
         };
-        // SAFETY: signalfd_siginfo is plain data; the read fills it.
-        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-        let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        // SAFETY: reads at most `size` bytes into `info`.
-        let r = unsafe {
-            libc::read(
-                fd.as_raw_fd(),
-                (&mut info as *mut libc::signalfd_siginfo).cast(),
-                size,
-            )
-        };
-        (r as usize == size).then_some(info.ssi_signo as i32)
+        read_signal(fd.as_raw_fd())
     }
 
     pub fn fd(&self) -> RawFd {
@@ -270,6 +244,54 @@ impl Signals {
             SignalSource::Relay(bell, _) => bell.fd(),
         }
     }
+}
+
+/// `signals` as a set.
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: the set is initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &signal in signals {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Blocks `signals` in the calling thread and so in every thread it starts afterwards.
+pub fn block_signals(signals: &[i32]) -> io::Result<()> {
+    let set = signal_set(signals);
+    // SAFETY: `set` is a live, initialised sigset.
+    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Blocks `signals` ([`block_signals`]) and returns a non-blocking signalfd that reads them.
+pub fn signalfd_of(signals: &[i32]) -> io::Result<OwnedFd> {
+    block_signals(signals)?;
+    let set = signal_set(signals);
+    // SAFETY: `set` is a live, initialised sigset; a non-negative result is a new fd,
+    // owned by nobody else.
+    unsafe {
+        let fd = check(
+            libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC),
+            "signalfd",
+        )?;
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// The signal waiting on signalfd `fd`, if one is.
+pub fn read_signal(fd: RawFd) -> Option<i32> {
+    // SAFETY: signalfd_siginfo is plain data; the read fills it.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reads at most `size` bytes into `info`.
+    let r = unsafe { libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+    (r as usize == size).then_some(info.ssi_signo as i32)
 }
 
 /// The CPUs the calling thread may run on (its affinity mask), in order.
