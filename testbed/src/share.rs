@@ -336,6 +336,11 @@ impl<'a> TrialRun<'a> {
         &self.socket
     }
 
+    /// The CPU time all of polld's threads have used so far, ns.
+    pub fn polld_process_ns(&self) -> u64 {
+        polld_dev::kernel_rx::process_cpu_ns(self.daemon.pid()).unwrap_or(0)
+    }
+
     /// CPU times and counters now.
     pub fn sample(&self) -> Result<Sample, TestbedError> {
         let pid = self.daemon.pid();

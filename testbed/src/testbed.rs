@@ -444,15 +444,35 @@ pub fn down(layout: &Layout) -> Result<DownReport, TestbedError> {
 
 /// A command running `program` in namespace `ns` (`ip netns exec`), restricted to `cpu`
 /// if given: the affinity is set before `ip` execs, and the program inherits it.
+///
+/// A pinned program is one a measurement relies on (a generator, the competitor, an
+/// iperf3 client): it runs in a scheduling group of its own at the highest CFS priority
+/// (`setsid`, then an autogroup nice of -20), so that other userland on its CPU — a
+/// compiler, a `nice` busy loop in a session of its own, which with autogroups would
+/// otherwise get as much of the CPU as the whole measurement — takes only what it
+/// leaves. polld's realtime poll thread is above all of them either way.
 pub fn command_in(ns: &str, cpu: Option<usize>, program: &str) -> Result<Command, TestbedError> {
-    let mut command = Command::new("ip");
-    command.args(["netns", "exec", ns, program]);
-    if let Some(cpu) = cpu {
-        check_cpu(cpu, &format!("the CPU for `{program}`"))?;
-        // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe.
-        unsafe {
-            command.pre_exec(move || sys::pin(0, cpu));
-        }
+    let Some(cpu) = cpu else {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", ns, program]);
+        return Ok(command);
+    };
+    check_cpu(cpu, &format!("the CPU for `{program}`"))?;
+    let mut command = Command::new("setsid");
+    command.args([
+        "sh",
+        "-c",
+        "echo -20 > /proc/self/autogroup 2>/dev/null; exec \"$@\"",
+        "sh",
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        program,
+    ]);
+    // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe.
+    unsafe {
+        command.pre_exec(move || sys::pin(0, cpu));
     }
     Ok(command)
 }
