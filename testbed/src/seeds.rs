@@ -593,7 +593,9 @@ impl Bench<'_> {
             .spawn()
             .map_err(|e| failed(format!("starting iperf3 -s in {}: {e}", layout.sink_ns)))?;
         std::thread::sleep(Duration::from_millis(300));
-        let mut client = self.tb.command_in(Role::Gen, Some(self.cpus.0), "iperf3")?;
+        let mut client = self
+            .tb
+            .command_ahead_in(Role::Gen, Some(self.cpus.0), "iperf3")?;
         client.args([
             "-c",
             &layout.veth3.addr.to_string(),
