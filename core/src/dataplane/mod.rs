@@ -138,9 +138,6 @@ impl<D: Device> Interface<D> {
     pub fn task_queued(&self) -> bool {
         self.task_queued
     }
-    pub fn rx_process_limit(&self) -> i64 {
-        self.rx_process_limit
-    }
     /// Whether the interface is registered with the poller: polling mode, or auto mode
     /// while it polls.
     pub fn polls(&self) -> bool {
