@@ -10,6 +10,9 @@
 //! - [`save`]: `polld ctl --save`, the running knobs and modes written back into the
 //!   config file, atomically and keeping its comments;
 //! - [`metrics`]: `GET /metrics` in the Prometheus text format, on its own thread.
+
+#![forbid(unsafe_code)]
+
 pub mod answer;
 pub mod client;
 pub mod ctl;

@@ -40,19 +40,19 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use polld_core::ifpoll::kern_name;
 use polld_core::{Kind, LinkState, Mode, Reading, SysctlEntry};
+use rustix::event::{PollFd, PollFlags};
 
 use crate::answer::{typed, DAEMON_NODE};
 
 use crate::proto::{daemon_entry, Request, Response};
 use crate::server::{EventFd, Requester};
-use crate::wait::{next_connection, pollfd, wait, AcceptPause};
+use crate::wait::{accept_events, next_connection, wait, AcceptPause};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -549,11 +549,11 @@ impl Client {
     }
 
     /// What to wait for on its socket, if anything.
-    fn events(&self) -> libc::c_short {
+    fn events(&self) -> PollFlags {
         match self.phase {
-            Phase::Reading(_) | Phase::Draining { .. } => libc::POLLIN,
-            Phase::Writing { .. } => libc::POLLOUT,
-            Phase::Done => 0,
+            Phase::Reading(_) | Phase::Draining { .. } => PollFlags::IN,
+            Phase::Writing { .. } => PollFlags::OUT,
+            Phase::Done => PollFlags::empty(),
         }
     }
 }
@@ -572,26 +572,23 @@ impl Server {
         loop {
             let accepting = !self.accept_pause.active();
             let mut fds = vec![
-                pollfd(self.stop.fd(), libc::POLLIN),
-                pollfd(
-                    self.listener.as_raw_fd(),
-                    if accepting { libc::POLLIN } else { 0 },
-                ),
+                PollFd::new(&*self.stop, PollFlags::IN),
+                PollFd::new(&self.listener, accept_events(accepting)),
             ];
             fds.extend(
                 self.clients
                     .iter()
-                    .map(|c| pollfd(c.stream.as_raw_fd(), c.events())),
+                    .map(|c| PollFd::new(&c.stream, c.events())),
             );
             let deadlines = self.clients.iter().map(|c| c.deadline);
-            if !wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) {
+            let Some(ready) = wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) else {
                 continue;
-            }
-            if fds[0].revents != 0 {
+            };
+            if ready[0] {
                 return;
             }
-            for (pfd, client) in fds[2..].iter().zip(&mut self.clients) {
-                if pfd.revents == 0 {
+            for (&ready, client) in ready[2..].iter().zip(&mut self.clients) {
+                if !ready {
                     continue;
                 }
                 match client.phase {
@@ -603,7 +600,7 @@ impl Server {
             }
             self.expire(Instant::now());
             self.clients.retain(|c| !matches!(c.phase, Phase::Done));
-            if fds[1].revents != 0 {
+            if ready[1] {
                 self.accept();
             }
         }
