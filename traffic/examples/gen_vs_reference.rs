@@ -184,7 +184,7 @@ fn reference_sender(seconds: f64) -> Result<f64, String> {
         src_port: 9,
         dst_port: 9,
     };
-    let mut frame = FlowTemplate::new(&addrs, 0, FRAME_SIZE)?
+    let frame = FlowTemplate::new(&addrs, 0, FRAME_SIZE)?
         .stamp(0, 0)
         .to_vec();
     // Every message of a batch is the one frame.
