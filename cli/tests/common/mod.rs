@@ -14,10 +14,10 @@ use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use rustix::process::{Pid, Signal};
 use serde_json::Value;
 
-/// Sends `signal` to `child`, a process we started.
+/// Sends `signal` to `child`, a process we started (not reaped yet, so its pid is still
+/// its own).
 pub fn signal(child: &Child, signal: Signal) {
-    let pid = Pid::from_child(child);
-    rustix::process::kill_process(pid, signal).unwrap();
+    let _ = rustix::process::kill_process(Pid::from_child(child), signal);
 }
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
