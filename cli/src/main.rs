@@ -1,6 +1,8 @@
 //! `polld`: the command-line tool. Thin: each subcommand parses its arguments and calls
 //! the library that does the work.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};

@@ -33,18 +33,8 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     assert!(cp.success(), "cp {POLLD} {}", copy.display());
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut cmd = Command::new(copy);
-    // SAFETY: setgid/setuid in the child before exec; no allocation.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setgid(65534) != 0
-                || libc::setuid(65534) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // With a uid to set, the child also drops its supplementary groups before exec.
+    cmd.uid(65534).gid(65534);
     cmd
 }
 

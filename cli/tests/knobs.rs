@@ -28,9 +28,8 @@ fn value(polld: &Polld, name: &str) -> u64 {
 
 /// The scheduling policy of thread `tid` (SCHED_OTHER 0, SCHED_FIFO 1, SCHED_IDLE 5).
 fn policy(tid: u32) -> i32 {
-    // SAFETY: reads another thread's policy; no pointers.
-    let p = unsafe { libc::sched_getscheduler(tid as libc::pid_t) };
-    assert!(p >= 0, "sched_getscheduler({tid}) failed");
+    let (p, _) = polld_dev::sys::scheduler_of(tid as libc::pid_t)
+        .unwrap_or_else(|e| panic!("sched_getscheduler({tid}) failed: {e}"));
     p
 }
 
@@ -47,27 +46,16 @@ fn thread_named(pid: u32, name: &str) -> u32 {
 }
 
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: fills `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::from_nanos(polld_dev::clock::thread_cpu_ns())
 }
 
 /// The share of `cpu` a CPU-bound thread pinned there gets over `window`.
 fn competitor_share(cpu: usize, window: Duration) -> f64 {
     std::thread::spawn(move || {
-        // SAFETY: the set is zeroed then filled; pins this thread only.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0
-            );
-        }
+        // Pins this thread only.
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        rustix::thread::sched_setaffinity(None, &set).unwrap();
         let (start, cpu0) = (Instant::now(), thread_cpu());
         let mut x = 0u64;
         while start.elapsed() < window {

@@ -7,7 +7,8 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{two_taps, Dir, POLLD};
+use common::{signal, two_taps, Dir, POLLD};
+use rustix::process::Signal;
 
 /// A polld started by the test, killed if still running when dropped.
 struct Running(Child);
@@ -40,8 +41,7 @@ fn wait_for(socket: &str, name: &str, want: &str) {
 }
 
 fn hangup(polld: &Running) {
-    // SAFETY: signals a child we started, by its pid.
-    unsafe { libc::kill(polld.0.id() as i32, libc::SIGHUP) };
+    signal(&polld.0, Signal::HUP);
 }
 
 /// Waits until polld's stderr (a file) has `text`; returns it.
@@ -127,8 +127,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     wait_for(socket, "kern.polling.user_frac", &default_frac);
 
     // Still running, and stops as usual.
-    // SAFETY: signals a child we started, by its pid.
-    unsafe { libc::kill(polld.0.id() as i32, libc::SIGINT) };
+    signal(&polld.0, Signal::INT);
     let mut polld = polld;
     let status = polld.0.wait().unwrap();
     assert!(status.success(), "{status}");

@@ -16,7 +16,7 @@ mod common;
 #[path = "../../packet/tests/common/mod.rs"]
 mod frames;
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use common::{Dir, Polld};
@@ -26,6 +26,7 @@ use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_packet::options::kind;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use rustix::net::{recv, send, RecvFlags, SendFlags};
 
 const A0_MAC: &str = "02:00:00:00:01:01";
 const R0_MAC: &str = "02:00:00:00:01:02";
@@ -113,19 +114,11 @@ fn drain(fd: &OwnedFd, keep: &dyn Fn(&Ipv4Packet<&[u8]>) -> bool) -> Vec<Vec<u8>
     let mut buf = vec![0u8; 65_536];
     let mut out = Vec::new();
     loop {
-        // SAFETY: recv into our own buffer of its stated length.
-        let n = unsafe {
-            libc::recv(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
+        let n = match recv(fd, &mut buf[..], RecvFlags::DONTWAIT) {
+            Ok((n, _)) if n > 0 => n,
+            _ => return out,
         };
-        if n <= 0 {
-            return out;
-        }
-        let frame = &buf[..n as usize];
+        let frame = &buf[..n];
         let Ok(eth) = EthernetFrame::new_checked(frame) else {
             continue;
         };
@@ -153,14 +146,9 @@ fn send_and_collect(w: &Wires, frame: &[u8]) -> Outcome {
         |ip: &Ipv4Packet<&[u8]>| ip.src_addr() == frames::ip("10.0.1.1") && ip.protocol() == 1;
     drain(&w.sink, &from_gen);
     drain(&w.gen, &from_router);
-    // SAFETY: send from our own buffer on a bound packet socket.
-    let sent = unsafe { libc::send(w.gen.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-    assert_eq!(
-        sent,
-        frame.len() as isize,
-        "inject: {}",
-        std::io::Error::last_os_error()
-    );
+    let sent = send(&w.gen, frame, SendFlags::empty())
+        .unwrap_or_else(|e| panic!("inject: {}", std::io::Error::from(e)));
+    assert_eq!(sent, frame.len(), "inject");
     std::thread::sleep(Duration::from_millis(150));
     Outcome {
         crossed: drain(&w.sink, &from_gen),

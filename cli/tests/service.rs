@@ -8,8 +8,9 @@ use std::os::unix::net::UnixDatagram;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Dir, POLLD};
+use common::{signal, Dir, POLLD};
 use polld_runtime::caps::Cap;
+use rustix::process::Signal;
 
 const UNIT: &str = include_str!("../../dist/polld.service");
 
@@ -76,8 +77,7 @@ fn polld_sends_ready_to_notify_socket_once_its_interfaces_are_open() {
     // When READY=1 arrives, the interfaces are open and the control socket answers.
     let tap_there = ns.ip(&["link", "show", "dev", "tap0"]).is_ok();
     let answers = socket.exists();
-    // SAFETY: signals a child we started, by its pid.
-    unsafe { libc::kill(polld.id() as i32, libc::SIGTERM) };
+    signal(&polld, Signal::TERM);
     let status = polld.wait().unwrap();
     let n = received.unwrap_or_else(|e| panic!("no notification in {:?}: {e}", started.elapsed()));
     let message = String::from_utf8_lossy(&buf[..n]);

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -165,20 +164,7 @@ fn saved_knobs_and_modes_survive_a_restart_and_an_interrupted_save_changes_nothi
     polld.ok(&["ctl", "kern.polling.user_frac=40"]);
     let mut save = Command::new(POLLD);
     save.args(["ctl", "--save"]).env("POLLD_SOCKET", &socket);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        save.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit {
-                rlim_cur: 64,
-                rlim_max: 64,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    polld_dev::sys::limit_file_size_at_exec(&mut save, 64);
     let out = save.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

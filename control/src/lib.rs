@@ -1,21 +1,27 @@
-//! polld-control: runtime control of a running polld over a Unix socket.
+//! polld-control: runtime control of a running polld over a Unix socket, and its
+//! metrics over HTTP. One folder per side of the socket:
 //!
-//! - [`proto`]: the messages (one JSON object per line each way);
-//! - [`server`]: the socket server thread of `polld run` and the [`server::Inbox`] its
-//!   poll thread answers from, without ever blocking;
-//! - [`answer`]: how a daemon answers the requests from its [`polld_core::Dataplane`];
-//! - [`client`]: one request/response exchange, with errors that say what to do;
-//! - [`ctl`]: `polld ctl`, sysctl-like reads and writes of the knobs and counters;
-//! - [`ifconfig`]: `polld ifconfig`, the interfaces and their modes;
-//! - [`save`]: `polld ctl --save`, the running knobs and modes written back into the
-//!   config file, atomically and keeping its comments;
-//! - [`metrics`]: `GET /metrics` in the Prometheus text format, on its own thread.
-pub mod answer;
+//! - [`proto`]: the messages both sides exchange (one JSON object per line each way);
+//! - [`server`]: the daemon's side. The socket server thread of `polld run`, the
+//!   [`server::Inbox`] its poll thread answers from without ever blocking, and
+//!   [`server::answer`], how the daemon answers from its [`polld_core::Dataplane`];
+//! - [`client`]: the user's side. One request/response exchange, with errors that say
+//!   what to do, and the tools built on it: [`client::ctl`] (`polld ctl`, sysctl-like
+//!   reads and writes of the knobs and counters) and [`client::ifconfig`]
+//!   (`polld ifconfig`, the interfaces and their modes);
+//! - [`save`]: the TOML editor behind `polld ctl --save`, the running knobs and modes
+//!   written back into the config file, atomically and keeping its comments;
+//! - [`metrics`]: `GET /metrics`, an HTTP server on its own thread and the Prometheus text
+//!   format it serves.
+
+#![forbid(unsafe_code)]
+
 pub mod client;
-pub mod ctl;
-pub mod ifconfig;
 pub mod metrics;
 pub mod proto;
 pub mod save;
 pub mod server;
-mod wait;
+
+// The paths the other crates name them by.
+pub use client::{ctl, ifconfig};
+pub use server::answer;

@@ -34,8 +34,8 @@ use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use crate::answer::typed;
 use crate::proto::daemon_entry;
+use crate::server::answer::typed;
 
 /// What a save wrote (or found already there).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

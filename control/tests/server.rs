@@ -8,12 +8,14 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
-use common::{Daemon, TestDir};
+use common::{wait_for_request, Daemon, TestDir};
 use polld_control::client::{request, ClientError};
 use polld_control::proto::{IfStatus, Request, Response, MAX_REQUEST_BYTES};
 use polld_control::server::{
     ControlError, ControlServer, Inbox, MAX_CONNECTIONS, PERMISSION_DENIED,
 };
+use rustix::process::{Gid, Uid};
+use rustix::thread::{set_thread_gid, set_thread_groups, set_thread_uid};
 
 /// Sends raw bytes as one client and returns everything the server wrote back.
 fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
@@ -57,8 +59,7 @@ fn the_socket_is_0600_in_a_0700_directory_it_creates_and_goes_away_on_drop() {
     let (server, _inbox) = ControlServer::start(&socket).unwrap();
     let meta = std::fs::metadata(&socket).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    // SAFETY: geteuid cannot fail.
-    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+    assert_eq!(meta.uid(), rustix::process::geteuid().as_raw());
     for created in ["run", "run/polld"] {
         let mode = std::fs::metadata(dir.path().join(created))
             .unwrap()
@@ -78,44 +79,26 @@ fn the_socket_is_0600_in_a_0700_directory_it_creates_and_goes_away_on_drop() {
     );
 }
 
-/// Runs `request` in a forked child that dropped to uid/gid 65534 (nobody) and returns
-/// what it got: `client: <error>` or `daemon: <response>`.
+/// Runs `request` on a thread that dropped to uid/gid 65534 (nobody) and returns what it
+/// got: `client: <error>` or `daemon: <response>`. The raw set*id system calls change the
+/// calling thread's credentials only, so the rest of the test process stays root.
 fn request_as_nobody(socket: &Path) -> String {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` is a live array of two ints.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let (read_end, write_end) = (fds[0], fds[1]);
-    // SAFETY: the child only drops privileges, makes one request and writes the result
-    // to the pipe before _exit; glibc keeps malloc usable in a forked child.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let text = unsafe {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setgid(65534) != 0
-                || libc::setuid(65534) != 0
-            {
-                "child: cannot drop to uid 65534".to_string()
-            } else {
-                match request(socket, &Request::Interfaces) {
-                    Ok(response) => format!("daemon: {response:?}"),
-                    Err(e) => format!("client: {e}"),
-                }
-            }
-        };
-        unsafe {
-            libc::write(write_end, text.as_ptr().cast(), text.len());
-            libc::_exit(0);
+    let socket = socket.to_path_buf();
+    std::thread::spawn(move || {
+        let nobody = (Uid::from_raw(65534), Gid::from_raw(65534));
+        if set_thread_groups(&[]).is_err()
+            || set_thread_gid(nobody.1).is_err()
+            || set_thread_uid(nobody.0).is_err()
+        {
+            return "thread: cannot drop to uid 65534".to_string();
         }
-    }
-    // SAFETY: closes our copy of the write end; reads into a live buffer; reaps the child.
-    unsafe { libc::close(write_end) };
-    let mut text = String::new();
-    let mut pipe = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(read_end) };
-    pipe.read_to_string(&mut text).unwrap();
-    let mut status = 0;
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    text
+        match request(&socket, &Request::Interfaces) {
+            Ok(response) => format!("daemon: {response:?}"),
+            Err(e) => format!("client: {e}"),
+        }
+    })
+    .join()
+    .unwrap()
 }
 
 #[test]
@@ -263,13 +246,7 @@ fn answer_one_by_hand(inbox: &Inbox, socket: &Path, response: Response) -> (Requ
     });
     let mut seen = Vec::new();
     while seen.is_empty() {
-        let mut pfd = libc::pollfd {
-            fd: inbox.wake_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd.
-        unsafe { libc::poll(&mut pfd, 1, 1000) };
+        wait_for_request(inbox, 1000);
         inbox.answer_pending(&mut |req| {
             seen.push(req);
             response.clone()

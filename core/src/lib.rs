@@ -16,6 +16,8 @@
 //! - [`rng`]: a seeded generator for simulated arrivals and fault injection;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).
 
+#![forbid(unsafe_code)]
+
 pub mod dataplane;
 pub mod device;
 pub mod ifpoll;

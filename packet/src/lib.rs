@@ -13,6 +13,8 @@
 //! [`Stage`] picks the router or the bridge from the config; all of them implement
 //! [`polld_core::PacketStage`], take time through `set_now` and never read a clock.
 
+#![forbid(unsafe_code)]
+
 pub mod arp_cache;
 pub mod bridge;
 pub mod config;

@@ -132,17 +132,19 @@ pub fn drop_all_but(keep: CapSet) -> io::Result<()> {
         .unwrap_or(40);
     for bit in 0..=last_cap {
         if keep.0 & (1 << bit) == 0 {
-            // SAFETY: prctl with integer arguments.
-            let r = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, bit as libc::c_ulong, 0, 0, 0) };
-            // EINVAL: a capability this kernel does not know; nothing to drop.
-            if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "dropping capability {bit} from the bounding set: {}",
-                        io::Error::last_os_error()
-                    ),
-                ));
+            let cap = rustix::thread::CapabilitySet::from_bits_retain(1 << bit);
+            match rustix::thread::remove_capability_from_bounding_set(cap) {
+                // EINVAL: a capability this kernel does not know; nothing to drop.
+                Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+                Err(e) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "dropping capability {bit} from the bounding set: {}",
+                            io::Error::from(e)
+                        ),
+                    ))
+                }
             }
         }
     }

@@ -493,8 +493,6 @@ impl Executor {
 
     /// The `polld.*` entries as of now.
     fn daemon_status(&self) -> DaemonStatus {
-        // SAFETY: sched_getcpu has no preconditions; -1 means unknown.
-        let last_cpu = unsafe { libc::sched_getcpu() };
         let interfaces = self.info.iter().map(|i| (i.name.as_str(), &i.rx_owner));
         DaemonStatus {
             config: self.daemon.config.clone(),
@@ -502,7 +500,7 @@ impl Executor {
             cpu: self
                 .daemon
                 .pinned_cpu
-                .or_else(|| usize::try_from(last_cpu).ok()),
+                .or_else(|| Some(rustix::thread::sched_getcpu())),
             cpu_pinned: self.daemon.pinned_cpu.is_some(),
             clock_ns: now_ns(),
             work_ns: self.accounts.work_ns,
@@ -738,27 +736,23 @@ pub fn interfaces(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use rustix::pipe::PipeFlags;
+    use std::os::fd::{AsRawFd, OwnedFd};
 
     /// A pipe's write end stands in for an AF_XDP socket in copy mode: writable (so
     /// reported when added), and woken writable when the reader drains a full pipe, as the
     /// socket is when veth's peer frees what it sent.
     fn pipe() -> (OwnedFd, OwnedFd) {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors; the result is checked.
-        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
-        assert_eq!(rc, 0, "pipe2: {}", io::Error::last_os_error());
-        // SAFETY: two fresh descriptors we own.
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+        rustix::pipe::pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)
+            .unwrap_or_else(|e| panic!("pipe2: {}", io::Error::from(e)))
     }
 
     /// Fills the pipe, then empties it: one wakeup of the write end.
     fn wake_writer(read: &OwnedFd, write: &OwnedFd) {
         let buf = [0u8; 4096];
-        // SAFETY: plain non-blocking writes and reads of our own buffer on our own pipe.
-        while unsafe { libc::write(write.as_raw_fd(), buf.as_ptr().cast(), buf.len()) } > 0 {}
+        while rustix::io::write(write, &buf).is_ok_and(|n| n > 0) {}
         let mut sink = [0u8; 4096];
-        while unsafe { libc::read(read.as_raw_fd(), sink.as_mut_ptr().cast(), sink.len()) } > 0 {}
+        while rustix::io::read(read, &mut sink).is_ok_and(|n| n > 0) {}
     }
 
     const TOKEN: u64 = 7;

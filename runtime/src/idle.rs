@@ -54,10 +54,8 @@ impl IdlePoller {
                 let idle = Arc::clone(&idle);
                 let stop = Arc::clone(&stop);
                 move || {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    // SAFETY: valid policy and parameters for the calling thread.
-                    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
-                        let _ = started.send(Err(io::Error::last_os_error()));
+                    if let Err(e) = polld_dev::sys::set_scheduler(0, libc::SCHED_IDLE, 0) {
+                        let _ = started.send(Err(e));
                         return;
                     }
                     let _ = started.send(Ok(()));

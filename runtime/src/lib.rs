@@ -16,6 +16,8 @@
 //! - [`reference`]: the knob and metrics reference pages, from the declarations;
 //! - [`sys`]: epoll, timerfd, signalfd and scheduling wrappers.
 
+#![forbid(unsafe_code)]
+
 pub mod caps;
 pub mod check;
 pub mod config;

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -21,6 +21,7 @@ use std::thread::JoinHandle;
 use polld_control::client;
 use polld_control::proto::{Request, Response};
 use polld_control::server::EventFd;
+use rustix::event::{PollFd, PollFlags};
 
 use crate::check;
 use crate::config::{DeviceConfig, RunConfig};
@@ -66,19 +67,17 @@ impl Drop for Reloader {
 
 fn serve(hangups: &OwnedFd, stop: &EventFd, mut current: RunConfig, socket: &Path) {
     loop {
-        let mut fds = [stop.fd(), hangups.as_raw_fd()].map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        // SAFETY: `fds` is a live array of two pollfds.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        let mut fds = [
+            PollFd::new(stop, PollFlags::IN),
+            PollFd::new(hangups, PollFlags::IN),
+        ];
+        if rustix::event::poll(&mut fds, None).is_err() {
             continue; // EINTR
         }
-        if fds[0].revents != 0 {
+        if !fds[0].revents().is_empty() {
             return;
         }
-        if sys::read_signal(hangups.as_raw_fd()).is_some() {
+        if sys::read_signal(hangups.as_fd()).is_some() {
             reload(&mut current, socket);
         }
     }

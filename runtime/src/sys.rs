@@ -2,52 +2,53 @@
 //! signalfd, and the monotonic clock. Each owns its fd.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use polld_control::server::EventFd;
+use rustix::event::epoll;
+use rustix::thread::CpuSet;
+use rustix::time::{
+    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+    Timespec,
+};
 
-fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    } else {
-        Ok(ret)
-    }
+/// `err` prefixed with the call that failed.
+fn failed(what: &str, err: impl Into<io::Error>) -> io::Error {
+    let e = err.into();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
 }
 
 /// Monotonic time in nanoseconds (the clock the scheduler and the timers share).
 pub use polld_dev::clock::monotonic_ns as now_ns;
 
+/// The signalfd calls rustix lacks, from the device layer's system-call module.
+pub use polld_dev::sys::{block_signals, read_signal, signalfd_of};
+
 /// An epoll instance; each registered fd carries a `u64` token.
 pub struct Epoll {
     fd: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    events: Vec<epoll::Event>,
 }
+
+/// How many events one wait reports at most.
+const EPOLL_EVENTS: usize = 64;
 
 impl Epoll {
     pub fn new() -> io::Result<Epoll> {
-        // SAFETY: plain syscall; the result is checked and owned.
-        let fd = check(
-            unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) },
-            "epoll_create1",
-        )?;
+        let fd =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| failed("epoll_create1", e))?;
         Ok(Epoll {
-            // SAFETY: a fresh fd we own.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
+            fd,
+            events: Vec::with_capacity(EPOLL_EVENTS),
         })
     }
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events, u64: token };
-        // SAFETY: `ev` is valid for the call; the kernel validates `fd`.
-        check(
-            unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) },
-            "epoll_ctl",
-        )
-        .map(drop)
+        polld_dev::sys::epoll_ctl(self.fd.as_fd(), op, fd, events, token)
+            .map_err(|e| failed("epoll_ctl", e))
     }
 
     /// Waits for `fd` to become readable (level-triggered).
@@ -71,25 +72,41 @@ impl Epoll {
     /// the ready fds. EINTR counts as nothing ready.
     pub fn wait(&mut self, timeout_ms: i32, ready: &mut Vec<u64>) -> io::Result<()> {
         ready.clear();
-        // SAFETY: the buffer holds `len` events and outlives the call.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.fd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as i32,
-                timeout_ms,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(())
-            } else {
-                Err(e)
-            };
+        self.events.clear();
+        let timeout = u64::try_from(timeout_ms).ok().map(ms_timespec);
+        match epoll::wait(
+            &self.fd,
+            rustix::buffer::spare_capacity(&mut self.events),
+            timeout.as_ref(),
+        ) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(()),
+            Err(e) => return Err(e.into()),
         }
-        ready.extend(self.events[..n as usize].iter().map(|e| e.u64));
+        ready.extend(self.events.iter().map(|e| e.data.u64()));
         Ok(())
+    }
+}
+
+/// The 8-byte count a timerfd or an eventfd reads as, if the read got one.
+pub(crate) fn read_u64(fd: BorrowedFd<'_>) -> Option<u64> {
+    let mut count = [0u8; 8];
+    match rustix::io::read(fd, &mut count) {
+        Ok(8) => Some(u64::from_ne_bytes(count)),
+        _ => None,
+    }
+}
+
+/// `ms` milliseconds as a timespec.
+fn ms_timespec(ms: u64) -> Timespec {
+    ns_timespec(ms * 1_000_000)
+}
+
+/// `ns` nanoseconds as a timespec.
+fn ns_timespec(ns: u64) -> Timespec {
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
     }
 }
 
@@ -104,19 +121,13 @@ pub struct Timer {
 
 impl Timer {
     pub fn new() -> io::Result<Timer> {
-        // SAFETY: plain syscall; the result is checked and owned.
-        let fd = check(
-            unsafe {
-                libc::timerfd_create(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-                )
-            },
-            "timerfd_create",
-        )?;
+        let fd = timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )
+        .map_err(|e| failed("timerfd_create", e))?;
         Ok(Timer {
-            // SAFETY: a fresh fd we own.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd,
             period_ns: 0,
             next_ns: 0,
         })
@@ -130,22 +141,15 @@ impl Timer {
     /// Fires in `first_ns` (at least 1 ns if the timer runs), then every `period_ns`;
     /// a period of 0 stops it.
     pub fn set(&mut self, first_ns: u64, period_ns: u64) -> io::Result<()> {
-        let ts = |ns: u64| libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as i64,
-            tv_nsec: (ns % 1_000_000_000) as i64,
-        };
         let first = if period_ns == 0 { 0 } else { first_ns.max(1) };
-        let spec = libc::itimerspec {
-            it_interval: ts(period_ns),
-            it_value: ts(first),
+        let spec = Itimerspec {
+            it_interval: ns_timespec(period_ns),
+            it_value: ns_timespec(first),
         };
         // Read before the kernel reads its clock: a wakeup is never reported early.
         let now = now_ns();
-        // SAFETY: `spec` is valid; the old value is not wanted.
-        check(
-            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) },
-            "timerfd_settime",
-        )?;
+        timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
+            .map_err(|e| failed("timerfd_settime", e))?;
         self.period_ns = period_ns;
         self.next_ns = now + first;
         Ok(())
@@ -153,12 +157,9 @@ impl Timer {
 
     /// Expirations since the last read (0 if none).
     pub fn expirations(&mut self) -> u64 {
-        let mut n: u64 = 0;
-        // SAFETY: reads 8 bytes into `n`.
-        let r = unsafe { libc::read(self.fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
-        if r != 8 {
+        let Some(n) = read_u64(self.fd.as_fd()) else {
             return 0;
-        }
+        };
         self.next_ns += n * self.period_ns;
         n
     }
@@ -235,7 +236,7 @@ impl Signals {
                 return rung.then(|| signal.load(Ordering::SeqCst));
             }
         };
-        read_signal(fd.as_raw_fd())
+        read_signal(fd.as_fd())
     }
 
     pub fn fd(&self) -> RawFd {
@@ -246,118 +247,45 @@ impl Signals {
     }
 }
 
-/// `signals` as a set.
-fn signal_set(signals: &[i32]) -> libc::sigset_t {
-    // SAFETY: the set is initialised by sigemptyset before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for &signal in signals {
-            libc::sigaddset(&mut set, signal);
-        }
-        set
-    }
-}
-
-/// Blocks `signals` in the calling thread and so in every thread it starts afterwards.
-pub fn block_signals(signals: &[i32]) -> io::Result<()> {
-    let set = signal_set(signals);
-    // SAFETY: `set` is a live, initialised sigset.
-    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
-}
-
-/// Blocks `signals` ([`block_signals`]) and returns a non-blocking signalfd that reads them.
-pub fn signalfd_of(signals: &[i32]) -> io::Result<OwnedFd> {
-    block_signals(signals)?;
-    let set = signal_set(signals);
-    // SAFETY: `set` is a live, initialised sigset; a non-negative result is a new fd,
-    // owned by nobody else.
-    unsafe {
-        let fd = check(
-            libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC),
-            "signalfd",
-        )?;
-        Ok(OwnedFd::from_raw_fd(fd))
-    }
-}
-
-/// The signal waiting on signalfd `fd`, if one is.
-pub fn read_signal(fd: RawFd) -> Option<i32> {
-    // SAFETY: signalfd_siginfo is plain data; the read fills it.
-    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::signalfd_siginfo>();
-    // SAFETY: reads at most `size` bytes into `info`.
-    let r = unsafe { libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
-    (r as usize == size).then_some(info.ssi_signo as i32)
-}
-
 /// The CPUs the calling thread may run on (its affinity mask), in order.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: the set is zeroed, then filled by the kernel; CPU_ISSET reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        check(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            "sched_getaffinity",
-        )?;
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect())
-    }
+    let set =
+        rustix::thread::sched_getaffinity(None).map_err(|e| failed("sched_getaffinity", e))?;
+    Ok((0..CpuSet::MAX_CPU)
+        .filter(|&cpu| set.is_set(cpu))
+        .collect())
 }
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
+    if cpu >= CpuSet::MAX_CPU {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("sched_setaffinity: CPU {cpu} is beyond the kernel's CPU set"),
         ));
     }
-    // SAFETY: the set is zeroed then filled; the call reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        check(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            "sched_setaffinity",
-        )
-        .map(drop)
-    }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| failed("sched_setaffinity", e))
 }
 
 /// Returns the calling thread to SCHED_OTHER (no privilege needed).
 pub fn make_ordinary() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: valid parameters for the calling thread.
-    check(
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) },
-        "sched_setscheduler(SCHED_OTHER)",
-    )
-    .map(drop)
+    polld_dev::sys::set_scheduler(0, libc::SCHED_OTHER, 0)
+        .map_err(|e| failed("sched_setscheduler(SCHED_OTHER)", e))
 }
 
 /// Gives the CPU to another runnable thread of the same policy, if any.
 pub fn yield_cpu() {
-    // SAFETY: sched_yield has no preconditions and cannot fail on Linux.
-    unsafe { libc::sched_yield() };
+    rustix::thread::sched_yield();
 }
 
 /// Makes the calling thread SCHED_FIFO at a middle priority, and tightens its timer slack
 /// so that ticks are not rounded late.
 pub fn make_realtime() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 50 };
-    // SAFETY: valid parameters for the calling thread.
-    unsafe {
-        check(
-            libc::sched_setscheduler(0, libc::SCHED_FIFO, &param),
-            "sched_setscheduler(SCHED_FIFO)",
-        )?;
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1);
-    }
+    polld_dev::sys::set_scheduler(0, libc::SCHED_FIFO, 50)
+        .map_err(|e| failed("sched_setscheduler(SCHED_FIFO)", e))?;
+    let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     Ok(())
 }
 

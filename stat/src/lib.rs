@@ -13,6 +13,8 @@
 //! - [`sample`]: the readings and what is computed from two of them ([`Snapshot`]);
 //! - [`screen`]: the layout, for the terminal (ratatui, crossterm) and as plain text.
 
+#![forbid(unsafe_code)]
+
 pub mod sample;
 pub mod screen;
 

@@ -102,8 +102,7 @@ impl CpuTimes {
 
 /// `/proc/stat`'s tick (USER_HZ), per second.
 pub fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let t = rustix::param::clock_ticks_per_second();
     if t > 0 {
         t as f64
     } else {

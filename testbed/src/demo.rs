@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use polld_control::answer::TickLateness;
 use polld_control::proto::daemon_entry;
 use polld_stat::sample::{clock_ticks, CpuTimes};
+use rustix::process::Signal;
 use serde_json::Value;
 
 use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
@@ -942,8 +943,7 @@ impl Process {
             return Ok(String::new());
         };
         if interrupt {
-            // SAFETY: signals a child we started, by its pid.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            crate::sys::signal(child.id(), Signal::INT);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while child.try_wait().ok().flatten().is_none() {

@@ -54,6 +54,8 @@
 //! # Ok::<(), polld_testbed::TestbedError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod cli;
 pub mod demo;
 mod error;

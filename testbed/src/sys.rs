@@ -10,6 +10,9 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use rustix::process::{Pid, Signal};
+use rustix::thread::CpuSet;
+
 use crate::TestbedError;
 
 /// The Debian package that provides a program we run.
@@ -129,17 +132,12 @@ pub(crate) fn write_file_in(ns: &str, path: &str, value: &str) -> Result<(), Tes
 
 /// The CPUs this process may run on, ascending.
 pub(crate) fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return Vec::new();
+    match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..CpuSet::MAX_CPU)
+            .filter(|&cpu| set.is_set(cpu))
+            .collect(),
+        Err(_) => Vec::new(),
     }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: cpu is below CPU_SETSIZE.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
 }
 
 /// Checks that `cpu` is one this process may use; `what` names the option for the message.
@@ -154,18 +152,12 @@ pub(crate) fn check_cpu(cpu: usize, what: &str) -> Result<(), TestbedError> {
     )))
 }
 
-/// Restricts thread or process `pid` (0: the caller) to `cpu`. Async-signal-safe, so a
-/// `pre_exec` hook may call it.
+/// Restricts thread or process `pid` (0: the caller) to `cpu`, which callers checked with
+/// [`check_cpu`].
 pub(crate) fn pin(pid: libc::pid_t, cpu: usize) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET stays inside it for cpu < CPU_SETSIZE,
-    // which callers checked with check_cpu.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    let rc = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    Ok(rustix::thread::sched_setaffinity(Pid::from_raw(pid), &set)?)
 }
 
 /// Makes task `pid` `SCHED_FIFO` at `priority`.
@@ -174,29 +166,22 @@ pub(crate) fn make_fifo(pid: libc::pid_t, priority: i32) -> std::io::Result<()> 
 }
 
 /// Task `pid`'s scheduling policy and priority.
-pub(crate) fn scheduler_of(pid: libc::pid_t) -> std::io::Result<(libc::c_int, i32)> {
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain queries into a valid sched_param; the kernel checks the pid.
-    let policy = unsafe { libc::sched_getscheduler(pid) };
-    if policy < 0 || unsafe { libc::sched_getparam(pid, &mut param) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((policy, param.sched_priority))
-}
+pub(crate) use polld_dev::sys::scheduler_of;
 
 /// Gives task `pid` a policy and priority, as [`scheduler_of`] reads them.
 pub(crate) fn set_scheduler(
     pid: libc::pid_t,
     (policy, priority): (libc::c_int, i32),
 ) -> std::io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: valid parameters; the kernel checks the pid and our privilege.
-    if unsafe { libc::sched_setscheduler(pid, policy, &param) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    polld_dev::sys::set_scheduler(pid, policy, priority)
+}
+
+/// Sends `signal` to process `pid`, one we started; a process already gone is no error
+/// to report.
+pub(crate) fn signal(pid: u32, signal: Signal) {
+    if let Some(pid) = Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, signal);
     }
-    Ok(())
 }
 
 /// The CPUs task `pid` may run on, as the kernel writes them (`1`, `0-1`).

@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 use polld_dev::net_dev;
@@ -494,10 +493,7 @@ pub fn command_ahead_in(
 fn pin(command: &mut Command, cpu: Option<usize>, program: &str) -> Result<(), TestbedError> {
     if let Some(cpu) = cpu {
         check_cpu(cpu, &format!("the CPU for `{program}`"))?;
-        // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe.
-        unsafe {
-            command.pre_exec(move || sys::pin(0, cpu));
-        }
+        polld_dev::sys::pin_at_exec(&mut command, cpu);
     }
     Ok(())
 }

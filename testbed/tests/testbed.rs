@@ -3,7 +3,7 @@
 //! also when the test panics.
 
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,6 +14,8 @@ use polld_testbed::{
     command_in, down, status, Layout, Placement, Role, Testbed, TestbedArgs, TestbedError,
     UpOptions,
 };
+use rustix::net::sockopt::Timeout;
+use rustix::net::{recv, RecvFlags};
 
 /// A prefix no other test (or test process) uses.
 fn prefix(tag: &str) -> String {
@@ -197,46 +199,15 @@ struct Capture {
 
 impl Capture {
     fn start(ns: &str, iface: &str) -> Capture {
-        let iface = std::ffi::CString::new(iface).unwrap();
+        let iface = iface.to_string();
         let socket = polld_dev::netns::in_netns(ns, move || {
             let protocol = (libc::ETH_P_ALL as u16).to_be();
-            // SAFETY: plain socket calls on a descriptor owned right away; the address
-            // and option values are initialised locals of the sizes passed.
-            unsafe {
-                let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(protocol));
-                assert!(
-                    fd >= 0,
-                    "AF_PACKET socket: {}",
-                    std::io::Error::last_os_error()
-                );
-                let fd = OwnedFd::from_raw_fd(fd);
-                let mut addr: libc::sockaddr_ll = std::mem::zeroed();
-                addr.sll_family = libc::AF_PACKET as u16;
-                addr.sll_protocol = protocol;
-                addr.sll_ifindex = libc::if_nametoindex(iface.as_ptr()) as i32;
-                let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-                assert_eq!(libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len), 0);
-                let one: libc::c_int = 1;
-                let timeout = libc::timeval {
-                    tv_sec: 0,
-                    tv_usec: 100_000,
-                };
-                for (option, value, size) in [
-                    (libc::PACKET_IGNORE_OUTGOING, (&raw const one).cast(), 4),
-                    (libc::SO_RCVTIMEO, (&raw const timeout).cast(), 16),
-                ] {
-                    let level = if option == libc::SO_RCVTIMEO {
-                        libc::SOL_SOCKET
-                    } else {
-                        libc::SOL_PACKET
-                    };
-                    assert_eq!(
-                        libc::setsockopt(fd.as_raw_fd(), level, option, value, size),
-                        0
-                    );
-                }
-                fd
-            }
+            let fd = polld_dev::afpacket::raw_socket(&iface, protocol)
+                .unwrap_or_else(|e| panic!("AF_PACKET socket: {e}"));
+            polld_dev::sys::set_packet_option(fd.as_fd(), libc::PACKET_IGNORE_OUTGOING, 1).unwrap();
+            let timeout = Some(Duration::from_millis(100));
+            rustix::net::sockopt::set_socket_timeout(&fd, Timeout::Recv, timeout).unwrap();
+            fd
         })
         .unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -246,18 +217,11 @@ impl Capture {
             let mut buffer = [0u8; 2048];
             while !stopped.load(Ordering::Relaxed) {
                 // MSG_TRUNC: the frame's real length, even if larger than the buffer.
-                // SAFETY: buffer is writable for its length.
-                let n = unsafe {
-                    libc::recv(
-                        socket.as_raw_fd(),
-                        buffer.as_mut_ptr().cast(),
-                        buffer.len(),
-                        libc::MSG_TRUNC,
-                    )
-                };
-                if n > 0 {
-                    frames += 1;
-                    largest = largest.max(n as usize);
+                if let Ok((_, n)) = recv(&socket, &mut buffer[..], RecvFlags::TRUNC) {
+                    if n > 0 {
+                        frames += 1;
+                        largest = largest.max(n);
+                    }
                 }
             }
             (frames, largest)
@@ -642,13 +606,7 @@ fn the_napi_threads_of_fwd_are_timed_through_their_napi_ids() {
 
 /// The scheduling policy and priority of thread `pid`.
 fn policy_of(pid: u32) -> (i32, i32) {
-    let pid = pid as libc::pid_t;
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain queries of an existing thread into a valid sched_param.
-    unsafe {
-        assert_eq!(libc::sched_getparam(pid, &mut param), 0);
-        (libc::sched_getscheduler(pid), param.sched_priority)
-    }
+    polld_dev::sys::scheduler_of(pid as libc::pid_t).unwrap()
 }
 
 #[test]

@@ -4,14 +4,15 @@
 //! a user they skip, saying so; under CI a skip would hide that they never ran, so when
 //! `POLLD_REQUIRE_ROOT` is set (`.ci/run` sets it) a test that would skip fails instead.
 
+#![forbid(unsafe_code)]
+
 /// The variable that turns a root test's skip into a failure.
 pub const REQUIRE_ROOT_VAR: &str = "POLLD_REQUIRE_ROOT";
 
 /// True when the calling test may go on: it runs as root. Otherwise prints that the test
 /// is skipped and why, and returns false, or panics when [`REQUIRE_ROOT_VAR`] is set.
 pub fn root_or_skip(why: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     if euid == 0 {
         return true;
     }

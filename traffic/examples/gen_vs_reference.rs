@@ -9,7 +9,8 @@
 //! Run as root: `cargo run --release -p polld-traffic --example gen_vs_reference`
 //! (`-- --seconds 3 --rounds 3` are the defaults).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::IoSlice;
+use std::os::fd::AsFd;
 use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
@@ -18,6 +19,8 @@ use polld_traffic::backend::XdpCounter;
 use polld_traffic::clock::monotonic_ns;
 use polld_traffic::frame::{FlowAddrs, FlowTemplate};
 use polld_traffic::{GenArgs, Generator};
+use rustix::net::{sendmmsg, MMsgHdr, SendAncillaryBuffer, SendFlags};
+use rustix::thread::CpuSet;
 
 const GEN_MAC: &str = "02:00:00:00:01:01";
 const PEER_MAC: &str = "02:00:00:00:01:02";
@@ -48,8 +51,7 @@ struct Run {
 
 fn main() -> Result<(), String> {
     let options = Options::parse();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Err("needs root: it creates namespaces and attaches XDP programs".into());
     }
     print_machine();
@@ -169,50 +171,11 @@ fn run_gen(backend: &str, seconds: f64) -> Result<f64, String> {
 /// The reference: one raw AF_PACKET socket with qdisc bypass, blocking `sendmmsg` of 64
 /// copies of one prebuilt frame per call (docs/measuring.md §ref-gen).
 fn reference_sender(seconds: f64) -> Result<f64, String> {
-    let os_error = |what: &str| {
-        format!(
-            "reference sender: {what}: {}",
-            std::io::Error::last_os_error()
-        )
-    };
-    // SAFETY: plain socket creation; the fd is owned below.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-    if fd < 0 {
-        return Err(os_error("socket"));
-    }
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: if_nametoindex reads a NUL-terminated name.
-    let ifindex = unsafe { libc::if_nametoindex(c"bg".as_ptr()) };
-    let one: libc::c_int = 1;
-    // SAFETY: setsockopt reads an int we own.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_QDISC_BYPASS,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(os_error("PACKET_QDISC_BYPASS"));
-    }
-    // SAFETY: sockaddr_ll is plain old data.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_ifindex = ifindex as i32;
-    // SAFETY: bind reads the sockaddr_ll we own.
-    let rc = unsafe {
-        libc::bind(
-            socket.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(os_error("bind"));
-    }
+    // Blocking, bound to `bg`, protocol 0: transmit only.
+    let socket = polld_dev::afpacket::raw_socket("bg", 0)
+        .map_err(|e| format!("reference sender: socket: {e}"))?;
+    polld_dev::sys::set_packet_option(socket.as_fd(), libc::PACKET_QDISC_BYPASS, 1)
+        .map_err(|e| format!("reference sender: PACKET_QDISC_BYPASS: {e}"))?;
     let addrs = FlowAddrs {
         src_mac: GEN_MAC.parse()?,
         dst_mac: PEER_MAC.parse()?,
@@ -221,37 +184,24 @@ fn reference_sender(seconds: f64) -> Result<f64, String> {
         src_port: 9,
         dst_port: 9,
     };
-    let mut frame = FlowTemplate::new(&addrs, 0, FRAME_SIZE)?
+    let frame = FlowTemplate::new(&addrs, 0, FRAME_SIZE)?
         .stamp(0, 0)
         .to_vec();
-    let mut iovec = libc::iovec {
-        iov_base: frame.as_mut_ptr().cast(),
-        iov_len: frame.len(),
-    };
-    // SAFETY: mmsghdr is plain old data; every message points at the one iovec.
-    let mut headers: Vec<libc::mmsghdr> = (0..REFERENCE_BATCH)
-        .map(|_| {
-            let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            header.msg_hdr.msg_iov = &mut iovec;
-            header.msg_hdr.msg_iovlen = 1;
-            header
-        })
+    // Every message of a batch is the one frame.
+    let iov = [IoSlice::new(&frame)];
+    let mut controls: Vec<SendAncillaryBuffer> = (0..REFERENCE_BATCH)
+        .map(|_| SendAncillaryBuffer::default())
+        .collect();
+    let mut headers: Vec<MMsgHdr> = controls
+        .iter_mut()
+        .map(|control| MMsgHdr::new(&iov, control))
         .collect();
     let start = monotonic_ns();
     let end = start + (seconds * 1e9) as u64;
     let mut sent = 0u64;
     while monotonic_ns() < end {
-        // SAFETY: the headers, the iovec and the frame outlive the call.
-        let rc = unsafe {
-            libc::sendmmsg(
-                socket.as_raw_fd(),
-                headers.as_mut_ptr(),
-                REFERENCE_BATCH as libc::c_uint,
-                0,
-            )
-        };
-        if rc > 0 {
-            sent += rc as u64;
+        if let Ok(n) = sendmmsg(&socket, &mut headers, SendFlags::empty()) {
+            sent += n as u64;
         }
     }
     Ok(sent as f64 / ((monotonic_ns() - start) as f64 / 1e9))
@@ -277,13 +227,9 @@ fn pin_peer_napi(peer: &Netns) {
 }
 
 fn pin_to_cpu(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity (0 = this thread)
-    // only read and write it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 fn print_machine() {

@@ -10,6 +10,8 @@
 //! reordering for testing sinks. Usage: `polld gen --help`, `polld sink --help` and
 //! docs/guide.md, "Traffic".
 
+#![forbid(unsafe_code)]
+
 pub mod backend;
 pub mod clock;
 pub mod faults;

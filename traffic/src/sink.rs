@@ -463,13 +463,8 @@ impl Sink {
         let timeout_ms = until_ns.saturating_sub(now_ns).div_ceil(1_000_000).max(1);
         dev.set_interrupt(true);
         if !dev.rx_ready() {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd; a signal (EINTR) or timeout just ends the wait.
-            unsafe { libc::poll(&mut pfd, 1, timeout_ms as libc::c_int) };
+            // A signal (EINTR) or the timeout just ends the wait.
+            polld_dev::sys::poll_readable(fd, timeout_ms as i32);
         }
         dev.set_interrupt(false);
     }

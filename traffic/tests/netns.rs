@@ -16,6 +16,7 @@ use polld_dev::netns::{self, Netns, VethEnd};
 use polld_dev::xdp::{CountProgram, XdpMode};
 use polld_traffic::backend::XdpCounter;
 use polld_traffic::{GenSummary, Generator, Sink, SinkSummary};
+use rustix::process::Signal;
 
 const GEN_MAC: &str = "02:00:00:00:01:01";
 const SINK_MAC: &str = "02:00:00:00:01:02";
@@ -25,8 +26,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// Runs this thread at the highest nice priority (as `nice -n -20 polld gen` would), so
 /// that other work on this 2-vCPU machine cannot stall pacing or receiving for long.
 fn raise_priority() {
-    // SAFETY: setpriority on this thread only; failure just leaves the priority as is.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, -20) };
+    // On this thread only; failure just leaves the priority as is.
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), -20);
 }
 
 /// Two namespaces joined by a veth pair: `tg` in `gen`, `ts` in `sink`.
@@ -261,14 +262,11 @@ fn sigint_stops_the_sink_which_still_returns_its_summary() {
         .expect("the sink started and printed its header");
     generate(&p, &["--rate", "10k", "--count", "1000"]);
     thread::sleep(Duration::from_millis(300)); // the last ring block retires after 1 ms
-                                               // SAFETY: signals our own process; run_sink installed a handler that only sets a flag.
-    unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+                                               // run_sink installed a handler that only sets a flag.
+    rustix::process::kill_process(rustix::process::getpid(), Signal::INT).unwrap();
     let summary = sink.join().unwrap().unwrap();
-    // SAFETY: restores the default dispositions for the rest of the test process.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-    }
+    // The default dispositions for the rest of the test process.
+    polld_dev::sys::default_stop_signals();
     assert_eq!(
         summary.frames,
         1000 + 3,

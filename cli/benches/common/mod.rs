@@ -11,8 +11,7 @@ use polld_testbed::{Devices, Layout, Testbed, UpOptions};
 
 /// Whether the bench can run; says why not (namespaces need root).
 pub fn is_root(bench: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if !root {
         eprintln!("{bench} bench: needs root (network namespaces); skipped");
     }

@@ -11,7 +11,14 @@ use std::time::{Duration, Instant};
 
 use polld_core::DropReason;
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
+use rustix::process::{Pid, Signal};
 use serde_json::Value;
+
+/// Sends `signal` to `child`, a process we started (not reaped yet, so its pid is still
+/// its own).
+pub fn signal(child: &Child, signal: Signal) {
+    let _ = rustix::process::kill_process(Pid::from_child(child), signal);
+}
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
@@ -218,8 +225,7 @@ impl Polld {
     /// SIGINT; waits for exit 0 and returns what polld printed (the final counters).
     pub fn stop(mut self) -> String {
         let mut child = self.child.take().unwrap();
-        // SAFETY: signals a child we started, by its pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        signal(&child, Signal::INT);
         let deadline = Instant::now() + Duration::from_secs(20);
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {

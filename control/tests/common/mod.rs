@@ -17,6 +17,7 @@ use polld_control::proto::{Request, Response};
 use polld_control::server::{ControlServer, Inbox, Requester};
 use polld_core::Poller;
 use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 /// A fresh directory (mode 0755, so that a test child running as nobody can reach a
 /// socket inside), removed on drop.
@@ -89,19 +90,22 @@ pub fn answer(sim: &mut Sim, request: Request) -> Response {
     }
 }
 
+/// Waits up to `timeout_ms` for a request to reach `inbox` (its eventfd to be readable).
+pub fn wait_for_request(inbox: &Inbox, timeout_ms: i64) {
+    let timeout = Timespec {
+        tv_sec: timeout_ms / 1000,
+        tv_nsec: timeout_ms % 1000 * 1_000_000,
+    };
+    let _ = poll(&mut [PollFd::new(inbox, PollFlags::IN)], Some(&timeout));
+}
+
 /// Waits on the inbox's eventfd like the runtime's epoll loop does, and answers.
 fn answer_loop(inbox: Inbox, stop: Arc<AtomicBool>) {
     // Sim holds an Rc clock: it lives on this thread only, as the dataplane does on
     // the poll thread.
     let mut sim = simulation();
     while !stop.load(Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd: inbox.wake_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd.
-        unsafe { libc::poll(&mut pfd, 1, 20) };
+        wait_for_request(&inbox, 20);
         inbox.answer_pending(&mut |request| answer(&mut sim, request));
     }
 }

@@ -17,5 +17,6 @@ pub mod napi;
 pub mod net_dev;
 pub mod netns;
 mod prefetch;
+pub mod sys;
 pub mod tap;
 pub mod xdp;

@@ -9,6 +9,8 @@
 //!   table with its cost model;
 //! - [`rizzo`]: Rizzo 2002's table (docs/sources.md) (Interrupt against Polling) reproduced on virtual time.
 
+#![forbid(unsafe_code)]
+
 pub mod cpu;
 pub mod nic;
 pub mod rizzo;

@@ -210,12 +210,11 @@ impl Client {
     pub fn connect(socket: &Path, lock: &Path) -> Result<Client, TestbedError> {
         let lock_file = File::create(lock)
             .map_err(|e| TestbedError::Failed(format!("cannot open {}: {e}", lock.display())))?;
-        // SAFETY: flock on a file we own.
-        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock_file), libc::LOCK_EX) } != 0 {
+        if let Err(e) = rustix::fs::flock(&lock_file, rustix::fs::FlockOperation::LockExclusive) {
             return Err(TestbedError::Failed(format!(
                 "cannot lock {}: {}",
                 lock.display(),
-                std::io::Error::last_os_error()
+                std::io::Error::from(e)
             )));
         }
         let stream = UnixStream::connect(socket).map_err(|e| {

@@ -31,11 +31,11 @@ pub mod guest;
 pub mod image;
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::layout::Layout;
@@ -334,14 +334,7 @@ fn start_qemu(
     command.args(&args);
     // qemu outlives us (-daemonize): it must not keep the descriptors we inherited open,
     // such as the machine lock `flock` holds for its command. They close at its exec.
-    const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
-    // SAFETY: close_range is async-signal-safe and marks only the child's descriptors.
-    unsafe {
-        command.pre_exec(|| {
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
-            Ok(())
-        });
-    }
+    polld_dev::sys::close_inherited_at_exec(&mut command);
     let out = command
         .output()
         .map_err(|e| TestbedError::Failed(format!("cannot run qemu-system-x86_64: {e}")))?;
@@ -604,14 +597,13 @@ fn kill_qemu(prefix: &str, pid: u32) {
         return;
     }
     let deadline = Instant::now() + Duration::from_secs(5);
-    // SAFETY: signals the qemu this guest started, checked by its command line.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    // The qemu this guest started, checked by its command line.
+    sys::signal(pid, Signal::TERM);
     while is_our_qemu(prefix, pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     if is_our_qemu(prefix, pid) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        sys::signal(pid, Signal::KILL);
         std::thread::sleep(Duration::from_millis(200));
     }
 }

@@ -3,34 +3,43 @@
 //! and taking the next connection off a non-blocking listener.
 
 use std::io;
-use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 /// How long to stop accepting after `accept` failed (out of file descriptors).
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-/// A pollfd waiting for `events` on `fd` (none when 0: the fd is kept but not watched).
-pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
+/// What to wait for on a listener: a connection while `accepting`, else nothing.
+pub(crate) fn accept_events(accepting: bool) -> PollFlags {
+    if accepting {
+        PollFlags::IN
+    } else {
+        PollFlags::empty()
     }
 }
 
-/// Waits until one of `fds` is ready or the earliest of `deadlines` passes; false when
-/// a signal interrupted the wait (the caller loops).
-pub(crate) fn wait(fds: &mut [libc::pollfd], deadlines: impl Iterator<Item = Instant>) -> bool {
+/// Waits until one of `fds` is ready (an fd whose events are empty is kept but not
+/// watched) or the earliest of `deadlines` passes, and returns
+/// which of them are ready, in order; `None` when a signal interrupted the wait (the
+/// caller loops).
+pub(crate) fn wait(
+    fds: &mut [PollFd<'_>],
+    deadlines: impl Iterator<Item = Instant>,
+) -> Option<Vec<bool>> {
     let now = Instant::now();
     let timeout_ms = deadlines
         .map(|deadline| deadline.saturating_duration_since(now))
         .min()
         // Rounded up, so that a wake-up finds the deadline passed.
-        .map_or(-1, |d| (d.as_millis() + 1).min(i32::MAX as u128) as i32);
-    // SAFETY: `fds` is a live slice of `fds.len()` pollfds.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        .map(|d| (d.as_millis() + 1).min(i32::MAX as u128) as i64);
+    let timeout = timeout_ms.map(|ms| Timespec {
+        tv_sec: ms / 1000,
+        tv_nsec: ms % 1000 * 1_000_000,
+    });
     // EINTR; poll cannot fail otherwise with valid arguments.
-    n >= 0
+    poll(fds, timeout.as_ref()).ok()?;
+    Some(fds.iter().map(|fd| !fd.revents().is_empty()).collect())
 }
 
 /// After a failed accept (EMFILE), when to try again: the listener stays readable, and

@@ -1,5 +1,6 @@
 //! The client side of the control socket: one request, one response, and errors that
-//! tell the user what to do (start polld, use sudo, pass --socket).
+//! tell the user what to do (start polld, use sudo, pass --socket); and the two tools
+//! built on that exchange, [`ctl`] and [`ifconfig`].
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -8,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::proto::{Request, Response, MAX_REQUEST_BYTES};
+
+pub mod ctl;
+pub mod ifconfig;
 use crate::server::{ANSWER_TIMEOUT, PERMISSION_DENIED, READ_TIMEOUT};
 
 /// Where `polld run` serves its control socket unless told otherwise.

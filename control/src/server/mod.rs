@@ -14,17 +14,28 @@
 use std::fmt;
 use std::fs;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::net::{send, SendFlags, UCred};
+use rustix::process::Uid;
+
 use crate::proto::{parse_request, Request, Response, MAX_REQUEST_BYTES};
-use crate::wait::{next_connection, pollfd, wait, AcceptPause};
+use inbox::{Envelope, ReplyTo};
+use wait::{accept_events, next_connection, wait, AcceptPause};
+
+pub mod answer;
+mod inbox;
+pub(crate) mod wait;
+
+pub use inbox::{channel, EventFd, Inbox, Requester};
 
 /// What a client whose uid is neither 0 nor the daemon's is told (and what the client
 /// says when the socket's mode already refused it).
@@ -88,165 +99,9 @@ impl std::error::Error for ControlError {
     }
 }
 
-/// A non-blocking eventfd used as a doorbell between threads (also the idle poller's, in
-/// polld-runtime).
-pub struct EventFd(OwnedFd);
-
-impl EventFd {
-    pub fn new() -> io::Result<EventFd> {
-        // SAFETY: eventfd takes no pointers; a non-negative result is a new fd we own.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a freshly created descriptor owned by nobody else.
-        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    pub fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-
-    /// Makes the fd readable. The write can only fail when the counter is about to
-    /// overflow, and then the fd is readable already.
-    pub fn signal(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to an fd we own.
-        unsafe { libc::write(self.fd(), (&one as *const u64).cast(), 8) };
-    }
-
-    /// Resets the fd to not readable. EAGAIN (nothing signalled) is the expected failure.
-    pub fn clear(&self) {
-        self.take();
-    }
-
-    /// Resets the fd to not readable; whether it had been signalled.
-    pub fn take(&self) -> bool {
-        let mut count: u64 = 0;
-        // SAFETY: reads 8 bytes into a live u64 from an fd we own.
-        unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) == 8 }
-    }
-}
-
 /// The credentials of the process at the other end of a Unix socket.
-pub(crate) fn peer_cred(stream: &UnixStream) -> io::Result<libc::ucred> {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are live and `len` is the size of `cred`.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred)
-}
-
-/// Where the answer to a request goes.
-enum ReplyTo {
-    /// A socket connection of the server thread, by its id.
-    Connection(u64),
-    /// A [`Requester`] waiting on its own channel.
-    Channel(SyncSender<Response>),
-}
-
-/// A request on its way to the poll thread, and where its answer goes.
-struct Envelope {
-    reply_to: ReplyTo,
-    request: Request,
-}
-
-/// The poll thread's side of the control socket.
-pub struct Inbox {
-    requests: Receiver<Envelope>,
-    requests_wake: Arc<EventFd>,
-    replies: Sender<(u64, Response)>,
-    replies_wake: Arc<EventFd>,
-}
-
-impl Inbox {
-    /// An eventfd that is readable while requests wait: add it to the poll thread's
-    /// epoll set and call [`Inbox::answer_pending`] when it fires.
-    pub fn wake_fd(&self) -> RawFd {
-        self.requests_wake.fd()
-    }
-
-    /// Answers every waiting request with `answer` and hands the answers back to the
-    /// server thread. Never blocks: it only reads an eventfd and moves messages.
-    pub fn answer_pending(&self, answer: &mut dyn FnMut(Request) -> Response) {
-        // Cleared before draining: a request queued after this point signals again.
-        self.requests_wake.clear();
-        let mut answered = false;
-        while let Ok(envelope) = self.requests.try_recv() {
-            let response = answer(envelope.request);
-            // The server or the requester may have stopped meanwhile; then nobody waits.
-            match envelope.reply_to {
-                ReplyTo::Connection(id) => {
-                    let _ = self.replies.send((id, response));
-                    answered = true;
-                }
-                ReplyTo::Channel(reply) => {
-                    let _ = reply.try_send(response);
-                }
-            }
-        }
-        if answered {
-            self.replies_wake.signal();
-        }
-    }
-}
-
-/// An [`Inbox`] with no socket behind it, and the [`Requester`] that asks it: how a
-/// daemon with several poll threads hands each its share of a request.
-pub fn channel() -> io::Result<(Requester, Inbox)> {
-    let requests_wake = Arc::new(EventFd::new()?);
-    let (requests_tx, requests_rx) = mpsc::channel();
-    // Requests from a Requester are answered on their own channel; this side is unused.
-    let (replies_tx, _) = mpsc::channel();
-    let requester = Requester {
-        requests: requests_tx,
-        requests_wake: requests_wake.clone(),
-    };
-    let inbox = Inbox {
-        requests: requests_rx,
-        requests_wake,
-        replies: replies_tx,
-        replies_wake: Arc::new(EventFd::new()?),
-    };
-    Ok((requester, inbox))
-}
-
-/// Asks the poll thread through its [`Inbox`] from another thread of the daemon (the
-/// metrics server), the way the socket server does for its clients.
-#[derive(Clone)]
-pub struct Requester {
-    requests: Sender<Envelope>,
-    requests_wake: Arc<EventFd>,
-}
-
-impl Requester {
-    /// Hands `request` to the poll thread and waits up to [`ANSWER_TIMEOUT`] for its
-    /// answer; `None` when the poll thread is gone or did not answer in time.
-    pub fn ask(&self, request: Request) -> Option<Response> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        let envelope = Envelope {
-            reply_to: ReplyTo::Channel(reply),
-            request,
-        };
-        self.requests.send(envelope).ok()?;
-        self.requests_wake.signal();
-        answer.recv_timeout(ANSWER_TIMEOUT).ok()
-    }
+pub(crate) fn peer_cred(stream: &UnixStream) -> io::Result<UCred> {
+    Ok(rustix::net::sockopt::socket_peercred(stream)?)
 }
 
 /// The running control socket; dropping it stops the server thread and removes the
@@ -309,8 +164,7 @@ impl ControlServer {
             requests_wake: requests_wake.clone(),
             replies: replies_rx,
             replies_wake: replies_wake.clone(),
-            // SAFETY: geteuid cannot fail.
-            euid: unsafe { libc::geteuid() },
+            euid: rustix::process::geteuid(),
             conns: Vec::new(),
             next_id: 0,
             accept_pause: AcceptPause::default(),
@@ -420,7 +274,7 @@ pub fn check_socket_path(path: &Path) -> Result<SocketPath, ControlError> {
     match UnixStream::connect(path) {
         Ok(stream) => Err(ControlError::InUse {
             path: path.to_path_buf(),
-            pid: peer_cred(&stream).ok().map(|c| c.pid),
+            pid: peer_cred(&stream).ok().map(|c| c.pid.as_raw_pid()),
         }),
         Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => Ok(SocketPath::Stale),
         Err(e) => Err(io_err("probe the existing socket", e)),
@@ -516,27 +370,20 @@ impl Conn {
         };
         while *sent < out.len() {
             let rest = &out[*sent..];
-            // SAFETY: sends from a live slice of `rest.len()` bytes. MSG_NOSIGNAL: a
-            // client that hung up must not kill the daemon with SIGPIPE.
-            let n = unsafe {
-                libc::send(
-                    self.stream.as_raw_fd(),
-                    rest.as_ptr().cast(),
-                    rest.len(),
-                    libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                match io::Error::last_os_error().kind() {
-                    io::ErrorKind::WouldBlock => return,
-                    io::ErrorKind::Interrupted => continue,
-                    _ => {
-                        self.phase = Phase::Done;
-                        return;
-                    }
+            // MSG_NOSIGNAL: a client that hung up must not kill the daemon with SIGPIPE.
+            match send(
+                &self.stream,
+                rest,
+                SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+            ) {
+                Ok(n) => *sent += n,
+                Err(Errno::WOULDBLOCK) => return,
+                Err(Errno::INTR) => continue,
+                Err(_) => {
+                    self.phase = Phase::Done;
+                    return;
                 }
             }
-            *sent += n as usize;
         }
         self.phase = match self.stream.shutdown(std::net::Shutdown::Write) {
             Ok(()) => Phase::Draining,
@@ -569,7 +416,7 @@ struct Server {
     requests_wake: Arc<EventFd>,
     replies: Receiver<(u64, Response)>,
     replies_wake: Arc<EventFd>,
-    euid: libc::uid_t,
+    euid: Uid,
     conns: Vec<Conn>,
     next_id: u64,
     accept_pause: AcceptPause,
@@ -580,22 +427,19 @@ impl Server {
         loop {
             let accepting = self.conns.len() < MAX_CONNECTIONS && !self.accept_pause.active();
             let mut fds = vec![
-                pollfd(self.stop.fd(), libc::POLLIN),
-                pollfd(self.replies_wake.fd(), libc::POLLIN),
-                pollfd(
-                    self.listener.as_raw_fd(),
-                    if accepting { libc::POLLIN } else { 0 },
-                ),
+                PollFd::new(&*self.stop, PollFlags::IN),
+                PollFd::new(&*self.replies_wake, PollFlags::IN),
+                PollFd::new(&self.listener, accept_events(accepting)),
             ];
             // Which connection each further pollfd belongs to.
             let mut watched = Vec::new();
             for (i, conn) in self.conns.iter().enumerate() {
                 let events = match conn.phase {
-                    Phase::Reading(_) | Phase::Draining => libc::POLLIN,
-                    Phase::Writing { .. } => libc::POLLOUT,
+                    Phase::Reading(_) | Phase::Draining => PollFlags::IN,
+                    Phase::Writing { .. } => PollFlags::OUT,
                     Phase::Waiting | Phase::Done => continue,
                 };
-                fds.push(pollfd(conn.stream.as_raw_fd(), events));
+                fds.push(PollFd::new(&conn.stream, events));
                 watched.push(i);
             }
             let deadlines = self
@@ -603,21 +447,21 @@ impl Server {
                 .iter()
                 .filter(|c| !matches!(c.phase, Phase::Done))
                 .map(|c| c.deadline);
-            if !wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) {
+            let Some(ready) = wait(&mut fds, deadlines.chain(self.accept_pause.deadline())) else {
                 continue;
-            }
-            if fds[0].revents != 0 {
+            };
+            if ready[0] {
                 return;
             }
-            if fds[1].revents != 0 {
+            if ready[1] {
                 self.take_replies();
             }
-            for (pfd, &i) in fds[3..].iter().zip(&watched) {
-                if pfd.revents != 0 {
+            for (&ready, &i) in ready[3..].iter().zip(&watched) {
+                if ready {
                     self.progress(i);
                 }
             }
-            if fds[2].revents != 0 {
+            if ready[2] {
                 self.accept();
             }
             self.expire(Instant::now());
@@ -643,7 +487,7 @@ impl Server {
             };
             self.next_id += 1;
             match peer_cred(&conn.stream) {
-                Ok(cred) if cred.uid == 0 || cred.uid == self.euid => {}
+                Ok(cred) if cred.uid.is_root() || cred.uid == self.euid => {}
                 Ok(_) => conn.refuse(PERMISSION_DENIED.to_string()),
                 Err(e) => conn.refuse(format!("cannot read the client's credentials: {e}")),
             }

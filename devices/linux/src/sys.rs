@@ -1,0 +1,217 @@
+//! The system calls the other crates need that rustix does not offer safely, each behind
+//! one safe function: scheduling policies, blocked signals read through a signalfd, a
+//! stop flag set by SIGINT and SIGTERM, epoll_ctl on the descriptors devices hand out by number, integer options of packet sockets, and the hooks
+//! that run in a child between fork and exec. Every crate but this one forbids unsafe
+//! code and makes its system calls through rustix or through this module.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `-1` as the error it stands for (errno), anything else as success.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `epoll_ctl(epoll, op, fd)` with `events` and `token` as the event's data. The Device
+/// trait hands out its descriptors by number (`RawFd`), which rustix cannot take safely;
+/// the kernel refuses a number that is not open.
+pub fn epoll_ctl(
+    epoll: BorrowedFd<'_>,
+    op: libc::c_int,
+    fd: RawFd,
+    events: u32,
+    token: u64,
+) -> io::Result<()> {
+    let mut event = libc::epoll_event { events, u64: token };
+    // SAFETY: `event` is valid for the call; the kernel validates `fd`.
+    check(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, fd, &mut event) }).map(drop)
+}
+
+/// Waits up to `timeout_ms` for `fd` to become readable (a signal or the timeout just
+/// ends the wait). Like [`epoll_ctl`], it takes a device's descriptor by number.
+pub fn poll_readable(fd: RawFd, timeout_ms: i32) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a bad fd is reported in it (POLLNVAL), not an error.
+    unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+}
+
+/// Gives task `pid` (0: the calling thread) scheduling `policy` (`libc::SCHED_*`) at
+/// `priority` (0 unless the policy is a real-time one).
+pub fn set_scheduler(pid: libc::pid_t, policy: libc::c_int, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is valid for the call; the kernel checks the pid and our privilege.
+    check(unsafe { libc::sched_setscheduler(pid, policy, &param) }).map(drop)
+}
+
+/// Task `pid`'s scheduling policy and priority, as [`set_scheduler`] takes them.
+pub fn scheduler_of(pid: libc::pid_t) -> io::Result<(libc::c_int, i32)> {
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain queries into a valid sched_param; the kernel checks the pid.
+    let policy = check(unsafe { libc::sched_getscheduler(pid) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::sched_getparam(pid, &mut param) })?;
+    Ok((policy, param.sched_priority))
+}
+
+/// `signals` as a set.
+fn signal_set(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: the set is initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &signal in signals {
+            libc::sigaddset(&mut set, signal);
+        }
+        set
+    }
+}
+
+/// Blocks `signals` in the calling thread and so in every thread it starts afterwards.
+pub fn block_signals(signals: &[i32]) -> io::Result<()> {
+    let set = signal_set(signals);
+    // SAFETY: `set` is a live, initialised sigset.
+    match unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Blocks `signals` ([`block_signals`]) and returns a non-blocking signalfd that reads
+/// them. The error is the one of `signalfd(2)`, prefixed "signalfd: ".
+pub fn signalfd_of(signals: &[i32]) -> io::Result<OwnedFd> {
+    block_signals(signals)?;
+    let set = signal_set(signals);
+    // SAFETY: `set` is a live, initialised sigset.
+    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
+    let fd = check(fd).map_err(|e| io::Error::new(e.kind(), format!("signalfd: {e}")))?;
+    // SAFETY: a non-negative result is a new fd, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The signal waiting on signalfd `fd`, if one is.
+pub fn read_signal(fd: BorrowedFd<'_>) -> Option<i32> {
+    // SAFETY: signalfd_siginfo is plain data; the read fills it.
+    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::signalfd_siginfo>();
+    // SAFETY: reads at most `size` bytes into `info`.
+    let r = unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            size,
+        )
+    };
+    (r as usize == size).then_some(info.ssi_signo as i32)
+}
+
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// Sets the disposition of SIGINT and SIGTERM to `handler`.
+fn set_stop_disposition(handler: libc::sighandler_t) {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler is SIG_DFL or `request_stop`, which only stores to an
+        // atomic (async-signal-safe); the sigaction struct is fully initialised before use.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Makes SIGINT and SIGTERM set a flag instead of killing the process, and returns it.
+///
+/// The loops poll the flag, print their summary and return normally. The handler is
+/// installed without SA_RESTART so that a blocking sleep or poll returns at once.
+pub fn stop_on_signals() -> &'static AtomicBool {
+    STOP_REQUESTED.store(false, Ordering::Relaxed);
+    set_stop_disposition(request_stop as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    &STOP_REQUESTED
+}
+
+/// Gives SIGINT and SIGTERM back their default action (ending the process), undoing
+/// [`stop_on_signals`].
+pub fn default_stop_signals() {
+    set_stop_disposition(libc::SIG_DFL);
+}
+
+/// `setsockopt(SOL_PACKET, option, value)` for an integer option of a packet socket
+/// (`PACKET_QDISC_BYPASS`, `PACKET_IGNORE_OUTGOING`).
+pub fn set_packet_option(
+    fd: BorrowedFd<'_>,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    crate::afpacket::set_packet_option(fd.as_raw_fd(), option, &value)
+}
+
+/// Makes `command`'s child run on `cpu` only, from before it executes. `cpu` must be
+/// below `libc::CPU_SETSIZE` (the caller checked it is one this process may use).
+pub fn pin_at_exec(command: &mut Command, cpu: usize) {
+    assert!(
+        cpu < libc::CPU_SETSIZE as usize,
+        "CPU {cpu} is beyond the CPU set"
+    );
+    // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe, on a
+    // set it owns; CPU_SET stays inside the set for the cpu checked above.
+    unsafe {
+        command.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            check(libc::sched_setaffinity(
+                0,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &set,
+            ))
+            .map(drop)
+        });
+    }
+}
+
+/// Makes `command`'s child close, at its exec, every descriptor above stderr it
+/// inherited (such as a lock `flock` holds for its command), for a child that outlives
+/// us.
+pub fn close_inherited_at_exec(command: &mut Command) {
+    const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+    // SAFETY: close_range is async-signal-safe and marks only the child's descriptors.
+    unsafe {
+        command.pre_exec(|| {
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC);
+            Ok(())
+        });
+    }
+}
+
+/// Limits the files `command`'s child writes to `bytes` (RLIMIT_FSIZE), with SIGXFSZ
+/// ignored so that a write past the limit fails with EFBIG instead of killing it.
+pub fn limit_file_size_at_exec(command: &mut Command, bytes: u64) {
+    // SAFETY: only async-signal-safe calls (signal, setrlimit) between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            check(libc::setrlimit(libc::RLIMIT_FSIZE, &limit)).map(drop)
+        });
+    }
+}
