@@ -493,7 +493,7 @@ pub fn command_ahead_in(
 fn pin(command: &mut Command, cpu: Option<usize>, program: &str) -> Result<(), TestbedError> {
     if let Some(cpu) = cpu {
         check_cpu(cpu, &format!("the CPU for `{program}`"))?;
-        polld_dev::sys::pin_at_exec(&mut command, cpu);
+        polld_dev::sys::pin_at_exec(command, cpu);
     }
     Ok(())
 }
