@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{assert_conserved, count, gen, testbed, Dir, Polld};
 use polld_testbed::{PolldSetup, Testbed};
+use polld_testsupport::{Edit, FaultConfig};
 use serde_json::Value;
 
 /// The number of records of a classic pcap file, after checking its global header and
@@ -54,17 +55,23 @@ fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact(
     let dir = Dir::new(&format!("{}-mw", tb.layout().prefix));
     let (socket, config, text) = router_config(&tb, &dir, "polling");
     // veth1 (from gen) misbehaves on receive, veth2 (to sink) on transmit.
-    let rx_faults = "[interfaces.fault]\nseed = 3\nrx_drop = 50\nrx_truncate = 50\n\
-                     rx_corrupt = 50\nrx_duplicate = 50\n";
-    let tx_faults = "[interfaces.fault]\nseed = 4\ntx_fail = 100\n";
-    let second = text.match_indices("\n[[interfaces]]").nth(1).unwrap().0;
-    let arp = text.find("\n[[static_arp]]").unwrap();
-    let text = format!(
-        "{}\n{rx_faults}{}\n{tx_faults}{}",
-        &text[..second],
-        &text[second..arp],
-        &text[arp..]
-    );
+    let rx_faults = FaultConfig {
+        seed: 3,
+        rx_drop: 50,
+        rx_truncate: 50,
+        rx_corrupt: 50,
+        rx_duplicate: 50,
+        ..FaultConfig::default()
+    };
+    let tx_faults = FaultConfig {
+        seed: 4,
+        tx_fail: 100,
+        ..FaultConfig::default()
+    };
+    let text = Edit::of(&text)
+        .fault("veth1", rx_faults)
+        .fault("veth2", tx_faults)
+        .to_toml();
     std::fs::write(&config, text).unwrap();
     let prefix = dir.0.join("cap");
     let prefix = prefix.to_str().unwrap();

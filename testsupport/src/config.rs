@@ -153,6 +153,56 @@ impl Interface {
     }
 }
 
+/// A config file written elsewhere (the testbed's), changed key by key. Its TOML form comes
+/// back with its keys sorted and without comments, so a file with `[knobs]`, applied in
+/// file order, is refused.
+#[derive(Clone, Debug)]
+pub struct Edit(toml::Table);
+
+impl Edit {
+    pub fn of(text: &str) -> Edit {
+        let file: toml::Table = text.parse().unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert!(
+            !file.contains_key("knobs"),
+            "Edit would sort the [knobs], which apply in file order: build the file with \
+             ConfigFile instead\n{text}"
+        );
+        Edit(file)
+    }
+
+    /// `[daemon] key = value`.
+    pub fn daemon(mut self, key: &str, value: impl Into<toml::Value>) -> Edit {
+        let daemon = self.0.entry("daemon").or_insert(toml::Table::new().into());
+        daemon
+            .as_table_mut()
+            .expect("[daemon] is a table")
+            .insert(key.to_string(), value.into());
+        self
+    }
+
+    /// `[interfaces.fault]` of the entry of interface `name`.
+    pub fn fault(mut self, name: &str, fault: FaultConfig) -> Edit {
+        let entry = self
+            .0
+            .get_mut("interfaces")
+            .and_then(|v| v.as_array_mut())
+            .and_then(|list| {
+                list.iter_mut()
+                    .filter_map(|e| e.as_table_mut())
+                    .find(|e| e.get("name").and_then(|n| n.as_str()) == Some(name))
+            })
+            .unwrap_or_else(|| panic!("no [[interfaces]] entry for {name}"));
+        let fault = toml::Value::try_from(fault).expect("a fault table");
+        entry.insert("fault".to_string(), fault);
+        self
+    }
+
+    /// The file's text.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.0).expect("a config file serialises")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,7 +234,8 @@ mod tests {
             )
             .static_arp("10.82.2.2", "02:00:00:00:02:02")
             .to_toml();
-        let c = RunConfig::parse(Path::new("built.toml"), &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let c = RunConfig::parse(Path::new("built.toml"), &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(
             c.daemon.socket.as_deref(),
             Some(Path::new("/tmp/a \"quoted\" dir/polld.sock"))
@@ -196,14 +247,69 @@ mod tests {
             .collect();
         assert_eq!(
             knobs,
-            [("kern.polling.user_frac", "17"), ("kern.polling.burst_max", "300")],
+            [
+                ("kern.polling.user_frac", "17"),
+                ("kern.polling.burst_max", "300")
+            ],
             "in the order given"
         );
         assert_eq!(c.devices.len(), 2);
         assert_eq!(c.devices[0].mode, polld_core::Mode::Polling);
         assert_eq!(c.devices[1].mode, polld_core::Mode::Interrupt);
         assert_eq!(c.devices[1].fault.map(|f| f.tx_fail), Some(100));
-        assert_eq!(c.packet.interfaces[1].addresses[0].to_string(), "10.82.2.1/24");
+        assert_eq!(
+            c.packet.interfaces[1].addresses[0].to_string(),
+            "10.82.2.1/24"
+        );
         assert_eq!(c.packet.static_arp[0].ip.to_string(), "10.82.2.2");
+    }
+
+    #[test]
+    fn an_edit_changes_the_keys_it_names_and_keeps_the_rest() {
+        let text = ConfigFile::new()
+            .socket("/tmp/polld.sock")
+            .interface(
+                Interface::new("veth1")
+                    .mac("02:00:00:00:01:01")
+                    .address("10.0.1.1/24"),
+            )
+            .interface(
+                Interface::new("veth2")
+                    .mac("02:00:00:00:02:01")
+                    .address("10.0.2.1/24"),
+            )
+            .static_arp("10.0.2.2", "02:00:00:00:02:02")
+            .to_toml();
+        let fault = FaultConfig {
+            seed: 4,
+            rx_drop: 50,
+            ..FaultConfig::default()
+        };
+        let edited = Edit::of(&format!("# a comment\n{text}"))
+            .daemon("af_xdp_shared_umem", false)
+            .fault("veth2", fault)
+            .to_toml();
+        let c = RunConfig::parse(Path::new("edited.toml"), &edited)
+            .unwrap_or_else(|e| panic!("{e}\n{edited}"));
+        assert_eq!(c.daemon.af_xdp_shared_umem, Some(false));
+        assert_eq!(
+            c.daemon.socket.as_deref(),
+            Some(Path::new("/tmp/polld.sock"))
+        );
+        assert_eq!(
+            (c.devices[0].fault, c.devices[1].fault),
+            (None, Some(fault))
+        );
+        assert_eq!(
+            c.packet.interfaces[1].addresses[0].to_string(),
+            "10.0.2.1/24"
+        );
+        assert_eq!(c.packet.static_arp.len(), 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "Edit would sort the [knobs]")]
+    fn an_edit_refuses_a_file_with_knobs() {
+        Edit::of("[knobs]\n\"kern.polling.user_frac\" = 17\n");
     }
 }

@@ -32,7 +32,11 @@ impl Outcome for bool {
 /// Calls `poll` until it returns `Some` (or `true`), every 20 ms, and returns its value;
 /// panics after `timeout` saying that `what` did not happen. `poll` runs at least once,
 /// also after the deadline, so a slow first call does not fail a wait that holds.
-pub fn eventually<R: Outcome>(what: &str, timeout: Duration, mut poll: impl FnMut() -> R) -> R::Value {
+pub fn eventually<R: Outcome>(
+    what: &str,
+    timeout: Duration,
+    mut poll: impl FnMut() -> R,
+) -> R::Value {
     let start = Instant::now();
     loop {
         let last_chance = start.elapsed() >= timeout;

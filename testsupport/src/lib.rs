@@ -3,7 +3,8 @@
 //!   and fails instead under CI;
 //! - [`eventually`](mod@eventually): wait for a condition with a deadline and a message
 //!   naming what never came, instead of a sleep;
-//! - [`config`]: `polld run` config files built by key, serialised as TOML.
+//! - [`config`]: `polld run` config files built by key, serialised as TOML, or a file
+//!   written elsewhere changed by key.
 //!
 //! The conservation check is the dataplane's own ([`polld_core::IfCounters::unaccounted`],
 //! and on counters by name `unaccounted_named`), not a test's copy.
@@ -12,6 +13,7 @@ pub mod config;
 pub mod eventually;
 pub mod skip;
 
-pub use config::{ConfigFile, Interface};
+pub use config::{ConfigFile, Edit, Interface};
 pub use eventually::eventually;
+pub use polld_middleware::FaultConfig;
 pub use skip::{root_or_skip, skip_unless, REQUIRE_ROOT_VAR};

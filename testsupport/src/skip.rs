@@ -25,7 +25,10 @@ pub fn root_or_skip(why: &str) -> bool {
 /// `why` says what it runs on them.
 pub fn cpus_or_skip(n: usize, why: &str) -> bool {
     let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
-    skip_unless(cpus >= n, &format!("needs {n} CPUs ({why}), and this machine has {cpus}"))
+    skip_unless(
+        cpus >= n,
+        &format!("needs {n} CPUs ({why}), and this machine has {cpus}"),
+    )
 }
 
 fn decide_skip(why: &str, require: Option<&str>) -> bool {
