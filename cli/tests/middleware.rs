@@ -6,11 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{assert_conserved, count, gen, testbed, Dir, Polld};
 use polld_testbed::{PolldSetup, Testbed};
-use polld_testsupport::{Edit, FaultConfig};
+use polld_testsupport::{eventually, Edit, FaultConfig};
 use serde_json::Value;
 
 /// The number of records of a classic pcap file, after checking its global header and
@@ -78,11 +78,9 @@ fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact(
     let polld = Polld::start_with(&tb, &config, &socket, &["--pcap", prefix]);
 
     let mut load = gen(&tb, "5k", 1);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while load.0.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "polld gen did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually("polld gen finishes", Duration::from_secs(20), || {
+        load.0.try_wait().unwrap().is_some()
+    });
     let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
     for iface in &interfaces {
         assert_conserved(iface);

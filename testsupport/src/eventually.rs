@@ -5,8 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-/// How often [`eventually`] looks again.
-const EVERY: Duration = Duration::from_millis(20);
+/// How often [`eventually`] looks again: soon at first, then every 50 ms at most (a poll
+/// may start a process).
+const FIRST: Duration = Duration::from_millis(1);
+const EVERY: Duration = Duration::from_millis(50);
 
 /// What a poll returns: a value when the wait is over ([`Option`]), or whether it is
 /// (`bool`).
@@ -29,7 +31,7 @@ impl Outcome for bool {
     }
 }
 
-/// Calls `poll` until it returns `Some` (or `true`), every 20 ms, and returns its value;
+/// Calls `poll` until it returns `Some` (or `true`), and returns its value;
 /// panics after `timeout` saying that `what` did not happen. `poll` runs at least once,
 /// also after the deadline, so a slow first call does not fail a wait that holds.
 pub fn eventually<R: Outcome>(
@@ -38,13 +40,15 @@ pub fn eventually<R: Outcome>(
     mut poll: impl FnMut() -> R,
 ) -> R::Value {
     let start = Instant::now();
+    let mut every = FIRST;
     loop {
         let last_chance = start.elapsed() >= timeout;
         if let Some(value) = poll().done() {
             return value;
         }
         assert!(!last_chance, "{what}: not so after {timeout:?}");
-        std::thread::sleep(EVERY.min(timeout.saturating_sub(start.elapsed())));
+        std::thread::sleep(every.min(timeout.saturating_sub(start.elapsed())));
+        every = (every * 2).min(EVERY);
     }
 }
 

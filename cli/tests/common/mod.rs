@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
-use polld_testsupport::{ConfigFile, Interface};
+use polld_testsupport::{eventually, ConfigFile, Interface};
 use serde_json::Value;
 
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
@@ -176,11 +176,11 @@ impl Polld {
             child: Some(child),
             socket: socket.to_path_buf(),
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "polld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually(
+            "polld starts: its control socket exists",
+            Duration::from_secs(20),
+            || socket.exists(),
+        );
         polld
     }
 
@@ -345,7 +345,19 @@ pub fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    eventually(
+        &format!("iperf3 -s listens on port {port} in sink"),
+        Duration::from_secs(10),
+        || {
+            let listening = tb
+                .command_in(Role::Sink, None, "ss")
+                .unwrap()
+                .args(["-Hltn", &format!("sport = :{port}")])
+                .output()
+                .unwrap();
+            !listening.stdout.is_empty()
+        },
+    );
     let mut args = vec![
         "-c".to_string(),
         tb.layout().veth3.addr.to_string(),
