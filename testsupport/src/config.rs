@@ -215,24 +215,23 @@ mod tests {
             .knob("kern.polling.user_frac", 17)
             .knob("kern.polling.burst_max", "300")
             .interface(
-                Interface::new("tap0")
-                    .backend("tap")
-                    .mode("polling")
-                    .mac("02:00:00:00:01:01")
-                    .address("10.82.1.1/24"),
+                Interface::new("eth10")
+                    .backend("af_xdp")
+                    .mode("adaptive")
+                    .address("10.9.1.1/24")
+                    .mac("02:00:00:00:0a:01"),
             )
             .interface(
-                Interface::new("tap1")
-                    .backend("tap")
-                    .mac("02:00:00:00:02:01")
-                    .address("10.82.2.1/24")
+                Interface::new("eth11")
+                    .address("10.9.2.1/24")
+                    .mac("02:00:00:00:0b:01")
                     .fault(FaultConfig {
                         seed: 3,
                         tx_fail: 100,
                         ..FaultConfig::default()
                     }),
             )
-            .static_arp("10.82.2.2", "02:00:00:00:02:02")
+            .static_arp("10.9.2.2", "02:00:00:00:0b:02")
             .to_toml();
         let c = RunConfig::parse(Path::new("built.toml"), &text)
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -254,14 +253,14 @@ mod tests {
             "in the order given"
         );
         assert_eq!(c.devices.len(), 2);
-        assert_eq!(c.devices[0].mode, polld_core::Mode::Polling);
+        assert_eq!(c.devices[0].mode, polld_core::Mode::Adaptive);
         assert_eq!(c.devices[1].mode, polld_core::Mode::Interrupt);
         assert_eq!(c.devices[1].fault.map(|f| f.tx_fail), Some(100));
         assert_eq!(
             c.packet.interfaces[1].addresses[0].to_string(),
-            "10.82.2.1/24"
+            "10.9.2.1/24"
         );
-        assert_eq!(c.packet.static_arp[0].ip.to_string(), "10.82.2.2");
+        assert_eq!(c.packet.static_arp[0].ip.to_string(), "10.9.2.2");
     }
 
     #[test]
