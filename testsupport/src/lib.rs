@@ -1,6 +1,6 @@
 //! What polld's tests share across crates:
-//! - [`skip`]: a test that cannot run here (not root, one CPU, no dpdk) skips saying why,
-//!   and fails instead under CI;
+//! - [`skip`]: a test that cannot run here (not root, one CPU, no guest packages) skips
+//!   saying why, and fails instead under CI;
 //! - [`eventually`](mod@eventually): wait for a condition with a deadline and a message
 //!   naming what never came, instead of a sleep;
 //! - [`config`]: `polld run` config files built by key, serialised as TOML, or a file

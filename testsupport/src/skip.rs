@@ -1,8 +1,8 @@
 //! Tests that cannot run here skip, saying why: many need root (network namespaces, raw
-//! sockets, BPF), some two CPUs (the flood on one, polld on the other) or a program the
-//! machine may lack (DPDK's testpmd). Run by hand they skip; under CI a skip would hide
-//! that they never ran, so when `POLLD_REQUIRE_ROOT` is set (`.ci/run` sets it) a test
-//! that would skip fails instead, whatever it lacks.
+//! sockets, BPF), some two CPUs (the flood on one, polld on the other) or what the machine
+//! may lack (a VM guest's packages). Run by hand they skip; under CI a skip would hide that
+//! they never ran, so when `POLLD_REQUIRE_ROOT` is set (`.ci/run` sets it) a test that
+//! would skip fails instead, whatever it lacks.
 
 /// The variable that turns a skip into a failure.
 pub const REQUIRE_ROOT_VAR: &str = "POLLD_REQUIRE_ROOT";
