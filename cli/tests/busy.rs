@@ -17,8 +17,7 @@ const P99_BOUND_US: f64 = 50_000.0;
 #[test]
 fn busy_mode_realtime_at_a_low_rate_loses_nothing_and_keeps_latency_sane() {
     require_root!();
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (gen on CPU0, polld on CPU1)");
+    if !polld_testsupport::skip::cpus_or_skip(2, "gen on CPU0, polld on CPU1") {
         return;
     }
     let tb = testbed("bz");

@@ -9,6 +9,13 @@ use std::process::Command;
 use common::{two_taps, Dir, POLLD};
 use serde_json::Value;
 
+/// The 1-based line of `text` that starts with `start` (`\n` ends it).
+fn line_of(text: &str, start: &str) -> usize {
+    1 + text[..text.find(&format!("\n{start}")).expect(start) + 1]
+        .matches('\n')
+        .count()
+}
+
 /// `polld run --check --json -c PATH`: the exit status and stdout parsed.
 fn check_json(dir: &Dir, text: &str) -> (bool, Value) {
     let path = dir.0.join("polld.toml");
@@ -27,7 +34,7 @@ fn check_json(dir: &Dir, text: &str) -> (bool, Value) {
 fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix() {
     require_root!();
     let dir = Dir::new("check-json");
-    let good = two_taps(&dir.0.join("polld.sock"), "polling", "");
+    let good = two_taps(&dir.0.join("polld.sock"), "polling", &[]);
     let (ok, json) = check_json(&dir, &good);
     assert!(ok, "{json}");
     assert_eq!(json["ok"], true);
@@ -36,15 +43,13 @@ fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix()
         .to_string()
         .contains("creating the TAP device"));
 
-    let (ok, json) = check_json(
-        &dir,
-        &good.replace("name = \"tap1\"\n", "name = \"tap1\"\nqueue = 3\n"),
-    );
+    let bad = good.replace("name = \"tap1\"\n", "name = \"tap1\"\nqueue = 3\n");
+    let (ok, json) = check_json(&dir, &bad);
     assert!(!ok);
     assert_eq!(json["ok"], false);
     let error = &json["errors"][0];
     assert_eq!(error["path"], dir.0.join("polld.toml").to_str().unwrap());
-    assert_eq!(error["line"], 16);
+    assert_eq!(error["line"], line_of(&bad, "queue = 3"));
     assert_eq!(error["field"], "interfaces[1].queue");
     assert!(
         error["message"]
@@ -59,9 +64,14 @@ fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix()
     );
 
     // A syntax error has a line and no field.
-    let (ok, json) = check_json(&dir, &good.replace("mac = \"02:00:00:00:02:01\"", "mac = "));
+    let bad = good.replace("mac = \"02:00:00:00:02:01\"", "mac = ");
+    let (ok, json) = check_json(&dir, &bad);
     assert!(!ok);
-    assert_eq!(json["errors"][0]["line"], 17, "{json}");
+    assert_eq!(
+        json["errors"][0]["line"],
+        line_of(&bad, "mac = \n"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -70,12 +80,12 @@ fn check_refuses_a_metrics_address_already_taken() {
     let dir = Dir::new("check-metrics");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let good = two_taps(&dir.0.join("polld.sock"), "polling", "");
+    let good = two_taps(&dir.0.join("polld.sock"), "polling", &[]);
     let text = good.replace("[daemon]\n", &format!("[daemon]\nmetrics = {port}\n"));
     let (ok, json) = check_json(&dir, &text);
     assert!(!ok, "{json}");
     let error = &json["errors"][0];
-    assert_eq!(error["line"], 2, "{error}");
+    assert_eq!(error["line"], line_of(&text, "metrics = "), "{error}");
     assert_eq!(error["field"], "daemon.metrics");
     assert!(
         error["message"]

@@ -14,6 +14,7 @@ use common::{
     assert_conserved, ip_in, router_config, testbed, testbed_of, Dir, Polld, Running, POLLD,
 };
 use polld_testbed::{Devices, Testbed};
+use polld_testsupport::eventually;
 use serde_json::Value;
 
 /// `polld gen` on gen's end of the testbed (veth0 or tap0) at `rate` for `secs`, killed
@@ -58,18 +59,16 @@ fn forwarding(polld: &Polld, window: Duration) -> u64 {
 
 /// Waits (up to 20 s) until a restarted polld answers on its control socket.
 fn answers(polld: &Polld) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !polld
-        .run(&["ctl", "-n", "kern.polling.handlers"])
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the restarted polld never answered"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually(
+        "the restarted polld answers",
+        Duration::from_secs(20),
+        || {
+            polld
+                .run(&["ctl", "-n", "kern.polling.handlers"])
+                .status
+                .success()
+        },
+    );
 }
 
 /// Stops polld and checks conservation on every interface.
@@ -92,17 +91,15 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     assert!(forwarding(&polld, Duration::from_secs(1)) > 10_000);
 
     ip_in(&fwd, &["link", "set", "veth2", "down"]);
-    std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(value(&polld, "dev.veth2.link"), "down");
+    eventually("polld sees veth2 down", Duration::from_secs(5), || {
+        value(&polld, "dev.veth2.link") == "down"
+    });
     ip_in(&fwd, &["link", "set", "veth2", "up"]);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while value(&polld, "dev.veth2.link") != "up" {
-        assert!(
-            Instant::now() < deadline,
-            "veth2 never came back up in polld"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually(
+        "veth2 comes back up in polld",
+        Duration::from_secs(5),
+        || value(&polld, "dev.veth2.link") == "up",
+    );
     // veth's carrier takes a moment; then forwarding resumes at the offered rate.
     std::thread::sleep(Duration::from_millis(500));
     let after = forwarding(&polld, Duration::from_secs(1));

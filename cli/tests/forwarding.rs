@@ -9,13 +9,14 @@ mod common;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
     count, counter, ip_in, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed,
     values, warm_up, Polld, POLLD,
 };
 use polld_testbed::{Layout, PolldSetup, Role};
+use polld_testsupport::eventually;
 
 const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
 
@@ -131,11 +132,11 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
         let (_dir, polld) = start_router(&tb, backend, "polling");
         warm_up(&tb);
         ip_in(&l.fwd_ns, &["link", "del", "veth2"]);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while values(&polld, &["dev.veth2.link"])[0].1 != "gone" {
-            assert!(Instant::now() < deadline, "{backend}: veth2 not seen gone");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        eventually(
+            &format!("{backend}: polld sees veth2 gone"),
+            Duration::from_secs(10),
+            || values(&polld, &["dev.veth2.link"])[0].1 == "gone",
+        );
         assert_eq!(counter(&polld, "kern.polling.handlers"), 1, "deregistered");
         // polld still serves the other interface: it answers pings to its own address.
         let own = tb
@@ -183,14 +184,11 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
                 &l.veth2.addr.to_string(),
             ],
         );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while counter(&polld, "kern.polling.handlers") != 2 {
-            assert!(
-                Instant::now() < deadline,
-                "{backend}: veth2 not picked up again"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        eventually(
+            &format!("{backend}: veth2 picked up again"),
+            Duration::from_secs(10),
+            || counter(&polld, "kern.polling.handlers") == 2,
+        );
         warm_up(&tb);
         assert_eq!(ping(&tb, 3), 3, "{backend}: forwarding resumed");
         stop(polld);
@@ -369,10 +367,11 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
             })
             .collect()
     };
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while dropped(&polld).iter().any(|&n| n < 3) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        "three frames dropped for each reason",
+        Duration::from_secs(5),
+        || dropped(&polld).iter().all(|&n| n >= 3),
+    );
     for ((reason, _), n) in cases.iter().zip(dropped(&polld)) {
         assert_eq!(n, 3, "three frames dropped as {reason}");
     }

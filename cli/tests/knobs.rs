@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{gen, router_config, testbed, Dir, Polld};
 use polld_testbed::{Testbed, UpOptions};
+use polld_testsupport::eventually;
 
 /// Held by each test here: the CPU shares one measures must not include the other's polld.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -95,9 +96,9 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
         let share_off = competitor_share(fwd_cpu(), window);
         let idle_ns = value(&polld, "polld.idle_poll_ns");
         polld.ok(&["ctl", "kern.polling.idle_poll=1"]);
-        std::thread::sleep(Duration::from_millis(200));
-        let idle_ns_after = value(&polld, "polld.idle_poll_ns");
-        assert!(idle_ns_after > idle_ns, "idle polling never ran");
+        let idle_ns_after = eventually("idle polling runs", Duration::from_secs(10), || {
+            Some(value(&polld, "polld.idle_poll_ns")).filter(|&after| after > idle_ns)
+        });
         let share_on = competitor_share(fwd_cpu(), window);
         assert!(
             value(&polld, "dev.veth1.forwarded") > forwarded,
@@ -120,15 +121,21 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
     // Once the traffic stops, the idle thread polls, finds the rings empty and sleeps on
     // the devices' interrupts.
     drop(traffic);
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(value(&polld, "kern.polling.idlepoll_sleeping"), 1);
+    eventually(
+        "the idle poller sleeps on the interrupts",
+        Duration::from_secs(10),
+        || value(&polld, "kern.polling.idlepoll_sleeping") == 1,
+    );
     polld.ok(&["ctl", "kern.polling.idle_poll=0"]);
     // The poll thread never changed policy; ticks still run SCHED_FIFO.
     assert_eq!(policy(poll_thread), libc::SCHED_FIFO);
     assert_eq!(policy(idle_thread), libc::SCHED_IDLE);
     let cycles = value(&polld, "kern.polling.cycles");
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(value(&polld, "kern.polling.cycles") > cycles);
+    eventually(
+        "ticks run: kern.polling.cycles grows",
+        Duration::from_secs(10),
+        || value(&polld, "kern.polling.cycles") > cycles,
+    );
     polld.stop();
 }
 

@@ -6,10 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{assert_conserved, count, gen, testbed, Dir, Polld};
 use polld_testbed::{PolldSetup, Testbed};
+use polld_testsupport::{eventually, Edit, FaultConfig};
 use serde_json::Value;
 
 /// The number of records of a classic pcap file, after checking its global header and
@@ -54,28 +55,32 @@ fn pcap_files_match_the_counters_and_faults_are_counted_with_conservation_exact(
     let dir = Dir::new(&format!("{}-mw", tb.layout().prefix));
     let (socket, config, text) = router_config(&tb, &dir, "polling");
     // veth1 (from gen) misbehaves on receive, veth2 (to sink) on transmit.
-    let rx_faults = "[interfaces.fault]\nseed = 3\nrx_drop = 50\nrx_truncate = 50\n\
-                     rx_corrupt = 50\nrx_duplicate = 50\n";
-    let tx_faults = "[interfaces.fault]\nseed = 4\ntx_fail = 100\n";
-    let second = text.match_indices("\n[[interfaces]]").nth(1).unwrap().0;
-    let arp = text.find("\n[[static_arp]]").unwrap();
-    let text = format!(
-        "{}\n{rx_faults}{}\n{tx_faults}{}",
-        &text[..second],
-        &text[second..arp],
-        &text[arp..]
-    );
+    let rx_faults = FaultConfig {
+        seed: 3,
+        rx_drop: 50,
+        rx_truncate: 50,
+        rx_corrupt: 50,
+        rx_duplicate: 50,
+        ..FaultConfig::default()
+    };
+    let tx_faults = FaultConfig {
+        seed: 4,
+        tx_fail: 100,
+        ..FaultConfig::default()
+    };
+    let text = Edit::of(&text)
+        .fault("veth1", rx_faults)
+        .fault("veth2", tx_faults)
+        .to_toml();
     std::fs::write(&config, text).unwrap();
     let prefix = dir.0.join("cap");
     let prefix = prefix.to_str().unwrap();
     let polld = Polld::start_with(&tb, &config, &socket, &["--pcap", prefix]);
 
     let mut load = gen(&tb, "5k", 1);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while load.0.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "polld gen did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually("polld gen finishes", Duration::from_secs(20), || {
+        load.0.try_wait().unwrap().is_some()
+    });
     let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
     for iface in &interfaces {
         assert_conserved(iface);

@@ -16,8 +16,7 @@ use polld_testbed::{polld_config_per_cpu, Devices, Layout, PolldSetup, Testbed};
 /// A TAP testbed unique to `tag` with a second TAP pair, on a machine with 2 CPUs or more
 /// (one poll thread on each); `None` (skipped, said on stderr) with fewer.
 fn two_pairs(tag: &str) -> Option<(Testbed, Layout)> {
-    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
-        eprintln!("skipped: needs 2 CPUs (a poll thread on each)");
+    if !polld_testsupport::skip::cpus_or_skip(2, "a poll thread on each") {
         return None;
     }
     let mut tb = testbed_of(tag, Devices::Tap);

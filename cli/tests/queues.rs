@@ -11,10 +11,11 @@
 mod common;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{count, counter, ip, ip_in, stop, testbed, values, Dir, Polld, POLLD};
 use polld_testbed::{polld_config, PolldSetup, Role, Testbed};
+use polld_testsupport::eventually;
 use serde_json::Value;
 
 /// Gives the testbed's four veth ends two queues each: a sender's CPU picks its transmit
@@ -88,7 +89,11 @@ fn forward_on_two_queues(tag: &str, backend: &str, split: &str, reopen: bool) ->
         let before = [rx(0), rx(1)];
         recreate_veth1(&tb, &polld);
         send_from_both_cpus(&tb);
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        eventually(
+            "both queues receive again after the reopen",
+            Duration::from_secs(10),
+            || (0..2).all(|q| rx(q) > before[q as usize] + 1000),
+        );
         for q in [0, 1] {
             assert!(
                 rx(q) > before[q as usize] + 1000,
@@ -171,11 +176,9 @@ fn recreate_veth1(tb: &Testbed, polld: &Polld) {
             &["link", "set", &iface.name, "address", &iface.mac, "up"],
         );
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while link() != "up up" {
-        assert!(Instant::now() < deadline, "veth1 not reopened: {}", link());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually("veth1 reopened (up up)", Duration::from_secs(20), || {
+        link() == "up up"
+    });
 }
 
 /// The final report's row `name`.

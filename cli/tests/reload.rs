@@ -5,9 +5,10 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{signal, two_taps, Dir, POLLD};
+use polld_testsupport::eventually;
 use rustix::process::Signal;
 
 /// A polld started by the test, killed if still running when dropped.
@@ -33,11 +34,11 @@ fn ctl(socket: &str, name: &str) -> String {
 
 /// Waits until `name` reads `want` (the reload thread applies it soon after SIGHUP).
 fn wait_for(socket: &str, name: &str, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ctl(socket, name) != want {
-        assert!(Instant::now() < deadline, "{name} never became {want}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        &format!("{name} becomes {want}"),
+        Duration::from_secs(20),
+        || ctl(socket, name) == want,
+    );
 }
 
 fn hangup(polld: &Running) {
@@ -46,15 +47,14 @@ fn hangup(polld: &Running) {
 
 /// Waits until polld's stderr (a file) has `text`; returns it.
 fn wait_logged(log: &std::path::Path, text: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let logged = std::fs::read_to_string(log).unwrap_or_default();
-        if logged.contains(text) {
-            return logged;
-        }
-        assert!(Instant::now() < deadline, "never logged {text:?}: {logged}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        &format!("polld logs {text:?}"),
+        Duration::from_secs(20),
+        || {
+            let logged = std::fs::read_to_string(log).unwrap_or_default();
+            logged.contains(text).then_some(logged)
+        },
+    )
 }
 
 #[test]
@@ -66,7 +66,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     let socket = socket_path.to_str().unwrap();
     let path = dir.0.join("polld.toml");
     let log = dir.0.join("stderr");
-    std::fs::write(&path, two_taps(&socket_path, "interrupt", "")).unwrap();
+    std::fs::write(&path, two_taps(&socket_path, "interrupt", &[])).unwrap();
     let polld = Running(
         Command::new(POLLD)
             .args(["run", "--netns", ns.name(), "-c"])
@@ -76,17 +76,17 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::path::Path::new(socket).exists() {
-        assert!(Instant::now() < deadline, "polld did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        "polld's control socket exists",
+        Duration::from_secs(20),
+        || std::path::Path::new(socket).exists(),
+    );
     let default_frac = ctl(socket, "kern.polling.user_frac");
     assert_ne!(default_frac, "17");
     assert_eq!(ctl(socket, "dev.tap0.mode"), "interrupt");
 
     // Mode and knob changed in the file: applied at SIGHUP.
-    let changed = two_taps(&socket_path, "polling", "\"kern.polling.user_frac\" = 17");
+    let changed = two_taps(&socket_path, "polling", &[("kern.polling.user_frac", 17)]);
     std::fs::write(&path, &changed).unwrap();
     hangup(&polld);
     wait_for(socket, "kern.polling.user_frac", "17");
@@ -108,7 +108,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     let refused = two_taps(
         &socket_path,
         "interrupt",
-        "\"kern.polling.user_frac\" = 150",
+        &[("kern.polling.user_frac", 150)],
     );
     std::fs::write(&path, refused).unwrap();
     hangup(&polld);
@@ -122,7 +122,7 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     );
 
     // The knob left the file: back to its default.
-    std::fs::write(&path, two_taps(&socket_path, "polling", "")).unwrap();
+    std::fs::write(&path, two_taps(&socket_path, "polling", &[])).unwrap();
     hangup(&polld);
     wait_for(socket, "kern.polling.user_frac", &default_frac);
 

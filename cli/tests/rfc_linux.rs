@@ -26,6 +26,7 @@ use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_packet::options::kind;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use polld_testsupport::{ConfigFile, Interface};
 use rustix::net::{recv, send, RecvFlags, SendFlags};
 
 const A0_MAC: &str = "02:00:00:00:01:01";
@@ -363,33 +364,14 @@ fn polld_forwards_crafted_frames_as_linux_does() {
     let dir = Dir::new("rfc-linux");
     let socket = dir.0.join("polld.sock");
     let config = dir.0.join("fwd.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"[daemon]
-socket = {socket:?}
-
-[[interfaces]]
-name = "r0"
-mac = "{R0_MAC}"
-addresses = ["10.0.1.1/24"]
-
-[[interfaces]]
-name = "r1"
-mac = "{R1_MAC}"
-addresses = ["10.0.2.1/24"]
-
-[[static_arp]]
-ip = "{DST}"
-mac = "{B0_MAC}"
-
-[[static_arp]]
-ip = "10.0.1.2"
-mac = "{A0_MAC}"
-"#
-        ),
-    )
-    .unwrap();
+    let text = ConfigFile::new()
+        .socket(&socket)
+        .interface(Interface::new("r0").mac(R0_MAC).address("10.0.1.1/24"))
+        .interface(Interface::new("r1").mac(R1_MAC).address("10.0.2.1/24"))
+        .static_arp(DST, B0_MAC)
+        .static_arp("10.0.1.2", A0_MAC)
+        .to_toml();
+    std::fs::write(&config, text).unwrap();
     let polld = Polld::start_in(t.fwd.name(), &config, &socket, &[]);
     let ours = run_all(&w);
     let names = [

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{signal, Dir, POLLD};
 use polld_runtime::caps::Cap;
+use polld_testsupport::{ConfigFile, Interface};
 use rustix::process::Signal;
 
 const UNIT: &str = include_str!("../../dist/polld.service");
@@ -55,14 +56,16 @@ fn polld_sends_ready_to_notify_socket_once_its_interfaces_are_open() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let path = dir.0.join("polld.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[daemon]\nsocket = {socket:?}\n\n[[interfaces]]\nname = \"tap0\"\nbackend = \
-             \"tap\"\nmac = \"02:00:00:00:01:01\"\naddresses = [\"10.83.1.1/24\"]\n"
-        ),
-    )
-    .unwrap();
+    let text = ConfigFile::new()
+        .socket(&socket)
+        .interface(
+            Interface::new("tap0")
+                .backend("tap")
+                .mac("02:00:00:00:01:01")
+                .address("10.83.1.1/24"),
+        )
+        .to_toml();
+    std::fs::write(&path, text).unwrap();
     let mut polld = Command::new(POLLD)
         .args(["run", "--netns", ns.name(), "-c"])
         .arg(&path)

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::{count, router_config, stop, testbed, Dir, Polld, POLLD};
 use polld_testbed::Testbed;
+use polld_testsupport::{Edit, FaultConfig};
 
 /// `fwd.toml` for `backend` in polling mode, with `af_xdp_shared_umem = shared`.
 fn config(
@@ -22,10 +23,9 @@ fn config(
     shared: bool,
 ) -> (std::path::PathBuf, std::path::PathBuf) {
     let (path, socket) = router_config(tb, dir, backend, "polling", None, false, &[]);
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "[daemon]\n",
-        &format!("[daemon]\naf_xdp_shared_umem = {shared}\n"),
-    );
+    let text = Edit::of(&std::fs::read_to_string(&path).unwrap())
+        .daemon("af_xdp_shared_umem", shared)
+        .to_toml();
     assert!(text.contains("af_xdp_shared_umem"), "{text}");
     std::fs::write(&path, text).unwrap();
     (path, socket)
@@ -90,13 +90,13 @@ fn a_shared_umem_forwards_without_a_copy_and_accounts_for_every_frame() {
     // A fault injector wraps veth1, and a wrapper copies: veth2 alone could lend, so no
     // UMEM is shared and each interface has its own.
     let (path, socket) = config(&tb, &dir, "af_xdp", true);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let second = text.match_indices("\n[[interfaces]]").nth(1).unwrap().0;
-    let text = format!(
-        "{}\n[interfaces.fault]\nseed = 1\n{}",
-        &text[..second],
-        &text[second..]
-    );
+    let fault = FaultConfig {
+        seed: 1,
+        ..FaultConfig::default()
+    };
+    let text = Edit::of(&std::fs::read_to_string(&path).unwrap())
+        .fault("veth1", fault)
+        .to_toml();
     std::fs::write(&path, text).unwrap();
     let polld = Polld::start(&tb, &path, &socket);
     let ifconfig = polld.ok(&["ifconfig"]);

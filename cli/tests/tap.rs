@@ -8,13 +8,14 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{
     count, counter, ip, ping, ping_tcp_udp, start_router, stop, testbed_of, values, warm_up, Dir,
     POLLD,
 };
 use polld_testbed::{polld_config, Devices, PolldSetup, Role, Testbed};
+use polld_testsupport::eventually;
 use serde_json::Value;
 
 /// `polld run` on `config` in fwd, expected to fail: its standard error.
@@ -154,11 +155,9 @@ fn a_namespace_deleted_while_polld_runs_makes_its_tap_gone_and_a_new_one_is_atta
     warm_up(&tb);
 
     ip(&["netns", "del", &l.sink_ns]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while values(&polld, &["dev.tap1.link"])[0].1 != "gone" {
-        assert!(Instant::now() < deadline, "tap1 not seen gone");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually("polld sees tap1 gone", Duration::from_secs(10), || {
+        values(&polld, &["dev.tap1.link"])[0].1 == "gone"
+    });
     assert_eq!(counter(&polld, "kern.polling.handlers"), 1, "deregistered");
     // Frames towards the gone interface are counted, not lost.
     assert_eq!(ping(&tb, 2), 0);
@@ -192,11 +191,9 @@ fn a_namespace_deleted_while_polld_runs_makes_its_tap_gone_and_a_new_one_is_atta
         "tap1",
     ]);
     ip(&["-n", sink, "route", "add", &l.veth0.network(), "via", &peer]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while counter(&polld, "kern.polling.handlers") != 2 {
-        assert!(Instant::now() < deadline, "tap1 not attached again");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    eventually("tap1 attached again", Duration::from_secs(10), || {
+        counter(&polld, "kern.polling.handlers") == 2
+    });
     warm_up(&tb);
     assert_eq!(ping(&tb, 3), 3, "forwarding resumed");
     let interfaces = stop(polld);

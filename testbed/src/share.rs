@@ -614,29 +614,24 @@ pub(crate) fn polld_values(
     }
 }
 
-/// rx = forwarded + local + consumed + queued + every named drop but the frames the device
-/// dropped before handing them up ([`DropReason::before_rx`]), on every interface of
-/// `polld run --json`'s final report.
+/// The frames of one interface of `polld run --json`'s final report in no outcome counter
+/// and no drop after rx
+/// ([`polld_core::IfCounters::unaccounted_named`]): 0 when every frame is
+/// accounted for; `None` when it has no counters.
+pub fn unaccounted(iface: &Value) -> Option<i64> {
+    let counters = iface["counters"].as_array()?;
+    let named = counters
+        .iter()
+        .filter_map(|c| Some((c[0].as_str()?, c[1].as_u64()?)));
+    Some(polld_core::IfCounters::unaccounted_named(named))
+}
+
+/// Whether every interface of `polld run --json`'s final report is conserved
+/// ([`unaccounted`]).
 pub fn conserved(interfaces: &Value) -> bool {
-    let Some(list) = interfaces.as_array() else {
-        return false;
-    };
-    list.iter().all(|iface| {
-        let Some(counters) = iface["counters"].as_array() else {
-            return false;
-        };
-        let get = |name: &str| final_counter(iface, name);
-        let drops: u64 = counters
-            .iter()
-            .filter(|c| c[0].as_str().is_some_and(DropReason::is_drop_after_rx))
-            .filter_map(|c| c[1].as_u64())
-            .sum();
-        let out: u64 = ["forwarded", "local", "consumed", "queued"]
-            .iter()
-            .map(|n| get(n))
-            .sum();
-        get("rx_packets") == out + drops
-    })
+    interfaces
+        .as_array()
+        .is_some_and(|list| list.iter().all(|iface| unaccounted(iface) == Some(0)))
 }
 
 /// A trial on several poll CPUs: one TAP pair per CPU, each with its own `user_frac`.

@@ -616,8 +616,7 @@ fn realtime_rx_raises_the_receive_kthreads_of_the_roles_asked_for_until_dropped(
     if !root() {
         return;
     }
-    if !two_cpus() {
-        eprintln!("skipped: the receive kthreads are placed only with two CPUs");
+    if !polld_testsupport::skip::cpus_or_skip(2, "the receive kthreads are placed only with two") {
         return;
     }
     // The sink's kthread starts above polld, so giving back means its old priority.

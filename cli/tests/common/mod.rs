@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_core::DropReason;
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
+use polld_testsupport::{eventually, ConfigFile, Interface};
 use rustix::process::{Pid, Signal};
 use serde_json::Value;
 
@@ -31,13 +31,9 @@ macro_rules! require_root {
 }
 
 /// Whether the machine has the two CPUs a flood test needs (the flood on CPU0, polld on
-/// CPU1); says that the test skips if not.
+/// CPU1); says that the test skips if not, or fails under CI.
 pub fn two_cpus() -> bool {
-    let enough = std::thread::available_parallelism().map_or(0, |n| n.get()) >= 2;
-    if !enough {
-        eprintln!("skipped: needs 2 CPUs (the flood on CPU0, polld on CPU1)");
-    }
-    enough
+    polld_testsupport::skip::cpus_or_skip(2, "the flood on CPU0, polld on CPU1")
 }
 
 /// A veth testbed whose namespaces are unique to this process and `tag`; torn down on
@@ -187,11 +183,11 @@ impl Polld {
             child: Some(child),
             socket: socket.to_path_buf(),
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "polld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        eventually(
+            "polld starts: its control socket exists",
+            Duration::from_secs(20),
+            || socket.exists(),
+        );
         polld
     }
 
@@ -355,7 +351,19 @@ pub fn iperf3(tb: &Testbed, port: u16, secs: u32, udp: bool) -> Value {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    eventually(
+        &format!("iperf3 -s listens on port {port} in sink"),
+        Duration::from_secs(10),
+        || {
+            let listening = tb
+                .command_in(Role::Sink, None, "ss")
+                .unwrap()
+                .args(["-Hltn", &format!("sport = :{port}")])
+                .output()
+                .unwrap();
+            !listening.stdout.is_empty()
+        },
+    );
     let mut args = vec![
         "-c".to_string(),
         tb.layout().veth3.addr.to_string(),
@@ -436,53 +444,37 @@ pub fn count(iface: &Value, name: &str) -> u64 {
         .map_or(0, |c| c[1].as_u64().unwrap())
 }
 
-/// Asserts, on one interface of `polld run --json`'s final report:
-/// rx = forwarded + local + consumed + queued + every named drop, except the frames the
-/// device dropped before handing them up: those never reached rx
-/// ([`DropReason::is_drop_after_rx`]). Transmit drops (`tx_drops.*`) are the
-/// output's: a forwarded frame is delivered or counted there.
+/// Asserts that every frame one interface of `polld run --json`'s final report received
+/// is accounted for ([`polld_testbed::share::unaccounted`]).
 pub fn assert_conserved(iface: &Value) {
-    let drops: u64 = iface["counters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| DropReason::is_drop_after_rx(c[0].as_str().unwrap()))
-        .map(|c| c[1].as_u64().unwrap())
-        .sum();
-    let out = ["forwarded", "local", "consumed", "queued"]
-        .iter()
-        .map(|n| count(iface, n))
-        .sum::<u64>();
     assert_eq!(
-        count(iface, "rx_packets"),
-        out + drops,
+        polld_testbed::share::unaccounted(iface),
+        Some(0),
         "conservation: {iface}"
     );
 }
 
 /// A config of polld on two TAPs it creates (or, with --check, would): tap0 in mode
-/// `mode` (10.82.1.1/24) and tap1 in interrupt mode (10.82.2.1/24), `knobs` as the
-/// [knobs] table's lines, the control socket at `socket`.
-pub fn two_taps(socket: &Path, mode: &str, knobs: &str) -> String {
-    format!(
-        r#"[daemon]
-socket = {socket:?}
-
-[knobs]
-{knobs}
-
-[[interfaces]]
-name = "tap0"
-backend = "tap"
-mode = "{mode}"
-mac = "02:00:00:00:01:01"
-addresses = ["10.82.1.1/24"]
-
-[[interfaces]]
-name = "tap1"
-backend = "tap"
-mac = "02:00:00:00:02:01"
-addresses = ["10.82.2.1/24"]
-"#
+/// `mode` (10.82.1.1/24) and tap1 in interrupt mode (10.82.2.1/24), `knobs` in order, the
+/// control socket at `socket`.
+pub fn two_taps(socket: &Path, mode: &str, knobs: &[(&str, i64)]) -> String {
+    let file = knobs
+        .iter()
+        .fold(ConfigFile::new().socket(socket), |f, (name, value)| {
+            f.knob(name, *value)
+        });
+    file.interface(
+        Interface::new("tap0")
+            .backend("tap")
+            .mode(mode)
+            .mac("02:00:00:00:01:01")
+            .address("10.82.1.1/24"),
     )
+    .interface(
+        Interface::new("tap1")
+            .backend("tap")
+            .mac("02:00:00:00:02:01")
+            .address("10.82.2.1/24"),
+    )
+    .to_toml()
 }

@@ -1,7 +1,8 @@
 //! The per-interface counters and the conservation rule they obey.
 
 use crate::device::TxDrops;
-use crate::stage::DropCounters;
+use crate::stage::{DropCounters, DropReason};
+use crate::sysctl::Oid;
 use crate::sysctl_struct;
 
 sysctl_struct! {
@@ -101,10 +102,81 @@ impl IfCounters {
         self.drops.add_all(drops);
     }
 
+    /// What a received frame ends as when it is not dropped: with the drops after rx
+    /// ([`DropCounters::after_rx`]), these add up to `rx_packets`.
+    const OUTCOMES: [Oid<IfCounters>; 4] = [
+        IfCounters::FORWARDED,
+        IfCounters::LOCAL,
+        IfCounters::CONSUMED,
+        IfCounters::QUEUED,
+    ];
+
     /// Frames received but not in any outcome counter: zero unless a frame was lost.
     pub fn unaccounted(&self) -> i64 {
-        self.rx_packets as i64
-            - (self.forwarded + self.local + self.consumed + self.queued) as i64
-            - self.drops.after_rx() as i64
+        let outcomes = IfCounters::OUTCOMES
+            .iter()
+            .map(|oid| (oid.get)(self).int().unwrap_or(0))
+            .sum::<i64>();
+        balance(self.rx_packets, outcomes as u64, self.drops.after_rx())
+    }
+
+    /// [`IfCounters::unaccounted`] on one interface's counters by name, as `polld ctl` and
+    /// `polld run --json` list them: the drops are `drops.<reason>`
+    /// ([`DropReason::is_drop_after_rx`]), a counter not listed is 0.
+    pub fn unaccounted_named<'a>(counters: impl IntoIterator<Item = (&'a str, u64)>) -> i64 {
+        let (mut rx, mut outcomes, mut drops) = (0, 0, 0);
+        for (name, n) in counters {
+            if name == IfCounters::RX_PACKETS.name {
+                rx += n;
+            } else if IfCounters::OUTCOMES.iter().any(|oid| oid.name == name) {
+                outcomes += n;
+            } else if DropReason::is_drop_after_rx(name) {
+                drops += n;
+            }
+        }
+        balance(rx, outcomes, drops)
+    }
+}
+
+/// The conservation rule: every frame received is in an outcome counter or dropped after
+/// rx; the difference is what was lost (or counted twice, negative).
+fn balance(rx: u64, outcomes: u64, drops_after_rx: u64) -> i64 {
+    rx as i64 - outcomes as i64 - drops_after_rx as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rule_is_the_same_on_the_struct_and_on_counters_by_name() {
+        let mut c = IfCounters {
+            rx_packets: 10,
+            forwarded: 4,
+            local: 1,
+            consumed: 1,
+            queued: 1,
+            ..IfCounters::default()
+        };
+        c.drops.add(DropReason::IntrQueueFull, 2);
+        // Dropped by the device before it handed them up: never in rx_packets.
+        c.drops.add(DropReason::RxRingFull, 5);
+        let named = [
+            ("rx_packets", 10),
+            ("tx_packets", 9),
+            ("forwarded", 4),
+            ("lent", 4),
+            ("local", 1),
+            ("consumed", 1),
+            ("queued", 1),
+            ("drops.intr_queue_full", 2),
+            ("drops.rx_ring_full", 5),
+        ];
+        assert_eq!(c.unaccounted(), 1);
+        assert_eq!(IfCounters::unaccounted_named(named), 1);
+        c.drops.add(DropReason::IntrQueueFull, 1);
+        assert_eq!(c.unaccounted(), 0);
+        let named = named.map(|(k, v)| (k, if k == "drops.intr_queue_full" { 3 } else { v }));
+        assert_eq!(IfCounters::unaccounted_named(named), 0);
     }
 }

@@ -15,6 +15,7 @@ use polld_dev::afpacket::{AfPacket, AfPacketConfig};
 use polld_dev::iface::Namespace;
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::tap::Tap;
+use polld_testsupport::eventually;
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0xa1, 0x02];
@@ -104,12 +105,12 @@ fn send_all(device: &mut impl Device, frames: &[Vec<u8>]) {
 }
 
 fn flush_until_sent(device: &mut AfPacket) {
-    let deadline = Instant::now() + PATIENCE;
-    while device.tx_stats().pending > 0 {
-        assert!(Instant::now() < deadline, "frames stayed pending");
-        sleep(Duration::from_millis(1));
-        device.flush();
-    }
+    eventually("the pending frames are sent", PATIENCE, || {
+        device.tx_stats().pending == 0 || {
+            device.flush();
+            false
+        }
+    });
 }
 
 /// Receives until `want` frames arrived (or the patience ran out), `budget` per call.
@@ -145,13 +146,8 @@ fn receive_until_quiet(device: &mut impl Device, quiet: Duration) -> Vec<Vec<u8>
 }
 
 fn wait_for_state(device: &mut impl Device, want: LinkState) {
-    let deadline = Instant::now() + PATIENCE;
-    let mut state = device.check_status();
-    while state != want && Instant::now() < deadline {
-        sleep(Duration::from_millis(10));
-        state = device.check_status();
-    }
-    assert_eq!(state, want, "link state of {}", device.name());
+    let what = format!("link state of {} becomes {want:?}", device.name());
+    eventually(&what, PATIENCE, || device.check_status() == want);
 }
 
 #[test]
@@ -217,11 +213,7 @@ fn a_partially_consumed_block_is_resumed_by_the_next_receive() {
     send_all(&mut sender, &frames);
     flush_until_sent(&mut sender);
 
-    let deadline = Instant::now() + PATIENCE;
-    while !receiver.rx_ready() {
-        assert!(Instant::now() < deadline, "no block was handed over");
-        sleep(Duration::from_millis(1));
-    }
+    eventually("a block is handed over", PATIENCE, || receiver.rx_ready());
     let first = receive_frames(&mut receiver, 3, 3);
     assert_eq!(first.len(), 3);
     assert!(
