@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use polld_core::{
-    Dataplane, Device, Due, Emit, Lending, LinkState, Loan, Mode, PacketStage, Poller, PoolId,
-    TxFull, Verdict,
+    Capabilities, Dataplane, Device, Due, Emit, Lending, LinkState, Loan, Mode, PacketStage,
+    Poller, PoolId, TxFull, Verdict,
 };
 
 /// Buffers shared by the devices of one pool (a UMEM in miniature).
@@ -106,6 +106,12 @@ impl Device for PoolDevice {
     fn name(&self) -> &str {
         &self.name
     }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            pool: self.lends.then(|| self.pool.borrow().id),
+            ..Capabilities::default()
+        }
+    }
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         self.receive_into_pool(budget, &mut |frame, _| {
             rx(frame);
@@ -150,9 +156,6 @@ impl Device for PoolDevice {
 }
 
 impl Lending for PoolDevice {
-    fn pool(&self) -> PoolId {
-        self.pool.borrow().id
-    }
     fn receive_lending(
         &mut self,
         budget: usize,
@@ -172,6 +175,9 @@ impl Lending for PoolDevice {
     fn give_back(&mut self, loan: Loan) {
         self.given_back += 1;
         self.pool.borrow_mut().free.push(loan.offset as usize);
+    }
+    fn inspect_loan(&mut self, loan: Loan, look: &mut dyn FnMut(&[u8])) {
+        look(&self.pool.borrow().bufs[loan.offset as usize][..loan.len as usize]);
     }
 }
 

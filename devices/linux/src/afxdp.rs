@@ -17,7 +17,7 @@
 //!
 //! The device's *interrupt* is the socket's readiness: its fd polls readable when the rx
 //! ring holds frames. Its *transmit-ready line* is the same socket's POLLOUT, through a
-//! second descriptor of it ([`Device::tx_ready_fd`]) so that the executor can wait for it
+//! second descriptor of it ([`Capabilities::tx_ready_fd`]) so that the executor can wait for it
 //! edge-triggered beside the level-triggered interrupt. `xsk_poll` (net/xdp/xsk.c) reports
 //! POLLOUT while at most half the tx ring is unconsumed (`xsk_tx_writeable`), and in copy
 //! mode first drives the transmission itself (`xsk_xmit`, as a `sendto` kick would). In
@@ -57,7 +57,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::{fmt, io};
 
-use polld_core::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull};
+use polld_core::{
+    Capabilities, Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull,
+    TxReadyLine,
+};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -1036,6 +1039,23 @@ impl Device for AfXdp {
         self.name.as_str()
     }
 
+    /// The interrupt is the socket's readability. The transmit-ready line, in copy mode
+    /// only, is its writability through a second descriptor, and only a wakeup is a rise:
+    /// the socket polls writable while its tx ring is at most half full, which in copy mode
+    /// says nothing about the device (see the module's header). The batch is what one kick
+    /// sends, so that each `sendto` carries a full budget. The pool, on a shared UMEM.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            interrupt_fd: Some(self.socket.as_raw_fd()),
+            tx_ready: (!self.zero_copy).then(|| TxReadyLine::Writable {
+                fd: self.tx_ready_fd.as_raw_fd(),
+                on_wakeup_only: true,
+            }),
+            tx_batch: KICK_BUDGET,
+            pool: self.frames.shared.then_some(self.frames.pool),
+        }
+    }
+
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         self.receive_frames(budget, &mut |frame, _| {
             rx(frame);
@@ -1096,11 +1116,6 @@ impl Device for AfXdp {
         self.reclaim();
     }
 
-    /// What one kick sends, so that each `sendto` carries a full budget.
-    fn tx_batch(&self) -> usize {
-        KICK_BUDGET
-    }
-
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
     /// the same name: this socket is bound to the old one. Reopening (program, UMEM,
     /// socket, bind retries) is too slow for a status check on the poll thread: the
@@ -1124,21 +1139,6 @@ impl Device for AfXdp {
             self.refill();
         }
         self.interrupt_armed = armed;
-    }
-
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        Some(self.socket.as_raw_fd())
-    }
-
-    /// In copy mode only: see the module's header.
-    fn tx_ready_fd(&self) -> Option<RawFd> {
-        (!self.zero_copy).then(|| self.tx_ready_fd.as_raw_fd())
-    }
-
-    /// The socket polls writable while its tx ring is at most half full, which in copy
-    /// mode says nothing about the device (see the module's header).
-    fn tx_ready_on_wakeup_only(&self) -> bool {
-        !self.zero_copy
     }
 
     fn lending(&mut self) -> Option<&mut dyn Lending> {
@@ -1194,10 +1194,6 @@ impl AfXdpStats {
 }
 
 impl Lending for AfXdp {
-    fn pool(&self) -> PoolId {
-        self.frames.pool
-    }
-
     fn receive_lending(
         &mut self,
         budget: usize,
@@ -1240,6 +1236,15 @@ impl Lending for AfXdp {
             // A spare already took the loan's place in the fill ring at the end of the
             // receive batch: the frame is a spare now.
             self.frames.group().spare.push(frame);
+        }
+    }
+
+    fn inspect_loan(&mut self, loan: Loan, look: &mut dyn FnMut(&[u8])) {
+        // SAFETY: the caller holds the loan: until it sends or gives it back (or the tx
+        // ring it was queued on is flushed), no other reference covers the frame, and the
+        // kernel only reads it.
+        if let Some(frame) = unsafe { self.frames.area.frame_mut(loan.offset, loan.len as usize) } {
+            look(frame);
         }
     }
 }
