@@ -4,130 +4,20 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io;
 use std::rc::Rc;
 
-use polld_core::{
-    Capabilities, Dataplane, Device, Emit, IfCounters, Lending, LinkState, Loan, PacketStage,
-    Poller, PoolId, TxFull, Verdict,
-};
+use polld_core::{Dataplane, Device, Emit, IfCounters, PacketStage, Poller, PoolId, Verdict};
 use polld_middleware::{FaultConfig, FaultInjector, PcapWriter};
 
-/// Buffers shared by the devices of one pool (a UMEM in miniature).
-struct Pool {
-    bufs: Vec<Vec<u8>>,
-    free: Vec<usize>,
-}
+mod common;
+#[path = "../../../core/tests/pool_device/mod.rs"]
+mod pool_device;
+
+use common::Shared;
+use pool_device::{Pool, PoolDevice};
 
 const POOL: PoolId = PoolId(7);
-
-/// A device receiving into, and sending from, buffers of the pool.
-struct PoolDevice {
-    pool: Rc<RefCell<Pool>>,
-    /// Frames on the wire, waiting to be received.
-    wire_in: VecDeque<Vec<u8>>,
-    /// The transmit ring: (buffer, length).
-    tx: Vec<(usize, usize)>,
-    /// What left on the wire, and how many of those were loans.
-    sent: Vec<Vec<u8>>,
-    sent_lent: usize,
-}
-
-impl PoolDevice {
-    fn new(pool: &Rc<RefCell<Pool>>) -> PoolDevice {
-        PoolDevice {
-            pool: pool.clone(),
-            wire_in: VecDeque::new(),
-            tx: Vec::new(),
-            sent: Vec::new(),
-            sent_lent: 0,
-        }
-    }
-}
-
-impl Device for PoolDevice {
-    fn name(&self) -> &str {
-        "pool0"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            pool: Some(POOL),
-            ..Capabilities::default()
-        }
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        self.receive_lending(budget, &mut |frame, _| {
-            rx(frame);
-            false
-        })
-    }
-    fn rx_ready(&mut self) -> bool {
-        !self.wire_in.is_empty()
-    }
-    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        let mut pool = self.pool.borrow_mut();
-        let buf = pool.free.pop().ok_or(TxFull)?;
-        pool.bufs[buf][..frame.len()].copy_from_slice(frame);
-        self.tx.push((buf, frame.len()));
-        Ok(())
-    }
-    fn flush(&mut self) {
-        let mut pool = self.pool.borrow_mut();
-        for (buf, len) in self.tx.drain(..) {
-            self.sent.push(pool.bufs[buf][..len].to_vec());
-            pool.free.push(buf);
-        }
-    }
-    fn check_status(&mut self) -> LinkState {
-        LinkState::Up
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
-    fn lending(&mut self) -> Option<&mut dyn Lending> {
-        Some(self)
-    }
-}
-
-impl Lending for PoolDevice {
-    fn receive_lending(
-        &mut self,
-        budget: usize,
-        rx: &mut dyn FnMut(&mut [u8], Loan) -> bool,
-    ) -> usize {
-        let mut n = 0;
-        while n < budget {
-            let Some(bytes) = self.wire_in.pop_front() else {
-                break;
-            };
-            let buf = self.pool.borrow_mut().free.pop().expect("a free buffer");
-            let mut frame = std::mem::take(&mut self.pool.borrow_mut().bufs[buf]);
-            frame[..bytes.len()].copy_from_slice(&bytes);
-            let loan = Loan {
-                pool: POOL,
-                offset: buf as u64,
-                len: bytes.len() as u32,
-            };
-            let kept = rx(&mut frame[..bytes.len()], loan);
-            let mut pool = self.pool.borrow_mut();
-            pool.bufs[buf] = frame;
-            if !kept {
-                pool.free.push(buf);
-            }
-            n += 1;
-        }
-        n
-    }
-    fn send_loan(&mut self, loan: Loan) -> Result<(), TxFull> {
-        self.tx.push((loan.offset as usize, loan.len as usize));
-        self.sent_lent += 1;
-        Ok(())
-    }
-    fn give_back(&mut self, loan: Loan) {
-        self.pool.borrow_mut().free.push(loan.offset as usize);
-    }
-    fn inspect_loan(&mut self, loan: Loan, look: &mut dyn FnMut(&[u8])) {
-        look(&self.pool.borrow().bufs[loan.offset as usize][..loan.len as usize]);
-    }
-}
 
 /// Forwards interface 0's frames to interface 1, decrementing byte 0 in place as a router
 /// decrements the TTL.
@@ -140,22 +30,8 @@ impl PacketStage for Router {
     }
 }
 
-/// A writer the test can read while a device owns it.
-#[derive(Clone, Default)]
-struct File(Rc<RefCell<Vec<u8>>>);
-
-impl Write for File {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The frames recorded in a classic pcap file (after its 24-byte global header).
-fn recorded(file: &File) -> Vec<Vec<u8>> {
+fn recorded(file: &Shared) -> Vec<Vec<u8>> {
     let file = file.0.borrow();
     let word = |at: usize| u32::from_ne_bytes(file[at..at + 4].try_into().unwrap()) as usize;
     let mut at = 24;
@@ -169,10 +45,7 @@ fn recorded(file: &File) -> Vec<Vec<u8>> {
 }
 
 fn pool() -> Rc<RefCell<Pool>> {
-    Rc::new(RefCell::new(Pool {
-        bufs: vec![vec![0; 64]; 64],
-        free: (0..64).collect(),
-    }))
+    Pool::new(POOL.0, 64)
 }
 
 /// Puts 10 frames on interface 0's wire (frame k carries k in byte 1), runs its interrupt
@@ -191,10 +64,16 @@ fn forward<D: Device>(
 #[test]
 fn a_lending_device_under_the_pcap_writer_still_lends_and_every_frame_is_recorded() {
     let pool = pool();
-    let files = [File::default(), File::default()];
+    let files = [Shared::default(), Shared::default()];
     let devices = files
         .iter()
-        .map(|file| PcapWriter::new(PoolDevice::new(&pool), file.clone(), Box::new(|| 0)))
+        .map(|file| {
+            PcapWriter::new(
+                PoolDevice::new("pool0", &pool, 64),
+                file.clone(),
+                Box::new(|| 0),
+            )
+        })
         .collect::<io::Result<Vec<_>>>()
         .unwrap();
     assert_eq!(devices[0].capabilities().pool, Some(POOL));
@@ -215,14 +94,15 @@ fn a_lending_device_under_the_pcap_writer_still_lends_and_every_frame_is_recorde
     assert_eq!(recorded(&files[1]), sent);
     let stats = [0, 1].map(|i| dp.interfaces()[i].dev().stats());
     assert_eq!((stats[0].rx_records, stats[1].tx_records), (10, 10));
-    assert_eq!(pool.borrow().free.len(), 64, "a buffer was lost");
+    assert!(pool.borrow().all_free(), "a buffer was lost");
 }
 
 #[test]
 fn a_lending_device_under_the_fault_injector_forwards_by_copy() {
     let pool = pool();
-    let devices = [(), ()]
-        .map(|()| FaultInjector::new(PoolDevice::new(&pool), FaultConfig::default()).unwrap());
+    let devices = [(), ()].map(|()| {
+        FaultInjector::new(PoolDevice::new("pool0", &pool, 64), FaultConfig::default()).unwrap()
+    });
     assert_eq!(devices[0].capabilities().pool, None);
     let dp = Dataplane::new(Poller::default(), devices.into(), Router);
     let (dp, [input, _]) = forward(dp, |dev| &mut dev.inner_mut().wire_in);
@@ -232,5 +112,5 @@ fn a_lending_device_under_the_fault_injector_forwards_by_copy() {
     assert_eq!(output.sent_lent, 0);
     let sent: Vec<Vec<u8>> = (0..10).map(|k| vec![63, k as u8, 0, 0]).collect();
     assert_eq!(output.sent, sent);
-    assert_eq!(pool.borrow().free.len(), 64, "a buffer was lost");
+    assert!(pool.borrow().all_free(), "a buffer was lost");
 }
