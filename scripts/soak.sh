@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak: polld forwarding at 2x overload on its own testbed for SECONDS per backend, with
-# both interfaces' mode changed every 5 s (interrupt, polling, adaptive, busy, in turn
+# both interfaces' mode changed every 5 s (interrupt, polling, adaptive, busy, auto, in turn
 # through `polld ctl` and `polld ifconfig`). Passes when, for every backend:
 #   - polld forwarded something in every 5-second step;
 #   - its final counters leave 0 frames unaccounted (polld prints CONSERVATION VIOLATED
@@ -24,7 +24,7 @@ shift
 BACKENDS=(af_xdp af_packet tap)
 [ $# -eq 0 ] || BACKENDS=("$@")
 STEP=5
-MODES=(interrupt polling adaptive busy)
+MODES=(interrupt polling adaptive busy auto)
 POLLD=${POLLD:-target/release/polld}
 [ -x "$POLLD" ] || cargo build --release -p polld
 PREFIX="sk$(( $$ % 10000 ))"

@@ -1,7 +1,7 @@
 //! Forwarding benchmark (root): 64-byte frames from `polld gen` on CPU0 through fwd, with
 //! the forwarder and its receive work on CPU1 (threaded NAPI pinned there). In one run:
 //! - on the veth testbed, the kernel's own forwarding (`ip_forward=1`) and polld in each
-//!   mode (interrupt, adaptive, polling, busy) on AF_XDP and on AF_PACKET;
+//!   mode (interrupt, adaptive, polling, busy, auto) on AF_XDP and on AF_PACKET;
 //! - on the TAP testbed, polld in each mode on TAP (the kernel cannot forward there:
 //!   nothing but polld joins the TAPs);
 //! - DPDK testpmd on the veth testbed, on `net_af_xdp` and `net_af_packet`, when
@@ -46,7 +46,7 @@ use polld_testbed::placement::SINK_RX_PRIORITY;
 use polld_testbed::plot::{LineChart, Series};
 use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
 
-const MODES: [&str; 4] = ["interrupt", "adaptive", "polling", "busy"];
+const MODES: [&str; 5] = ["interrupt", "adaptive", "polling", "busy", "auto"];
 /// The backends polld (and testpmd) forward with on the veth testbed.
 const VETH_BACKENDS: [&str; 2] = ["af_xdp", "af_packet"];
 

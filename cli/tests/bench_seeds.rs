@@ -65,11 +65,26 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     assert_eq!(screens.len(), 2);
     assert_eq!(screens[1]["mode"], "polling");
     assert!(screens[1]["text"].as_str().unwrap().contains("tap0"));
+    // Seed 002: unlimited, then one fixed bitrate for both modes, with the path's CPU.
     let tcp = report["tcp"].as_array().unwrap();
-    assert_eq!(tcp.len(), 2);
-    assert!(tcp
+    let targets: Vec<(&str, Option<f64>)> = tcp
         .iter()
-        .all(|r| r["mbit_per_sec"].as_f64().unwrap() > 0.0));
+        .map(|r| (r["mode"].as_str().unwrap(), r["target_mbit"].as_f64()))
+        .collect();
+    let fixed = targets[2]
+        .1
+        .expect("a fixed bitrate after the unlimited runs");
+    assert_eq!(
+        targets,
+        [
+            ("interrupt", None),
+            ("polling", None),
+            ("interrupt", Some(fixed)),
+            ("polling", Some(fixed))
+        ]
+    );
+    assert!(tcp.iter().all(|r| r["mbit_per_sec"].as_f64().unwrap() > 0.0
+        && r["path_cpu_percent"].as_f64().unwrap() > 0.0));
     let share = report["share"].as_array().unwrap();
     let user_fracs: Vec<(&str, u64)> = share
         .iter()
@@ -90,8 +105,8 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
         ]
     );
 
-    // Every trial conserved: 9 curve points, 4 shares, the table's 5, the screens', 2 TCP.
-    assert_eq!(report["trials"], 21, "{report}");
+    // Every trial conserved: 9 curve points, 4 shares, the table's 5, the screens', 4 TCP.
+    assert_eq!(report["trials"], 23, "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(

@@ -25,7 +25,9 @@ pub mod rng;
 pub mod stage;
 pub mod sysctl;
 
-pub use dataplane::{Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Work};
+pub use dataplane::{
+    Clocks, Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Step, Work,
+};
 pub use device::{
     Capabilities, Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull,
     TxReadyLine, Wrapper,

@@ -53,9 +53,9 @@
 //! around each call into the dataplane (once per call, never per packet), and the sums
 //! are served as `polld.work_ns`, `polld.busy_poll_ns` and `polld.idle_poll_ns` with the
 //! other `polld.*` entries, from which `polld stat` splits the core's time. For `auto`
-//! interfaces it also reads the thread's CPU clock, once per window of a tick, when the
-//! dataplane asks ([`Dataplane::auto_window_due`]): overload is judged on the CPU the
-//! thread really used, wakeups included and preemptions not.
+//! interfaces it also lends the dataplane the thread's CPU clock, read once per window
+//! ([`Dataplane::step`]): overload is judged on the CPU the thread really used, wakeups
+//! included and preemptions not.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -64,7 +64,7 @@ use polld_control::answer::{self as control, DaemonStatus};
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
 use polld_core::dataplane::EVENTS_EVERY_NS;
-use polld_core::{Dataplane, Device, Due, Event, LinkState, Mode};
+use polld_core::{Clocks, Dataplane, Device, Due, Event, LinkState, Mode, Step};
 use polld_packet::Stage;
 
 use crate::device_irqs::DeviceIrqCounts;
@@ -331,27 +331,21 @@ impl Executor {
                 Due::IdlePoll => &mut self.accounts.idle_poll_ns,
                 _ => &mut self.accounts.work_ns,
             };
-            let start = now_ns();
-            if self.dp.auto_window_due(start) {
-                // Once a tick at most: what the thread used, wakeups included.
-                self.dp
-                    .close_auto_window(start, polld_dev::clock::thread_cpu_ns());
-            }
-            let work = self.dp.run(due, start);
-            let end = now_ns();
-            *account += end.saturating_sub(start);
-            self.dp.ran(due, end.saturating_sub(start));
-            if due == Due::Pollmore {
-                let repoll = self.dp.take_repoll();
-                if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
-                    // A full output cut the cycle short: the next tick comes early, and
-                    // the period runs on from there. (A stopped tick, just woken from
-                    // quiet, is armed afresh at the top of the loop.)
-                    self.tick.set(
-                        at.saturating_sub(end),
-                        tick_period_ns(self.tick_hz).unwrap_or(0),
-                    )?;
-                }
+            let Step {
+                work,
+                end,
+                ns,
+                repoll,
+            } = self.dp.step(due, &mut ThreadClocks);
+            *account += ns;
+            if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
+                // A full output cut the cycle short: the next tick comes early, and the
+                // period runs on from there. (A stopped tick, just woken from quiet, is
+                // armed afresh at the top of the loop.)
+                self.tick.set(
+                    at.saturating_sub(end),
+                    tick_period_ns(self.tick_hz).unwrap_or(0),
+                )?;
             }
             if due.spins() {
                 if matches!(due, Due::Busy(_)) && work.rx == 0 {
@@ -377,9 +371,7 @@ impl Executor {
 
     /// A realtime poll thread spins at `SCHED_OTHER` while some interface is busy.
     fn sync_policy(&mut self) -> io::Result<()> {
-        let spin = (0..self.dp.interfaces().len()).any(|i| {
-            self.dp.interfaces()[i].mode() == Mode::Busy && self.dp.link(i) == LinkState::Up
-        });
+        let spin = self.dp.busy_polls();
         if !self.daemon.realtime || spin == self.lowered {
             return Ok(());
         }
@@ -534,6 +526,20 @@ impl Executor {
     fn drain(&mut self) {
         self.dp.finish(now_ns());
         self.dp.sync_hw_drops();
+    }
+}
+
+/// The poll thread's clocks for a step: the monotonic clock, and the thread's own CPU
+/// clock for the `auto` window.
+struct ThreadClocks;
+
+impl Clocks for ThreadClocks {
+    fn now(&mut self) -> u64 {
+        now_ns()
+    }
+
+    fn cpu_ns(&mut self) -> u64 {
+        polld_dev::clock::thread_cpu_ns()
     }
 }
 

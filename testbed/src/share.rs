@@ -42,7 +42,7 @@ pub struct Competitor {
 impl Competitor {
     pub fn start(tb: &Testbed, cpu: usize) -> Result<Competitor, TestbedError> {
         let child = tb
-            .command_in(Role::Fwd, Some(cpu), "sh")?
+            .command_ahead_in(Role::Fwd, Some(cpu), "sh")?
             .args(["-c", "while :; do :; done"])
             .stdout(Stdio::null())
             .spawn()
@@ -165,7 +165,7 @@ fn flood(
     let (src, rx) = (&layout.veth0, &layout.veth1);
     let (src_ip, dst_ip) = (src.addr.to_string(), layout.unowned_dst.to_string());
     Process::spawn(
-        tb.command_in(Role::Gen, Some(cpu), polld)?.args([
+        tb.command_ahead_in(Role::Gen, Some(cpu), polld)?.args([
             "gen",
             &src.name,
             "--json",
@@ -334,6 +334,11 @@ impl<'a> TrialRun<'a> {
     /// polld's control socket.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The CPU time all of polld's threads have used so far, ns.
+    pub fn polld_process_ns(&self) -> u64 {
+        polld_dev::kernel_rx::process_cpu_ns(self.daemon.pid()).unwrap_or(0)
     }
 
     /// CPU times and counters now.
@@ -548,7 +553,7 @@ fn spawn_gen(
     seconds: f64,
 ) -> Result<Process, TestbedError> {
     Process::spawn(
-        tb.command_in(Role::Gen, Some(cpu), polld)?
+        tb.command_ahead_in(Role::Gen, Some(cpu), polld)?
             .arg("gen")
             .args(target)
             .args(["--json", "-i", "0", "--rate", rate, "--duration"])

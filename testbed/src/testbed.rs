@@ -199,6 +199,16 @@ impl Testbed {
         command_in(self.layout().ns(role), cpu, program)
     }
 
+    /// [`command_ahead_in`] in namespace `role`.
+    pub fn command_ahead_in(
+        &self,
+        role: Role,
+        cpu: Option<usize>,
+        program: &str,
+    ) -> Result<Command, TestbedError> {
+        command_ahead_in(self.layout().ns(role), cpu, program)
+    }
+
     /// Starts `program ARGS` in namespace `role`, pinned to `cpu` if given.
     pub fn spawn_in(
         &self,
@@ -447,6 +457,41 @@ pub fn down(layout: &Layout) -> Result<DownReport, TestbedError> {
 pub fn command_in(ns: &str, cpu: Option<usize>, program: &str) -> Result<Command, TestbedError> {
     let mut command = Command::new("ip");
     command.args(["netns", "exec", ns, program]);
+    pin(&mut command, cpu, program)?;
+    Ok(command)
+}
+
+/// [`command_in`] for a program a CPU-share trial relies on (the competitor, the TAP
+/// testbed's generators, an iperf3 client there): it runs in a scheduling group of its own
+/// at the highest CFS priority (`setsid`, then an autogroup nice of -20), so that other
+/// userland on its CPU (a compile, a `nice` busy loop in a session of its own, which with
+/// autogroups would get as much of the CPU as the whole trial) takes only what it leaves;
+/// polld's realtime poll thread is above it either way. Not for programs whose kernel
+/// work runs in threads of its CPU (a generator on veth, whose frames the receive threads
+/// of that CPU carry): a spinning program at this priority would starve them.
+pub fn command_ahead_in(
+    ns: &str,
+    cpu: Option<usize>,
+    program: &str,
+) -> Result<Command, TestbedError> {
+    let mut command = Command::new("setsid");
+    command.args([
+        "sh",
+        "-c",
+        "echo -20 > /proc/self/autogroup 2>/dev/null; exec \"$@\"",
+        "sh",
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        program,
+    ]);
+    pin(&mut command, cpu, program)?;
+    Ok(command)
+}
+
+/// Restricts `command` (which runs `program`) to `cpu`, if given.
+fn pin(command: &mut Command, cpu: Option<usize>, program: &str) -> Result<(), TestbedError> {
     if let Some(cpu) = cpu {
         check_cpu(cpu, &format!("the CPU for `{program}`"))?;
         // SAFETY: the hook only calls sched_setaffinity, which is async-signal-safe.
@@ -454,7 +499,7 @@ pub fn command_in(ns: &str, cpu: Option<usize>, program: &str) -> Result<Command
             command.pre_exec(move || sys::pin(0, cpu));
         }
     }
-    Ok(command)
+    Ok(())
 }
 
 /// The counters of interface `iface` in namespace `ns`.

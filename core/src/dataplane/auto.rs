@@ -4,14 +4,14 @@
 //!
 //! - On interrupts, overload is measured from the CPU the poll thread really used: in
 //!   windows of at least `kern.polling.auto_window_ticks` ticks (4 by default, so one late
-//!   batch does not switch) the executor reads the thread's CPU
-//!   clock once ([`Dataplane::close_auto_window`]; the simulator passes its virtual CPU
-//!   time). That CPU includes what no timing around a handler sees: the wakeup before it
+//!   batch does not switch) [`Dataplane::step`] reads the thread's CPU clock once, from the
+//!   executor's [`super::Clocks`] ([`Dataplane::close_auto_window`]; the simulator gives
+//!   its virtual CPU time). That CPU includes what no timing around a handler sees: the wakeup before it
 //!   (the context switch, `epoll_wait`, the kernel's readiness work), which on a TAP costs
 //!   more than the handler itself. The work that is not interrupt work of `auto`
 //!   interfaces (ticks, poll cycles, other modes' handlers), timed around each piece on the
-//!   executor's clock ([`Dataplane::ran`], [`Dataplane::ran_outside`]: status checks and
-//!   control requests), is taken out; what is left over
+//!   executor's clock ([`Dataplane::ran`], from the step; [`Dataplane::ran_outside`]: status
+//!   checks and control requests), is taken out; what is left over
 //!   `100 - kern.polling.user_frac` percent of the window switches every `auto` interface
 //!   that took interrupts in it to polling.
 //! - A preemption is not CPU the thread used, so it never counts as interrupt work, with or
@@ -53,9 +53,10 @@ pub(super) struct AutoWindow {
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
-    /// The executor's measure of how long `due` took, in ns of the clock it passes to
-    /// [`Dataplane::run`]: the interfaces whose interrupt work it was are marked, the rest
-    /// is taken out of the window's CPU.
+    /// How long `due` took, in ns of the executor's clock: the interfaces whose interrupt
+    /// work it was are marked, the rest is taken out of the window's CPU. Told by
+    /// [`Dataplane::step`]; public, as the window's other parts, for tests that drive the
+    /// window on their own.
     pub fn ran(&mut self, due: Due, ns: u64) {
         let auto_interrupt = match due {
             Due::Interrupt(i) | Due::Handler(i) => {
@@ -79,10 +80,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.auto.other_ns += ns;
     }
 
-    /// Whether the executor should read the poll thread's CPU clock now and pass it to
-    /// [`Dataplane::close_auto_window`]: some interface is in `auto` mode and the window
-    /// has run `auto_window_ticks` ticks. (At most one clock read per window, none
-    /// without `auto`.)
+    /// Whether the poll thread's CPU clock is read now and passed to
+    /// [`Dataplane::close_auto_window`] (by [`Dataplane::step`]): some interface is in
+    /// `auto` mode and the window has run `auto_window_ticks` ticks. (At most one clock
+    /// read per window, none without `auto`.)
     pub fn auto_window_due(&self, now: u64) -> bool {
         let knobs = self.poller.knobs();
         let window_ns = 1_000_000_000 / knobs.hz as u64 * knobs.auto_window_ticks as u64;

@@ -5,8 +5,8 @@
 //! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), interrupt
 //! lines ([`Dataplane::interrupt_line`]), transmit-ready lines
 //! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
-//! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::run`], passing the
-//! time. The order of priorities, highest first, follows a uniprocessor FreeBSD box
+//! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::step`], passing its
+//! clocks ([`super::step`]). The order of priorities, highest first, follows a uniprocessor FreeBSD box
 //! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
 //! chunks, §5 idle polling, §7 the modes):
 //!
@@ -216,8 +216,17 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.devs.ifs[i].mode == Mode::Busy && self.devs.links[i] == LinkState::Up
     }
 
+    /// Whether some interface is busy polled now ([`Due::Busy`] is due whenever nothing
+    /// more urgent is): the executor spins, and a realtime one spins at ordinary priority
+    /// so that the kernel's receive work on its CPU still runs.
+    pub fn busy_polls(&self) -> bool {
+        (0..self.devs.ifs.len()).any(|i| self.busy(i))
+    }
+
     /// Runs `due` at time `now` (ns of the executor's clock, which the packet stage gets
-    /// too) and returns the work done, for the executor's cost accounting.
+    /// too) and returns the work done. Nothing is timed: an executor runs a piece with
+    /// [`Dataplane::step`], which times it for the `auto` window; this is for work run
+    /// without a clock (a test, [`Dataplane::run_accounted`]).
     pub fn run(&mut self, due: Due, now: u64) -> Work {
         self.devs.stage.set_now(now);
         match due {

@@ -21,8 +21,27 @@
 //!
 //! The dataplane does no I/O and reads no clock: it decides which piece of work is due
 //! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
-//! `polld-sim`, or the real poller thread) runs it with the time. Each run returns the
-//! [`Work`] it did so the executor can account for it.
+//! `polld-sim`, or the real poller thread) runs it with its clocks ([`step`]).
+//!
+//! # What an executor does
+//!
+//! An executor keeps only the waiting, the clock and the cost of the work; it calls:
+//!
+//! 1. after each wait, what fired: [`Dataplane::raise_ticks`] (or
+//!    [`Dataplane::raise_late_ticks`]), [`Dataplane::interrupt_line`],
+//!    [`Dataplane::tx_ready_line`], [`Dataplane::raise_idle`], and
+//!    [`Dataplane::ran_outside`] for the time it spent on its own events;
+//! 2. [`Dataplane::next_due`], and [`Dataplane::step`] with what it returned and the
+//!    executor's [`Clocks`], until nothing is due; a [`Step`] says how long the piece took
+//!    and when the tick must come early ([`Step::repoll`]);
+//! 3. reads its events again before any piece but a running handler's next batch
+//!    ([`Due::wants_fresh_lines`]), after at most [`EVENTS_EVERY_NS`] of interrupt work,
+//!    and after one pass of spinning work ([`Due::spins`]);
+//! 4. waits on the lines that are armed ([`Dataplane::interrupt_armed`],
+//!    [`Dataplane::wakeup_armed`], [`Dataplane::tx_ready_armed`]), on the tick while the
+//!    [`Poller`] has handlers and is not quiet, and spins rather than sleeps while
+//!    [`Dataplane::busy_polls`];
+//! 5. at a stop, [`Dataplane::finish`].
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
@@ -30,12 +49,12 @@
 //! device accepted; one it drops afterwards (too long, refused by the kernel) is counted
 //! on the output interface in `tx_drops`, by reason, so a forwarded frame is delivered or
 //! counted there.
-
 //!
-//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`],
-//! [`auto`] (when an `auto` interface switches) (the per-interface state machine),
+//! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`]
+//! (the per-interface state machine), [`auto`] (when an `auto` interface switches),
 //! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
-//! work waiting for a full output's transmit-ready line), [`counters`] and
+//! work waiting for a full output's transmit-ready line), [`step`] (what goes around a
+//! piece of work: the `auto` window, its timing, the early tick), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
 mod auto;
@@ -43,6 +62,7 @@ mod counters;
 mod decision;
 mod input_queue;
 mod modes;
+mod step;
 mod sysctl;
 mod transmit;
 mod tx_ready;
@@ -50,6 +70,7 @@ mod tx_ready;
 pub use counters::IfCounters;
 pub use decision::{Due, EVENTS_EVERY_NS};
 pub use modes::{Mode, ModeError};
+pub use step::{Clocks, Step};
 pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
 
 use crate::device::{Capabilities, Device, HwStats, LinkState, Loan};
@@ -116,9 +137,6 @@ impl<D: Device> Interface<D> {
     }
     pub fn task_queued(&self) -> bool {
         self.task_queued
-    }
-    pub fn rx_process_limit(&self) -> i64 {
-        self.rx_process_limit
     }
     /// Whether the interface is registered with the poller: polling mode, or auto mode
     /// while it polls.
@@ -381,9 +399,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn capabilities(&self, i: usize) -> &Capabilities {
         &self.devs.caps[i]
     }
-    pub fn fastforwarding(&self) -> bool {
-        self.devs.fastforwarding
-    }
     /// Frames waiting in the IP input queue.
     pub fn queue_len(&self) -> usize {
         self.devs.queue.len()
@@ -393,7 +408,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         std::mem::take(&mut self.devs.events)
     }
 
-    pub fn index_of(&self, ifname: &str) -> Option<usize> {
+    fn index_of(&self, ifname: &str) -> Option<usize> {
         self.devs.ifs.iter().position(|i| i.dev.name() == ifname)
     }
     /// Brings every interface's device-counted drops (receive drops by reason, transmit drops) into
@@ -409,7 +424,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// output ([`Poller::take_repoll`]). `None` too when that output raises a transmit-ready
     /// line: its rising starts the next cycle instead of a timer if the cycle fits in the
     /// tick's share ([`Poller::repoll_on_line`]), or the tick does ([`tx_ready`]).
-    pub fn take_repoll(&mut self) -> Option<u64> {
+    fn take_repoll(&mut self) -> Option<u64> {
         let at = self.poller.take_repoll()?;
         self.repoll_line = self.devs.full_output_with_line();
         match self.repoll_line {

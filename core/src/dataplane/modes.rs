@@ -124,7 +124,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// `kern.polling.enable`: whether every interface polls (FreeBSD 6 reads its own
     /// flag; polld reads the modes, which `polld ifconfig` may have changed since).
-    pub fn polling_enabled(&self) -> bool {
+    pub(super) fn polling_enabled(&self) -> bool {
         !self.devs.ifs.is_empty() && self.devs.ifs.iter().all(|i| i.mode == Mode::Polling)
     }
 

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use polld_core::dataplane::EVENTS_EVERY_NS;
-use polld_core::{Dataplane, Due, Emit, PacketStage, Poller, Verdict};
+use polld_core::{Clocks, Dataplane, Due, Emit, PacketStage, Poller, Verdict, Work};
 
 use crate::nic::{Clock, SimNic};
 
@@ -142,7 +142,7 @@ pub struct Sim {
     /// When the interrupt lines were last read (ns).
     lines_read_at: u64,
     /// The device work as the executor's clock times it, around each piece of work (what
-    /// it reports to `Dataplane::ran`): without the wakeups before them.
+    /// a step tells the `auto` window, `Step::ns`): without the wakeups before them.
     pub timed_ns: u64,
 }
 
@@ -269,23 +269,14 @@ impl Sim {
             self.idle_until(end, u64::MAX);
             return Bucket::Idle;
         };
-        if self.dp.auto_window_due(now) {
-            // This CPU's device work stands for the poll thread's CPU clock.
-            self.dp.close_auto_window(now, self.split.device_ns());
-        }
-        // The wakeup: before the work, where the real executor's clock does not see it.
-        self.charge(match due {
-            Due::Tick(_) => self.costs.tick_ns,
-            Due::QuietWakeup(_) | Due::Interrupt(_) | Due::TxReady(_) => self.costs.intr_ns,
-            Due::Task(_) => self.costs.switch_ns,
-            _ => 0,
-        });
-        let woken = self.now();
-        let work = self.dp.run(due, now);
-        self.charge(work.enqueued * self.costs.enqueue_ns);
-        let timed = self.now() - woken;
-        self.timed_ns += timed;
-        self.dp.ran(due, timed);
+        let mut clocks = VirtualClocks {
+            clock: &self.clock,
+            costs: self.costs,
+            device_ns: self.split.device_ns(),
+        };
+        let step = self.dp.step(due, &mut clocks);
+        let work = step.work;
+        self.timed_ns += step.ns;
         match due {
             Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
             Due::TxReady(o) => {
@@ -302,7 +293,7 @@ impl Sim {
             Due::Task(_) | Due::PollChunk | Due::InputQueue => Bucket::Kernel,
             Due::Pollmore => {
                 // As the executor does: the tick moves earlier, and the grid with it.
-                if let Some(at) = self.dp.take_repoll() {
+                if let Some(at) = step.repoll {
                     self.next_tick = self.next_tick.min(at);
                 }
                 Bucket::Kernel
@@ -369,6 +360,41 @@ impl Sim {
             .min(end)
             .min(now.saturating_add(cap));
         self.clock.set(target.max(now + 1));
+    }
+}
+
+/// The virtual CPU's clocks as a step sees them: its device work stands for the poll
+/// thread's CPU clock, a wakeup is charged before the work (where the real executor's clock
+/// does not see it), and queueing a frame is charged after it.
+struct VirtualClocks<'a> {
+    clock: &'a Clock,
+    costs: CpuCosts,
+    device_ns: u64,
+}
+
+impl Clocks for VirtualClocks<'_> {
+    fn now(&mut self) -> u64 {
+        self.clock.get()
+    }
+
+    fn cpu_ns(&mut self) -> u64 {
+        self.device_ns
+    }
+
+    fn wake(&mut self, due: Due, start: u64) -> u64 {
+        let wakeup = match due {
+            Due::Tick(_) => self.costs.tick_ns,
+            Due::QuietWakeup(_) | Due::Interrupt(_) | Due::TxReady(_) => self.costs.intr_ns,
+            Due::Task(_) => self.costs.switch_ns,
+            _ => 0,
+        };
+        self.clock.set(start + wakeup);
+        start + wakeup
+    }
+
+    fn charge(&mut self, work: Work) {
+        self.clock
+            .set(self.clock.get() + work.enqueued * self.costs.enqueue_ns);
     }
 }
 

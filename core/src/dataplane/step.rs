@@ -1,0 +1,81 @@
+//! One step of an executor: a piece of due work with everything that goes around it.
+//!
+//! [`Dataplane::step`] runs the piece [`Dataplane::next_due`] chose and does, in one call,
+//! what every executor needs done around it: it closes the `auto` window when one is over
+//! (reading the thread's CPU clock then, and only then: [`super::auto`]), runs the piece at
+//! the executor's time, tells the window how long the piece took, and after a
+//! [`Due::Pollmore`] takes the early tick a cycle cut short by a full output asks for
+//! ([`Step::repoll`]). The executor lends it its clocks and its cost charging
+//! ([`Clocks`]); the real poll thread times the piece on the monotonic clock, the
+//! simulator's virtual CPU charges its costs on virtual time.
+
+use crate::device::Device;
+use crate::stage::PacketStage;
+
+use super::{Dataplane, Due, Work};
+
+/// What an executor lends [`Dataplane::step`]: its clocks, and the costs the clock does not
+/// see pass (a simulator's).
+pub trait Clocks {
+    /// The executor's clock, ns (monotonic time; a simulator's virtual time): read when the
+    /// piece begins and when it ends.
+    fn now(&mut self) -> u64;
+    /// The CPU time the executor's thread has used, ns (the simulator's device work): read
+    /// once per `auto` window, and never while no interface is in `auto` mode.
+    fn cpu_ns(&mut self) -> u64;
+    /// Charges the wakeup before `due`, which began at `start`, and returns the clock where
+    /// the piece's own timing begins. A real thread's wakeup is behind it already: by
+    /// default nothing is charged and the timing begins at `start`.
+    fn wake(&mut self, _due: Due, start: u64) -> u64 {
+        start
+    }
+    /// Charges what `work` cost beyond what ran on the clock (by default nothing).
+    fn charge(&mut self, _work: Work) {}
+}
+
+/// What one step ran, for the executor's time accounts and its tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The work done.
+    pub work: Work,
+    /// The executor's clock when the piece ended.
+    pub end: u64,
+    /// How long the piece took on the executor's clock, its wakeup left out: what the
+    /// `auto` window was told.
+    pub ns: u64,
+    /// When to tick next, earlier than the tick's period: a full output cut the poll cycle
+    /// short and raises no transmit-ready line (else its rising starts the next cycle). The
+    /// executor's tick comes then, and its period runs on from there.
+    pub repoll: Option<u64>,
+}
+
+impl<D: Device, S: PacketStage> Dataplane<D, S> {
+    /// Runs `due` (what [`Dataplane::next_due`] returned) on the executor's `clocks`: closes
+    /// the `auto` window if it is over, runs the piece, accounts its time to the window and
+    /// takes the early tick a cut-short poll cycle asks for.
+    pub fn step(&mut self, due: Due, clocks: &mut impl Clocks) -> Step {
+        let start = clocks.now();
+        if self.auto_window_due(start) {
+            // Once a window at most: what the thread used, wakeups included.
+            let cpu = clocks.cpu_ns();
+            self.close_auto_window(start, cpu);
+        }
+        let woken = clocks.wake(due, start);
+        let work = self.run(due, start);
+        clocks.charge(work);
+        let end = clocks.now();
+        let ns = end.saturating_sub(woken);
+        self.ran(due, ns);
+        let repoll = if due == Due::Pollmore {
+            self.take_repoll()
+        } else {
+            None
+        };
+        Step {
+            work,
+            end,
+            ns,
+            repoll,
+        }
+    }
+}
