@@ -23,9 +23,18 @@
 //! methods on [`Device`] or buffers owned by the core: the trait stays what every backend can
 //! do (smoltcp's `Device` makes the same choice: tokens over the driver's own buffers),
 //! the core never touches memory it does not own, and every case the capability does not
-//! cover (another pool, a wrapped device, a frame the stage re-emits, the input queue) is
+//! cover (another pool, a wrapper that alters what it receives, a frame the stage re-emits,
+//! the input queue) is
 //! the copy path unchanged. A loan lives only inside one receive batch: it is sent or given
 //! back before the batch returns, so no buffer outlives the call that lent it.
+//!
+//! # Capabilities and wrappers
+//!
+//! What a device offers beyond its methods (its interrupt fd, its transmit-ready line, its
+//! kick size, its pool) is one value, [`Capabilities`], which the dataplane reads when the
+//! interface is registered rather than asking the device method by method. A device that
+//! wraps another (the middleware: pcap, faults, reopening; and `Box`) implements
+//! [`Wrapper`]: everything passes through to the inner device but what it overrides.
 
 use std::os::fd::RawFd;
 
@@ -122,14 +131,109 @@ pub struct HwStats {
     pub tx_drops: TxDrops,
 }
 
+/// What a device offers beyond its methods: the lines an executor waits on, what one kick
+/// sends, the pool it lends from. Facts, not state: a device never changes them, so the
+/// dataplane reads them once, when the interface is registered, and again after each
+/// status check, the only time a wrapper swaps in a new device (a reopened interface,
+/// whose fds are new and which may no longer share a pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The file descriptor whose readiness is the device's interrupt, if it has one.
+    pub interrupt_fd: Option<RawFd>,
+    /// The device's transmit-ready line, FreeBSD's transmit-complete interrupt, if it
+    /// raises one. Only then does interrupt work stop on this output when it is full, and
+    /// wait for the line, instead of receiving frames the output would refuse.
+    pub tx_ready: Option<TxReadyLine>,
+    /// The most frames one [`Device::flush`] pushes out at once: what one kick sends (an
+    /// AF_XDP `sendto` in copy mode sends at most the socket's TX budget, an AF_PACKET
+    /// `sendmmsg` its batch). The dataplane flushes an output as soon as this many frames
+    /// wait on it, so each kick goes out full instead of one per receive chunk;
+    /// `usize::MAX`, no limit, flushes only when the work is done.
+    pub tx_batch: usize,
+    /// The pool the device receives into and transmits from, if it shares it with other
+    /// devices: then, and only then, [`Device::lending`] offers [`Lending`].
+    pub pool: Option<PoolId>,
+}
+
+impl Default for Capabilities {
+    /// No fd, no transmit-ready line, no batch limit, no pool: a device that forwards by
+    /// copy and is served by status checks and polls.
+    fn default() -> Self {
+        Capabilities {
+            interrupt_fd: None,
+            tx_ready: None,
+            tx_batch: usize::MAX,
+            pool: None,
+        }
+    }
+}
+
+impl Capabilities {
+    /// Whether the device raises a transmit-ready line.
+    pub fn signals_tx_ready(&self) -> bool {
+        self.tx_ready.is_some()
+    }
+
+    /// The fd whose writability is the transmit-ready line, if the line is an fd's.
+    pub fn tx_ready_fd(&self) -> Option<RawFd> {
+        match self.tx_ready {
+            Some(TxReadyLine::Writable { fd, .. }) => Some(fd),
+            Some(TxReadyLine::Modelled) | None => None,
+        }
+    }
+
+    /// Whether the line rises on a wakeup only ([`TxReadyLine::Writable`]).
+    pub fn tx_ready_on_wakeup_only(&self) -> bool {
+        matches!(
+            self.tx_ready,
+            Some(TxReadyLine::Writable {
+                on_wakeup_only: true,
+                ..
+            })
+        )
+    }
+}
+
+/// How a device raises its transmit-ready line: the kernel raises it when frames the
+/// device sent have left and it can take more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxReadyLine {
+    /// The writability (POLLOUT) of `fd`. Never the [`Capabilities::interrupt_fd`] itself
+    /// (a duplicate of it where one socket does both): the executor waits for it
+    /// edge-triggered, and only while interrupt work waits for this output.
+    Writable {
+        fd: RawFd,
+        /// Whether only a *wakeup* of `fd` while the poll thread sleeps (or while other
+        /// work is due) is a rise of the line: not its writability when the executor
+        /// starts waiting on it with nothing else due, nor a wakeup the thread's own sends
+        /// caused. An AF_XDP socket in copy mode polls writable whenever its tx ring is at
+        /// most half full, though the device behind it is still full, and each kick that
+        /// sends wakes it; the wakeup that matters comes when the device has taken frames.
+        /// The executor then looks without sleeping before it sleeps, and drops the line
+        /// found raised there.
+        on_wakeup_only: bool,
+    },
+    /// Raised by the executor from the device's model, with no fd: the simulated NIC, whose
+    /// line the virtual CPU reports.
+    Modelled,
+}
+
 /// A network device as the polling scheduler sees it.
 ///
 /// The contract follows FreeBSD's em/fxp poll handlers: `receive` processes at most
 /// `budget` frames and its cost should be about linear in the number it returns;
 /// the ring's consumer index is published once per call, not per frame.
+///
+/// A device that wraps another (middleware) implements [`Wrapper`] instead, and gets this
+/// trait from it.
 pub trait Device {
     /// The interface name (`veth1`, `sim0`).
     fn name(&self) -> &str;
+
+    /// What the device offers beyond its methods ([`Capabilities`]); by default nothing.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
 
     /// Hands up to `budget` received frames to `rx`, in arrival order, and returns how
     /// many it handed. `rx` may rewrite a frame in place (TTL, checksum, MACs).
@@ -153,18 +257,9 @@ pub trait Device {
     }
 
     /// Pushes queued transmit frames out (a kick) and reclaims completed ones. The
-    /// dataplane calls it once [`Device::tx_batch`] frames wait, and when its work is done
-    /// (the poll cycle closed, the handler returned) for what is left.
+    /// dataplane calls it once [`Capabilities::tx_batch`] frames wait, and when its work
+    /// is done (the poll cycle closed, the handler returned) for what is left.
     fn flush(&mut self);
-
-    /// The most frames one [`Device::flush`] pushes out at once: what one kick sends (an
-    /// AF_XDP `sendto` in copy mode sends at most the socket's TX budget, an AF_PACKET
-    /// `sendmmsg` its batch). The dataplane flushes an output as soon as this many frames
-    /// wait on it, so each kick goes out full instead of one per receive chunk. The
-    /// default, no limit, flushes only when the work is done.
-    fn tx_batch(&self) -> usize {
-        usize::MAX
-    }
 
     /// The periodic status check (`POLL_AND_CHECK_STATUS` every `reg_frac` cycles).
     fn check_status(&mut self) -> LinkState;
@@ -172,46 +267,13 @@ pub trait Device {
     /// Arms (`true`) or masks (`false`) the device's interrupt.
     fn set_interrupt(&mut self, armed: bool);
 
-    /// The file descriptor whose readiness is this device's interrupt, if it has one.
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        None
-    }
-
-    /// The file descriptor whose writability (POLLOUT) is this device's *transmit-ready
-    /// line*, FreeBSD's transmit-complete interrupt: the kernel raises it when frames the
-    /// device sent have left and it can take more. Never the [`Device::interrupt_fd`]
-    /// itself (a duplicate of it where one socket does both): the executor waits for it
-    /// edge-triggered, and only while interrupt work waits for this output.
-    fn tx_ready_fd(&self) -> Option<RawFd> {
-        None
-    }
-
-    /// Whether only a *wakeup* of [`Device::tx_ready_fd`] while the poll thread sleeps (or
-    /// while other work is due) is a rise of the line: not its writability when the
-    /// executor starts waiting on it with nothing else due, nor a wakeup the thread's own
-    /// sends caused. An AF_XDP socket in copy mode polls writable
-    /// whenever its tx ring is at most half full, though the device behind it is still
-    /// full, and each kick that sends wakes it; the wakeup that matters comes when the
-    /// device has taken frames. The executor then looks without sleeping before it sleeps,
-    /// and drops the line found raised there.
-    fn tx_ready_on_wakeup_only(&self) -> bool {
-        false
-    }
-
-    /// Whether the device raises a transmit-ready line. Only then does interrupt work stop
-    /// on this output when it is full, and wait for the line, instead of receiving frames
-    /// the output would refuse. By default: whether it has a [`Device::tx_ready_fd`].
-    fn signals_tx_ready(&self) -> bool {
-        self.tx_ready_fd().is_some()
-    }
-
     /// Drops the device counted itself.
     fn hw_stats(&mut self) -> HwStats {
         HwStats::default()
     }
 
     /// The device's [`Lending`] capability, if its buffers live in a pool it shares with
-    /// other devices; `None` (the default) forwards by copy.
+    /// other devices ([`Capabilities::pool`]); `None` (the default) forwards by copy.
     fn lending(&mut self) -> Option<&mut dyn Lending> {
         None
     }
@@ -236,9 +298,6 @@ pub struct Loan {
 /// goes back through [`Lending::send_loan`] (on a device of the same pool) or
 /// [`Lending::give_back`] (on the lender) before the receive batch ends.
 pub trait Lending {
-    /// The pool this device receives into and transmits from.
-    fn pool(&self) -> PoolId;
-
     /// Like [`Device::receive`], with each frame's [`Loan`]: `rx` returns `true` when it
     /// keeps the loan (the device must not recycle that buffer), `false` when the frame
     /// is done with once `rx` returns (recycled as [`Device::receive`] recycles it).
@@ -255,53 +314,113 @@ pub trait Lending {
 
     /// Takes back a buffer this device lent and that was not sent (the output was full).
     fn give_back(&mut self, loan: Loan);
+
+    /// Shows `look` the bytes of `loan`, a buffer of this device's pool that the caller
+    /// holds (lent to it, or queued by [`Lending::send_loan`] and not yet flushed): for a
+    /// middleware that records what it sends (the pcap writer).
+    fn inspect_loan(&mut self, loan: Loan, look: &mut dyn FnMut(&[u8]));
 }
 
-/// A boxed device is a device, so one dataplane can mix backends (`Box<dyn Device>`).
-impl<T: Device + ?Sized> Device for Box<T> {
+/// A device that wraps another and changes part of what it does (smoltcp's middleware: a
+/// pcap writer, a fault injector, a device reopened when its interface returns). Each
+/// method has the [`Device`] method's name and contract and, by default, passes the call
+/// to [`Wrapper::inner_mut`]: a wrapper overrides only what it changes, and every
+/// wrapper is a [`Device`] (the impl below), so a method added to [`Device`] is passed
+/// through here, once, for all of them.
+///
+/// The capabilities and [`Lending`] pass through too: a wrapper that changes what it
+/// receives or sends must say what becomes of them (lend through itself, as the pcap
+/// writer does, or forward by copy).
+///
+/// The methods take `this`, not `self` (as `Arc::get_mut` does), so that method calls on a
+/// wrapper (`Box<dyn Device>` is one) always mean the [`Device`] ones, wherever this trait
+/// is in scope.
+pub trait Wrapper {
+    /// The wrapped device.
+    type Inner: Device + ?Sized;
+
+    fn inner(&self) -> &Self::Inner;
+    fn inner_mut(&mut self) -> &mut Self::Inner;
+
+    fn name(this: &Self) -> &str {
+        this.inner().name()
+    }
+    fn capabilities(this: &Self) -> Capabilities {
+        this.inner().capabilities()
+    }
+    fn receive(this: &mut Self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        this.inner_mut().receive(budget, rx)
+    }
+    fn rx_ready(this: &mut Self) -> bool {
+        this.inner_mut().rx_ready()
+    }
+    fn send(this: &mut Self, frame: &[u8]) -> Result<(), TxFull> {
+        this.inner_mut().send(frame)
+    }
+    fn tx_room(this: &mut Self) -> usize {
+        this.inner_mut().tx_room()
+    }
+    fn flush(this: &mut Self) {
+        this.inner_mut().flush()
+    }
+    fn check_status(this: &mut Self) -> LinkState {
+        this.inner_mut().check_status()
+    }
+    fn set_interrupt(this: &mut Self, armed: bool) {
+        this.inner_mut().set_interrupt(armed)
+    }
+    fn hw_stats(this: &mut Self) -> HwStats {
+        this.inner_mut().hw_stats()
+    }
+    fn lending(this: &mut Self) -> Option<&mut dyn Lending> {
+        this.inner_mut().lending()
+    }
+}
+
+impl<W: Wrapper> Device for W {
     fn name(&self) -> &str {
-        (**self).name()
+        Wrapper::name(self)
+    }
+    fn capabilities(&self) -> Capabilities {
+        Wrapper::capabilities(self)
     }
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        (**self).receive(budget, rx)
+        Wrapper::receive(self, budget, rx)
     }
     fn rx_ready(&mut self) -> bool {
-        (**self).rx_ready()
+        Wrapper::rx_ready(self)
     }
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        (**self).send(frame)
+        Wrapper::send(self, frame)
     }
     fn tx_room(&mut self) -> usize {
-        (**self).tx_room()
+        Wrapper::tx_room(self)
     }
     fn flush(&mut self) {
-        (**self).flush()
-    }
-    fn tx_batch(&self) -> usize {
-        (**self).tx_batch()
+        Wrapper::flush(self)
     }
     fn check_status(&mut self) -> LinkState {
-        (**self).check_status()
+        Wrapper::check_status(self)
     }
     fn set_interrupt(&mut self, armed: bool) {
-        (**self).set_interrupt(armed)
-    }
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        (**self).interrupt_fd()
-    }
-    fn tx_ready_fd(&self) -> Option<RawFd> {
-        (**self).tx_ready_fd()
-    }
-    fn tx_ready_on_wakeup_only(&self) -> bool {
-        (**self).tx_ready_on_wakeup_only()
-    }
-    fn signals_tx_ready(&self) -> bool {
-        (**self).signals_tx_ready()
+        Wrapper::set_interrupt(self, armed)
     }
     fn hw_stats(&mut self) -> HwStats {
-        (**self).hw_stats()
+        Wrapper::hw_stats(self)
     }
     fn lending(&mut self) -> Option<&mut dyn Lending> {
-        (**self).lending()
+        Wrapper::lending(self)
+    }
+}
+
+/// A boxed device is a device, so one dataplane can mix backends (`Box<dyn Device>`): the
+/// simplest wrapper, which changes nothing.
+impl<T: Device + ?Sized> Wrapper for Box<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut T {
+        self
     }
 }

@@ -30,7 +30,10 @@ pub mod sysctl;
 pub use dataplane::{
     Clocks, Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Step, Work,
 };
-pub use device::{Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull};
+pub use device::{
+    Capabilities, Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull,
+    TxReadyLine, Wrapper,
+};
 pub use knobs::{Controller, KnobError, Knobs, Profile};
 pub use poll::{
     HandlerId, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError, SysctlEntry,

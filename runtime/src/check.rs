@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::fd::RawFd;
 use std::path::Path;
 
 use polld_core::{Device, LinkState, TxFull};
@@ -51,9 +50,6 @@ impl Device for Unopened {
         LinkState::Up
     }
     fn set_interrupt(&mut self, _armed: bool) {}
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        None
-    }
 }
 
 /// The checks `run` makes before opening anything; see the module doc.

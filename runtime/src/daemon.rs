@@ -6,7 +6,7 @@
 //!    stops there); block SIGINT/SIGTERM;
 //! 3. open the devices, build the packet stage and the dataplane, set modes and knobs;
 //! 4. pin and raise the poll thread, drop every capability not needed to reopen an
-//!    interface, start the reopen thread ([`crate::reopen`]) and the control socket;
+//!    interface, start the reopen thread ([`polld_middleware::reopen`]) and the control socket;
 //! 5. run until SIGINT/SIGTERM (SIGHUP applies the file's modes and knobs anew,
 //!    [`crate::reload`]); drain, print the counters, exit 0.
 
@@ -26,7 +26,8 @@ use polld_dev::iface::Namespace;
 use polld_dev::irq::DeviceIrqs;
 use polld_dev::irq_defer;
 use polld_dev::tap::Tap;
-use polld_middleware::{FaultInjector, PcapWriter};
+use polld_middleware::reopen::{Opened, Opener};
+use polld_middleware::{FaultInjector, PcapWriter, Reopener};
 use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
@@ -35,7 +36,6 @@ use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConf
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
 use crate::reload::{self, Reloader};
-use crate::reopen::{Opened, Opener, Reopener};
 use crate::rx_work::RxOwner;
 use crate::sys;
 
@@ -154,7 +154,7 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Opening {
     Start,
-    /// Off the poll thread ([`crate::reopen`]): a TAP is attached to, never created.
+    /// Off the poll thread ([`polld_middleware::reopen`]): a TAP is attached to, never created.
     Again,
 }
 

@@ -6,15 +6,15 @@
 //!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
-//! - an output's **transmit-ready line**: its `Device::tx_ready_fd`, waited on for POLLOUT,
+//! - an output's **transmit-ready line**: its `tx_ready_fd` capability, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
 //!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
 //!   transmit that never completed. Where only a wakeup while the thread sleeps is a rise
-//!   ([`Device::tx_ready_on_wakeup_only`]: AF_XDP in copy mode, whose fd polls writable
+//!   ([`polld_core::TxReadyLine`]: AF_XDP in copy mode, whose fd polls writable
 //!   while its device is still full, and is woken by polld's own sends), the thread looks
 //!   without sleeping before it sleeps and drops that line from what the look finds;
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
-//!   (a gone device is swapped there for the one the reopen thread opened, [`crate::reopen`]);
+//!   (a gone device is swapped there for the one the reopen thread opened, [`polld_middleware::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
 //! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on.
 //!
@@ -261,8 +261,8 @@ impl Executor {
                     }
                     t if t >= TOKEN_TX => {
                         let o = (t - TOKEN_TX) as usize;
-                        let dev = self.dp.interfaces()[o].dev();
-                        if !dev.tx_ready_on_wakeup_only() || self.wakeup_only.rose() {
+                        let caps = self.dp.capabilities(o);
+                        if !caps.tx_ready_on_wakeup_only() || self.wakeup_only.rose() {
                             self.dp.tx_ready_line(o, true);
                         } else {
                             self.wakeup_only.dropped();
@@ -281,11 +281,11 @@ impl Executor {
     }
 
     /// The outputs whose transmit-ready fd is in the epoll set and rises on a wakeup only
-    /// ([`Device::tx_ready_on_wakeup_only`]).
+    /// ([`polld_core::TxReadyLine`]).
     fn wakeup_only_outputs(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.watched.len()).filter(|&o| {
             self.watched[o][Line::TxReady as usize].is_some()
-                && self.dp.interfaces()[o].dev().tx_ready_on_wakeup_only()
+                && self.dp.capabilities(o).tx_ready_on_wakeup_only()
         })
     }
 
@@ -547,7 +547,7 @@ fn tick_period_ns(hz: u32) -> Option<u64> {
 }
 
 /// Which transmit-ready events are rises, for outputs whose line rises on a wakeup only
-/// ([`Device::tx_ready_on_wakeup_only`]). What such a fd reports before the thread sleeps
+/// ([`polld_core::TxReadyLine`]). What such a fd reports before the thread sleeps
 /// is its level when added, or a wakeup polld's own sends caused (`xsk_generic_xmit` wakes
 /// the socket after sending), not the output taking frames: the work that just ran saw the
 /// output itself. So after work ran, the next wait with nothing due looks without sleeping,
@@ -624,13 +624,13 @@ impl Line {
     /// The fd to wait on for interface `i` now, if any: while the line is armed and the
     /// link is up.
     fn wanted(self, dp: &RealDataplane, i: usize) -> Option<RawFd> {
-        let dev = dp.interfaces()[i].dev();
+        let caps = dp.capabilities(i);
         let (armed, fd) = match self {
             Line::Interrupt => (
                 dp.interrupt_armed(i) || dp.wakeup_armed(i),
-                dev.interrupt_fd(),
+                caps.interrupt_fd,
             ),
-            Line::TxReady => (dp.tx_ready_armed(i), dev.tx_ready_fd()),
+            Line::TxReady => (dp.tx_ready_armed(i), caps.tx_ready_fd()),
         };
         fd.filter(|_| armed && dp.link(i) == LinkState::Up)
     }
@@ -698,8 +698,8 @@ fn answer(
 
 /// What `polld ifconfig` says of interface `i`'s UMEM now: the shared UMEM it was opened
 /// with is gone once the interface was reopened (it gets its own).
-fn umem_now(dp: &mut RealDataplane, i: usize, opened_with: String) -> String {
-    let lends = dp.interface_mut(i).dev_mut().lending().is_some();
+fn umem_now(dp: &RealDataplane, i: usize, opened_with: String) -> String {
+    let lends = dp.capabilities(i).pool.is_some();
     if lends || opened_with == "own" {
         opened_with
     } else {

@@ -6,7 +6,6 @@
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`lateness`]: how late the tick timer wakes the poll thread;
 //! - [`idle`]: idle polling's own thread at idle priority;
-//! - [`reopen`]: an interface that went away opened anew on a helper thread, swapped in;
 //! - [`reload`]: SIGHUP, the config file's modes and knobs applied anew;
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
 //!   to them (DragonFly's ifpoll);
@@ -30,7 +29,6 @@ pub mod percpu;
 pub mod queues;
 pub mod reference;
 pub mod reload;
-pub mod reopen;
 pub mod rx_work;
 pub mod sys;
 

@@ -16,10 +16,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use polld_dev::busy_poll::BusyPoll;
+use polld_middleware::reopen::Opened;
 
 use crate::config::{DeviceConfig, RunConfig};
 use crate::daemon;
-use crate::reopen::Opened;
 use crate::rx_work::RxOwner;
 
 /// The queues of one interface, opened once for every poll thread that polls one.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use polld_control::proto::{Request, Response};
 use polld_control::server::{self, EventFd};
 use polld_core::device::TxFull;
-use polld_core::{Dataplane, Device, LinkState, Mode, Poller};
+use polld_core::{Capabilities, Dataplane, Device, LinkState, Mode, Poller};
 use polld_packet::config::PacketConfig;
 use polld_packet::Stage;
 use polld_runtime::executor::{DaemonInfo, Executor, IfInfo};
@@ -50,8 +50,11 @@ impl Device for Flood {
         LinkState::Up
     }
     fn set_interrupt(&mut self, _armed: bool) {}
-    fn interrupt_fd(&self) -> Option<std::os::fd::RawFd> {
-        Some(self.line.fd())
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            interrupt_fd: Some(self.line.fd()),
+            ..Capabilities::default()
+        }
     }
 }
 

@@ -148,8 +148,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.lines[i] = raised;
     }
 
-    /// Output `o`'s transmit-ready line: raised (`true`: its [`Device::tx_ready_fd`] became
-    /// writable, a simulated NIC's transmit ring drained to half) or not. Acted on only
+    /// Output `o`'s transmit-ready line: raised (`true`: its
+    /// [`crate::Capabilities::tx_ready_fd`] became writable, a simulated NIC's transmit
+    /// ring drained to half) or not. Acted on only
     /// while interrupt work or the next poll cycle waits for `o`
     /// ([`Dataplane::tx_ready_armed`]).
     pub fn tx_ready_line(&mut self, o: usize, raised: bool) {

@@ -77,14 +77,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 frame: &q.frame,
                 loan: None,
             };
-            apply(
-                verdict,
-                rx,
-                counters,
-                &self.links,
-                &self.pools,
-                &mut self.tx,
-            );
+            apply(verdict, rx, counters, &self.links, &self.caps, &mut self.tx);
             self.queue.spare.push(q.frame);
             n += 1;
         }

@@ -73,7 +73,7 @@ pub use modes::{Mode, ModeError};
 pub use step::{Clocks, Step};
 pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
 
-use crate::device::{Device, HwStats, LinkState, Loan, PoolId};
+use crate::device::{Capabilities, Device, HwStats, LinkState, Loan};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
@@ -166,9 +166,9 @@ struct Devices<D, S> {
     fastforwarding: bool,
     queue: InputQueue,
     tx: TxStaging,
-    /// Per interface: the pool of buffers its device lends from and sends loans of
-    /// ([`crate::device::Lending`]), read at start and at each status check.
-    pools: Vec<Option<PoolId>>,
+    /// Per interface: its device's [`Capabilities`], read at start and after each status
+    /// check (where a wrapper may swap in a new device).
+    caps: Vec<Capabilities>,
     /// Per interface: `Some(frames it accepted)` since it was given frames to send,
     /// until its next flush ([`Devices::flush_waiting`]).
     unflushed: Vec<Option<usize>>,
@@ -183,11 +183,6 @@ struct Devices<D, S> {
     gone: Vec<usize>,
 }
 
-/// The pool `dev` lends from, if it lends.
-fn pool_of<D: Device>(dev: &mut D) -> Option<PoolId> {
-    dev.lending().map(|l| l.pool())
-}
-
 impl<D: Device, S: PacketStage> Devices<D, S> {
     /// Receives up to `budget` frames from interface `i`; processes them now (to
     /// completion) or queues them, per `fastforwarding`.
@@ -199,12 +194,12 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             fastforwarding,
             queue,
             tx,
-            pools,
+            caps,
             ..
         } = self;
         // Frames are lent only when processed to completion in this batch; the input queue
         // keeps copies.
-        let lends = *fastforwarding && pools[i].is_some();
+        let lends = *fastforwarding && caps[i].pool.is_some();
         let Interface { dev, counters, .. } = &mut ifs[i];
         // Returns whether the frame's loan was kept.
         let mut process = |frame: &mut [u8], loan: Option<Loan>| {
@@ -216,7 +211,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                     frame,
                     loan,
                 };
-                return apply(verdict, rx, counters, links, pools, tx);
+                return apply(verdict, rx, counters, links, caps, tx);
             }
             if queue.enqueue(i, frame) {
                 counters.queued += 1;
@@ -247,7 +242,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
         // A device is swapped for a new one only at a status check (a reopen).
-        self.pools[i] = pool_of(&mut self.ifs[i].dev);
+        self.caps[i] = self.ifs[i].dev.capabilities();
         if state == self.links[i] {
             return;
         }
@@ -336,9 +331,8 @@ pub struct Dataplane<D, S> {
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
-        let mut devices = devices;
         let links = vec![LinkState::Up; devices.len()];
-        let pools = devices.iter_mut().map(pool_of).collect();
+        let caps = devices.iter().map(Device::capabilities).collect();
         let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
@@ -374,7 +368,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 fastforwarding: true,
                 queue: InputQueue::new(),
                 tx: TxStaging::default(),
-                pools,
+                caps,
                 unflushed,
                 output_full,
                 full_out: None,
@@ -399,6 +393,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
     pub fn link(&self, i: usize) -> LinkState {
         self.devs.links[i]
+    }
+    /// Interface `i`'s device's [`Capabilities`], as read at registration or after its
+    /// last status check.
+    pub fn capabilities(&self, i: usize) -> &Capabilities {
+        &self.devs.caps[i]
     }
     /// Frames waiting in the IP input queue.
     pub fn queue_len(&self) -> usize {

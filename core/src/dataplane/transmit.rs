@@ -7,7 +7,7 @@
 //! and a loan the output refuses goes back to its lender, counted as `tx_ring_full`
 //! like a refused copy. Either way every loan is settled before the batch ends.
 
-use crate::device::{Device, HwStats, LinkState, Loan, PoolId, TxDrop, TxFull};
+use crate::device::{Capabilities, Device, HwStats, LinkState, Loan, TxDrop, TxFull};
 use crate::stage::{DropReason, Emit, PacketStage, Verdict};
 
 use super::{Dataplane, Devices, IfCounters, Interface};
@@ -116,16 +116,16 @@ impl Emit for TxStaging {
 }
 
 impl<D: Device, S: PacketStage> Devices<D, S> {
-    /// Among the interfaces other than `i` whose link is up and whose device `counts`,
-    /// the one with the least transmit room, and that room.
+    /// Among the interfaces other than `i` whose link is up and whose device `counts` (by
+    /// its capabilities), the one with the least transmit room, and that room.
     pub(super) fn fullest_output_besides(
         &mut self,
         i: usize,
-        counts: impl Fn(&D) -> bool,
+        counts: impl Fn(&Capabilities) -> bool,
     ) -> Option<(usize, usize)> {
         let mut fullest: Option<(usize, usize)> = None;
         for (j, iface) in self.ifs.iter_mut().enumerate() {
-            if j != i && self.links[j] == LinkState::Up && counts(&iface.dev) {
+            if j != i && self.links[j] == LinkState::Up && counts(&self.caps[j]) {
                 let room = iface.dev.tx_room();
                 if fullest.is_none_or(|(_, least)| room < least) {
                     fullest = Some((j, room));
@@ -136,7 +136,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     }
 
     /// Sends the staged frames. An output is flushed once a kick's worth of frames
-    /// ([`Device::tx_batch`]) waits on it; the rest wait for [`Devices::flush_waiting`].
+    /// ([`Capabilities::tx_batch`]) waits on it; the rest wait for [`Devices::flush_waiting`].
     pub(super) fn transmit(&mut self) {
         if self.tx.frames.is_empty() {
             return;
@@ -181,7 +181,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             }
             let waiting = self.unflushed[s.out].get_or_insert(0);
             *waiting += usize::from(sent);
-            if *waiting >= self.ifs[s.out].dev.tx_batch() {
+            if *waiting >= self.caps[s.out].tx_batch {
                 self.ifs[s.out].dev.flush();
                 self.unflushed[s.out] = None;
             }
@@ -272,7 +272,7 @@ pub(super) fn apply(
     rx: Received<'_>,
     counters: &mut IfCounters,
     links: &[LinkState],
-    pools: &[Option<PoolId>],
+    caps: &[Capabilities],
     tx: &mut TxStaging,
 ) -> bool {
     let Received { input, frame, loan } = rx;
@@ -287,7 +287,7 @@ pub(super) fn apply(
             counters.drops.add(DropReason::LinkDown, 1)
         }
         Verdict::Forward { out } => match loan {
-            Some(loan) if pools.get(out) == Some(&Some(loan.pool)) => {
+            Some(loan) if caps.get(out).and_then(|c| c.pool) == Some(loan.pool) => {
                 tx.push_loan(out, received, loan);
                 return true;
             }

@@ -207,7 +207,7 @@ fn main() {
         .unwrap_or_else(|e| panic!("{e}"));
     ns.ip(&["link", "set", TAP, "txqueuelen", "1000", "up"])
         .expect("bring the TAP up");
-    let fd = tap.interrupt_fd().expect("a TAP has an fd");
+    let fd = tap.capabilities().interrupt_fd.expect("a TAP has an fd");
 
     let stop = Arc::new(AtomicBool::new(false));
     let sender = {

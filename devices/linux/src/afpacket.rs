@@ -43,7 +43,7 @@ use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
-use polld_core::device::{Device, HwStats, LinkState, TxDrops, TxFull};
+use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrops, TxFull, TxReadyLine};
 
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
@@ -283,6 +283,24 @@ impl Device for AfPacket {
         self.name.as_str()
     }
 
+    /// The interrupt is the receive socket: readable when the kernel retires a block. After
+    /// the link went down it also reports EPOLLERR (a pending ENETDOWN) until
+    /// `check_status` reads the error, so a dataplane that sees EPOLLERR should run
+    /// `check_status`. The transmit-ready line is the transmit socket: writable once at
+    /// most half its send buffer is held. The batch: one `sendmmsg` takes all of it; `send`
+    /// refuses a frame beyond it only while the kernel pushes back.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            interrupt_fd: Some(self.rx.fd()),
+            tx_ready: Some(TxReadyLine::Writable {
+                fd: self.tx_socket.as_raw_fd(),
+                on_wakeup_only: false,
+            }),
+            tx_batch: self.tx.capacity(),
+            pool: None,
+        }
+    }
+
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         self.rx.receive(budget, rx)
     }
@@ -322,12 +340,6 @@ impl Device for AfPacket {
         self.tx.push(self.tx_socket.as_raw_fd());
     }
 
-    /// The batch: one `sendmmsg` takes all of it; `send` refuses a frame beyond it only
-    /// while the kernel pushes back.
-    fn tx_batch(&self) -> usize {
-        self.tx.capacity()
-    }
-
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
     /// the same name: this device is bound to the old one. Reopening is the caller's
     /// explicit action ([`AfPacket::reopen`], or a new device), never a status check's.
@@ -345,18 +357,6 @@ impl Device for AfPacket {
 
     fn set_interrupt(&mut self, armed: bool) {
         self.interrupt_armed = armed;
-    }
-
-    /// The receive socket: readable when the kernel retires a block. After the link went
-    /// down it also reports EPOLLERR (a pending ENETDOWN) until `check_status` reads the
-    /// error, so a dataplane that sees EPOLLERR should run `check_status`.
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        Some(self.rx.fd())
-    }
-
-    /// The transmit socket: writable once at most half its send buffer is held.
-    fn tx_ready_fd(&self) -> Option<RawFd> {
-        Some(self.tx_socket.as_raw_fd())
     }
 
     fn hw_stats(&mut self) -> HwStats {

@@ -32,7 +32,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use polld_core::device::{Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
+use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
 
 use crate::error::OpenError;
 use crate::iface::{self, IfName, LinkCounters, Namespace};
@@ -261,6 +261,15 @@ impl Device for Tap {
         self.name.as_str()
     }
 
+    /// The interrupt is the TUN fd's readability; no transmit-ready line (its writes do
+    /// not block).
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            interrupt_fd: Some(self.attached.tun.as_raw_fd()),
+            ..Capabilities::default()
+        }
+    }
+
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         let fd = self.attached.tun.as_raw_fd();
         let mut handed = 0;
@@ -331,10 +340,6 @@ impl Device for Tap {
 
     fn set_interrupt(&mut self, armed: bool) {
         self.interrupt_armed = armed;
-    }
-
-    fn interrupt_fd(&self) -> Option<RawFd> {
-        Some(self.attached.tun.as_raw_fd())
     }
 
     /// The kernel's transmit drops on the interface since we attached: frames that

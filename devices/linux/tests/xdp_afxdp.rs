@@ -381,7 +381,7 @@ fn a_veth_socket_has_no_napi_id_at_bind_so_busy_polling_waits_but_its_options_re
         ..AfXdpConfig::default()
     };
     let dev = open_afxdp(&p.a, config);
-    let fd = dev.interrupt_fd().unwrap();
+    let fd = dev.capabilities().interrupt_fd.unwrap();
     assert_eq!(busy_poll::incoming_napi_id(fd).unwrap(), 0);
     assert_eq!(dev.busy_poll(), Some(&busy));
     // Not polling: off, whatever the device offers.
@@ -492,7 +492,10 @@ fn afxdp_interrupt_fd_polls_readable_when_frames_wait() {
     let p = pair();
     let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
     dev.set_interrupt(true);
-    let fd = dev.interrupt_fd().expect("AF_XDP has an interrupt fd");
+    let fd = dev
+        .capabilities()
+        .interrupt_fd
+        .expect("AF_XDP has an interrupt fd");
     assert!(!readable(fd, Duration::ZERO));
     assert!(!dev.rx_ready());
     inside(&p.b, || {
@@ -622,7 +625,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // SAFETY: sets an int option on our own socket.
     let rc = unsafe {
         libc::setsockopt(
-            dev.interrupt_fd().unwrap(),
+            dev.capabilities().interrupt_fd.unwrap(),
             libc::SOL_SOCKET,
             libc::SO_SNDBUFFORCE,
             (&big as *const libc::c_int).cast(),
@@ -638,7 +641,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // Two flushes before the peer may run, realtime for as short as that takes, and polls
     // of the socket between them: in copy mode `xsk_poll` transmits by itself, and what
     // it sends into the full ring is dropped without an EBUSY to any call of polld's.
-    let fd = dev.interrupt_fd().unwrap();
+    let fd = dev.capabilities().interrupt_fd.unwrap();
     let mut dev = std::thread::spawn(move || {
         pin(0, cpu);
         schedule(10);
@@ -848,7 +851,7 @@ fn sockets_of_a_shared_umem_send_each_others_frames_without_a_copy() {
     let (c, u) = (config.clone(), umem.clone());
     let mut output = inside(&p.a, move || AfXdp::open_shared("va2", 0, &c, &u)).unwrap();
     assert!(input.shares_umem() && output.shares_umem());
-    assert_eq!(input.lending().unwrap().pool(), umem.pool());
+    assert_eq!(input.capabilities().pool, Some(umem.pool()));
     let sender = inside(&p.b, || RawSocket::open("vb", false));
     let peer = inside(&p.b, || RawSocket::open("vb2", true));
     const ROUNDS: u32 = 20;

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use polld_core::device::{Device, HwStats, TxDrop, TxFull};
+use polld_core::device::{Capabilities, Device, HwStats, Lending, TxDrop, TxFull, Wrapper};
 use polld_core::rng::Rng;
 
 /// Rates per mille (0 to 1000) of each fault, and the seed that makes a run repeatable.
@@ -120,18 +120,39 @@ fn strikes(rng: &mut Rng, per_mille: u16) -> bool {
     per_mille > 0 && rng.below(1000) < u64::from(per_mille)
 }
 
-impl<D: Device> Device for FaultInjector<D> {
-    pass_through_to_inner!();
+impl<D: Device> Wrapper for FaultInjector<D> {
+    type Inner = D;
+
+    fn inner(&self) -> &D {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+
+    /// The inner device's, but for its pool: the injector forwards by copy (below).
+    fn capabilities(this: &Self) -> Capabilities {
+        Capabilities {
+            pool: None,
+            ..this.inner.capabilities()
+        }
+    }
+
+    /// None: a lent frame would skip the faults, and a duplicate has no buffer of its own
+    /// to lend.
+    fn lending(_this: &mut Self) -> Option<&mut dyn Lending> {
+        None
+    }
 
     /// Returns the frames handed up, duplicates included, so it may exceed `budget` by
     /// the duplicates; dropped frames are not handed up and not returned.
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+    fn receive(this: &mut Self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         let FaultInjector {
             inner,
             config,
             rng,
             stats,
-        } = self;
+        } = this;
         let mut handed = 0;
         inner.receive(budget, &mut |frame: &mut [u8]| {
             if strikes(rng, config.rx_drop) {
@@ -161,22 +182,18 @@ impl<D: Device> Device for FaultInjector<D> {
         handed
     }
 
-    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        if strikes(&mut self.rng, self.config.tx_fail) {
-            self.stats.tx_failed += 1;
+    fn send(this: &mut Self, frame: &[u8]) -> Result<(), TxFull> {
+        if strikes(&mut this.rng, this.config.tx_fail) {
+            this.stats.tx_failed += 1;
             return Ok(());
         }
-        self.inner.send(frame)
+        this.inner.send(frame)
     }
 
-    fn flush(&mut self) {
-        self.inner.flush()
-    }
-
-    fn hw_stats(&mut self) -> HwStats {
-        let mut stats = self.inner.hw_stats();
-        stats.rx_fault += self.stats.rx_dropped;
-        stats.tx_drops.add(TxDrop::Fault, self.stats.tx_failed);
+    fn hw_stats(this: &mut Self) -> HwStats {
+        let mut stats = this.inner.hw_stats();
+        stats.rx_fault += this.stats.rx_dropped;
+        stats.tx_drops.add(TxDrop::Fault, this.stats.tx_failed);
         stats
     }
 }

@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use polld_core::device::{Device, HwStats, TxFull};
+use polld_core::device::{Device, Lending, Loan, TxFull, Wrapper};
 
 /// The classic pcap magic, microsecond timestamps, written in native byte order (readers
 /// detect the order from the magic).
@@ -30,8 +30,17 @@ pub struct PcapStats {
 
 /// Wraps a device and records its frames to `out`; `clock` gives the time in nanoseconds
 /// since the Unix epoch (or any epoch the reader should see: virtual time in the simulator).
+///
+/// A device that lends ([`Lending`]) still lends through the writer: a lent frame is
+/// recorded as it is received, and a loan as the inner device accepts it.
 pub struct PcapWriter<D, W> {
     inner: D,
+    recorder: Recorder<W>,
+}
+
+/// The writer's side of a [`PcapWriter`], apart from the device so that the two can be
+/// borrowed together.
+struct Recorder<W> {
     out: W,
     clock: Box<dyn FnMut() -> u64>,
     stats: PcapStats,
@@ -56,20 +65,22 @@ impl<D: Device, W: Write> PcapWriter<D, W> {
         out.write_all(&header)?;
         Ok(PcapWriter {
             inner,
-            out,
-            clock,
-            stats: PcapStats::default(),
-            error: None,
+            recorder: Recorder {
+                out,
+                clock,
+                stats: PcapStats::default(),
+                error: None,
+            },
         })
     }
 
     pub fn stats(&self) -> PcapStats {
-        self.stats
+        self.recorder.stats
     }
 
     /// The write error that stopped the recording, if one did.
     pub fn error(&self) -> Option<&io::Error> {
-        self.error.as_ref()
+        self.recorder.error.as_ref()
     }
 
     pub fn inner(&self) -> &D {
@@ -83,73 +94,134 @@ impl<D: Device, W: Write> PcapWriter<D, W> {
 
     /// Flushes the writer and gives back the device and the writer.
     pub fn into_parts(mut self) -> (D, W) {
-        let _ = self.out.flush();
-        (self.inner, self.out)
+        let _ = self.recorder.out.flush();
+        (self.inner, self.recorder.out)
     }
 }
 
-/// Appends one record to `out` unless an earlier write failed; returns whether it did.
-fn record(out: &mut dyn Write, error: &mut Option<io::Error>, now_ns: u64, frame: &[u8]) -> bool {
-    if error.is_some() {
-        return false;
-    }
-    let caught = frame.len().min(SNAPLEN as usize);
-    let mut header = [0u8; 16];
-    header[0..4].copy_from_slice(&((now_ns / 1_000_000_000) as u32).to_ne_bytes());
-    header[4..8].copy_from_slice(&((now_ns % 1_000_000_000 / 1_000) as u32).to_ne_bytes());
-    header[8..12].copy_from_slice(&(caught as u32).to_ne_bytes());
-    header[12..16].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
-    match out
-        .write_all(&header)
-        .and_then(|()| out.write_all(&frame[..caught]))
-    {
-        Ok(()) => true,
-        Err(e) => {
-            *error = Some(e);
-            false
+impl<W: Write> Recorder<W> {
+    /// Records a received frame.
+    fn rx(&mut self, frame: &[u8]) {
+        if self.record(frame) {
+            self.stats.rx_records += 1;
         }
     }
-}
 
-impl<D: Device, W: Write> Device for PcapWriter<D, W> {
-    pass_through_to_inner!();
-
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let PcapWriter {
-            inner,
-            out,
-            clock,
-            stats,
-            error,
-        } = self;
-        inner.receive(budget, &mut |frame: &mut [u8]| {
-            if record(out, error, clock(), frame) {
-                stats.rx_records += 1;
-            }
-            rx(frame)
-        })
-    }
-
-    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        self.inner.send(frame)?;
-        let now = (self.clock)();
-        if record(&mut self.out, &mut self.error, now, frame) {
+    /// Records a frame the device accepted for transmission.
+    fn tx(&mut self, frame: &[u8]) {
+        if self.record(frame) {
             self.stats.tx_records += 1;
         }
-        Ok(())
     }
 
-    /// Flushes the device, and the writer so that a reader sees whole batches.
+    /// Appends one record unless an earlier write failed; returns whether it did.
+    fn record(&mut self, frame: &[u8]) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let now_ns = (self.clock)();
+        let caught = frame.len().min(SNAPLEN as usize);
+        let mut header = [0u8; 16];
+        header[0..4].copy_from_slice(&((now_ns / 1_000_000_000) as u32).to_ne_bytes());
+        header[4..8].copy_from_slice(&((now_ns % 1_000_000_000 / 1_000) as u32).to_ne_bytes());
+        header[8..12].copy_from_slice(&(caught as u32).to_ne_bytes());
+        header[12..16].copy_from_slice(&(frame.len() as u32).to_ne_bytes());
+        let out = &mut self.out;
+        match out
+            .write_all(&header)
+            .and_then(|()| out.write_all(&frame[..caught]))
+        {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Flushes the writer, so that a reader sees whole batches.
     fn flush(&mut self) {
-        self.inner.flush();
         if self.error.is_none() {
             if let Err(e) = self.out.flush() {
                 self.error = Some(e);
             }
         }
     }
+}
 
-    fn hw_stats(&mut self) -> HwStats {
-        self.inner.hw_stats()
+impl<D: Device, W: Write> Wrapper for PcapWriter<D, W> {
+    type Inner = D;
+
+    fn inner(&self) -> &D {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+
+    fn receive(this: &mut Self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+        let PcapWriter { inner, recorder } = this;
+        inner.receive(budget, &mut |frame: &mut [u8]| {
+            recorder.rx(frame);
+            rx(frame)
+        })
+    }
+
+    fn send(this: &mut Self, frame: &[u8]) -> Result<(), TxFull> {
+        this.inner.send(frame)?;
+        this.recorder.tx(frame);
+        Ok(())
+    }
+
+    /// Flushes the device, and the writer so that a reader sees whole batches.
+    fn flush(this: &mut Self) {
+        this.inner.flush();
+        this.recorder.flush();
+    }
+
+    /// The writer itself, if the inner device lends: loans are recorded too.
+    fn lending(this: &mut Self) -> Option<&mut dyn Lending> {
+        this.inner.lending()?;
+        Some(this)
+    }
+}
+
+/// The inner device's [`Lending`], recorded. Reached only while the inner device lends
+/// ([`Wrapper::lending`] above); should it stop (a wrapper under this one swapped its
+/// device), a receive hands nothing and a loan is refused, as by a full ring.
+impl<D: Device, W: Write> Lending for PcapWriter<D, W> {
+    fn receive_lending(
+        &mut self,
+        budget: usize,
+        rx: &mut dyn FnMut(&mut [u8], Loan) -> bool,
+    ) -> usize {
+        let PcapWriter { inner, recorder } = self;
+        let Some(lender) = inner.lending() else {
+            return 0;
+        };
+        lender.receive_lending(budget, &mut |frame, loan| {
+            recorder.rx(frame);
+            rx(frame, loan)
+        })
+    }
+
+    fn send_loan(&mut self, loan: Loan) -> Result<(), TxFull> {
+        let PcapWriter { inner, recorder } = self;
+        let lender = inner.lending().ok_or(TxFull)?;
+        lender.send_loan(loan)?;
+        lender.inspect_loan(loan, &mut |frame| recorder.tx(frame));
+        Ok(())
+    }
+
+    fn give_back(&mut self, loan: Loan) {
+        if let Some(lender) = self.inner.lending() {
+            lender.give_back(loan);
+        }
+    }
+
+    fn inspect_loan(&mut self, loan: Loan, look: &mut dyn FnMut(&[u8])) {
+        if let Some(lender) = self.inner.lending() {
+            lender.inspect_loan(loan, look);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The middleware devices around simulated NICs in a real dataplane: the pcap file holds
 //! exactly the frames the counters show, and injected faults keep conservation exact.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::rc::Rc;
 
@@ -10,6 +10,10 @@ use polld_core::{
 };
 use polld_middleware::{FaultConfig, FaultInjector, PcapWriter};
 use polld_sim::{Arrivals, NicConfig, SimNic};
+
+mod common;
+
+use common::Shared;
 
 /// Interface 0 forwards everything to interface 1.
 struct ToOne;
@@ -20,20 +24,6 @@ impl PacketStage for ToOne {
             0 => Verdict::Forward { out: 1 },
             _ => Verdict::Consumed,
         }
-    }
-}
-
-/// A writer the test can read while a device owns it.
-#[derive(Clone, Default)]
-struct Shared(Rc<RefCell<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 

@@ -17,7 +17,9 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 pub use polld_core::rng::Rng;
-use polld_core::{Device, HwStats, LinkState, Mode, TxDrop, TxDrops, TxFull};
+use polld_core::{
+    Capabilities, Device, HwStats, LinkState, Mode, TxDrop, TxDrops, TxFull, TxReadyLine,
+};
 
 /// The shared virtual clock, in nanoseconds.
 pub type Clock = Rc<Cell<u64>>;
@@ -412,6 +414,16 @@ impl Device for SimNic {
         &self.cfg.name
     }
 
+    /// No fd: its interrupt and, with `tx_ready_line`, its transmit-ready line
+    /// ([`SimNic::tx_writable`]) are reported by the virtual CPU.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            tx_ready: self.cfg.tx_ready_line.then_some(TxReadyLine::Modelled),
+            tx_batch: self.cfg.tx_batch.unwrap_or(usize::MAX),
+            ..Capabilities::default()
+        }
+    }
+
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
         self.charge(self.cfg.costs.call_ns);
         if !self.armed {
@@ -481,15 +493,6 @@ impl Device for SimNic {
         if !self.armed {
             self.reclaim();
         }
-    }
-
-    fn tx_batch(&self) -> usize {
-        self.cfg.tx_batch.unwrap_or(usize::MAX)
-    }
-
-    /// With `tx_ready_line`: [`SimNic::tx_writable`], which the virtual CPU reports.
-    fn signals_tx_ready(&self) -> bool {
-        self.cfg.tx_ready_line
     }
 
     fn check_status(&mut self) -> LinkState {

@@ -14,7 +14,7 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
-use polld_core::{Device, HwStats, LinkState, TxFull};
+use polld_core::{Device, HwStats, LinkState, Wrapper};
 
 /// A device opened on the helper thread, to be handed to the poll thread.
 pub type Opened = Box<dyn Device + Send>;
@@ -82,6 +82,9 @@ impl Reopener {
 }
 
 /// A device that is replaced by a new one, opened by the [`Reopener`], once it is gone.
+/// Everything else passes through to the current device, its loans included: loans never
+/// outlive a receive batch, and the device is swapped only at a status check, between
+/// batches.
 pub struct Reopening {
     current: Box<dyn Device>,
     opener: Arc<Opener>,
@@ -156,75 +159,46 @@ fn sum(a: HwStats, b: HwStats) -> HwStats {
     }
 }
 
-impl Device for Reopening {
-    fn name(&self) -> &str {
-        self.current.name()
+impl Wrapper for Reopening {
+    type Inner = dyn Device;
+
+    fn inner(&self) -> &Self::Inner {
+        &*self.current
     }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        self.current.receive(budget, rx)
-    }
-    fn rx_ready(&mut self) -> bool {
-        self.current.rx_ready()
-    }
-    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        self.current.send(frame)
-    }
-    fn tx_room(&mut self) -> usize {
-        self.current.tx_room()
-    }
-    fn flush(&mut self) {
-        self.current.flush()
-    }
-    fn tx_batch(&self) -> usize {
-        self.current.tx_batch()
+    fn inner_mut(&mut self) -> &mut Self::Inner {
+        &mut *self.current
     }
 
     /// The current device's status; a device gone asks for a new one, and a new one
-    /// ready is swapped in first.
-    fn check_status(&mut self) -> LinkState {
-        self.take_reopened();
-        let state = self.current.check_status();
-        if state == LinkState::Gone && !self.requested {
+    /// ready is swapped in first (and with it, its capabilities: the dataplane reads
+    /// them again after each status check).
+    fn check_status(this: &mut Self) -> LinkState {
+        this.take_reopened();
+        let state = this.current.check_status();
+        if state == LinkState::Gone && !this.requested {
             let job = Job {
-                opener: self.opener.clone(),
-                mailbox: self.mailbox.clone(),
+                opener: this.opener.clone(),
+                mailbox: this.mailbox.clone(),
             };
             // The helper only ends once every sender is gone, so this cannot fail.
-            self.requested = self.jobs.send(job).is_ok();
+            this.requested = this.jobs.send(job).is_ok();
         }
         state
     }
 
-    fn set_interrupt(&mut self, armed: bool) {
-        self.armed = armed;
-        self.current.set_interrupt(armed)
+    fn set_interrupt(this: &mut Self, armed: bool) {
+        this.armed = armed;
+        this.current.set_interrupt(armed)
     }
-    fn interrupt_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.current.interrupt_fd()
-    }
-    fn tx_ready_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.current.tx_ready_fd()
-    }
-    fn tx_ready_on_wakeup_only(&self) -> bool {
-        self.current.tx_ready_on_wakeup_only()
-    }
-    fn signals_tx_ready(&self) -> bool {
-        self.current.signals_tx_ready()
-    }
-    fn hw_stats(&mut self) -> HwStats {
-        sum(self.carried, self.current.hw_stats())
-    }
-    /// Loans never outlive a receive batch, and the device is swapped only at a status
-    /// check, between batches.
-    fn lending(&mut self) -> Option<&mut dyn polld_core::Lending> {
-        self.current.lending()
+    fn hw_stats(this: &mut Self) -> HwStats {
+        sum(this.carried, this.current.hw_stats())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use polld_core::TxDrop;
+    use polld_core::{TxDrop, TxFull};
     use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
     use std::time::{Duration, Instant};
 
