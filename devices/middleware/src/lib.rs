@@ -15,6 +15,8 @@
 //! on the simulator's virtual time as well as on a real interface, and what reopening
 //! opens is up to its closure.
 
+#![forbid(unsafe_code)]
+
 pub mod fault;
 pub mod pcap;
 pub mod reopen;
