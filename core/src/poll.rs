@@ -558,6 +558,18 @@ impl Poller {
         self.tick_ns() * (100 - self.knobs.user_frac) as u64 / 100
     }
 
+    /// Whether the armed `netisr_pollmore`, run at `now`, closes the cycle rather than
+    /// schedule another chunk.
+    pub fn pollmore_closes(&self, now: u64) -> bool {
+        self.pollmore_armed && !self.wants_another_chunk(now)
+    }
+
+    /// Budget is left, the last chunk did not drain the rings, and the controller wants
+    /// another chunk at `now`.
+    fn wants_another_chunk(&self, now: u64) -> bool {
+        self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now)
+    }
+
     /// The end of a chunk (`netisr_pollmore`): schedules another chunk, or closes the
     /// cycle and adapts `burst`. Returns `false` if no pollmore was armed.
     pub fn netisr_pollmore(&mut self, now: u64) -> bool {
@@ -566,7 +578,7 @@ impl Poller {
         }
         self.pollmore_armed = false;
         self.state.phase = 5;
-        if self.state.residual_burst > 0 && !self.chunk_drained && self.more_chunks_wanted(now) {
+        if self.wants_another_chunk(now) {
             self.poll_armed = true;
             self.pollmore_armed = true;
             return true;

@@ -5,7 +5,9 @@
 //! (reading the thread's CPU clock then, and only then: [`super::auto`]), runs the piece at
 //! the executor's time, tells the window how long the piece took, and after a
 //! [`Due::Pollmore`] takes the early tick a cycle cut short by a full output asks for
-//! ([`Step::repoll`]). The executor lends it its clocks and its cost charging
+//! ([`Step::repoll`]). The `Pollmore` that closes a cycle kicks the outputs the cycle
+//! filled before it closes, so that the kick (on AF_XDP in copy mode, the driver's whole
+//! transmit) is timed as part of the cycle the controller meters. The executor lends it its clocks and its cost charging
 //! ([`Clocks`]); the real poll thread times the piece on the monotonic clock, the
 //! simulator's virtual CPU charges its costs on virtual time.
 
@@ -61,7 +63,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             self.close_auto_window(start, cpu);
         }
         let woken = clocks.wake(due, start);
-        let work = self.run(due, start);
+        let at = if due == Due::Pollmore && self.closes_cycle_with_flush(start) {
+            // The cycle's transmit is part of its cost, as a driver's transmit within
+            // FreeBSD's poll cycle is: the outputs are kicked first, and the cycle closes
+            // (and the controller reads its length) on the clock after the kick.
+            self.devs.flush_waiting();
+            clocks.now()
+        } else {
+            start
+        };
+        let work = self.run(due, at);
         clocks.charge(work);
         let end = clocks.now();
         let ns = end.saturating_sub(woken);
@@ -77,5 +88,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             ns,
             repoll,
         }
+    }
+
+    /// Whether a `Pollmore` at `now` closes the poll cycle while outputs wait for their
+    /// kick.
+    fn closes_cycle_with_flush(&self, now: u64) -> bool {
+        self.devs.waits_for_flush() && self.poller.pollmore_closes(now)
     }
 }

@@ -195,30 +195,62 @@ impl PartialEq for BusyPoll {
 
 impl Eq for BusyPoll {}
 
-/// Detaches the socket from its [`BusyPoll`] when dropped (the socket closes): the
-/// deferral's old values come back if no other socket uses them.
+/// A socket's share of its [`BusyPoll`]. Detaches the socket when dropped (the socket
+/// closes): the deferral's old values come back if no other socket uses them.
 #[derive(Debug)]
-pub struct Attached(BusyPoll);
+pub struct Attached {
+    busy: BusyPoll,
+    /// The socket's `SO_BUSY_POLL_BUDGET` as last set.
+    napi_budget: u16,
+}
 
 impl Attached {
-    /// Whether the next receive call should run the queue's NAPI poll.
+    /// Whether receive calls should run the queue's NAPI poll.
     pub fn polls_napi(&self) -> bool {
-        self.0 .0.polls_napi.load(Ordering::Relaxed)
+        self.busy.0.polls_napi.load(Ordering::Relaxed)
     }
 
     /// The shared state, for the runtime.
     pub fn busy_poll(&self) -> &BusyPoll {
-        &self.0
+        &self.busy
+    }
+
+    /// Runs the queue's NAPI poll in this thread for at most `frames` frames (and at most
+    /// the configured budget, the poll chunk): a zero-length non-blocking `recvfrom` on
+    /// socket `fd`, with `SO_BUSY_POLL_BUDGET` set to that many first when it differs.
+    ///
+    /// The driver's work is what the scheduler's burst meters, as FreeBSD's poll handler
+    /// is handed `count`: a chunk that takes one frame off the ring runs the driver for one
+    /// frame, not for a whole chunk whose frames the full ring or the short fill ring would
+    /// drop. A socket whose budget cannot be set keeps the one it has.
+    pub fn poll_napi(&mut self, fd: RawFd, frames: usize) {
+        let want = frames.clamp(1, usize::from(self.busy.0.config.budget)) as u16;
+        if want != self.napi_budget
+            && setsockopt_int(fd, SO_BUSY_POLL_BUDGET, u32::from(want)).is_ok()
+        {
+            self.napi_budget = want;
+        }
+        // SAFETY: a zero-length non-blocking recvfrom on the caller's socket.
+        unsafe {
+            libc::recvfrom(
+                fd,
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
     }
 }
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        let mut state = self.0.lock();
+        let mut state = self.busy.lock();
         state.socket = None;
         state.refused = None;
         state.defer_failed = None;
-        self.0.update(&mut state);
+        self.busy.update(&mut state);
     }
 }
 
@@ -291,7 +323,10 @@ impl BusyPoll {
             "polld: af_xdp: `{ifname}` queue {queue}: {}",
             self.status().detail
         );
-        Attached(self.clone())
+        Attached {
+            busy: self.clone(),
+            napi_budget: self.0.config.budget,
+        }
     }
 
     /// The interface polls from now on (or no longer): the deferral follows.

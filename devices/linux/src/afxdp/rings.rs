@@ -7,7 +7,6 @@ use std::io;
 use xdpilone::xdp::XdpDesc;
 
 use super::AfXdp;
-use crate::busy_poll::Attached;
 
 /// Descriptors one `sendto` kick sends in copy mode: the kernel's budget per call
 /// (`TX_BATCH_SIZE` in `__xsk_generic_xmit`, net/xdp/xsk.c; a socket may raise it with
@@ -150,20 +149,14 @@ impl AfXdp {
         rx: &mut dyn FnMut(&mut [u8], u64) -> bool,
     ) -> usize {
         let budget = u32::try_from(budget).unwrap_or(u32::MAX);
-        if self.busy_poll.as_ref().is_some_and(Attached::polls_napi) {
-            // Under preferred busy polling the device's interrupt stays masked: this
-            // call runs the driver's NAPI poll (at most SO_BUSY_POLL_BUDGET frames) here.
-            // SAFETY: a zero-length non-blocking recvfrom on our own socket.
-            unsafe {
-                libc::recvfrom(
-                    self.socket.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                )
-            };
+        if let Some(busy) = self.busy_poll.as_mut().filter(|b| b.polls_napi()) {
+            // Under preferred busy polling the device's interrupt stays masked: the
+            // driver's NAPI poll runs here, for the frames this call may take that the rx
+            // ring does not hold yet.
+            let missing = budget.saturating_sub(self.rx.available());
+            if missing > 0 {
+                busy.poll_napi(self.socket.as_raw_fd(), missing as usize);
+            }
         }
         let frame_mask = self.frame_mask();
         let mut reader = self.rx.receive(budget);
