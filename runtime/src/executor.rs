@@ -47,7 +47,10 @@
 //! the part of polling's latency that is the kernel's timer path, not polld's. The owed
 //! ticks of a late read that the thread's own CPU time does not explain were waited for,
 //! not overrun ([`WaitedTicks`], `kern.polling.waited_polls`): their cycles skip the
-//! overrun back-off.
+//! overrun back-off. The thread's CPU per tick that no piece of work accounts for (its
+//! wakeup, the timer and epoll calls, control and status rounds: [`TickOverhead`]) is
+//! passed on at each tick read; the time controller leaves it out of a cycle's budget
+//! (`kern.polling.tick_overhead_ns`).
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -69,7 +72,7 @@ use polld_packet::Stage;
 
 use crate::device_irqs::DeviceIrqCounts;
 use crate::idle::IdlePoller;
-use crate::lateness::{Lateness, WaitedTicks};
+use crate::lateness::{Lateness, TickOverhead, WaitedTicks};
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -149,6 +152,8 @@ pub struct Executor {
     lateness: Lateness,
     /// Which owed ticks the thread only waited for.
     waited: WaitedTicks,
+    /// The thread's CPU per tick outside the work.
+    overhead: TickOverhead,
     /// The devices' own receive interrupts.
     device_irqs: DeviceIrqCounts,
     /// Whether each interface was last told it polls (preferred busy polling follows).
@@ -195,6 +200,7 @@ impl Executor {
             lowered: false,
             lateness: Lateness::default(),
             waited: WaitedTicks::default(),
+            overhead: TickOverhead::default(),
             device_irqs,
             busy_polling: vec![false; n],
         })
@@ -235,11 +241,15 @@ impl Executor {
                         if n > 0 {
                             self.lateness.record(late_ns);
                         }
-                        let waited = self.waited.waited(
-                            n,
-                            polld_dev::clock::thread_cpu_ns(),
-                            tick_period_ns(self.tick_hz).unwrap_or(0),
-                        );
+                        let cpu = polld_dev::clock::thread_cpu_ns();
+                        let waited =
+                            self.waited
+                                .waited(n, cpu, tick_period_ns(self.tick_hz).unwrap_or(0));
+                        let a = self.accounts;
+                        let work = a.work_ns + a.busy_poll_ns + a.idle_poll_ns;
+                        if let Some(ns) = self.overhead.per_tick(n, cpu, work) {
+                            self.dp.note_tick_overhead(ns);
+                        }
                         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
                         self.dp.raise_late_ticks(clamp(n), clamp(waited));
                     }

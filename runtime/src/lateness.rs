@@ -95,6 +95,32 @@ impl WaitedTicks {
     }
 }
 
+/// The poll thread's CPU time per tick that no piece of work accounted for: between two
+/// tick reads, the thread's CPU clock less the work the executor timed, per tick read.
+/// What is left is the thread's own cost of ticking (its wakeups, the timer and epoll
+/// calls, control requests and status rounds), which the time controller leaves out of a
+/// cycle's budget ([`polld_core::Poller::note_tick_overhead`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TickOverhead {
+    /// The thread's CPU clock and the executor's work, at the last tick read.
+    last: Option<(u64, u64)>,
+}
+
+impl TickOverhead {
+    /// Of `expirations` read now, with the thread's CPU clock at `cpu_ns` and the work the
+    /// executor has timed at `work_ns`: the CPU time per tick outside the work since the
+    /// previous tick read (`None` at the first, or for a read with no expiration).
+    pub fn per_tick(&mut self, expirations: u64, cpu_ns: u64, work_ns: u64) -> Option<u64> {
+        if expirations == 0 {
+            return None;
+        }
+        let last = self.last.replace((cpu_ns, work_ns))?;
+        let cpu = cpu_ns.saturating_sub(last.0);
+        let work = work_ns.saturating_sub(last.1);
+        Some(cpu.saturating_sub(work) / expirations)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +146,25 @@ mod tests {
             0,
             "two ticks of CPU time: both overran"
         );
+    }
+
+    #[test]
+    fn the_overhead_is_the_cpu_time_per_tick_that_no_work_accounts_for() {
+        let mut o = TickOverhead::default();
+        assert_eq!(
+            o.per_tick(1, 5 * MS, 3 * MS),
+            None,
+            "the first read is the origin"
+        );
+        assert_eq!(
+            o.per_tick(1, 5 * MS + 700_000, 3 * MS + 500_000),
+            Some(200_000)
+        );
+        assert_eq!(o.per_tick(0, 9 * MS, 4 * MS), None, "not a tick");
+        // Two ticks at once: the CPU outside the work is shared between them.
+        assert_eq!(o.per_tick(2, 6 * MS + 700_000, 4 * MS), Some(150_000));
+        // Work timed on the wall clock can exceed the thread's CPU (it was preempted).
+        assert_eq!(o.per_tick(1, 6 * MS + 800_000, 5 * MS), Some(0));
     }
 
     #[test]

@@ -141,6 +141,12 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.waited_ticks = self.pending.waited_ticks.saturating_add(waited);
     }
 
+    /// The executor's thread used `ns` of CPU per tick, over its last tick read, that no
+    /// piece of work accounted for ([`Poller::note_tick_overhead`]).
+    pub fn note_tick_overhead(&mut self, ns: u64) {
+        self.poller.note_tick_overhead(ns);
+    }
+
     /// Interface `i`'s interrupt line: raised (`true`: its fd became readable, a simulated
     /// device asserted it) or not. A line raised while the interrupt is masked is ignored,
     /// as FreeBSD ignores a masked device's spurious interrupt.
