@@ -59,6 +59,44 @@ pub struct VmDemo {
     pub user_frac: u32,
     pub window_s: f64,
     pub rows: Vec<VmRow>,
+    /// Interrupt mode without fastforwarding (seed 000).
+    pub livelock: Livelock,
+}
+
+/// Seed 000 in the guest: interrupt mode with `net.inet.ip.fastforwarding=0`, at half load
+/// and under the flood, beside the same competitor.
+#[derive(Clone, Debug, Serialize)]
+pub struct Livelock {
+    /// At half load, then flooded.
+    pub rows: Vec<VmRow>,
+    /// The most it delivered, at either load, frames/s.
+    pub best_pps: f64,
+    /// Flooded, as a percentage of its best.
+    pub flooded_percent_of_best: f64,
+    /// Under [`LIVELOCK_PERCENT`] of its best when flooded.
+    pub reproduced: bool,
+}
+
+/// Flooded, interrupt mode without fastforwarding delivers less than this percentage of
+/// its best: receive livelock.
+pub const LIVELOCK_PERCENT: f64 = 10.0;
+
+impl Livelock {
+    fn of(rows: Vec<VmRow>) -> Livelock {
+        let best_pps = rows.iter().map(|r| r.delivered_pps).fold(0.0, f64::max);
+        let flooded = rows.last().map_or(0.0, |r| r.delivered_pps);
+        let flooded_percent_of_best = if best_pps > 0.0 {
+            100.0 * flooded / best_pps
+        } else {
+            0.0
+        };
+        Livelock {
+            rows,
+            best_pps,
+            flooded_percent_of_best,
+            reproduced: flooded_percent_of_best < LIVELOCK_PERCENT,
+        }
+    }
 }
 
 fn failed(what: String) -> TestbedError {
@@ -133,11 +171,32 @@ pub fn run(
                 (polld, competitor),
             )?);
         }
-        Ok::<_, TestbedError>(rows)
+        // Seed 000 on the driver: interrupt mode with the IP input queue between the
+        // interrupt and the forwarding, at half load and flooded.
+        guest::ctl(prefix, "net.inet.ip.fastforwarding=0")?;
+        let mut livelock = Vec::new();
+        for rate in [Some(half), None] {
+            let what = rate.map_or("a flood".to_string(), |r| format!("{r:.0} frames/s"));
+            let _ = writeln!(
+                out,
+                "polld demo: interrupt mode without fastforwarding at {what}; measuring {} s ...",
+                args.duration
+            );
+            livelock.push(measure(
+                layout,
+                gen,
+                "interrupt",
+                rate,
+                args.duration,
+                (polld, competitor),
+            )?);
+        }
+        guest::ctl(prefix, "net.inet.ip.fastforwarding=1")?;
+        Ok::<_, TestbedError>((rows, livelock))
     })();
     let _ = guest::sh(prefix, &format!("kill {competitor}"), "");
     let stopped = guest::stop_polld(prefix, polld);
-    let rows = measured?;
+    let (rows, livelock) = measured?;
     let report = stopped?;
     if !crate::share::conserved(&report) {
         return Err(failed(format!(
@@ -149,6 +208,7 @@ pub fn run(
         kernel: guest_state.kernel,
         user_frac: args.user_frac,
         window_s: args.duration,
+        livelock: Livelock::of(livelock),
         rows,
     };
     if args.json {
@@ -243,13 +303,17 @@ fn write_table(demo: &VmDemo, out: &mut dyn Write) {
     );
     let _ = writeln!(
         out,
-        "{:<10} {:<6} {:>10} {:>12} {:>14} {:>10} {:>11}  rx work in polld's budget",
+        "{:<16} {:<6} {:>10} {:>12} {:>14} {:>10} {:>11}  rx work in polld's budget",
         "mode", "load", "offered/s", "delivered/s", "eth0 irqs/s", "polld CPU", "competitor"
     );
-    for r in &demo.rows {
+    let fastforwarding_off = demo.livelock.rows.iter().map(|r| VmRow {
+        mode: format!("{}, ff=0", r.mode),
+        ..r.clone()
+    });
+    for r in demo.rows.iter().cloned().chain(fastforwarding_off) {
         let _ = writeln!(
             out,
-            "{:<10} {:<6} {:>10.0} {:>12.0} {:>14.0} {:>9.1}% {:>10.1}%  {}",
+            "{:<16} {:<6} {:>10.0} {:>12.0} {:>14.0} {:>9.1}% {:>10.1}%  {}",
             r.mode,
             r.load,
             r.offered_pps,
@@ -269,4 +333,16 @@ fn write_table(demo: &VmDemo, out: &mut dyn Write) {
             }
         );
     }
+    let l = &demo.livelock;
+    let _ = writeln!(
+        out,
+        "\ninterrupt mode without fastforwarding (ff=0): best {:.0}/s; flooded {:.0} % of its best: {}",
+        l.best_pps,
+        l.flooded_percent_of_best,
+        if l.reproduced {
+            "livelock reproduced"
+        } else {
+            "NOT under 10 % of its best: no livelock here"
+        }
+    );
 }

@@ -132,6 +132,16 @@ pub fn stop_polld(prefix: &str, pid: u32) -> Result<Value, TestbedError> {
         .map_err(|e| failed(format!("polld in the guest printed {out:?}: {e}")))
 }
 
+/// `polld ctl NAME=VALUE` in the guest.
+pub fn ctl(prefix: &str, assignment: &str) -> Result<(), TestbedError> {
+    sh(
+        prefix,
+        &format!("polld ctl --socket {POLLD_SOCKET} {assignment}"),
+        "",
+    )
+    .map(drop)
+}
+
 /// `polld ifconfig IFACE mode MODE` in the guest, for eth0 and eth1.
 pub fn set_mode(prefix: &str, mode: &str) -> Result<(), TestbedError> {
     for iface in ["eth0", "eth1"] {
