@@ -207,6 +207,9 @@ pub struct Sample {
     pub interrupts: u64,
     /// Each task's user + system time, in clock ticks (USER_HZ, 100 a second).
     pub ticks: Vec<u64>,
+    /// The time the vCPU idled, s (`/proc/uptime`'s second field: measured, not sampled
+    /// at ticks, which a guest under software emulation misses).
+    pub idle: f64,
 }
 
 /// Samples the guest with one command: its uptime, interrupt `irq` and the CPU times of
@@ -217,11 +220,10 @@ pub fn sample(prefix: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedEr
         script += &format!("; cat /proc/{pid}/stat");
     }
     let text = sh(prefix, &script, "")?;
-    let uptime = text
-        .split_whitespace()
-        .next()
-        .and_then(|u| u.parse().ok())
-        .ok_or_else(|| failed("the guest's /proc/uptime is unreadable".into()))?;
+    let mut clock = text.split_whitespace().map(|v| v.parse::<f64>().ok());
+    let (Some(Some(uptime)), Some(Some(idle))) = (clock.next(), clock.next()) else {
+        return Err(failed("the guest's /proc/uptime is unreadable".into()));
+    };
     let interrupts = interrupt_count(&text, irq)
         .ok_or_else(|| failed(format!("no {irq} in the guest's /proc/interrupts")))?;
     let ticks = pids
@@ -238,6 +240,7 @@ pub fn sample(prefix: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedEr
         uptime,
         interrupts,
         ticks,
+        idle,
     })
 }
 
