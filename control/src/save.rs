@@ -34,7 +34,7 @@ use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use crate::proto::daemon_entry;
+use crate::daemon::{daemon_entry, DEFAULT_PREFIX};
 use crate::server::answer::typed;
 
 /// What a save wrote (or found already there).
@@ -131,7 +131,7 @@ impl Running {
                 .iter()
                 .find(|r| {
                     r.name()
-                        .strip_prefix(daemon_entry::DEFAULT_PREFIX)
+                        .strip_prefix(DEFAULT_PREFIX)
                         .is_some_and(|n| n == name)
                 })
                 .map(|r| r.value.to_string())

@@ -31,7 +31,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use polld_control::answer::{typed, under_prefix};
-use polld_control::proto::{daemon_entry, IfStatus, Request, Response, SetResult};
+use polld_control::daemon::daemon_entry;
+use polld_control::proto::{IfStatus, Request, Response, SetResult};
 use polld_control::server::{self, EventFd, Inbox, Requester};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
 use polld_core::SysctlEntry;
@@ -501,7 +502,7 @@ pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
             }
             if PER_THREAD.contains(&e.name.as_str()) {
                 threads.push(SysctlEntry {
-                    name: daemon_entry::per_cpu(*cpu, &e.name),
+                    name: polld_control::daemon::per_cpu(*cpu, &e.name),
                     ..e.clone()
                 });
             }
