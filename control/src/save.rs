@@ -27,7 +27,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use polld_core::dataplane::ENABLE;
+use polld_core::dataplane::{IfSettings, ENABLE};
 use polld_core::knobs::PROFILE_KEY;
 use polld_core::poll::NODE;
 use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
@@ -147,7 +147,9 @@ impl Running {
                 continue;
             }
             match r.node.strip_prefix("dev.") {
-                Some(ifname) if r.leaf == "mode" => running.modes.push((ifname.into(), value)),
+                Some(ifname) if r.leaf == IfSettings::MODE.name => {
+                    running.modes.push((ifname.into(), value))
+                }
                 _ if default_of(&name).as_ref() == Some(&value) => {
                     running.at_default.push((name, value))
                 }

@@ -6,6 +6,10 @@
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
 //! left as; the fragments are counted apart (`ofragments`).
+//!
+//! What the stage counts beyond the verdicts is declared here once as `net.inet.ip.*`
+//! entries ([`StageCounters::OIDS`]), which `polld ctl`, `/metrics` and docs/knobs.md
+//! read.
 
 use crate::drops::PacketDrop;
 use crate::options::OptionCounters;

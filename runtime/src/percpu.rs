@@ -42,7 +42,7 @@ use crate::daemon::{self, FinalCounters, RunArgs, RunError};
 use crate::executor::Executor;
 use crate::queues::{queue_name, QueueGroups};
 use crate::sys::{Epoll, SignalRelay, Signals};
-use polld_core::IfCounters;
+use polld_core::{IfCounters, Interface, LinkState};
 
 /// The main thread's end of one poll thread.
 struct PollThread {
@@ -374,7 +374,7 @@ fn add_counters(counters: &mut Vec<(String, u64)>, more: &[(String, u64)]) {
 /// Whether an interface's read-only number (by its leaf name) is a state, which no sum
 /// over queues means: the link's, and auto mode's polling flag.
 fn is_state(leaf: &str) -> bool {
-    ["link", "auto_polling"].contains(&leaf)
+    [LinkState::LINK.name, Interface::<()>::AUTO_POLLING.name].contains(&leaf)
 }
 
 /// Every entry of every poll thread, merged (module docs); or the answer to give when a

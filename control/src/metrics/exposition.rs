@@ -24,7 +24,10 @@
 //!
 //! Each family's TYPE comes from the entry's declaration ([`polld_core::sysctl`]):
 //! counters end in `_total`, gauges and knobs do not; its HELP is the entry's
-//! description.
+//! description. A declaration may say more ([`polld_core::sysctl::Metric`]): the daemon's
+//! time accounts name their family in seconds and its help, `polld.cpu` its own name,
+//! `polld.kernel_rx_found_by` its label ([`crate::daemon`]); the drops by reason take
+//! their label from their family ([`polld_core::dataplane::INTERFACE_FAMILIES`]).
 
 use std::fmt::Write as _;
 

@@ -2,10 +2,10 @@
 //! these from the closure it gives [`crate::server::Inbox::answer_pending`].
 //!
 //! Everything comes from the dataplane's own sysctl table (`kern.polling.*`,
-//! `net.inet.ip.*`, `dev.<if>.*`), so `polld ctl` and `polld ifconfig` always show the
-//! same names and values.
+//! `net.inet.ip.*`, `dev.<if>.*`) and the daemon's own entries ([`crate::daemon`]), so
+//! `polld ctl` and `polld ifconfig` always show the same names and values.
 
-use polld_core::dataplane::IP_NODE;
+use polld_core::dataplane::{interface_entry_kind, INTERFACE_FAMILIES, IP_NODE};
 use polld_core::poll::NODE;
 use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
 
@@ -113,24 +113,21 @@ fn declared_name(name: &str) -> String {
     }
 }
 
-/// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 6] = [
-    "queued",
-    "rx_process_limit",
-    "mode",
-    "link",
-    "auto_polling",
-    DEVICE_INTERRUPTS_PER_S,
-];
-
-/// `net.inet.ip.*` read-only entries that are levels; the stage's others count.
+/// `net.inet.ip.*` read-only entries that are levels (the dataplane's declarations are
+/// generic over its devices and stage); the stage's others count.
 const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
 
 fn undeclared_kind(node: &str, leaf: &str) -> Kind {
     let counts = if node == IP_NODE {
         !IP_GAUGES.contains(&leaf)
+    } else if node.starts_with("dev.") {
+        // A setting listed read-only (a queue's copy) is a level.
+        match interface_entry_kind(leaf) {
+            Some(kind) => kind == Kind::Counter,
+            None => leaf != DEVICE_INTERRUPTS_PER_S,
+        }
     } else {
-        node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf)
+        false
     };
     if counts {
         Kind::Counter
@@ -140,13 +137,12 @@ fn undeclared_kind(node: &str, leaf: &str) -> Kind {
 }
 
 /// Splits a full name into its node and leaf: `dev.<if>.<leaf>` (an interface name may
-/// hold dots; a leaf is one word, `drops.<reason>` or `tx_drops.<reason>`), else at the
-/// last dot.
+/// hold dots; a leaf is one word, or a family's `drops.<reason>`), else at the last dot.
 fn split_name(name: &str) -> (&str, &str) {
     let at = match name.strip_prefix("dev.") {
-        Some(rest) => rest
-            .rfind(".drops.")
-            .or_else(|| rest.rfind(".tx_drops."))
+        Some(rest) => INTERFACE_FAMILIES
+            .iter()
+            .find_map(|family| rest.rfind(&format!(".{}.", family.name)))
             .map(|i| i + "dev.".len()),
         None => None,
     };

@@ -8,7 +8,7 @@ use crate::device::{Device, LinkState, TxDrop};
 use crate::knobs::{parse_int, KnobError};
 use crate::poll::{SysctlEntry, NODE};
 use crate::stage::{DropReason, PacketStage};
-use crate::sysctl::{find, read, write, Family, Kind, Reading, Value, Write};
+use crate::sysctl::{find, read, write, Family, Kind, Oid, Reading, Value, Write};
 use crate::{sysctl_oids, sysctl_struct};
 
 use super::{Dataplane, IfCounters, Interface, Mode};
@@ -96,6 +96,22 @@ pub const TX_DROPS: Family = Family {
 
 /// The families of entries under each interface's node.
 pub const INTERFACE_FAMILIES: [Family; 2] = [DROPS, TX_DROPS];
+
+/// The declared kind of the `dev.<if>.*` entry `leaf` (a setting, a counter, the link, a
+/// drop by reason), `None` for a leaf no declaration of the dataplane's has.
+pub fn interface_entry_kind(leaf: &str) -> Option<Kind> {
+    Oid::find_leaf(IfSettings::OIDS, leaf)
+        .map(|oid| oid.kind)
+        .or_else(|| Oid::find_leaf(IfCounters::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| Oid::find_leaf(&LinkState::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| Oid::find_leaf(&Interface::<()>::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| {
+            INTERFACE_FAMILIES
+                .iter()
+                .find(|family| family.key(leaf).is_some())
+                .map(|family| family.kind)
+        })
+}
 
 sysctl_oids! {
     /// `kern.polling.enable`.
