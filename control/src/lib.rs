@@ -2,6 +2,7 @@
 //! metrics over HTTP. One folder per side of the socket:
 //!
 //! - [`proto`]: the messages both sides exchange (one JSON object per line each way);
+//! - [`daemon`]: the daemon's own `polld.*` entries, declared once, and their names;
 //! - [`server`]: the daemon's side. The socket server thread of `polld run`, the
 //!   [`server::Inbox`] its poll thread answers from without ever blocking, and
 //!   [`server::answer`], how the daemon answers from its [`polld_core::Dataplane`];
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod daemon;
 pub mod metrics;
 pub mod proto;
 pub mod save;

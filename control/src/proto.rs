@@ -5,66 +5,6 @@
 use polld_core::{Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 
-/// Names of the read-only entries `polld run` adds under `polld.` to every
-/// [`Request::List`] answer: what the daemon knows about itself beyond the dataplane.
-pub mod daemon_entry {
-    /// The config file polld was started with, as an absolute path.
-    pub const CONFIG: &str = "polld.config";
-    /// The daemon's process id.
-    pub const PID: &str = "polld.pid";
-    /// The CPU the poll thread is pinned to, else the one it last ran on.
-    pub const CPU: &str = "polld.cpu";
-    /// 1 when the poll thread is pinned (`[daemon] cpu`), else 0.
-    pub const CPU_PINNED: &str = "polld.cpu_pinned";
-    /// The daemon's monotonic clock when it answered, in ns: the time base of the `_ns`
-    /// counters, so rates need no clock of the client's.
-    pub const CLOCK_NS: &str = "polld.clock_ns";
-    /// Time in device work: interrupt handlers, tasks, ticks, poll chunks, the input-queue
-    /// drain and pollmore, in ns.
-    pub const WORK_NS: &str = "polld.work_ns";
-    /// Time spent busy polling (interfaces in `busy` mode), in ns.
-    pub const BUSY_POLL_NS: &str = "polld.busy_poll_ns";
-    /// Time spent idle polling (`kern.polling.idle_poll`), in ns.
-    pub const IDLE_POLL_NS: &str = "polld.idle_poll_ns";
-    /// The poll thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), in ns: a check on the
-    /// monotonic accounts above, which also count time the thread was preempted.
-    pub const THREAD_CPU_NS: &str = "polld.thread_cpu_ns";
-    /// Tick wakeups the poll thread has timed (each read of the tick timer).
-    pub const TICK_WAKEUPS: &str = "polld.tick_wakeups";
-    /// How late the tick timer woke the poll thread, from the tick's expiry to the read,
-    /// since start, in ns: the median, the 99th percentile (1 µs resolution) and the worst.
-    pub const TICK_LATENESS_P50_NS: &str = "polld.tick_lateness_p50_ns";
-    pub const TICK_LATENESS_P99_NS: &str = "polld.tick_lateness_p99_ns";
-    pub const TICK_LATENESS_MAX_NS: &str = "polld.tick_lateness_max_ns";
-    /// CPU time of the kernel threads doing the receive work of polld's interfaces
-    /// (threaded NAPI), on any CPU, in ns. Outside polld's budget.
-    pub const KERNEL_RX_NS: &str = "polld.kernel_rx_ns";
-    /// The part of [`KERNEL_RX_NS`] from threads that may run only on `polld.cpu`, in ns.
-    pub const KERNEL_RX_ON_CPU_NS: &str = "polld.kernel_rx_on_cpu_ns";
-    /// Those threads: `napi/veth1-8193 (pid 812, CPU1), ...`.
-    pub const KERNEL_RX_THREADS: &str = "polld.kernel_rx_threads";
-    /// Those of them that may run on other CPUs than `polld.cpu`.
-    pub const KERNEL_RX_ELSEWHERE: &str = "polld.kernel_rx_elsewhere";
-    /// How they were found: `netlink` (the interfaces' NAPI ids), `thread names`, `none`.
-    pub const KERNEL_RX_FOUND_BY: &str = "polld.kernel_rx_found_by";
-    /// `polld.default.<name>`: the value of each writable entry before the config file's
-    /// modes and knobs were applied, which `polld ctl --save` compares against.
-    pub const DEFAULT_PREFIX: &str = "polld.default.";
-
-    /// `polld.percpu.N.<leaf>`: poll thread N's copy of the per-thread entry `polld.<leaf>`
-    /// (`[daemon] cpus`).
-    pub fn per_cpu(cpu: usize, entry: &str) -> String {
-        let leaf = entry.trim_start_matches("polld.");
-        format!("polld.percpu.{cpu}.{leaf}")
-    }
-
-    /// The CPU and the `polld.<leaf>` entry a `polld.percpu.N.<leaf>` name is a copy of.
-    pub fn split_per_cpu(name: &str) -> Option<(usize, String)> {
-        let (cpu, leaf) = name.strip_prefix("polld.percpu.")?.split_once('.')?;
-        Some((cpu.parse().ok()?, format!("polld.{leaf}")))
-    }
-}
-
 /// Requests are refused above this many bytes (one line, newline included).
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 

@@ -27,14 +27,14 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use polld_core::dataplane::ENABLE;
+use polld_core::dataplane::{IfSettings, ENABLE};
 use polld_core::knobs::PROFILE_KEY;
 use polld_core::poll::NODE;
 use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, Value};
 
-use crate::proto::daemon_entry;
+use crate::daemon::{daemon_entry, DEFAULT_PREFIX};
 use crate::server::answer::typed;
 
 /// What a save wrote (or found already there).
@@ -131,7 +131,7 @@ impl Running {
                 .iter()
                 .find(|r| {
                     r.name()
-                        .strip_prefix(daemon_entry::DEFAULT_PREFIX)
+                        .strip_prefix(DEFAULT_PREFIX)
                         .is_some_and(|n| n == name)
                 })
                 .map(|r| r.value.to_string())
@@ -147,7 +147,9 @@ impl Running {
                 continue;
             }
             match r.node.strip_prefix("dev.") {
-                Some(ifname) if r.leaf == "mode" => running.modes.push((ifname.into(), value)),
+                Some(ifname) if r.leaf == IfSettings::MODE.name => {
+                    running.modes.push((ifname.into(), value))
+                }
                 _ if default_of(&name).as_ref() == Some(&value) => {
                     running.at_default.push((name, value))
                 }

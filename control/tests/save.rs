@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use polld_control::proto::daemon_entry;
+use polld_control::daemon::{daemon_entry, DEFAULT_PREFIX};
 use polld_control::save::{save, update_config, write_atomically, SaveError, StagedFile};
 use polld_core::SysctlEntry;
 
@@ -71,13 +71,11 @@ fn entries(path: &Path, running: &[(&str, &str)]) -> Vec<SysctlEntry> {
         &path.display().to_string(),
         false,
     ));
-    all.extend(defaults.iter().map(|(name, default)| {
-        entry(
-            &format!("{}{name}", daemon_entry::DEFAULT_PREFIX),
-            default,
-            false,
-        )
-    }));
+    all.extend(
+        defaults
+            .iter()
+            .map(|(name, default)| entry(&format!("{}{name}", DEFAULT_PREFIX), default, false)),
+    );
     all
 }
 

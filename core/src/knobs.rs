@@ -19,8 +19,8 @@
 use std::fmt;
 
 use crate::poll::NODE;
-use crate::sysctl::{write, Kind, Oid, Value, Write};
-use crate::sysctl_struct;
+use crate::sysctl::{write, Value, Write};
+use crate::{sysctl_oids, sysctl_struct};
 
 /// `burst_max` bounds (FreeBSD's `MIN_POLL_BURST_MAX`, and `MAX_POLL_BURST_MAX` of the
 /// later trees, which raised it from 1000 to 20000).
@@ -257,25 +257,24 @@ fn set_hz(k: &mut Knobs, name: &str, value: &str) -> Result<(), KnobError> {
     Ok(())
 }
 
-impl Knobs {
-    /// `kern.polling.poll_in_trap`: accepted as 0, FreeBSD's default, so that FreeBSD
-    /// settings carry over; not a field, there is nothing to store.
-    pub const POLL_IN_TRAP: Oid<Knobs> = Oid {
-        name: "poll_in_trap",
-        descr: "Poll on trap entry: 0 only, user space cannot hook traps",
-        kind: Kind::Knob,
-        get: |_| Value::Int(0),
-        write: Write::Proc(|_, name, value| {
-            if parse_int(name, value)? != 0 {
-                return Err(KnobError::Invalid {
-                    name: name.to_string(),
-                    value: value.to_string(),
-                    allowed: POLL_IN_TRAP_REFUSAL.to_string(),
-                });
-            }
-            Ok(())
-        }),
-    };
+sysctl_oids! {
+    /// The knobs that are not fields.
+    impl Knobs: FIXED_OIDS {
+        /// `kern.polling.poll_in_trap`: accepted as 0, FreeBSD's default, so that FreeBSD
+        /// settings carry over; not a field, there is nothing to store.
+        POLL_IN_TRAP = "poll_in_trap": Knob "Poll on trap entry: 0 only, user space cannot hook traps",
+            |_| Value::Int(0),
+            write Write::Proc(|_, name, value| {
+                if parse_int(name, value)? != 0 {
+                    return Err(KnobError::Invalid {
+                        name: name.to_string(),
+                        value: value.to_string(),
+                        allowed: POLL_IN_TRAP_REFUSAL.to_string(),
+                    });
+                }
+                Ok(())
+            });
+    }
 }
 
 /// Why a knob write was refused.
@@ -377,7 +376,7 @@ impl Knobs {
             .unwrap_or(name);
         let full = format!("{NODE}.{short}");
         let written = write(NODE, self, Knobs::OIDS, &full, value)
-            .or_else(|| write(NODE, self, &[Knobs::POLL_IN_TRAP], &full, value));
+            .or_else(|| write(NODE, self, &Knobs::FIXED_OIDS, &full, value));
         match written {
             Some(result) => result,
             None if crate::Poller::is_declared(&full) => Err(KnobError::ReadOnly { name: full }),

@@ -75,8 +75,8 @@
 //! so the same code runs on virtual time in `polld-sim`.
 
 use crate::knobs::{Controller, Knobs};
-use crate::sysctl::{read, Kind, Oid, Reading, Value};
-use crate::sysctl_struct;
+use crate::sysctl::{read, Reading, Value};
+use crate::{sysctl_oids, sysctl_struct};
 
 /// Maximum number of registered handlers (FreeBSD's `POLL_LIST_LEN`).
 pub const POLL_LIST_LEN: usize = 128;
@@ -875,22 +875,23 @@ pub struct SysctlEntry {
     pub writable: bool,
 }
 
-impl Poller {
-    /// `kern.polling.handlers`: not a variable but the table's length.
-    pub const HANDLERS: Oid<Poller> = Oid::read_only(
-        "handlers",
-        "Number of registered poll handlers",
-        Kind::Gauge,
-        |p| Value::from(p.table.len()),
-    );
+sysctl_oids! {
+    /// The scheduler's entries that are not fields.
+    impl Poller: OIDS {
+        /// `kern.polling.handlers`: not a variable but the table's length.
+        HANDLERS = "handlers": Gauge "Number of registered poll handlers",
+            |p| Value::from(p.table.len());
+    }
+}
 
+impl Poller {
     /// Every `kern.polling.*` entry, typed, under `node` (`kern.polling`, or a per-CPU
     /// poller's node): the knobs, then the state, then the handler count.
     pub fn readings(&self, node: &str) -> Vec<Reading> {
         read(node, &self.knobs, Knobs::OIDS)
-            .chain(read(node, &self.knobs, &[Knobs::POLL_IN_TRAP]))
+            .chain(read(node, &self.knobs, &Knobs::FIXED_OIDS))
             .chain(read(node, &self.state, PollState::OIDS))
-            .chain(read(node, self, &[Poller::HANDLERS]))
+            .chain(read(node, self, &Poller::OIDS))
             .collect()
     }
 

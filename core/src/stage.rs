@@ -297,9 +297,9 @@ pub trait PacketStage {
     /// limits); a stage that keeps no time ignores it.
     fn set_now(&mut self, _now_ns: u64) {}
 
-    /// The stage's own counters beyond the verdicts (fragments made, IP options seen),
-    /// as (name under `net.inet.ip.`, value, description), for `polld ctl`.
-    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+    /// The stage's own entries beyond the verdicts (fragments made, IP options seen),
+    /// read from their declarations ([`crate::sysctl`]) under `node` (`net.inet.ip`).
+    fn readings(&self, _node: &str) -> Vec<crate::sysctl::Reading> {
         Vec::new()
     }
 }

@@ -1,17 +1,26 @@
 //! One declaration per sysctl entry: the Rust counterpart of FreeBSD's `SYSCTL_UINT` /
 //! `SYSCTL_PROC` written next to the variable it exports (docs/algorithm.md).
 //!
-//! An [`Oid`] is an entry's name under its node, its description, its [`Kind`] (a knob you
-//! write, a counter that only grows, a gauge that goes up and down), how to read it and, for
-//! a knob, how to validate and store a write. [`sysctl_struct!`] declares a struct whose
-//! fields are such entries, each field with its default and its oid on one line, and
-//! collects the oids in `OIDS` in field order.
+//! Every entry polld lists, serves at `/metrics`, shows in `polld stat` and documents in
+//! docs/ is declared once, as an [`Oid`] constant: its name under its node, its
+//! description, its [`Kind`] (a knob you write, a counter that only grows, a gauge that
+//! goes up and down), how to read it, for a knob how to validate and store a write, and
+//! how `/metrics` serves it ([`Metric`]). Two macros write them, so that a name is
+//! written once:
+//! - [`sysctl_struct!`] declares a struct whose fields are entries, each field with its
+//!   default and its oid on one line;
+//! - [`sysctl_oids!`] declares entries computed from a value (a table's length, a view of
+//!   other state, a time account), and for a node of fixed name a module of their full
+//!   names (`polld.work_ns`), the constants the tools read them by.
+//!
+//! Both collect the oids in a list, in declaration order. A set of entries with one leaf
+//! per key (`drops.<reason>`) is declared once as a [`Family`].
 //!
 //! Oids name an entry relative to a *node*, never absolutely: the same table hangs under
 //! `kern.polling`, under `net.ifpoll.0.rx`, or under `dev.veth1`, so per-interface and
 //! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write`]),
-//! the control socket's typed snapshot ([`Reading`]), the Prometheus types and
-//! `polld ctl --save` all go through these tables.
+//! the control socket's typed snapshot ([`Reading`]), the Prometheus names and types and
+//! `polld ctl --save` all go through these declarations.
 
 use std::fmt;
 
@@ -167,6 +176,26 @@ impl<T> Write<T> {
     }
 }
 
+/// How `/metrics` serves an entry, beyond what its node and [`Kind`] say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Named by its node's rule (`dev.IF.rx_packets` is
+    /// `polld_interface_rx_packets_total{interface="IF"}`); a word is one sample labelled
+    /// `value="word"`.
+    ByNode,
+    /// Named by its node's rule; a word is one sample labelled `label="word"`.
+    Labelled(&'static str),
+    /// A gauge of its own name.
+    Named(&'static str),
+    /// A time in ns, served in seconds as the counter `name`, with its own `help`.
+    Seconds {
+        name: &'static str,
+        help: &'static str,
+    },
+    /// Not served (a path, a process id, a clock).
+    Hidden,
+}
+
 /// One entry of a `T`, named relative to the node `T` hangs under.
 pub struct Oid<T> {
     /// The name under the node: `burst_max`.
@@ -175,23 +204,44 @@ pub struct Oid<T> {
     pub kind: Kind,
     pub get: fn(&T) -> Value,
     pub write: Write<T>,
+    pub metric: Metric,
 }
 
 impl<T> Oid<T> {
-    /// An entry that is only read: a counter or a gauge.
-    pub const fn read_only(
-        name: &'static str,
-        descr: &'static str,
-        kind: Kind,
-        get: fn(&T) -> Value,
-    ) -> Oid<T> {
-        Oid {
-            name,
-            descr,
-            kind,
-            get,
-            write: Write::ReadOnly,
+    /// The oid named `leaf` among `oids`.
+    pub fn find_leaf<'o>(oids: &'o [Oid<T>], leaf: &str) -> Option<&'o Oid<T>> {
+        oids.iter().find(|oid| oid.name == leaf)
+    }
+}
+
+/// A set of read-only entries with one leaf per key, `<name>.<key>`: the drops by reason
+/// (`dev.IF.drops.no_route`), declared once for all its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    /// The leaves' common head: `drops`.
+    pub name: &'static str,
+    pub descr: &'static str,
+    pub kind: Kind,
+    /// The label `/metrics` gives the key: `reason`.
+    pub label: &'static str,
+}
+
+impl Family {
+    /// The entry of key `key` under `node`.
+    pub fn reading(&self, node: &str, key: &str, value: impl Into<Value>) -> Reading {
+        Reading {
+            node: node.to_string(),
+            leaf: format!("{}.{key}", self.name),
+            kind: self.kind,
+            value: value.into(),
+            descr: self.descr.to_string(),
+            allowed: None,
         }
+    }
+
+    /// The key of `leaf` if it is one of this family's: `no_route` of `drops.no_route`.
+    pub fn key<'l>(&self, leaf: &'l str) -> Option<&'l str> {
+        leaf.strip_prefix(self.name)?.strip_prefix('.')
     }
 }
 
@@ -248,7 +298,7 @@ pub fn read<'a, T>(
 /// The oid `name` (full, `node.leaf`) refers to, if it is one of `oids` under `node`.
 pub fn find<'o, T>(node: &str, oids: &'o [Oid<T>], name: &str) -> Option<&'o Oid<T>> {
     let leaf = name.strip_prefix(node)?.strip_prefix('.')?;
-    oids.iter().find(|oid| oid.name == leaf)
+    Oid::find_leaf(oids, leaf)
 }
 
 /// Writes `name` (full, `node.leaf`) of `of`: `None` when no oid of `oids` has that name,
@@ -312,6 +362,7 @@ macro_rules! sysctl_struct {
                     kind: $crate::sysctl::Kind::$kind,
                     get: |s: &$name| $crate::sysctl::Value::from(s.$field),
                     write: $crate::sysctl_struct!(@write $($write)?),
+                    metric: $crate::sysctl::Metric::ByNode,
                 };
             )?)*
             /// Every entry of the struct, in field order.
@@ -320,4 +371,89 @@ macro_rules! sysctl_struct {
     };
     (@write) => { $crate::sysctl::Write::ReadOnly };
     (@write $write:expr) => { $write };
+}
+
+/// Declares entries computed from a value of `T` rather than stored in a field: each with
+/// the name of its oid constant, its leaf, kind, description and how it is read, then, as
+/// needed, how it takes writes (`write`, else read-only) and how `/metrics` serves it
+/// (`metric`, else [`Metric::ByNode`]). The oids are collected in the list named after
+/// the type (documented by the comment above `impl`), in order. Given `names MODULE under "node"`, also a module of their full
+/// names, for entries whose node has a fixed name.
+///
+/// ```ignore
+/// sysctl_oids! {
+///     impl DaemonStatus: OIDS, names daemon_entry under "polld" {
+///         /// Time in device work, in ns.
+///         WORK_NS = "work_ns": Counter "Time in device work, ns", |d| Value::from(d.work_ns),
+///             metric Metric::Seconds { name: "polld_device_work_seconds_total", help: "..." };
+///     }
+/// }
+/// ```
+///
+/// gives `DaemonStatus::WORK_NS` (the oid `work_ns`), `DaemonStatus::OIDS`, and
+/// `daemon_entry::WORK_NS == "polld.work_ns"`, `daemon_entry::NODE == "polld"`. A generic
+/// type names its parameters after its name: `impl Dataplane<D: Device, S: PacketStage>`.
+#[macro_export]
+macro_rules! sysctl_oids {
+    (
+        $(#[$lmeta:meta])*
+        impl $t:ident $(<$($g:ident $(: $bound:path)?),*>)? : $list:ident,
+            names $names:ident under $node:literal {
+            $(
+                $(#[$meta:meta])*
+                $oid:ident = $name:literal: $kind:ident $descr:literal, $get:expr
+                    $(, write $write:expr)? $(, metric $metric:expr)?;
+            )*
+        }
+    ) => {
+        $crate::sysctl_oids! {
+            $(#[$lmeta])*
+            impl $t $(<$($g $(: $bound)?),*>)? : $list {
+                $(
+                    $(#[$meta])*
+                    $oid = $name: $kind $descr, $get $(, write $write)? $(, metric $metric)?;
+                )*
+            }
+        }
+
+        #[doc = concat!("The full names of the entries under `", $node, "`.")]
+        pub mod $names {
+            /// The node these entries hang under.
+            pub const NODE: &str = $node;
+            $(
+                #[doc = concat!("`", $node, ".", $name, "`: ", $descr)]
+                pub const $oid: &str = concat!($node, ".", $name);
+            )*
+        }
+    };
+    (
+        $(#[$lmeta:meta])*
+        impl $t:ident $(<$($g:ident $(: $bound:path)?),*>)? : $list:ident {
+            $(
+                $(#[$meta:meta])*
+                $oid:ident = $name:literal: $kind:ident $descr:literal, $get:expr
+                    $(, write $write:expr)? $(, metric $metric:expr)?;
+            )*
+        }
+    ) => {
+        impl $(<$($g $(: $bound)?),*>)? $t $(<$($g),*>)? {
+            $(
+                $(#[$meta])*
+                pub const $oid: $crate::sysctl::Oid<Self> = $crate::sysctl::Oid {
+                    name: $name,
+                    descr: $descr,
+                    kind: $crate::sysctl::Kind::$kind,
+                    get: $get,
+                    write: $crate::sysctl_struct!(@write $($write)?),
+                    metric: $crate::sysctl_oids!(@metric $($metric)?),
+                };
+            )*
+            $(#[$lmeta])*
+            pub const $list: [$crate::sysctl::Oid<Self>; 0 $(+ $crate::sysctl_oids!(@one $oid))*] =
+                [$(Self::$oid,)*];
+        }
+    };
+    (@one $oid:ident) => { 1 };
+    (@metric) => { $crate::sysctl::Metric::ByNode };
+    (@metric $metric:expr) => { $metric };
 }

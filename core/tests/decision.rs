@@ -1,11 +1,9 @@
 //! The scheduling decision (`polld_core::dataplane::decision`), driven on virtual time
 //! through every work kind: what is due when several things are, and in which order.
 
-mod common;
-
-use common::Ring;
 use polld_core::dataplane::TASK_SLICE;
 use polld_core::{Dataplane, Device, Due, Emit, Mode, PacketStage, Poller, Verdict};
+use polld_testsupport::TestDevice;
 
 const MS: u64 = 1_000_000;
 
@@ -25,9 +23,9 @@ impl PacketStage for ForTheBox {
 }
 
 /// Interfaces 0..n in the given modes, with the given knobs.
-fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<Ring, ForTheBox> {
+fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<TestDevice, ForTheBox> {
     let devices = (0..modes.len())
-        .map(|i| Ring::new(&format!("if{i}")))
+        .map(|i| TestDevice::new(&format!("if{i}")))
         .collect();
     let mut dp = Dataplane::new(Poller::default(), devices, ForTheBox::default());
     for (k, v) in knobs {
@@ -39,14 +37,14 @@ fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<Ring, ForTheBo
     dp
 }
 
-fn inject(dp: &mut Dataplane<Ring, ForTheBox>, i: usize, frames: usize) {
+fn inject(dp: &mut Dataplane<TestDevice, ForTheBox>, i: usize, frames: usize) {
     let ring = &mut dp.interface_mut(i).dev_mut().rx;
     ring.extend((0..frames).map(|_| vec![0u8; 60]));
 }
 
 /// Runs what is due at `now` until nothing is or spinning work comes up; returns the kinds
 /// run, each run of the same kind once.
-fn run_due(dp: &mut Dataplane<Ring, ForTheBox>, now: u64) -> Vec<Due> {
+fn run_due(dp: &mut Dataplane<TestDevice, ForTheBox>, now: u64) -> Vec<Due> {
     let mut seen: Vec<Due> = Vec::new();
     while let Some(due) = dp.next_due() {
         if due.spins() {
@@ -63,7 +61,7 @@ fn run_due(dp: &mut Dataplane<Ring, ForTheBox>, now: u64) -> Vec<Due> {
 }
 
 /// Ticks every millisecond until polling goes quiet (`quiet_cycles` 2); returns the time.
-fn tick_until_quiet(dp: &mut Dataplane<Ring, ForTheBox>) -> u64 {
+fn tick_until_quiet(dp: &mut Dataplane<TestDevice, ForTheBox>) -> u64 {
     let mut now = 0;
     while !dp.poller().state().quiet {
         now += MS;
@@ -74,7 +72,7 @@ fn tick_until_quiet(dp: &mut Dataplane<Ring, ForTheBox>) -> u64 {
     now
 }
 
-fn conserved(dp: &Dataplane<Ring, ForTheBox>) {
+fn conserved(dp: &Dataplane<TestDevice, ForTheBox>) {
     for iface in dp.interfaces() {
         assert_eq!(iface.counters().unaccounted(), 0, "{}", iface.dev().name());
     }
@@ -306,7 +304,7 @@ fn a_quiet_wakeup_is_not_also_counted_as_an_idle_poller_wakeup() {
 }
 
 /// Runs what is due at time 0, telling the dataplane each piece took `ns`.
-fn run_timed(dp: &mut Dataplane<Ring, ForTheBox>, ns: impl Fn(Due) -> u64) {
+fn run_timed(dp: &mut Dataplane<TestDevice, ForTheBox>, ns: impl Fn(Due) -> u64) {
     while let Some(due) = dp.next_due().filter(|d| !d.spins()) {
         dp.run(due, 0);
         dp.ran(due, ns(due));

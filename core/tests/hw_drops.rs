@@ -2,10 +2,8 @@
 //! its own name, only by what it grew, and conservation leaves out those the device made
 //! before handing frames up (they never reached `rx_packets`).
 
-mod common;
-
-use common::Ring;
 use polld_core::{Dataplane, DropReason, Emit, HwStats, Mode, PacketStage, Poller, Verdict};
+use polld_testsupport::TestDevice;
 
 /// Consumes every frame.
 struct Sink;
@@ -18,7 +16,7 @@ impl PacketStage for Sink {
 
 #[test]
 fn each_device_drop_folds_under_its_own_reason_and_stays_out_of_rx() {
-    let mut dev = Ring::new("ring0");
+    let mut dev = TestDevice::new("ring0");
     dev.rx.extend((0..10).map(|_| vec![0u8; 60]));
     dev.hw = HwStats {
         rx_ring_full: 3,

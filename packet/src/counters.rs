@@ -6,12 +6,17 @@
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
 //! left as; the fragments are counted apart (`ofragments`).
+//!
+//! What the stage counts beyond the verdicts is declared here once as `net.inet.ip.*`
+//! entries ([`StageCounters::OIDS`]), which `polld ctl`, `/metrics` and docs/knobs.md
+//! read.
 
 use crate::drops::PacketDrop;
 use crate::options::OptionCounters;
 use crate::rules::RuleHits;
 use crate::table::TableStats;
-use polld_core::{DropCounters, DropReason, Verdict};
+use polld_core::sysctl::Value;
+use polld_core::{sysctl_oids, DropCounters, DropReason, Verdict};
 use serde::Serialize;
 use std::fmt;
 
@@ -79,67 +84,6 @@ impl StageCounters {
         self.drops.get(reason.into())
     }
 
-    /// What the stage counts beyond the verdicts, as `net.inet.ip.*` entries (FreeBSD's
-    /// `ipstat` names where it has them).
-    pub fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
-        let o = &self.options;
-        vec![
-            (
-                "fragmented",
-                self.fragmented,
-                "Datagrams forwarded as fragments",
-            ),
-            ("ofragments", self.ofragments, "Fragments created"),
-            (
-                "cantfrag",
-                self.cantfrag,
-                "Datagrams too big that could not be fragmented",
-            ),
-            (
-                "padding_trimmed",
-                self.padding_trimmed,
-                "Frames forwarded without their link padding",
-            ),
-            (
-                "options_datagrams",
-                o.datagrams,
-                "Datagrams to forward with IP options",
-            ),
-            (
-                "options_record_route",
-                o.record_route,
-                "Record route options",
-            ),
-            (
-                "options_record_route_full",
-                o.record_route_full,
-                "Record route options without room",
-            ),
-            ("options_timestamp", o.timestamp, "Timestamp options"),
-            (
-                "options_timestamp_overflow",
-                o.timestamp_overflow,
-                "Timestamp options without room",
-            ),
-            (
-                "options_router_alert",
-                o.router_alert,
-                "Router alert options",
-            ),
-            (
-                "options_source_route",
-                o.source_route,
-                "Source route options (refused)",
-            ),
-            ("options_other", o.other, "Other options, passed through"),
-            (
-                "options_malformed",
-                o.malformed,
-                "Malformed option lists (dropped)",
-            ),
-        ]
-    }
-
     /// Checks `received = forwarded + local + consumed + drops`.
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
         let accounted = self.forwarded + self.local + self.consumed + self.drops.total();
@@ -154,6 +98,39 @@ impl StageCounters {
                 dropped: self.drops.total(),
             })
         }
+    }
+}
+
+sysctl_oids! {
+    /// What the stage counts beyond the verdicts, as `net.inet.ip.*` entries (FreeBSD's
+    /// `ipstat` names where it has them), each declared once.
+    impl StageCounters: OIDS {
+        FRAGMENTED = "fragmented": Counter "Datagrams forwarded as fragments",
+            |c| Value::from(c.fragmented);
+        OFRAGMENTS = "ofragments": Counter "Fragments created",
+            |c| Value::from(c.ofragments);
+        CANTFRAG = "cantfrag": Counter "Datagrams too big that could not be fragmented",
+            |c| Value::from(c.cantfrag);
+        PADDING_TRIMMED = "padding_trimmed": Counter "Frames forwarded without their link padding",
+            |c| Value::from(c.padding_trimmed);
+        OPTIONS_DATAGRAMS = "options_datagrams": Counter "Datagrams to forward with IP options",
+            |c| Value::from(c.options.datagrams);
+        OPTIONS_RECORD_ROUTE = "options_record_route": Counter "Record route options",
+            |c| Value::from(c.options.record_route);
+        OPTIONS_RECORD_ROUTE_FULL = "options_record_route_full": Counter "Record route options without room",
+            |c| Value::from(c.options.record_route_full);
+        OPTIONS_TIMESTAMP = "options_timestamp": Counter "Timestamp options",
+            |c| Value::from(c.options.timestamp);
+        OPTIONS_TIMESTAMP_OVERFLOW = "options_timestamp_overflow": Counter "Timestamp options without room",
+            |c| Value::from(c.options.timestamp_overflow);
+        OPTIONS_ROUTER_ALERT = "options_router_alert": Counter "Router alert options",
+            |c| Value::from(c.options.router_alert);
+        OPTIONS_SOURCE_ROUTE = "options_source_route": Counter "Source route options (refused)",
+            |c| Value::from(c.options.source_route);
+        OPTIONS_OTHER = "options_other": Counter "Other options, passed through",
+            |c| Value::from(c.options.other);
+        OPTIONS_MALFORMED = "options_malformed": Counter "Malformed option lists (dropped)",
+            |c| Value::from(c.options.malformed);
     }
 }
 

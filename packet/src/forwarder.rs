@@ -73,7 +73,8 @@ use crate::wire::ethernet::ethertype;
 use crate::wire::icmp::{icmp_type, unreachable_code};
 use crate::wire::ipv4::protocol;
 use crate::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
-use polld_core::{DropReason, Emit, PacketStage, StageDrop, Verdict};
+use polld_core::sysctl::read;
+use polld_core::{DropReason, Emit, PacketStage, Reading, StageDrop, Verdict};
 use std::net::Ipv4Addr;
 
 const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
@@ -605,7 +606,7 @@ impl PacketStage for Forwarder {
         &PacketDrop::TABLE
     }
 
-    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
-        self.counters.sysctl_counters()
+    fn readings(&self, node: &str) -> Vec<Reading> {
+        read(node, &self.counters, &StageCounters::OIDS).collect()
     }
 }

@@ -5,7 +5,7 @@ use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
 use crate::drops::PacketDrop;
 use crate::forwarder::Forwarder;
-use polld_core::{Emit, PacketStage, StageDrop, Verdict};
+use polld_core::{Emit, PacketStage, Reading, StageDrop, Verdict};
 
 /// Either packet stage, behind one type.
 // One stage per dataplane: the size difference between the variants costs nothing, while
@@ -70,9 +70,9 @@ impl PacketStage for Stage {
         &PacketDrop::TABLE
     }
 
-    fn sysctl_counters(&self) -> Vec<(&'static str, u64, &'static str)> {
+    fn readings(&self, node: &str) -> Vec<Reading> {
         match self {
-            Stage::Router(f) => f.sysctl_counters(),
+            Stage::Router(f) => f.readings(node),
             // A bridge neither fragments nor reads IP options.
             Stage::Bridge(_) => Vec::new(),
         }

@@ -5,71 +5,18 @@
 mod common;
 
 use common::*;
-use polld_core::{Dataplane, Device, DropReason, LinkState, Poller, TxFull};
+use polld_core::{Dataplane, DropReason, LinkState, Poller};
 use polld_packet::{Forwarder, PacketConfig};
-use std::collections::VecDeque;
+use polld_testsupport::TestDevice;
 
 const BASE: &str = include_str!("../testdata/router.toml");
 
-/// A device fed from a queue; its transmit side keeps what it took and refuses the sends
-/// whose number (from 1) is in `refuse`.
-struct Memory {
-    name: &'static str,
-    rx: VecDeque<Vec<u8>>,
-    sent: Vec<Vec<u8>>,
-    sends: u64,
-    refuse: Vec<u64>,
-    link: LinkState,
-}
-
-impl Memory {
-    fn new(name: &'static str) -> Memory {
-        Memory {
-            name,
-            rx: VecDeque::new(),
-            sent: Vec::new(),
-            sends: 0,
-            refuse: Vec::new(),
-            link: LinkState::Up,
-        }
-    }
-}
-
-impl Device for Memory {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let n = budget.min(self.rx.len());
-        for mut frame in self.rx.drain(..n) {
-            rx(&mut frame);
-        }
-        n
-    }
-    fn rx_ready(&mut self) -> bool {
-        !self.rx.is_empty()
-    }
-    fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        self.sends += 1;
-        if self.refuse.contains(&self.sends) {
-            return Err(TxFull);
-        }
-        self.sent.push(frame.to_vec());
-        Ok(())
-    }
-    fn flush(&mut self) {}
-    fn check_status(&mut self) -> LinkState {
-        self.link
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
-}
-
-fn dataplane() -> Dataplane<Memory, Forwarder> {
+fn dataplane() -> Dataplane<TestDevice, Forwarder> {
     let config: PacketConfig = toml::from_str(BASE).unwrap();
     let fwd = Forwarder::new(&config, &["veth1", "veth2"]).unwrap();
     Dataplane::new(
         Poller::default(),
-        vec![Memory::new("veth1"), Memory::new("veth2")],
+        vec![TestDevice::new("veth1"), TestDevice::new("veth2")],
         fwd,
     )
 }

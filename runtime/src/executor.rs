@@ -63,7 +63,8 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use polld_control::answer::{self as control, DaemonStatus};
+use polld_control::answer as control;
+use polld_control::daemon::DaemonStatus;
 use polld_control::proto::{IfStatus, Request, Response};
 use polld_control::server::Inbox;
 use polld_core::dataplane::EVENTS_EVERY_NS;

@@ -13,7 +13,7 @@
 //! only shrinks what it takes per wakeup. [`WaitedTicks`] tells the two apart by the
 //! thread's own CPU time.
 
-use polld_control::answer::TickLateness;
+use polld_control::daemon::TickLateness;
 
 /// Buckets 1 µs wide up to this many µs; later wakeups share the last bucket (and
 /// `max_ns` keeps the worst).

@@ -31,7 +31,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use polld_control::answer::{typed, under_prefix};
-use polld_control::proto::{daemon_entry, IfStatus, Request, Response, SetResult};
+use polld_control::daemon::daemon_entry;
+use polld_control::proto::{IfStatus, Request, Response, SetResult};
 use polld_control::server::{self, EventFd, Inbox, Requester};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
 use polld_core::SysctlEntry;
@@ -41,7 +42,7 @@ use crate::daemon::{self, FinalCounters, RunArgs, RunError};
 use crate::executor::Executor;
 use crate::queues::{queue_name, QueueGroups};
 use crate::sys::{Epoll, SignalRelay, Signals};
-use polld_core::IfCounters;
+use polld_core::{IfCounters, Interface, LinkState};
 
 /// The main thread's end of one poll thread.
 struct PollThread {
@@ -373,7 +374,7 @@ fn add_counters(counters: &mut Vec<(String, u64)>, more: &[(String, u64)]) {
 /// Whether an interface's read-only number (by its leaf name) is a state, which no sum
 /// over queues means: the link's, and auto mode's polling flag.
 fn is_state(leaf: &str) -> bool {
-    ["link", "auto_polling"].contains(&leaf)
+    [LinkState::LINK.name, Interface::<()>::AUTO_POLLING.name].contains(&leaf)
 }
 
 /// Every entry of every poll thread, merged (module docs); or the answer to give when a
@@ -501,7 +502,7 @@ pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
             }
             if PER_THREAD.contains(&e.name.as_str()) {
                 threads.push(SysctlEntry {
-                    name: daemon_entry::per_cpu(*cpu, &e.name),
+                    name: polld_control::daemon::per_cpu(*cpu, &e.name),
                     ..e.clone()
                 });
             }

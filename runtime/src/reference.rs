@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use polld_control::answer::DaemonStatus;
+use polld_control::daemon::DaemonStatus;
 use polld_control::metrics::exposition_of;
 use polld_core::{Dataplane, Kind, Poller, Reading};
 use polld_packet::{PacketConfig, Stage};

@@ -8,7 +8,7 @@
 //! can be deleted and re-added) and reads their CPU time, which `polld stat`, `/metrics`
 //! and `polld ifconfig` show beside polld's own.
 
-use polld_control::answer::KernelRxStatus;
+use polld_control::daemon::KernelRxStatus;
 use polld_control::proto::{BusyPollLine, RxWork};
 use polld_dev::busy_poll::BusyPoll;
 use polld_dev::kernel_rx::{self, RxCpuTime};

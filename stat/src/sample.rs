@@ -27,13 +27,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use polld_control::answer::{typed, DEVICE_INTERRUPTS};
+use polld_control::answer::typed;
 use polld_control::client::{request, ClientError};
-use polld_control::proto::{daemon_entry, Request, Response};
+use polld_control::daemon::{daemon_entry, per_cpu, DEVICE_INTERRUPTS};
+use polld_control::proto::{Request, Response};
+use polld_core::dataplane::{IfSettings, DEV_NODE, DROPS};
 use polld_core::ifpoll::{kern_name, per_cpu_name};
 use polld_core::poll::NODE;
 use polld_core::SysctlEntry;
-use polld_core::{Knobs, PollState, Poller, Reading};
+use polld_core::{
+    IfCounters, Interface as Iface, Knobs, LinkState, Mode, PollState, Poller, Reading,
+};
 use serde::Serialize;
 
 /// Points by which two measures of the same time may differ before a note says so.
@@ -209,8 +213,8 @@ impl Sample {
     pub fn from_readings(readings: Vec<Reading>) -> Sample {
         let interfaces = readings
             .iter()
-            .filter(|r| r.leaf == "mode")
-            .filter_map(|r| r.node.strip_prefix("dev."))
+            .filter(|r| r.leaf == IfSettings::MODE.name)
+            .filter_map(|r| r.node.strip_prefix(DEV_NODE)?.strip_prefix('.'))
             .map(str::to_string)
             .collect();
         Sample {
@@ -504,7 +508,7 @@ impl Snapshot {
             .into_iter()
             .map(|n| {
                 let name = |kern: &str| per_cpu_name(n, kern).unwrap_or_default();
-                let share = |entry: &str| percent_of(delta(&daemon_entry::per_cpu(n, entry)), ns);
+                let share = |entry: &str| percent_of(delta(&per_cpu(n, entry)), ns);
                 PollCpu {
                     cpu: n,
                     scheduler: Scheduler::of(after, &rate, &name),
@@ -518,35 +522,37 @@ impl Snapshot {
             .iter()
             .cloned()
             .map(|name| {
-                let p = format!("dev.{name}.");
-                let drops_prefix = format!("{p}drops.");
+                let node = format!("{DEV_NODE}.{name}");
+                let entry = |leaf: &str| format!("{node}.{leaf}");
                 let mut drops_by_reason: Vec<(String, f64)> = after
                     .values
-                    .keys()
-                    .filter_map(|n| {
-                        let reason = n.strip_prefix(&drops_prefix)?;
-                        let r = rate(n);
-                        (r > 0.0).then(|| (reason.to_string(), r))
+                    .values()
+                    .filter(|r| r.node == node)
+                    .filter_map(|r| {
+                        let reason = DROPS.key(&r.leaf)?;
+                        let rate = rate(&r.name());
+                        (rate > 0.0).then(|| (reason.to_string(), rate))
                     })
                     .collect();
                 drops_by_reason.sort_by(|a, b| b.1.total_cmp(&a.1));
-                let mode = after.get(&format!("{p}mode")).unwrap_or_default();
+                let mode = after.get(&entry(IfSettings::MODE.name)).unwrap_or_default();
+                let polls_now = || after.number(&entry(Iface::<()>::AUTO_POLLING.name)) == 1;
                 let mode = match mode.as_str() {
-                    "auto" if after.number(&format!("{p}auto_polling")) == 1 => "auto/poll",
-                    "auto" => "auto/intr",
+                    auto if auto == Mode::Auto.name() && polls_now() => "auto/poll",
+                    auto if auto == Mode::Auto.name() => "auto/intr",
                     other => other,
                 };
                 Interface {
                     mode: mode.to_string(),
-                    auto_switches: after.number(&format!("{p}auto_switches")),
-                    link: after.get(&format!("{p}link")).unwrap_or_default(),
-                    interrupts_per_s: rate(&format!("{p}interrupts")),
+                    auto_switches: after.number(&entry(IfCounters::AUTO_SWITCHES.name)),
+                    link: after.get(&entry(LinkState::LINK.name)).unwrap_or_default(),
+                    interrupts_per_s: rate(&entry(IfCounters::INTERRUPTS.name)),
                     device_interrupts_per_s: after
-                        .get(&format!("{p}{DEVICE_INTERRUPTS}"))
-                        .map(|_| rate(&format!("{p}{DEVICE_INTERRUPTS}"))),
-                    polls_per_s: rate(&format!("{p}polls")),
-                    rx_pps: rate(&format!("{p}rx_packets")),
-                    tx_pps: rate(&format!("{p}tx_packets")),
+                        .get(&entry(DEVICE_INTERRUPTS))
+                        .map(|_| rate(&entry(DEVICE_INTERRUPTS))),
+                    polls_per_s: rate(&entry(IfCounters::POLLS.name)),
+                    rx_pps: rate(&entry(IfCounters::RX_PACKETS.name)),
+                    tx_pps: rate(&entry(IfCounters::TX_PACKETS.name)),
                     drops_per_s: drops_by_reason.iter().fold(0.0, |sum, (_, r)| sum + r),
                     drops_by_reason,
                     name,
@@ -607,7 +613,7 @@ fn poll_cpus(sample: &Sample) -> Vec<usize> {
         .keys()
         .filter_map(|name| {
             let (cpu, kern) = kern_name(name)?;
-            (kern == "kern.polling.hz").then_some(cpu)
+            (kern == format!("{NODE}.{}", Knobs::HZ.name)).then_some(cpu)
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! computed from two samples, and the layout rendered into ratatui's TestBackend at
 //! several sizes down to 80x24.
 
-use polld_control::proto::daemon_entry;
+use polld_control::daemon::daemon_entry;
 use polld_core::SysctlEntry;
 use polld_stat::sample::{CpuTimes, ProcStat, Sample, Snapshot};
 use polld_stat::screen::{self, Status};

@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_control::answer::TickLateness;
-use polld_control::proto::daemon_entry;
+use polld_control::daemon::{daemon_entry, TickLateness};
 use polld_stat::sample::{clock_ticks, CpuTimes};
 use rustix::process::Signal;
 use serde_json::Value;

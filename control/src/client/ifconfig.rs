@@ -14,7 +14,7 @@
 use std::io::{self, Write};
 
 use clap::Parser;
-use polld_core::Mode;
+use polld_core::{IfCounters, Interface, Mode};
 
 use crate::client::{exchange, unexpected, CtlError, SocketArg};
 use crate::proto::{IfStatus, Request, Response};
@@ -44,23 +44,27 @@ pub struct IfconfigArgs {
 /// the first, and counters not named here a last one.
 const COUNTER_LINES: [&[&str]; 3] = [
     &[
-        "rx_packets",
-        "forwarded",
-        "lent",
-        "local",
-        "consumed",
-        "queued",
+        IfCounters::RX_PACKETS.name,
+        IfCounters::FORWARDED.name,
+        IfCounters::LENT.name,
+        IfCounters::LOCAL.name,
+        IfCounters::CONSUMED.name,
+        IfCounters::QUEUED.name,
     ],
-    &["tx_packets", "generated", "generated_dropped"],
     &[
-        "interrupts",
-        "polls",
-        "empty_polls",
-        "tasks",
-        "tx_waits",
-        "tx_ready_interrupts",
-        "auto_switches",
-        "auto_polling",
+        IfCounters::TX_PACKETS.name,
+        IfCounters::GENERATED.name,
+        IfCounters::GENERATED_DROPPED.name,
+    ],
+    &[
+        IfCounters::INTERRUPTS.name,
+        IfCounters::POLLS.name,
+        IfCounters::EMPTY_POLLS.name,
+        IfCounters::TASKS.name,
+        IfCounters::TX_WAITS.name,
+        IfCounters::TX_READY_INTERRUPTS.name,
+        IfCounters::AUTO_SWITCHES.name,
+        Interface::<()>::AUTO_POLLING.name,
     ],
 ];
 

@@ -24,52 +24,23 @@
 //!
 //! Each family's TYPE comes from the entry's declaration ([`polld_core::sysctl`]):
 //! counters end in `_total`, gauges and knobs do not; its HELP is the entry's
-//! description.
+//! description. A declaration may say more ([`polld_core::sysctl::Metric`]): the daemon's
+//! time accounts name their family in seconds and its help, `polld.cpu` its own name,
+//! `polld.kernel_rx_found_by` its label ([`crate::daemon`]); the drops by reason take
+//! their label from their family ([`polld_core::dataplane::INTERFACE_FAMILIES`]).
 
 use std::fmt::Write as _;
 
+use polld_core::dataplane::{IfSettings, INTERFACE_FAMILIES};
 use polld_core::ifpoll::kern_name;
-use polld_core::{Kind, LinkState, Mode, Reading, SysctlEntry};
+use polld_core::sysctl::Metric;
+use polld_core::{Kind, Knobs, LinkState, Mode, Reading, SysctlEntry};
 
-use crate::proto::daemon_entry;
-use crate::server::answer::{typed, DAEMON_NODE};
+use crate::daemon::{daemon_entry, metric_of, split_per_cpu};
+use crate::server::answer::typed;
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// `polld.*` time accounts: entry, metric (in seconds), help.
-const TIME_ACCOUNTS: [(&str, &str, &str); 6] = [
-    (
-        daemon_entry::WORK_NS,
-        "polld_device_work_seconds_total",
-        "Time in device work: handlers, tasks, ticks, polls, input queue",
-    ),
-    (
-        daemon_entry::BUSY_POLL_NS,
-        "polld_busy_poll_seconds_total",
-        "Time spent busy polling",
-    ),
-    (
-        daemon_entry::IDLE_POLL_NS,
-        "polld_idle_poll_seconds_total",
-        "Time spent idle polling",
-    ),
-    (
-        daemon_entry::THREAD_CPU_NS,
-        "polld_poll_thread_cpu_seconds_total",
-        "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID)",
-    ),
-    (
-        daemon_entry::KERNEL_RX_NS,
-        "polld_kernel_rx_seconds_total",
-        "CPU time of the kernel threads doing the interfaces' receive work, outside polld's budget",
-    ),
-    (
-        daemon_entry::KERNEL_RX_ON_CPU_NS,
-        "polld_kernel_rx_on_poll_cpu_seconds_total",
-        "Part of polld_kernel_rx_seconds_total from threads that run only on the poll thread's CPU",
-    ),
-];
 
 /// A family's Prometheus type: what the entry's declaration says it is (a knob is a
 /// level you set, so a gauge).
@@ -191,10 +162,12 @@ pub fn exposition_of(readings: &[Reading]) -> String {
         let number = r.value.int().map(|n| n.to_string());
         if let Some(ifname) = r.node.strip_prefix("dev.") {
             let interface = || ("interface", ifname.to_string());
-            let choices = match leaf {
-                "mode" => Some(("mode", "Interface mode: 1 for the current one", &modes[..])),
-                "link" => Some(("state", "Link state: 1 for the current one", &links[..])),
-                _ => None,
+            let choices = if leaf == IfSettings::MODE.name {
+                Some(("mode", "Interface mode: 1 for the current one", &modes[..]))
+            } else if leaf == LinkState::LINK.name {
+                Some(("state", "Link state: 1 for the current one", &links[..]))
+            } else {
+                None
             };
             if let Some((label, help, choices)) = choices {
                 for (choice, value) in one_of(&r.value.to_string(), choices) {
@@ -207,31 +180,32 @@ pub fn exposition_of(readings: &[Reading]) -> String {
                     );
                 }
             } else if let Some(value) = number {
-                let by_reason = leaf
-                    .split_once('.')
-                    .filter(|(what, _)| ["drops", "tx_drops"].contains(what));
-                let (base, labels) = match by_reason {
-                    Some((what, reason)) => (
-                        format!("polld_interface_{what}"),
-                        vec![interface(), ("reason", reason.to_string())],
+                let by_key = INTERFACE_FAMILIES
+                    .iter()
+                    .find_map(|family| Some((family, family.key(leaf)?)));
+                let (base, labels) = match by_key {
+                    Some((family, key)) => (
+                        format!("polld_interface_{}", family.name),
+                        vec![interface(), (family.label, key.to_string())],
                     ),
                     None => (format!("polld_interface_{leaf}"), vec![interface()]),
                 };
                 families.add(metric(base, kind), help, kind.into(), labels, value);
             }
-        } else if r.node == DAEMON_NODE {
+        } else if r.node == daemon_entry::NODE {
             daemon_metric(&mut families, r);
         } else if let Some((cpu, kern)) = kern_name(&r.name()) {
             let leaf = kern.trim_start_matches("kern.polling.");
             let cpu = vec![("cpu", cpu.to_string())];
-            add_scheduler(&mut families, format!("polld_ifpoll_{leaf}"), r, leaf, cpu);
-        } else if let Some((cpu, account)) = daemon_entry::split_per_cpu(&r.name()) {
-            if let (Some((_, metric, help)), Some(ns)) = (
-                TIME_ACCOUNTS.iter().find(|(n, _, _)| *n == account),
-                r.value.int(),
-            ) {
+            let base = format!("polld_ifpoll_{leaf}");
+            add_by_node(&mut families, base, r, label_of(leaf), cpu);
+        } else if let Some((cpu, account)) = split_per_cpu(&r.name()) {
+            let account = account.trim_start_matches("polld.");
+            if let (Some(Metric::Seconds { name, help }), Some(ns)) =
+                (metric_of(account), r.value.int())
+            {
                 families.add(
-                    metric.replacen("polld_", "polld_percpu_", 1),
+                    name.replacen("polld_", "polld_percpu_", 1),
                     help,
                     Type::Counter,
                     vec![("cpu", cpu.to_string())],
@@ -245,19 +219,19 @@ pub fn exposition_of(readings: &[Reading]) -> String {
                 _ => continue,
             };
             let base = format!("polld_{prefix}_{leaf}");
-            add_scheduler(&mut families, base, r, leaf, Vec::new());
+            add_by_node(&mut families, base, r, label_of(leaf), Vec::new());
         }
     }
     families.render()
 }
 
-/// A scheduler or IP entry as the family `base`, with `labels`: a number by its declared
-/// kind, a word (the controller) as one sample labelled with it.
-fn add_scheduler(
+/// An entry as the family `base` its node names it by, with `labels`: a number by its
+/// declared kind, a word as one sample labelled `label` with it.
+fn add_by_node(
     families: &mut Families,
     base: String,
     r: &Reading,
-    leaf: &str,
+    label: &'static str,
     mut labels: Vec<(&'static str, String)>,
 ) {
     match r.value.int() {
@@ -269,7 +243,7 @@ fn add_scheduler(
             n.to_string(),
         ),
         None => {
-            labels.push((label_of(leaf), r.value.to_string()));
+            labels.push((label, r.value.to_string()));
             families.add(base, &r.descr, Type::Gauge, labels, "1".into())
         }
     }
@@ -280,45 +254,55 @@ fn seconds(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The label of a word-valued entry: its own name (`controller="classic"`).
+/// The label of a word-valued entry: its own name for the controller
+/// (`controller="classic"`), else `value`.
 fn label_of(leaf: &str) -> &'static str {
-    match leaf {
-        "controller" => "controller",
-        _ => "value",
+    if leaf == Knobs::CONTROLLER.name {
+        Knobs::CONTROLLER.name
+    } else {
+        "value"
     }
 }
 
-/// The daemon's own `polld.*` entries: the time accounts in seconds, how the kernel
-/// receive threads were found, the poll thread's CPU.
+/// The daemon's own `polld.*` entries, as each is declared ([`Metric`]): the time
+/// accounts in seconds, a number under a name of its own, the others as `polld_<leaf>`.
 fn daemon_metric(families: &mut Families, r: &Reading) {
-    let name = r.name();
-    if let Some((_, metric, help)) = TIME_ACCOUNTS.iter().find(|(n, _, _)| *n == name) {
-        if let Some(ns) = r.value.int() {
-            families.add(
-                metric.to_string(),
-                help,
-                Type::Counter,
-                Vec::new(),
-                seconds(ns as u64),
-            );
+    let Some(metric) = metric_of(&r.leaf) else {
+        return;
+    };
+    match metric {
+        Metric::Seconds { name, help } => {
+            if let Some(ns) = r.value.int() {
+                families.add(
+                    name.to_string(),
+                    help,
+                    Type::Counter,
+                    Vec::new(),
+                    seconds(ns as u64),
+                );
+            }
         }
-    } else if name == daemon_entry::KERNEL_RX_FOUND_BY {
-        families.add(
-            "polld_kernel_rx_found_by".into(),
-            &r.descr,
-            Type::Gauge,
-            vec![("method", r.value.to_string())],
-            "1".into(),
-        );
-    } else if name == daemon_entry::CPU {
-        if let Some(cpu) = r.value.int() {
-            families.add(
-                "polld_poll_thread_cpu".into(),
-                &r.descr,
-                Type::Gauge,
-                Vec::new(),
-                cpu.to_string(),
-            );
+        Metric::Named(name) => {
+            if let Some(n) = r.value.int() {
+                families.add(
+                    name.into(),
+                    &r.descr,
+                    Type::Gauge,
+                    Vec::new(),
+                    n.to_string(),
+                );
+            }
         }
+        Metric::Labelled(label) => {
+            add_by_node(families, format!("polld_{}", r.leaf), r, label, Vec::new())
+        }
+        Metric::ByNode => add_by_node(
+            families,
+            format!("polld_{}", r.leaf),
+            r,
+            "value",
+            Vec::new(),
+        ),
+        Metric::Hidden => {}
     }
 }

@@ -2,246 +2,18 @@
 //! these from the closure it gives [`crate::server::Inbox::answer_pending`].
 //!
 //! Everything comes from the dataplane's own sysctl table (`kern.polling.*`,
-//! `net.inet.ip.*`, `dev.<if>.*`), so `polld ctl` and `polld ifconfig` always show the
-//! same names and values.
+//! `net.inet.ip.*`, `dev.<if>.*`) and the daemon's own entries ([`crate::daemon`]), so
+//! `polld ctl` and `polld ifconfig` always show the same names and values.
 
-use std::path::PathBuf;
-
-use polld_core::dataplane::IP_NODE;
+use polld_core::dataplane::{interface_entry_kind, INTERFACE_FAMILIES, IP_NODE};
 use polld_core::poll::NODE;
-use polld_core::sysctl::{read, Oid};
 use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
 
-use crate::proto::{daemon_entry, DeviceInterrupts, IfStatus, Response, SetResult};
-
-/// The kernel's receive work for the daemon's interfaces, read when it answers.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelRxStatus {
-    /// CPU time of the kernel receive threads, on any CPU, ns.
-    pub ns: u64,
-    /// The part from threads that may run only on the poll thread's CPU, ns.
-    pub on_cpu_ns: u64,
-    /// The threads, for people.
-    pub threads: String,
-    /// Those that may run on other CPUs.
-    pub elsewhere: String,
-    /// `netlink`, `thread names` or `none`.
-    pub found_by: String,
-}
-
-/// How late the tick timer woke the poll thread since start (`polld.tick_lateness_*`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TickLateness {
-    pub wakeups: u64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
-}
-
-/// What the daemon adds to the dataplane's entries, under `polld.` (the names are in
-/// [`daemon_entry`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DaemonStatus {
-    pub config: PathBuf,
-    pub pid: u32,
-    pub cpu: Option<usize>,
-    pub cpu_pinned: bool,
-    pub clock_ns: u64,
-    pub work_ns: u64,
-    pub busy_poll_ns: u64,
-    pub idle_poll_ns: u64,
-    /// The poll thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), ns.
-    pub thread_cpu_ns: u64,
-    pub tick_lateness: TickLateness,
-    pub kernel_rx: KernelRxStatus,
-    /// Each writable entry's value before the config was applied.
-    pub defaults: Vec<(String, String)>,
-    /// The receive interrupts of each interface whose device has vectors, by the
-    /// interface's name: `dev.<if>.device_interrupts` and `device_interrupts_per_s`.
-    pub device_interrupts: Vec<(String, DeviceInterrupts)>,
-}
-
-/// `dev.<if>.device_interrupts`: the device's own receive interrupts since boot, from
-/// `/proc/interrupts` (polld's wakeups are `dev.<if>.interrupts`).
-pub const DEVICE_INTERRUPTS: &str = "device_interrupts";
-/// `dev.<if>.device_interrupts_per_s`: the same over the daemon's last second.
-pub const DEVICE_INTERRUPTS_PER_S: &str = "device_interrupts_per_s";
-
-/// The node the daemon's own entries hang under.
-pub const DAEMON_NODE: &str = "polld";
-
-/// The leaf of a `polld.*` name in [`daemon_entry`], at compile time.
-const fn leaf(full: &'static str) -> &'static str {
-    let node = DAEMON_NODE.as_bytes();
-    let (head, rest) = full.as_bytes().split_at(node.len() + 1);
-    let mut i = 0;
-    while i < node.len() {
-        assert!(head[i] == node[i], "a daemon entry outside polld.");
-        i += 1;
-    }
-    match std::str::from_utf8(rest) {
-        Ok(leaf) => leaf,
-        Err(_) => panic!("a daemon entry name that is not UTF-8"),
-    }
-}
-
-impl DaemonStatus {
-    /// The daemon's own `polld.*` entries, each declared once, all read-only.
-    pub const OIDS: &'static [Oid<DaemonStatus>] = &[
-        Oid::read_only(
-            leaf(daemon_entry::CONFIG),
-            "Config file polld was started with",
-            Kind::Gauge,
-            |d| Value::from(d.config.display().to_string()),
-        ),
-        Oid::read_only(leaf(daemon_entry::PID), "Process id", Kind::Gauge, |d| {
-            Value::from(d.pid)
-        }),
-        Oid::read_only(
-            leaf(daemon_entry::CPU),
-            "CPU of the poll thread: pinned, else last run on (-1 unknown)",
-            Kind::Gauge,
-            |d| Value::Int(d.cpu.map_or(-1, |c| c as i64)),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::CPU_PINNED),
-            "The poll thread is pinned to polld.cpu",
-            Kind::Gauge,
-            |d| Value::from(d.cpu_pinned),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::CLOCK_NS),
-            "Monotonic clock at this answer, ns",
-            Kind::Gauge,
-            |d| Value::from(d.clock_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::WORK_NS),
-            "Time in device work (handlers, tasks, ticks, polls, input queue), ns",
-            Kind::Counter,
-            |d| Value::from(d.work_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::BUSY_POLL_NS),
-            "Time busy polling, ns",
-            Kind::Counter,
-            |d| Value::from(d.busy_poll_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::IDLE_POLL_NS),
-            "Time idle polling, ns",
-            Kind::Counter,
-            |d| Value::from(d.idle_poll_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::THREAD_CPU_NS),
-            "CPU time of the poll thread (CLOCK_THREAD_CPUTIME_ID), ns",
-            Kind::Counter,
-            |d| Value::from(d.thread_cpu_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::TICK_WAKEUPS),
-            "Tick wakeups of the poll thread timed for lateness",
-            Kind::Counter,
-            |d| Value::from(d.tick_lateness.wakeups),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::TICK_LATENESS_P50_NS),
-            "Median lateness of the tick wakeups since start (the kernel's timer path), ns",
-            Kind::Gauge,
-            |d| Value::from(d.tick_lateness.p50_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::TICK_LATENESS_P99_NS),
-            "99th percentile of the tick wakeups' lateness since start, ns",
-            Kind::Gauge,
-            |d| Value::from(d.tick_lateness.p99_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::TICK_LATENESS_MAX_NS),
-            "Largest lateness of the tick wakeups since start, ns",
-            Kind::Gauge,
-            |d| Value::from(d.tick_lateness.max_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::KERNEL_RX_NS),
-            "CPU time of the kernel threads doing the interfaces' receive work, any CPU, ns",
-            Kind::Counter,
-            |d| Value::from(d.kernel_rx.ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::KERNEL_RX_ON_CPU_NS),
-            "Part of kernel_rx_ns from threads that run only on polld.cpu, ns",
-            Kind::Counter,
-            |d| Value::from(d.kernel_rx.on_cpu_ns),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::KERNEL_RX_THREADS),
-            "Kernel threads doing the interfaces' receive work (outside polld's budget)",
-            Kind::Gauge,
-            |d| Value::from(d.kernel_rx.threads.as_str()),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::KERNEL_RX_ELSEWHERE),
-            "Kernel receive threads that may run on other CPUs than polld.cpu",
-            Kind::Gauge,
-            |d| Value::from(d.kernel_rx.elsewhere.as_str()),
-        ),
-        Oid::read_only(
-            leaf(daemon_entry::KERNEL_RX_FOUND_BY),
-            "How the kernel receive threads were found: netlink, thread names or none",
-            Kind::Gauge,
-            |d| Value::from(d.kernel_rx.found_by.as_str()),
-        ),
-    ];
-
-    /// The `polld.*` entries, typed: the declared ones, then each writable entry's
-    /// value before the config was applied.
-    pub fn readings(&self) -> Vec<Reading> {
-        let defaults_node = daemon_entry::DEFAULT_PREFIX.trim_end_matches('.');
-        let defaults = self.defaults.iter().map(|(name, value)| Reading {
-            node: defaults_node.to_string(),
-            leaf: name.clone(),
-            kind: Kind::Gauge,
-            value: value_of(value),
-            descr: "Value before the config file was applied".to_string(),
-            allowed: None,
-        });
-        let device = self.device_interrupts.iter().flat_map(|(name, irqs)| {
-            let node = format!("dev.{name}");
-            let vectors = irqs.vectors.join(", ");
-            let total = Reading {
-                node: node.clone(),
-                leaf: DEVICE_INTERRUPTS.to_string(),
-                kind: Kind::Counter,
-                value: Value::from(irqs.total),
-                descr: format!("Receive interrupts of the device ({vectors}), all CPUs"),
-                allowed: None,
-            };
-            let rate = irqs.per_s.map(|per_s| Reading {
-                node,
-                leaf: DEVICE_INTERRUPTS_PER_S.to_string(),
-                kind: Kind::Gauge,
-                value: Value::from(per_s),
-                descr: format!("Receive interrupts of the device ({vectors}) over the last second"),
-                allowed: None,
-            });
-            std::iter::once(total).chain(rate)
-        });
-        read(DAEMON_NODE, self, DaemonStatus::OIDS)
-            .chain(defaults)
-            .chain(device)
-            .collect()
-    }
-
-    /// The `polld.*` entries, as `polld ctl -a` lists them.
-    pub fn entries(&self) -> Vec<SysctlEntry> {
-        self.readings().into_iter().map(SysctlEntry::from).collect()
-    }
-}
+use crate::daemon::{split_per_cpu, DaemonStatus, DEVICE_INTERRUPTS_PER_S};
+use crate::proto::{IfStatus, Response, SetResult};
 
 /// A value given as text, typed: a number if it is one, else a word.
-fn value_of(text: &str) -> Value {
+pub(crate) fn value_of(text: &str) -> Value {
     match text.parse::<i64>() {
         Ok(n) => Value::Int(n),
         Err(_) => Value::from(text),
@@ -335,30 +107,27 @@ fn declared_name(name: &str) -> String {
     if let Some((_, kern)) = polld_core::ifpoll::kern_name(name) {
         return kern;
     }
-    match daemon_entry::split_per_cpu(name) {
+    match split_per_cpu(name) {
         Some((_, entry)) => entry,
         None => name.to_string(),
     }
 }
 
-/// `dev.<if>.*` read-only entries that are levels; the others count.
-const INTERFACE_GAUGES: [&str; 6] = [
-    "queued",
-    "rx_process_limit",
-    "mode",
-    "link",
-    "auto_polling",
-    DEVICE_INTERRUPTS_PER_S,
-];
-
-/// `net.inet.ip.*` read-only entries that are levels; the stage's others count.
+/// `net.inet.ip.*` read-only entries that are levels (the dataplane's declarations are
+/// generic over its devices and stage); the stage's others count.
 const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
 
 fn undeclared_kind(node: &str, leaf: &str) -> Kind {
     let counts = if node == IP_NODE {
         !IP_GAUGES.contains(&leaf)
+    } else if node.starts_with("dev.") {
+        // A setting listed read-only (a queue's copy) is a level.
+        match interface_entry_kind(leaf) {
+            Some(kind) => kind == Kind::Counter,
+            None => leaf != DEVICE_INTERRUPTS_PER_S,
+        }
     } else {
-        node.starts_with("dev.") && !INTERFACE_GAUGES.contains(&leaf)
+        false
     };
     if counts {
         Kind::Counter
@@ -368,13 +137,12 @@ fn undeclared_kind(node: &str, leaf: &str) -> Kind {
 }
 
 /// Splits a full name into its node and leaf: `dev.<if>.<leaf>` (an interface name may
-/// hold dots; a leaf is one word, `drops.<reason>` or `tx_drops.<reason>`), else at the
-/// last dot.
+/// hold dots; a leaf is one word, or a family's `drops.<reason>`), else at the last dot.
 fn split_name(name: &str) -> (&str, &str) {
     let at = match name.strip_prefix("dev.") {
-        Some(rest) => rest
-            .rfind(".drops.")
-            .or_else(|| rest.rfind(".tx_drops."))
+        Some(rest) => INTERFACE_FAMILIES
+            .iter()
+            .find_map(|family| rest.rfind(&format!(".{}.", family.name)))
             .map(|i| i + "dev.".len()),
         None => None,
     };

@@ -71,7 +71,10 @@ pub use counters::IfCounters;
 pub use decision::{Due, EVENTS_EVERY_NS};
 pub use modes::{Mode, ModeError};
 pub use step::{Clocks, Step};
-pub use sysctl::{IfSettings, DEV_NODE, ENABLE, IP_NODE};
+pub use sysctl::{
+    interface_entry_kind, IfSettings, DEV_NODE, DROPS, ENABLE, INTERFACE_FAMILIES, IP_NODE,
+    TX_DROPS,
+};
 
 use crate::device::{Capabilities, Device, HwStats, LinkState, Loan};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};

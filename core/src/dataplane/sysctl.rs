@@ -1,14 +1,15 @@
 //! The dataplane's sysctl tree: `kern.polling.enable`, the poller's `kern.polling.*`,
 //! `net.inet.ip.*` and `dev.<if>.*`. Each entry is declared once ([`crate::sysctl`]): the
-//! dataplane's own and an interface's settings here, an interface's counters beside their
-//! fields in `counters.rs`; listing, reading and writing go through the declarations.
+//! dataplane's own, an interface's settings, link and drops by reason here, an
+//! interface's counters beside their fields in `counters.rs`, the packet stage's counters
+//! in its own crate; listing, reading and writing go through the declarations.
 
 use crate::device::{Device, LinkState, TxDrop};
 use crate::knobs::{parse_int, KnobError};
 use crate::poll::{SysctlEntry, NODE};
 use crate::stage::{DropReason, PacketStage};
-use crate::sysctl::{find, read, write, Kind, Oid, Reading, Value, Write};
-use crate::sysctl_struct;
+use crate::sysctl::{find, read, write, Family, Kind, Oid, Reading, Value, Write};
+use crate::{sysctl_oids, sysctl_struct};
 
 use super::{Dataplane, IfCounters, Interface, Mode};
 
@@ -59,60 +60,92 @@ impl From<Mode> for Value {
     }
 }
 
-/// `dev.<if>.link`: read from the device at each status check.
-const LINK: Oid<LinkState> =
-    Oid::read_only("link", "Link state", Kind::Gauge, |l| Value::from(l.name()));
+sysctl_oids! {
+    /// `dev.<if>.link`.
+    impl LinkState: OIDS {
+        /// `dev.<if>.link`: read from the device at each status check.
+        LINK = "link": Gauge "Link state", |l| Value::from(l.name());
+    }
+}
 
-impl<D> Interface<D> {
-    /// `dev.<if>.auto_polling`: where an `auto` interface is now.
-    const AUTO_POLLING: Oid<Self> = Oid::read_only(
-        "auto_polling",
-        "Auto mode: 1 while the interface polls, 0 on interrupts",
-        Kind::Gauge,
-        |iface| Value::from(iface.auto_polling),
-    );
+sysctl_oids! {
+    /// What an interface shows beyond its settings and counters.
+    impl Interface<D>: OIDS {
+        /// `dev.<if>.auto_polling`: where an `auto` interface is now.
+        AUTO_POLLING = "auto_polling": Gauge
+            "Auto mode: 1 while the interface polls, 0 on interrupts",
+            |iface| Value::from(iface.auto_polling);
+    }
+}
+
+/// `dev.<if>.drops.<reason>`: the drops of frames received on an interface.
+pub const DROPS: Family = Family {
+    name: "drops",
+    descr: "Frames dropped, by reason",
+    kind: Kind::Counter,
+    label: "reason",
+};
+
+/// `dev.<if>.tx_drops.<reason>`: frames an output accepted and then dropped.
+pub const TX_DROPS: Family = Family {
+    name: "tx_drops",
+    descr: "Frames the device accepted for transmission and then dropped, by reason",
+    kind: Kind::Counter,
+    label: "reason",
+};
+
+/// The families of entries under each interface's node.
+pub const INTERFACE_FAMILIES: [Family; 2] = [DROPS, TX_DROPS];
+
+/// The declared kind of the `dev.<if>.*` entry `leaf` (a setting, a counter, the link, a
+/// drop by reason), `None` for a leaf no declaration of the dataplane's has.
+pub fn interface_entry_kind(leaf: &str) -> Option<Kind> {
+    Oid::find_leaf(IfSettings::OIDS, leaf)
+        .map(|oid| oid.kind)
+        .or_else(|| Oid::find_leaf(IfCounters::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| Oid::find_leaf(&LinkState::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| Oid::find_leaf(&Interface::<()>::OIDS, leaf).map(|oid| oid.kind))
+        .or_else(|| {
+            INTERFACE_FAMILIES
+                .iter()
+                .find(|family| family.key(leaf).is_some())
+                .map(|family| family.kind)
+        })
+}
+
+sysctl_oids! {
+    /// `kern.polling.enable`.
+    impl Dataplane<D: Device, S: PacketStage>: ENABLE_OIDS {
+        /// `kern.polling.enable`, FreeBSD 6's switch.
+        ENABLE = "enable": Knob
+            "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
+            |dp| Value::from(dp.polling_enabled()),
+            write Write::Proc(|dp, name, value| dp.set_polling_enable(name, value));
+    }
+}
+
+sysctl_oids! {
+    /// The dataplane's own `net.inet.ip.*` entries (the stage adds its counters).
+    impl Dataplane<D: Device, S: PacketStage>: IP_OIDS {
+        FASTFORWARDING = "fastforwarding": Knob
+            "Process frames in the receive handler instead of the input queue",
+            |dp| Value::from(dp.devs.fastforwarding),
+            write Write::Int {
+                range: |_| (0, 1),
+                store: |dp, v| dp.devs.fastforwarding = v == 1,
+            };
+        INTR_QUEUE_MAXLEN = "intr_queue_maxlen": Knob "Maximum size of the IP input queue",
+            |dp| Value::from(dp.devs.queue.maxlen()),
+            write Write::Int {
+                range: |_| (1, 65_536),
+                store: |dp, v| dp.devs.queue.set_maxlen(v as usize),
+            };
+        INTR_QUEUE_LEN = "intr_queue_len": Gauge "Frames in the IP input queue",
+            |dp| Value::from(dp.devs.queue.len());
+    }
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
-    /// `kern.polling.enable`, FreeBSD 6's switch.
-    const ENABLE_OID: Oid<Self> = Oid {
-        name: "enable",
-        descr: "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
-        kind: Kind::Knob,
-        get: |dp| Value::from(dp.polling_enabled()),
-        write: Write::Proc(|dp, name, value| dp.set_polling_enable(name, value)),
-    };
-
-    /// The dataplane's own `net.inet.ip.*` entries (the stage adds its counters).
-    const IP_OIDS: [Oid<Self>; 3] = [
-        Oid {
-            name: "fastforwarding",
-            descr: "Process frames in the receive handler instead of the input queue",
-            kind: Kind::Knob,
-            get: |dp| Value::from(dp.devs.fastforwarding),
-            write: Write::Int {
-                range: |_| (0, 1),
-                store: |dp, v| dp.devs.fastforwarding = v == 1,
-            },
-        },
-        Oid {
-            name: "intr_queue_maxlen",
-            descr: "Maximum size of the IP input queue",
-            kind: Kind::Knob,
-            get: |dp| Value::from(dp.devs.queue.maxlen()),
-            write: Write::Int {
-                range: |_| (1, 65_536),
-                store: |dp, v| dp.devs.queue.set_maxlen(v as usize),
-            },
-        },
-        Oid::read_only(
-            "intr_queue_len",
-            "Frames in the IP input queue",
-            Kind::Gauge,
-            |dp| Value::from(dp.devs.queue.len()),
-        ),
-    ];
-
     /// Interface `i`'s settings, as [`IfSettings`].
     fn settings(&self, i: usize) -> IfSettings {
         let iface = &self.devs.ifs[i];
@@ -125,50 +158,23 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// Every entry, typed, in FreeBSD's listing order: the switch, the scheduler, the IP
     /// layer, then each interface under `dev.<name>`.
     pub fn readings(&self) -> Vec<Reading> {
-        let mut all: Vec<Reading> = read(NODE, self, &[Self::ENABLE_OID]).collect();
+        let mut all: Vec<Reading> = read(NODE, self, &Self::ENABLE_OIDS).collect();
         all.extend(self.poller.readings(NODE));
         all.extend(read(IP_NODE, self, &Self::IP_OIDS));
-        for (name, value, descr) in self.devs.stage.sysctl_counters() {
-            all.push(Reading {
-                node: IP_NODE.to_string(),
-                leaf: name.to_string(),
-                kind: Kind::Counter,
-                value: Value::from(value),
-                descr: descr.to_string(),
-                allowed: None,
-            });
-        }
+        all.extend(self.devs.stage.readings(IP_NODE));
         for (i, (iface, link)) in self.devs.ifs.iter().zip(&self.devs.links).enumerate() {
             let node = format!("{DEV_NODE}.{}", iface.dev.name());
             let settings = self.settings(i);
             let c = &iface.counters;
             all.extend(read(&node, &settings, IfSettings::OIDS));
-            all.extend(read(&node, link, &[LINK]));
+            all.extend(read(&node, link, &LinkState::OIDS));
             all.extend(read(&node, c, IfCounters::OIDS));
-            all.extend(read(&node, iface, &[Interface::AUTO_POLLING]));
-            let by_reason = |what: &str, reason: &str, n: u64, descr: &str| Reading {
-                node: node.clone(),
-                leaf: format!("{what}.{reason}"),
-                kind: Kind::Counter,
-                value: Value::from(n),
-                descr: descr.to_string(),
-                allowed: None,
-            };
+            all.extend(read(&node, iface, &Interface::OIDS));
             for r in DropReason::all(self.devs.stage.drop_reasons()) {
-                all.push(by_reason(
-                    "drops",
-                    r.name(),
-                    c.drops.get(r),
-                    "Frames dropped, by reason",
-                ));
+                all.push(DROPS.reading(&node, r.name(), c.drops.get(r)));
             }
             for r in TxDrop::ALL {
-                all.push(by_reason(
-                    "tx_drops",
-                    r.name(),
-                    c.tx_drops.get(r),
-                    "Frames the device accepted for transmission and then dropped, by reason",
-                ));
+                all.push(TX_DROPS.reading(&node, r.name(), c.tx_drops.get(r)));
             }
         }
         all
@@ -194,7 +200,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// Writes a sysctl with validation; a rejected write changes nothing.
     pub fn sysctl_set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
-        if let Some(result) = write(NODE, self, &[Self::ENABLE_OID], name, value) {
+        if let Some(result) = write(NODE, self, &Self::ENABLE_OIDS, name, value) {
             return result;
         }
         if name.starts_with(&format!("{NODE}.")) {
