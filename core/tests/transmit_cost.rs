@@ -2,13 +2,11 @@
 //! `Pollmore` that closes a cycle kicks the outputs first and closes on the clock after
 //! the kick (on AF_XDP in copy mode the kick is the driver's whole transmit).
 
-mod common;
-
 use std::cell::Cell;
 use std::rc::Rc;
 
-use common::Ring;
 use polld_core::{Clocks, Dataplane, Emit, Knobs, Mode, PacketStage, Poller, Verdict, Wrapper};
+use polld_testsupport::TestDevice;
 
 /// What one kick of the output costs on the test's clock, ns: 60 % of a 1 ms tick.
 const KICK_NS: u64 = 600_000;
@@ -22,18 +20,18 @@ impl PacketStage for Across {
     }
 }
 
-/// A ring whose flush takes [`KICK_NS`] of the shared clock.
+/// A test device whose flush takes [`KICK_NS`] of the shared clock.
 struct Kicked {
-    ring: Ring,
+    ring: TestDevice,
     clock: Rc<Cell<u64>>,
 }
 
 impl Wrapper for Kicked {
-    type Inner = Ring;
-    fn inner(&self) -> &Ring {
+    type Inner = TestDevice;
+    fn inner(&self) -> &TestDevice {
         &self.ring
     }
-    fn inner_mut(&mut self) -> &mut Ring {
+    fn inner_mut(&mut self) -> &mut TestDevice {
         &mut self.ring
     }
     fn flush(this: &mut Self) {
@@ -57,7 +55,7 @@ impl Clocks for TestClock {
 fn the_kick_after_a_cycle_counts_in_the_cycles_load() {
     let clock = Rc::new(Cell::new(0));
     let dev = |name: &str| Kicked {
-        ring: Ring::new(name),
+        ring: TestDevice::new(name),
         clock: clock.clone(),
     };
     let mut poller = Poller::new(Knobs::default());
