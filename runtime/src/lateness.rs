@@ -161,8 +161,8 @@ mod tests {
             Some(200_000)
         );
         assert_eq!(o.per_tick(0, 9 * MS, 4 * MS), None, "not a tick");
-        // Two ticks at once: the CPU outside the work is shared between them.
-        assert_eq!(o.per_tick(2, 6 * MS + 700_000, 4 * MS), Some(150_000));
+        // Two ticks at once: the CPU outside the work (1 ms less 0.5) is shared between them.
+        assert_eq!(o.per_tick(2, 6 * MS + 700_000, 4 * MS), Some(250_000));
         // Work timed on the wall clock can exceed the thread's CPU (it was preempted).
         assert_eq!(o.per_tick(1, 6 * MS + 800_000, 5 * MS), Some(0));
     }
