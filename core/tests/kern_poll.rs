@@ -1,8 +1,10 @@
-//! The behaviours of FreeBSD's kern_poll (docs/algorithm.md §9, behaviours 1–13), each as its own test, on
+//! The behaviours of FreeBSD's kern_poll (docs/algorithm.md §9, behaviours 1–13, and polld's
+//! looks between ticks, 17), each as its own test, on
 //! virtual time: handlers burn a fixed cost per packet on an unbounded backlog and record
 //! every call. Items 14 (em-style batches) and 15 (per-CPU timing) live with the dataplane
 //! and the per-CPU pollers. Every poller starts from FreeBSD's defaults
-//! ([`Knobs::freebsd`], the `freebsd` profile), which these behaviours are stated for.
+//! ([`Knobs::freebsd`], the `freebsd` profile), which these behaviours are stated for; the
+//! looks', which FreeBSD has not, from polld's defaults.
 
 use polld_core::{HandlerId, KnobError, Knobs, Netisr, PollCmd, PollHandlers, Poller, RegError};
 

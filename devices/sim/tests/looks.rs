@@ -6,35 +6,18 @@
 
 use polld_core::Mode;
 use polld_sim::scenario::{check_conservation, report};
-use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, Sim, UserTask};
+use polld_sim::{Arrivals, Scenario, Sim, UserTask};
+
+mod common;
+use common::{forwarding, user_percent_until};
 
 const MS: u64 = 1_000_000;
 
-/// `arrivals` on in0 forwarded to out0, both polling at hz 1000 with `knobs` over polld's
-/// defaults.
+/// `arrivals` on in0 forwarded to out0, both polling, with `knobs` over polld's defaults.
 fn stream(arrivals: Arrivals, user: UserTask, knobs: &[(&str, &str)]) -> Scenario {
-    let mut input = NicConfig::new("in0", arrivals);
-    input.costs = rizzo::DRIVER;
-    input.route = Some("out0".into());
-    input.mode = Mode::Polling;
-    let mut output = NicConfig::new("out0", Arrivals::None);
-    output.costs = rizzo::DRIVER;
-    output.line_pps = 10_000_000.0;
-    output.mode = Mode::Polling;
-    let mut s = Scenario {
-        name: "looks".into(),
-        duration_ms: 300.0,
-        seed: 7,
-        user,
-        knobs: Default::default(),
-        costs: rizzo::CPU,
-        nics: vec![input, output],
-    };
-    for (k, v) in [("net.inet.ip.fastforwarding", "1")].iter().chain(knobs) {
-        s.knobs
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
-    }
-    s
+    let ff = [("net.inet.ip.fastforwarding", "1")];
+    let knobs: Vec<_> = ff.iter().chain(knobs).copied().collect();
+    forwarding("looks", arrivals, Mode::Polling, user, &knobs)
 }
 
 /// 10 kpps of Poisson arrivals for 300 ms beside a CPU-bound user task: every frame
@@ -88,11 +71,8 @@ fn under_a_flood_nothing_looks_and_user_frac_holds() {
         );
         let mut sim = s.build().unwrap();
         sim.run_until(200 * MS);
-        let before = sim.split;
         let looks_before = sim.dataplane().poller().state().look_cycles;
-        sim.run_until(1_200 * MS);
-        let user = (sim.split.user_ns - before.user_ns) as f64 * 100.0
-            / (sim.split.total() - before.total()) as f64;
+        let user = user_percent_until(&mut sim, 1_200 * MS);
         let want: f64 = uf.parse().unwrap();
         assert!(
             (user - want).abs() <= 5.0,
