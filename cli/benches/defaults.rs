@@ -15,7 +15,9 @@
 //! defaults' lines ends `kept` or `NOT kept`; the bench exits 1 if conservation failed in
 //! any run, not on a figure (one window on a shared machine can be hit by unrelated work).
 //!
-//! `cargo bench -p polld --bench defaults [-- --prefix dflt] [--window 3] [--rate 10k] [--duration 5] [--profiles polld,freebsd]`
+//! `--only share` or `--only latency` runs one part.
+//!
+//! `cargo bench -p polld --bench defaults [-- --prefix dflt] [--window 3] [--rate 10k] [--duration 5] [--profiles polld,freebsd] [--only share|latency]`
 
 mod common;
 
@@ -46,6 +48,16 @@ struct Bench<'a> {
     window: f64,
     rate: &'a str,
     duration: f64,
+    /// Which parts run.
+    parts: Parts,
+}
+
+/// The bench's parts (`--only`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parts {
+    Both,
+    Share,
+    Latency,
 }
 
 /// One profile's figures.
@@ -73,6 +85,7 @@ impl Bench<'_> {
         let cpus = (self.options.cpus.gen, self.options.cpus.fwd);
         let floods = std::iter::once(("interrupt", 50)).chain(USER_FRACS.map(|uf| ("polling", uf)));
         let shares = floods
+            .filter(|_| self.parts != Parts::Latency)
             .map(|(mode, user_frac)| {
                 eprintln!(
                     "defaults bench: profile {name}: {mode}, user_frac {user_frac}, flood and a competitor on CPU{}, {} s ...",
@@ -89,6 +102,7 @@ impl Bench<'_> {
             .collect();
         let latencies = ["interrupt", "polling"]
             .into_iter()
+            .filter(|_| self.parts != Parts::Share)
             .map(|mode| {
                 let trial = Trial {
                     label: format!("{mode}, profile {name}"),
@@ -132,18 +146,30 @@ fn verdict(judged: bool, kept: bool) -> &'static str {
 /// Prints one profile's figures; the promise is judged for polld's defaults only.
 fn print(m: &Measured, hz: u32, b: &Bench) {
     let judged = m.profile == Profile::default();
-    let fwd_cpu = b.options.cpus.fwd;
     println!(
-        "\nprofile {}{}: flood of 60-byte frames, a CPU-bound competitor on CPU{fwd_cpu}, {} s windows",
+        "\nprofile {}{}",
         m.profile.name(),
-        if judged { " (the defaults)" } else { "" },
-        b.window
+        if judged { " (the defaults)" } else { "" }
+    );
+    if !m.shares.is_empty() {
+        print_shares(&m.shares, judged, b);
+    }
+    if !m.latencies.is_empty() {
+        print_latencies(&m.latencies, judged, hz, b);
+    }
+}
+
+/// The share part: interrupt mode, then polling at each of [`USER_FRACS`].
+fn print_shares(shares: &[ShareRow], judged: bool, b: &Bench) {
+    println!(
+        "flood of 60-byte frames, a CPU-bound competitor on CPU{}, {} s windows",
+        b.options.cpus.fwd, b.window
     );
     println!(
         "{:<22} {:>11} {:>12} {:>10} {:>11}",
         "polld", "offered/s", "delivered/s", "polld CPU", "competitor"
     );
-    for r in &m.shares {
+    for r in shares {
         println!(
             "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%",
             format!("{}, user_frac {}", r.mode, r.user_frac),
@@ -153,8 +179,8 @@ fn print(m: &Measured, hz: u32, b: &Bench) {
             r.competitor_percent
         );
     }
-    let interrupt = &m.shares[0];
-    for r in &m.shares[1..] {
+    let interrupt = &shares[0];
+    for r in &shares[1..] {
         let off = r.competitor_percent - f64::from(r.user_frac);
         println!(
             "share at user_frac {}: competitor {:.1} % ({off:+.1} points){}",
@@ -163,7 +189,7 @@ fn print(m: &Measured, hz: u32, b: &Bench) {
             verdict(judged, off.abs() <= SHARE_SLACK)
         );
     }
-    let polling_10 = &m.shares[1];
+    let polling_10 = &shares[1];
     let ratio = polling_10.delivered_pps / interrupt.delivered_pps.max(1.0);
     println!(
         "forwarding at user_frac 10: {:.0}/s polling against {:.0}/s in interrupt mode = {ratio:.2}x (at least {MIN_FORWARD_RATIO}x){}",
@@ -171,11 +197,15 @@ fn print(m: &Measured, hz: u32, b: &Bench) {
         interrupt.delivered_pps,
         verdict(judged, ratio >= MIN_FORWARD_RATIO)
     );
+}
+
+/// The latency part: interrupt mode, then polling, with what polling's tick added.
+fn print_latencies(latencies: &[DemoRow], judged: bool, hz: u32, b: &Bench) {
     println!(
         "one-way latency at {}/s, 64-byte frames, to polld sink (af_xdp) on tap1, {} s each:",
         b.rate, b.duration
     );
-    for r in &m.latencies {
+    for r in latencies {
         let l = r.latency;
         let us = |f: fn(&SinkLatency) -> f64| {
             l.as_ref()
@@ -191,13 +221,27 @@ fn print(m: &Measured, hz: u32, b: &Bench) {
             us(|l| l.max_us)
         );
     }
+    let polling = &latencies[1];
+    if let Some(t) = polling.tick_lateness {
+        println!(
+            "polling's ticks: woken late by p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs ({} wakeups since start); in the run {} cycles, {} of them at looks between ticks, {} lost polls, {} waited",
+            t.p50_ns as f64 / 1e3,
+            t.p99_ns as f64 / 1e3,
+            t.max_ns as f64 / 1e3,
+            t.wakeups,
+            polling.polld_delta("kern.polling.cycles"),
+            polling.polld_delta("kern.polling.look_cycles"),
+            polling.polld_delta("kern.polling.lost_polls"),
+            polling.polld_delta("kern.polling.waited_polls"),
+        );
+    }
     let bound_us = 1e6 / f64::from(hz) + PATH_US;
     let p99 = |r: &DemoRow| r.latency.map(|l| l.p99_us);
-    let polling_p99 = p99(&m.latencies[1]);
+    let polling_p99 = p99(polling);
     println!(
         "polling p99 {} µs (interrupt mode's {} µs in the same run) against 1/hz + {PATH_US:.0} µs = {bound_us:.0} µs{}",
         polling_p99.map_or("-".to_string(), |p| format!("{p:.0}")),
-        p99(&m.latencies[0]).map_or("-".to_string(), |p| format!("{p:.0}")),
+        p99(&latencies[0]).map_or("-".to_string(), |p| format!("{p:.0}")),
         verdict(judged, polling_p99.is_some_and(|p| p <= bound_us))
     );
 }
@@ -238,6 +282,15 @@ fn main() {
         window: arg("--window").unwrap_or(3.0),
         rate: &rate,
         duration: arg("--duration").unwrap_or(5.0),
+        parts: match arg::<String>("--only").as_deref() {
+            None => Parts::Both,
+            Some("share") => Parts::Share,
+            Some("latency") => Parts::Latency,
+            Some(other) => {
+                eprintln!("defaults bench: --only: no part {other:?} (share, latency)");
+                std::process::exit(2);
+            }
+        },
     };
     let measured: Vec<Measured> = profiles.iter().map(|&p| bench.measure(p)).collect();
     let _ = std::fs::remove_dir_all(&dir);

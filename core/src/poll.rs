@@ -35,6 +35,17 @@
 //! output takes rather than one ring's worth a tick. (The dataplane replaces that wait by
 //! the output's transmit-ready line where the output raises one.)
 //!
+//! *Looks*: a cycle that ended because every ring ran empty, while the devices moved frames
+//! within the last tick (at most `looks` cycles in a row since the last that moved frames
+//! found none), with room left in
+//! the tick's `100 - user_frac` share for one more like it, arms a look
+//! ([`Poller::take_look`]) at the next of `kern.polling.looks` points evenly spaced
+//! between two ticks: the executor's timer fires there ([`Poller::look`]) and a cycle
+//! runs, owing nothing to the clock. So while traffic is light a frame waits at most
+//! `1/((looks + 1) * hz)` for its poll, not a tick, with no device interrupt; a flood
+//! spends the budget first and an idle device moves nothing, so neither looks, and
+//! FreeBSD's cycle is unchanged there.
+//!
 //! *Quiet*: after `quiet_cycles` cycles in a row that moved no frame (with idle polling
 //! too, whose poller then sleeps on the same interrupts), the poller is `quiet`: the
 //! executor stops the tick and waits on the polled devices' interrupts, and the first one
@@ -206,6 +217,9 @@ sysctl_struct! {
         /// cycle fits in the tick's share).
         repolls: u64 = 0, REPOLLS: Counter
             "Cycles cut short by a full output, to poll again before the tick if it drains (polld)";
+        /// Cycles run at a look between two ticks (`kern.polling.looks`).
+        look_cycles: u64 = 0, LOOK_CYCLES: Counter
+            "Cycles run at a look between two ticks, while traffic was light (polld)";
     }
 }
 
@@ -239,6 +253,15 @@ pub struct Poller {
     /// output in its first chunk (the output had not drained enough to be worth a cycle),
     /// halves when it got further.
     repoll_backoff: u64,
+    /// When to look at the devices again before the next tick (a cycle moved frames and
+    /// emptied the rings), until the executor takes it ([`Poller::take_look`]).
+    look_at: Option<u64>,
+    /// The tick the armed look belongs to: a tick since makes it stale.
+    look_tick: Option<u64>,
+    /// Cycles in a row that moved no frame since the last that did (`u32::MAX` before
+    /// any did): the devices moved frames within the last tick while it is at most
+    /// `looks`.
+    dry_cycles: u32,
     /// Of the ticks owed, how many the executor read late because its thread waited for
     /// the CPU ([`Poller::excuse_waited`]): their cycles skip the overrun back-off.
     excused_polls: u32,
@@ -291,6 +314,9 @@ impl Poller {
             quiet_since: 0,
             repoll_at: None,
             repoll_backoff: MIN_REPOLL_NS,
+            look_at: None,
+            look_tick: None,
+            dry_cycles: u32::MAX,
             excused_polls: 0,
             blocked_at_once: false,
             tick_work_ns: 0,
@@ -411,6 +437,9 @@ impl Poller {
         self.state.residual_burst = 0;
         self.excused_polls = 0;
         self.repoll_at = None;
+        self.look_at = None;
+        self.look_tick = None;
+        self.dry_cycles = u32::MAX;
         self.chunk_drained = false;
         self.cycle_blocked = false;
     }
@@ -648,6 +677,10 @@ impl Poller {
             Controller::Time => self.time_account(now),
         }
         self.state.cycles += 1;
+        self.dry_cycles = match self.cycle_packets {
+            0 => self.dry_cycles.saturating_add(1),
+            _ => 0,
+        };
         self.note_quiet(now);
         if self.chunk_drained && !self.cycle_blocked {
             // The rings are empty now: the idle poller rests on the interrupts (it was
@@ -663,6 +696,10 @@ impl Poller {
             if self.cycle_blocked {
                 self.repoll_at = Some(now + self.repoll_gap(now));
                 self.state.repolls += 1;
+            } else if self.chunk_drained && self.dry_cycles <= self.knobs.looks {
+                // The rings ran empty before the budget, and the devices moved frames
+                // within the last tick: light traffic.
+                self.arm_look(now);
             }
         } else {
             // Ticks are still owed: start again at once. If the cycle overran them, back
@@ -716,12 +753,53 @@ impl Poller {
     /// next tick starts it. Either way no timer is needed (a timer wakeup is what the
     /// repoll costs). Returns whether a cycle was scheduled.
     pub fn repoll_on_line(&mut self, now: u64) -> bool {
-        let fits_share = self.tick_work_ns + self.last_cycle_ns <= self.share_ns();
-        // Nor may it run into the next tick, which owes a cycle of its own.
-        let ends_before_tick = now + self.last_cycle_ns <= self.last_tick + self.tick_ns();
-        if self.table.is_empty() || !fits_share || !ends_before_tick {
+        if self.table.is_empty() || !self.one_more_fits(now) {
             return false;
         }
+        self.schedule_cycle(1)
+    }
+
+    /// Whether one more cycle like the last, started at `at`, fits in this tick's
+    /// `100 - user_frac` share beside the cycles already run since the tick, and ends
+    /// before the next tick (which owes a cycle of its own).
+    fn one_more_fits(&self, at: u64) -> bool {
+        // The share less the thread's own cost per tick, of which the wakeups of looks
+        // and repolls are part.
+        let fits_share = self.tick_work_ns + self.last_cycle_ns <= self.cycle_share_ns();
+        let ends_before_tick = at + self.last_cycle_ns <= self.last_tick + self.tick_ns();
+        fits_share && ends_before_tick
+    }
+
+    /// After a cycle at light traffic that left every ring empty at `now`: arms a look at
+    /// the next of the `looks` points evenly spaced between the last tick and the next,
+    /// if one more cycle like it fits there ([`Poller::one_more_fits`]).
+    fn arm_look(&mut self, now: u64) {
+        let looks = u64::from(self.knobs.looks);
+        let gap = self.tick_ns() / (looks + 1);
+        let k = now.saturating_sub(self.last_tick) / gap + 1;
+        let at = self.last_tick + k * gap;
+        if k <= looks && self.one_more_fits(at) {
+            self.look_at = Some(at);
+            self.look_tick = Some(self.last_tick);
+        }
+    }
+
+    /// When to look at the devices before the next tick, once (a cycle emptied the rings
+    /// while traffic is light): the executor arms a timer for it and
+    /// calls [`Poller::look`] when it fires. Unlike a repoll, the tick stays where it is.
+    pub fn take_look(&mut self) -> Option<u64> {
+        self.look_at.take()
+    }
+
+    /// The look's timer fired at `now`: a cycle starts, owing nothing to the clock, if the
+    /// look still belongs to this tick, no cycle is under way, and one more cycle like the
+    /// last still fits ([`Poller::one_more_fits`]). Returns whether a cycle was scheduled.
+    pub fn look(&mut self, now: u64) -> bool {
+        let current = self.look_tick.take() == Some(self.last_tick);
+        if !current || self.table.is_empty() || self.state.phase != 0 || !self.one_more_fits(now) {
+            return false;
+        }
+        self.state.look_cycles += 1;
         self.schedule_cycle(1)
     }
 

@@ -1,5 +1,5 @@
 //! The knob profiles: `freebsd` gives exactly `kern_poll.c`'s defaults, the default gives
-//! polld's (the three it changes, and FreeBSD's for the rest), and knob writes apply over
+//! polld's (the four it changes, and FreeBSD's for the rest), and knob writes apply over
 //! either with the same validation.
 
 use polld_core::knobs::{FREEBSD_BURST_MAX, FREEBSD_EACH_BURST, MAX_POLL_BURST_MAX};
@@ -10,7 +10,7 @@ fn the_freebsd_profile_is_kern_poll_c_defaults() {
     let k = Profile::FreeBsd.knobs();
     assert_eq!(k, Knobs::freebsd());
     // kern_poll.c: HZ (1000 advised), user_frac 50, poll_burst_max 150, poll_each_burst 5,
-    // reg_frac 20, idle_poll 0, the +-1 burst controller.
+    // reg_frac 20, idle_poll 0, the +-1 burst controller; polls at the ticks only.
     assert_eq!(k.hz, 1000);
     assert_eq!(k.controller, Controller::Classic);
     assert_eq!(k.user_frac, 50);
@@ -18,11 +18,12 @@ fn the_freebsd_profile_is_kern_poll_c_defaults() {
     assert_eq!(k.each_burst, 5);
     assert_eq!(k.reg_frac, 20);
     assert_eq!(k.idle_poll, 0);
+    assert_eq!(k.looks, 0);
     assert_eq!((FREEBSD_BURST_MAX, FREEBSD_EACH_BURST), (150, 5));
 }
 
 #[test]
-fn the_default_profile_changes_the_controller_and_the_bursts_only() {
+fn the_default_profile_changes_the_controller_the_bursts_and_the_looks_only() {
     let k = Profile::default().knobs();
     assert_eq!(Profile::default(), Profile::Polld);
     assert_eq!(k, Knobs::default());
@@ -30,10 +31,13 @@ fn the_default_profile_changes_the_controller_and_the_bursts_only() {
     assert_eq!(k.burst_max, MAX_POLL_BURST_MAX);
     assert_eq!(k.burst_max, 20_000);
     assert_eq!(k.each_burst, 50);
+    // One look half-way between two ticks while traffic is light.
+    assert_eq!(k.looks, 1);
     let same_elsewhere = Knobs {
         controller: Controller::Classic,
         burst_max: 150,
         each_burst: 5,
+        looks: 0,
         ..k
     };
     assert_eq!(same_elsewhere, Knobs::freebsd());

@@ -4,6 +4,10 @@
 //! The thread sleeps in `epoll_wait` on:
 //! - the **tick** timerfd at `kern.polling.hz`, armed only while some interface polls; a
 //!   read that reports `n` expirations is `n` ticks (owed ticks: docs/algorithm.md §2);
+//! - the **look** timerfd, one-shot: armed where a poll cycle at light traffic asks to look
+//!   at the devices before the next tick ([`Step`]'s `look`, `kern.polling.looks`), so
+//!   that a frame waits part of a tick for its poll rather than all of it, with the
+//!   device's interrupt still off; the tick stays where it is;
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
 //! - an output's **transmit-ready line**: its `tx_ready_fd` capability, waited on for POLLOUT,
@@ -88,6 +92,7 @@ const TOKEN_STATUS: u64 = 1;
 const TOKEN_SIGNAL: u64 = 2;
 const TOKEN_CONTROL: u64 = 3;
 const TOKEN_IDLE: u64 = 4;
+const TOKEN_LOOK: u64 = 5;
 const TOKEN_IF: u64 = 16;
 /// Transmit-ready lines: above every interrupt's token.
 const TOKEN_TX: u64 = 1 << 32;
@@ -139,6 +144,8 @@ pub struct Executor {
     epoll: Epoll,
     tick: Timer,
     tick_hz: u32,
+    /// One-shot: a look at the devices between two ticks.
+    look: Timer,
     status: Timer,
     signals: Signals,
     inbox: Option<Inbox>,
@@ -171,8 +178,10 @@ impl Executor {
     ) -> io::Result<Executor> {
         let epoll = Epoll::new()?;
         let tick = Timer::new()?;
+        let look = Timer::new()?;
         let mut status = Timer::new()?;
         epoll.add(tick.fd(), TOKEN_TICK)?;
+        epoll.add(look.fd(), TOKEN_LOOK)?;
         epoll.add(status.fd(), TOKEN_STATUS)?;
         epoll.add(signals.fd(), TOKEN_SIGNAL)?;
         if let Some(inbox) = &inbox {
@@ -192,6 +201,7 @@ impl Executor {
             epoll,
             tick,
             tick_hz: 0,
+            look,
             status,
             signals,
             inbox,
@@ -253,6 +263,11 @@ impl Executor {
                         }
                         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
                         self.dp.raise_late_ticks(clamp(n), clamp(waited));
+                    }
+                    TOKEN_LOOK => {
+                        if self.look.expirations() > 0 {
+                            self.dp.raise_look();
+                        }
                     }
                     TOKEN_STATUS => {
                         self.status.expirations();
@@ -347,6 +362,7 @@ impl Executor {
                 end,
                 ns,
                 repoll,
+                look,
             } = self.dp.step(due, &mut ThreadClocks);
             *account += ns;
             if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
@@ -357,6 +373,9 @@ impl Executor {
                     at.saturating_sub(end),
                     tick_period_ns(self.tick_hz).unwrap_or(0),
                 )?;
+            }
+            if let Some(at) = look {
+                self.look.once(at.saturating_sub(end))?;
             }
             if due.spins() {
                 if matches!(due, Due::Busy(_)) && work.rx == 0 {

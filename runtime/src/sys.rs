@@ -155,6 +155,21 @@ impl Timer {
         Ok(())
     }
 
+    /// Fires once, in `first_ns` (at least 1 ns), replacing what was armed.
+    pub fn once(&mut self, first_ns: u64) -> io::Result<()> {
+        let first = first_ns.max(1);
+        let spec = Itimerspec {
+            it_interval: ns_timespec(0),
+            it_value: ns_timespec(first),
+        };
+        let now = now_ns();
+        timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
+            .map_err(|e| failed("timerfd_settime", e))?;
+        self.period_ns = 0;
+        self.next_ns = now + first;
+        Ok(())
+    }
+
     /// Expirations since the last read (0 if none).
     pub fn expirations(&mut self) -> u64 {
         let Some(n) = read_u64(self.fd.as_fd()) else {

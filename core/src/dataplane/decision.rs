@@ -2,7 +2,8 @@
 //!
 //! An executor (the real poll thread of `polld-runtime`, the virtual CPU of `polld-sim`)
 //! keeps only the clock, the waiting (epoll, virtual time) and the cost accounting. It
-//! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), interrupt
+//! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), a look's
+//! timer ([`Dataplane::raise_look`]), interrupt
 //! lines ([`Dataplane::interrupt_line`]), transmit-ready lines
 //! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
 //! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::step`], passing its
@@ -11,6 +12,8 @@
 //! chunks, §5 idle polling, §7 the modes):
 //!
 //! 1. [`Due::Tick`]: the clock interrupt (hardclock and the polling hook), owed ticks at once;
+//!    then [`Due::Look`]: a look's timer between two ticks (light traffic:
+//!    [`crate::Poller::take_look`]);
 //! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling (or
 //!    the interrupt that wakes an idle poller asleep on empty rings);
 //! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
@@ -57,6 +60,8 @@ pub const EVENTS_EVERY_NS: u64 = 1_000_000;
 pub enum Due {
     /// Clock ticks that expired since the last tick ran (owed ticks: more than one).
     Tick(u32),
+    /// The timer of a look between two ticks fired ([`crate::Poller::look`]).
+    Look,
     /// Polling interface `i` is quiet, or the idle poller sleeps on empty rings, and its
     /// interrupt fired.
     QuietWakeup(usize),
@@ -105,6 +110,8 @@ pub(super) struct Pending {
     lines: Vec<bool>,
     /// Per interface: its transmit-ready line is raised.
     tx_lines: Vec<bool>,
+    /// A look's timer fired.
+    look: bool,
     /// The CPU was found idle (an idle-poll pass may run).
     idle: bool,
     /// The busy interface to look at first, for round robin.
@@ -147,6 +154,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.poller.note_tick_overhead(ns);
     }
 
+    /// The timer the executor armed for a look ([`crate::dataplane::Step::look`]) fired.
+    pub fn raise_look(&mut self) {
+        self.pending.look = true;
+    }
+
     /// Interface `i`'s interrupt line: raised (`true`: its fd became readable, a simulated
     /// device asserted it) or not. A line raised while the interrupt is masked is ignored,
     /// as FreeBSD ignores a masked device's spurious interrupt.
@@ -178,6 +190,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let raised = |i: &usize| p.lines[*i];
         if p.ticks > 0 {
             return Some(Due::Tick(p.ticks));
+        }
+        if p.look {
+            return Some(Due::Look);
         }
         if let Some(i) = (0..n).filter(raised).find(|&i| self.wakeup_armed(i)) {
             return Some(Due::QuietWakeup(i));
@@ -247,6 +262,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                 self.poller
                     .excuse_waited(std::mem::take(&mut self.pending.waited_ticks));
             }
+            Due::Look => {
+                self.pending.look = false;
+                self.poller.look(now);
+            }
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
                 // Quiet polling resumes at once (its cycle then settles the idle poller).
@@ -311,6 +330,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn finish(&mut self, now: u64) -> Work {
         self.pending.ticks = 0;
         self.pending.waited_ticks = 0;
+        self.pending.look = false;
         self.pending.lines.fill(false);
         self.pending.tx_lines.fill(false);
         for iface in &mut self.devs.ifs {

@@ -29,11 +29,12 @@
 //!
 //! 1. after each wait, what fired: [`Dataplane::raise_ticks`] (or
 //!    [`Dataplane::raise_late_ticks`]), [`Dataplane::interrupt_line`],
-//!    [`Dataplane::tx_ready_line`], [`Dataplane::raise_idle`], and
-//!    [`Dataplane::ran_outside`] for the time it spent on its own events;
+//!    [`Dataplane::tx_ready_line`], [`Dataplane::raise_idle`], [`Dataplane::raise_look`],
+//!    and [`Dataplane::ran_outside`] for the time it spent on its own events;
 //! 2. [`Dataplane::next_due`], and [`Dataplane::step`] with what it returned and the
-//!    executor's [`Clocks`], until nothing is due; a [`Step`] says how long the piece took
-//!    and when the tick must come early ([`Step::repoll`]);
+//!    executor's [`Clocks`], until nothing is due; a [`Step`] says how long the piece took,
+//!    when the tick must come early ([`Step::repoll`]) and when to look at the devices
+//!    before the next tick ([`Step::look`]: a one-shot timer);
 //! 3. reads its events again before any piece but a running handler's next batch
 //!    ([`Due::wants_fresh_lines`]), after at most [`EVENTS_EVERY_NS`] of interrupt work,
 //!    and after one pass of spinning work ([`Due::spins`]);

@@ -5,9 +5,10 @@
 //! (reading the thread's CPU clock then, and only then: [`super::auto`]), runs the piece at
 //! the executor's time, tells the window how long the piece took, and after a
 //! [`Due::Pollmore`] takes the early tick a cycle cut short by a full output asks for
-//! ([`Step::repoll`]). The `Pollmore` that closes a cycle kicks the outputs the cycle
-//! filled before it closes, so that the kick (on AF_XDP in copy mode, the driver's whole
-//! transmit) is timed as part of the cycle the controller meters. The executor lends it its clocks and its cost charging
+//! ([`Step::repoll`]) and the look a cycle at light traffic asks for ([`Step::look`]). The
+//! `Pollmore` that closes a cycle kicks the outputs the cycle filled before it closes, so
+//! that the kick (on AF_XDP in copy mode, the driver's whole transmit) is timed as part of
+//! the cycle the controller meters. The executor lends it its clocks and its cost charging
 //! ([`Clocks`]); the real poll thread times the piece on the monotonic clock, the
 //! simulator's virtual CPU charges its costs on virtual time.
 
@@ -49,6 +50,10 @@ pub struct Step {
     /// short and raises no transmit-ready line (else its rising starts the next cycle). The
     /// executor's tick comes then, and its period runs on from there.
     pub repoll: Option<u64>,
+    /// When to look at the devices before the next tick: the cycle moved frames and
+    /// emptied the rings ([`crate::Poller::take_look`]). The executor arms a one-shot
+    /// timer and reports it with [`Dataplane::raise_look`]; its tick stays where it is.
+    pub look: Option<u64>,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -77,16 +82,17 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let end = clocks.now();
         let ns = end.saturating_sub(woken);
         self.ran(due, ns);
-        let repoll = if due == Due::Pollmore {
-            self.take_repoll()
+        let (repoll, look) = if due == Due::Pollmore {
+            (self.take_repoll(), self.poller.take_look())
         } else {
-            None
+            (None, None)
         };
         Step {
             work,
             end,
             ns,
             repoll,
+            look,
         }
     }
 

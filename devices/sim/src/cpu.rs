@@ -132,6 +132,8 @@ pub struct Sim {
     costs: CpuCosts,
     user: UserTask,
     next_tick: u64,
+    /// When the look a cycle armed is due ([`polld_core::dataplane::Step::look`]).
+    next_look: Option<u64>,
     pub split: CpuSplit,
     /// Frames the user generator sent.
     pub generated: u64,
@@ -177,6 +179,7 @@ impl Sim {
             costs,
             user,
             next_tick: 0,
+            next_look: None,
             split: CpuSplit::default(),
             generated: 0,
             gen_blocked: 0,
@@ -243,6 +246,10 @@ impl Sim {
                 self.dp.raise_ticks(n as u32);
             }
         }
+        if self.next_look.is_some_and(|at| now >= at) {
+            self.next_look = None;
+            self.dp.raise_look();
+        }
         // As the real executor reads its events: before every piece of work but a running
         // handler's next batch, and after a slice of interrupt work.
         let slice_over = now.saturating_sub(self.lines_read_at) >= EVENTS_EVERY_NS;
@@ -278,7 +285,7 @@ impl Sim {
         let work = step.work;
         self.timed_ns += step.ns;
         match due {
-            Due::Tick(_) | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
+            Due::Tick(_) | Due::Look | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
             Due::TxReady(o) => {
                 // The transmit-complete interrupt's own work: reclaiming the descriptors.
                 self.dp.interface_mut(o).dev_mut().tx_interrupt();
@@ -295,6 +302,10 @@ impl Sim {
                 // As the executor does: the tick moves earlier, and the grid with it.
                 if let Some(at) = step.repoll {
                     self.next_tick = self.next_tick.min(at);
+                }
+                // A look is a one-shot timer beside the tick.
+                if let Some(at) = step.look {
+                    self.next_look = Some(at);
                 }
                 Bucket::Kernel
             }
@@ -356,6 +367,7 @@ impl Sim {
             .unwrap_or(u64::MAX);
         let target = self
             .next_tick
+            .min(self.next_look.unwrap_or(u64::MAX))
             .min(next_nic)
             .min(end)
             .min(now.saturating_add(cap));
@@ -383,7 +395,7 @@ impl Clocks for VirtualClocks<'_> {
 
     fn wake(&mut self, due: Due, start: u64) -> u64 {
         let wakeup = match due {
-            Due::Tick(_) => self.costs.tick_ns,
+            Due::Tick(_) | Due::Look => self.costs.tick_ns,
             Due::QuietWakeup(_) | Due::Interrupt(_) | Due::TxReady(_) => self.costs.intr_ns,
             Due::Task(_) => self.costs.switch_ns,
             _ => 0,

@@ -6,37 +6,16 @@ use polld_core::{DropReason, Mode, Poller, TxDrop};
 use polld_sim::scenario::{check_conservation, report};
 use polld_sim::{rizzo, Arrivals, CpuCosts, NicConfig, Scenario, Sim, UserTask};
 
+mod common;
+use common::{forwarding, user_percent_until};
+
 const MS: u64 = 1_000_000;
 
 /// One stream forwarded from in0 to out0 at `pps`, both NICs in `mode`.
 fn one_stream(pps: f64, mode: Mode, ff: bool, user: UserTask, knobs: &[(&str, &str)]) -> Scenario {
-    let mut input = NicConfig::new("in0", Arrivals::Constant { pps });
-    input.costs = rizzo::DRIVER;
-    input.route = Some("out0".into());
-    input.mode = mode;
-    let mut output = NicConfig::new("out0", Arrivals::None);
-    output.costs = rizzo::DRIVER;
-    output.line_pps = 10_000_000.0;
-    output.mode = mode;
-    let mut s = Scenario {
-        name: "one stream".into(),
-        duration_ms: 300.0,
-        seed: 7,
-        user,
-        knobs: Default::default(),
-        costs: rizzo::CPU,
-        nics: vec![input, output],
-    };
-    let ff = if ff { "1" } else { "0" };
-    s.knobs.insert(
-        "net.inet.ip.fastforwarding".into(),
-        toml::Value::String(ff.into()),
-    );
-    for (k, v) in knobs {
-        s.knobs
-            .insert(k.to_string(), toml::Value::String(v.to_string()));
-    }
-    s
+    let ff = [("net.inet.ip.fastforwarding", if ff { "1" } else { "0" })];
+    let knobs: Vec<_> = ff.iter().chain(knobs).copied().collect();
+    forwarding("one stream", Arrivals::Constant { pps }, mode, user, &knobs)
 }
 
 fn delivered(s: &Scenario) -> f64 {
@@ -99,10 +78,7 @@ fn user_frac_holds_under_a_flood_with_a_cpu_bound_user_task() {
         let s = one_stream(2_000_000.0, Mode::Polling, true, UserTask::Spin, &knobs);
         let mut sim = s.build().unwrap();
         sim.run_until(200 * MS); // converge
-        let before = sim.split;
-        sim.run_until(1_200 * MS);
-        let user = (sim.split.user_ns - before.user_ns) as f64 * 100.0
-            / (sim.split.total() - before.total()) as f64;
+        let user = user_percent_until(&mut sim, 1_200 * MS);
         let want: f64 = uf.parse().unwrap();
         assert!(
             (user - want).abs() <= 5.0,

@@ -6,39 +6,23 @@
 
 use polld_core::Mode;
 use polld_sim::scenario::{check_conservation, report};
-use polld_sim::{rizzo, Arrivals, NicConfig, Scenario, Sim, UserTask};
+use polld_sim::{Arrivals, Scenario, Sim, UserTask};
+
+mod common;
+use common::forwarding;
 
 const MS: u64 = 1_000_000;
 
 /// `arrivals` on in0 forwarded to out0, both polling at hz 1000 with idle polling on and
 /// `idle_wakeups` interrupt wakeups a tick, nothing else on the CPU.
 fn stream(arrivals: Arrivals, idle_wakeups: &str) -> Scenario {
-    let mut input = NicConfig::new("in0", arrivals);
-    input.costs = rizzo::DRIVER;
-    input.route = Some("out0".into());
-    input.mode = Mode::Polling;
-    let mut output = NicConfig::new("out0", Arrivals::None);
-    output.costs = rizzo::DRIVER;
-    output.line_pps = 10_000_000.0;
-    output.mode = Mode::Polling;
-    let mut s = Scenario {
-        name: "idle poll".into(),
-        duration_ms: 300.0,
-        seed: 7,
-        user: UserTask::None,
-        knobs: Default::default(),
-        costs: rizzo::CPU,
-        nics: vec![input, output],
-    };
-    for (k, v) in [
+    let knobs = [
         ("kern.polling.hz", "1000"),
         ("kern.polling.idle_poll", "1"),
         ("kern.polling.idle_wakeups", idle_wakeups),
         ("net.inet.ip.fastforwarding", "1"),
-    ] {
-        s.knobs.insert(k.into(), toml::Value::String(v.into()));
-    }
-    s
+    ];
+    forwarding("idle poll", arrivals, Mode::Polling, UserTask::None, &knobs)
 }
 
 /// Poisson arrivals at `pps` through [`stream`] for 300 ms: every frame accounted for, and
