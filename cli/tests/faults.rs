@@ -57,6 +57,20 @@ fn forwarding(polld: &Polld, window: Duration) -> u64 {
     forwarding_from(polld, "veth1", window)
 }
 
+/// Waits (up to 6 one-second windows) for a window in which polld forwards more than `least`
+/// frames from veth1; returns the last window's count. A window on a shared machine can be
+/// spoilt by unrelated work, so one slow window is not a verdict.
+fn resumes(polld: &Polld, least: u64) -> u64 {
+    let mut last = 0;
+    for _ in 0..6 {
+        last = forwarding(polld, Duration::from_secs(1));
+        if last > least {
+            break;
+        }
+    }
+    last
+}
+
 /// Waits (up to 20 s) until a restarted polld answers on its control socket.
 fn answers(polld: &Polld) {
     eventually(
@@ -87,8 +101,8 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     let dir = Dir::new("linkflap");
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
-    let _flood = flood(&tb, "50k", 8);
-    assert!(forwarding(&polld, Duration::from_secs(1)) > 10_000);
+    let _flood = flood(&tb, "50k", 16);
+    assert!(resumes(&polld, 10_000) > 10_000, "polld does not forward");
 
     ip_in(&fwd, &["link", "set", "veth2", "down"]);
     eventually("polld sees veth2 down", Duration::from_secs(5), || {
@@ -102,7 +116,7 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
     );
     // veth's carrier takes a moment; then forwarding resumes at the offered rate.
     std::thread::sleep(Duration::from_millis(500));
-    let after = forwarding(&polld, Duration::from_secs(1));
+    let after = resumes(&polld, 10_000);
     assert!(after > 10_000, "forwarding did not resume: {after} in 1 s");
     stop_conserved(polld);
 }
@@ -116,8 +130,8 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     let (path, socket) = router_config(&tb, &dir, "af_xdp", "polling", None, false, &[]);
     let polld = Polld::start(&tb, &path, &socket);
     assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
-    let _flood = flood(&tb, "50k", 8);
-    assert!(forwarding(&polld, Duration::from_millis(700)) > 5_000);
+    let _flood = flood(&tb, "50k", 16);
+    assert!(resumes(&polld, 10_000) > 10_000, "polld does not forward");
 
     polld.kill();
     assert!(socket.exists(), "a killed polld leaves its socket file");
@@ -133,7 +147,7 @@ fn after_sigkill_no_xdp_program_stays_and_a_restart_reclaims_the_socket() {
     answers(&polld);
     assert_eq!(value(&polld, "kern.polling.handlers"), "2");
     assert!(ip_in(&fwd, &["link", "show", "veth1"]).contains("xdp"));
-    let after = forwarding(&polld, Duration::from_secs(1));
+    let after = resumes(&polld, 10_000);
     assert!(
         after > 10_000,
         "the restarted polld does not forward: {after} in 1 s"
