@@ -26,10 +26,11 @@ use crate::{counters, Layout, PolldSetup, Role, Testbed, TestbedError};
 const WARM_UP: f64 = 1.0;
 
 /// `kern.polling.hz` in a guest under software emulation. There one tick costs the poll
-/// thread about 0.3 ms of the vCPU beyond its work (`kern.polling.tick_overhead_ns`), and
-/// the smallest cycle (one frame, the driver's receive and transmit) about as much: at
-/// hz 1000 ticking alone leaves the competitor less than the promised share, whatever
-/// the burst. At 250 the time controller keeps it.
+/// thread 0.3-0.9 ms of the vCPU beyond its work (`kern.polling.tick_overhead_ns`), and
+/// the smallest cycle (one frame, the driver's receive and transmit) about 0.3 ms: at
+/// hz 1000 the two alone take more than the devices' share at user_frac 50, whatever the
+/// burst. At 250 they take a quarter as much, though the competitor's share under a flood
+/// still falls short of the promise there (docs/results/vm.md).
 const TCG_HZ: &str = "250";
 
 /// One mode at one load.
