@@ -7,11 +7,13 @@
 #      same polld, and the median p99 of each mode over the rounds;
 # and prints every figure. Each round also shows what could explain its tail: what polld
 # did in it (auto's switches and polls on veth1 and veth2, lost and stalled poll ticks:
-# counter deltas over the round) and what the machine did (the share of the round in which
-# some runnable task waited for a CPU, /proc/pressure/cpu, and the time the hypervisor took
-# from the CPUs, /proc/stat's steal). The summary counts the rounds above 500 µs in each mode
-# and, in auto, those that left interrupts: a tail in a round where auto never polled is
-# interrupt mode's, and comes the same in interrupt rounds of the run. The flood case (competitor share, delivery against polling) is
+# counter deltas over the round), how long each thread on the path waited on a run queue
+# for a CPU (schedstat: gen, polld, the receive kthreads of fwd/veth1 and sink/veth3, the
+# sink), and what the machine did (the share of the round in which some runnable task
+# waited for a CPU, /proc/pressure/cpu, and the time the hypervisor took from the CPUs,
+# /proc/stat's steal). The summary counts the rounds above 500 µs in each mode and, in
+# auto, those that left interrupts: a tail in a round where auto never polled is interrupt
+# mode's, and comes the same in interrupt rounds of the run. The flood case (competitor share, delivery against polling) is
 # cli/tests/promise.rs.
 #
 # Usage: scripts/auto.sh [IDLE] [ROUNDS]   (root; defaults 10 and 3)
@@ -37,7 +39,10 @@ trap cleanup EXIT
 
 log() { echo "[auto] $*"; }
 
-"$POLLD" testbed up --prefix "$PREFIX" >/dev/null
+"$POLLD" testbed up --prefix "$PREFIX" >"$WORK/testbed.out"
+# The receive kthreads of the path: fwd/veth1 (gen's frames for polld), sink/veth3
+# (polld's frames for the sink), as `testbed up` names them: "napi/veth1-ID (pid N)".
+NAPI_PIDS=$(sed -n 's/.*napi\/veth[13]-[0-9]* (pid \([0-9]*\)).*/\1/p' "$WORK/testbed.out" | tr '\n' ' ')
 SOCKET="$WORK/polld.sock"
 # shellcheck source=scripts/router_config.sh
 source scripts/router_config.sh
@@ -61,11 +66,35 @@ sleep "$IDLE"
 after=$(run_ns)
 log "idle, auto: polld used $(awk -v d=$(( after - before )) -v s="$IDLE" 'BEGIN { printf "%.3f", d / (s * 1e7) }') % of a core over ${IDLE} s"
 
+# Time the threads of processes PIDS waited on a run queue for a CPU, µs (schedstat's
+# second field; 0 for a process gone).
+waited_us() {
+    local pid
+    for pid in "$@"; do cat /proc/"$pid"/task/*/schedstat 2>/dev/null; done |
+        awk '{ s += $2 } END { printf "%.0f", s / 1e3 }'
+}
+
+# Prints the sink's p50, p99, max (µs) and samples, then how long the path's threads
+# waited for a CPU in the round (ms): gen (read every 50 ms until it exits), polld, the
+# receive kthreads, the sink (read after the last frame, before it exits).
 p99_us() {
     "$POLLD" sink veth3 --netns "${PREFIX}sink" --backend af_xdp -i 0 --duration 7 --json >"$WORK/sink.json" 2>/dev/null &
-    local sink=$!
+    local sink=$! gen gen_wait=0
+    # shellcheck disable=SC2086
+    local polld_base napi_base
+    polld_base=$(waited_us "$POLLD_PID")
+    napi_base=$(waited_us $NAPI_PIDS)
     sleep 0.5
-    "$POLLD" gen veth0 --netns "${PREFIX}gen" -i 0 --rate 10k --duration 5 >/dev/null 2>&1
+    "$POLLD" gen veth0 --netns "${PREFIX}gen" -i 0 --rate 10k --duration 5 >/dev/null 2>&1 &
+    gen=$!
+    while kill -0 "$gen" 2>/dev/null; do
+        gen_wait=$(waited_us "$gen")
+        sleep 0.05
+    done
+    wait "$gen" || true
+    sleep 0.5
+    # shellcheck disable=SC2086
+    local waits="$gen_wait $(( $(waited_us "$POLLD_PID") - polld_base )) $(( $(waited_us $NAPI_PIDS) - napi_base )) $(waited_us "$sink")"
     wait "$sink" || true
     python3 -c '
 import json, sys
@@ -78,7 +107,8 @@ def find(o):
             if r: return r
     return None
 l = find(last)
-print("%.1f %.1f %.1f %d" % (l["p50_ns"] / 1e3, l["p99_ns"] / 1e3, l["max_ns"] / 1e3, l["samples"]))' "$WORK/sink.json"
+print("%.1f %.1f %.1f %d" % (l["p50_ns"] / 1e3, l["p99_ns"] / 1e3, l["max_ns"] / 1e3, l["samples"]), end=" ")' "$WORK/sink.json"
+    echo "$waits" | awk '{ printf "%.1f %.1f %.1f %.1f\n", $1 / 1e3, $2 / 1e3, $3 / 1e3, $4 / 1e3 }'
 }
 
 # The counters a round's tail may come from, in the order `ctl` prints them.
@@ -98,7 +128,7 @@ for round in $(seq "$ROUNDS"); do
     for mode in interrupt auto; do
         ctl "dev.veth1.mode=$mode" "dev.veth2.mode=$mode" >/dev/null
         before=$(snapshot)
-        read -r p50 p99 max n < <(p99_us)
+        read -r p50 p99 max n w_gen w_polld w_napi w_sink < <(p99_us)
         after=$(snapshot)
         read -r sw polls lost stalled waited steal < <(awk -v b="$before" -v a="$after" -v hz="$(getconf CLK_TCK)" 'BEGIN {
             nb = split(b, x); split(a, y); for (i = 1; i <= nb; i++) d[i] = y[i] - x[i]
@@ -106,8 +136,9 @@ for round in $(seq "$ROUNDS"); do
                 100 * d[7] / d[9], 100 * d[8] / hz * 1e6 / d[9] }')
         log "round $round, $mode, 10 kpps: p50 $p50 µs, p99 $p99 µs, max $max µs ($n samples);" \
             "polld: auto_switches $sw, polls $polls, lost_polls $lost, stalled $stalled;" \
-            "machine: a task waited for a CPU $waited % of the round, steal $steal % of a CPU"
-        echo "$mode $p99 $sw $waited" >>"$WORK/p99s"
+            "waited for a CPU: gen $w_gen ms, polld $w_polld ms, receive kthreads $w_napi ms, sink $w_sink ms;" \
+            "machine: some task waited for a CPU $waited % of the round, steal $steal % of a CPU"
+        echo "$mode $p99 $sw $(awk -v a="$w_napi" -v b="$w_sink" 'BEGIN { print a + b }')" >>"$WORK/p99s"
     done
 done
 # One round's p99 varies by tens of µs in either mode, and a disturbance of the VM can add
@@ -131,9 +162,10 @@ print("[auto] p99 over %d rounds, median (mean): interrupt %.1f (%.1f) µs, auto
 tail = {m: [r for r in v if r[0] > TAIL_US] for m, v in rounds.items()}
 polled = [r for r in tail["auto"] if r[1] > 0]
 def waited(rs):
-    return "%.1f %%" % statistics.mean(r[2] for r in rs) if rs else "-"
+    return "%.1f ms" % statistics.mean(r[2] for r in rs) if rs else "-"
 print("[auto] rounds with p99 above %d µs: interrupt %d of %d, auto %d of %d (%d of them left"
-      " interrupts); a task waited for a CPU %s of the rounds above it, %s of the others"
+      " interrupts); the receive kthreads and the sink waited for a CPU %s a round in the"
+      " rounds above it, %s in the others"
       % (TAIL_US, len(tail["interrupt"]), len(rounds["interrupt"]), len(tail["auto"]),
          len(rounds["auto"]), len(polled),
          waited([r for v in tail.values() for r in v]),
