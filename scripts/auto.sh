@@ -70,7 +70,7 @@ log "idle, auto: polld used $(awk -v d=$(( after - before )) -v s="$IDLE" 'BEGIN
 # second field; 0 for a process gone).
 waited_us() {
     local pid
-    for pid in "$@"; do cat /proc/"$pid"/task/*/schedstat 2>/dev/null; done |
+    for pid in "$@"; do cat /proc/"$pid"/task/*/schedstat 2>/dev/null || true; done |
         awk '{ s += $2 } END { printf "%.0f", s / 1e3 }'
 }
 
