@@ -422,5 +422,14 @@ fn one_window_overestimated_does_not_keep_a_light_load_polled() {
         assert!(!window(&mut dp, 200_000), "and stay there");
     }
     assert_eq!(dp.interfaces()[0].counters().auto_switches, 2);
+    // If the 40 frames now really cost 75 % on interrupts, the last window that carried
+    // them sends them back once, and no more: polled from their second overload on.
+    assert!(window(&mut dp, 3_000_000), "up");
+    assert!(!window(&mut dp, 100_000), "back once");
+    assert!(window(&mut dp, 3_000_000), "up again");
+    for _ in 0..5 {
+        assert!(window(&mut dp, 100_000), "and polled from then on");
+    }
+    assert_eq!(dp.interfaces()[0].counters().auto_switches, 5);
     conserved(&dp);
 }
