@@ -378,3 +378,58 @@ fn a_refused_polling_enable_leaves_an_auto_interface_polling() {
     assert_eq!(if0.counters().auto_switches, 1);
     assert_eq!(dp.interfaces()[128].mode(), Mode::Interrupt);
 }
+
+#[test]
+fn one_window_overestimated_does_not_keep_a_light_load_polled() {
+    // hz 1000, user_frac 50, windows of 4 ms: a 2-ms limit. 10 frames a millisecond (10
+    // kpps) whose interrupts cost the thread 200 us a window (5 %), then one window whose
+    // CPU clock ran 3 ms (75 %) for the same frames: CPU the kernel charged to the thread
+    // that was not its interrupt work (a NAPI poll's rest, an interrupt's softirq). It
+    // switches to polling; the frames the next window polls, at the cost per frame of the
+    // windows that carried them, fit under half the limit: back on interrupts. (At the
+    // overestimated window's own cost, 75 us a frame, they never would, and at 10 frames a
+    // tick no run of 20 empty polls ever comes: polled for as long as the load lasts.)
+    let mut dp = dataplane(&[Mode::Auto], &[]);
+    let (mut now, mut cpu) = (0, 0);
+    let mut window = |dp: &mut Dataplane<TestDevice, ForTheBox>, cpu_used: u64| {
+        for _ in 0..4 {
+            now += MS;
+            inject(dp, 0, 10);
+            if dp.interfaces()[0].polls() {
+                dp.raise_ticks(1);
+            } else {
+                dp.interrupt_line(0, true);
+            }
+            while let Some(due) = dp.next_due().filter(|d| !d.spins()) {
+                dp.run(due, now);
+                dp.ran(due, 0);
+            }
+        }
+        cpu += cpu_used;
+        assert!(dp.auto_window_due(now));
+        dp.close_auto_window(now, cpu);
+        dp.interfaces()[0].polls()
+    };
+    for _ in 0..3 {
+        assert!(!window(&mut dp, 200_000), "5 % stays on interrupts");
+    }
+    assert!(window(&mut dp, 3_000_000), "75 % switches to polling");
+    assert!(
+        !window(&mut dp, 100_000),
+        "the next window's 40 frames polled fit on interrupts"
+    );
+    for _ in 0..5 {
+        assert!(!window(&mut dp, 200_000), "and stay there");
+    }
+    assert_eq!(dp.interfaces()[0].counters().auto_switches, 2);
+    // If the 40 frames now really cost 75 % on interrupts, the last window that carried
+    // them sends them back once, and no more: polled from their second overload on.
+    assert!(window(&mut dp, 3_000_000), "up");
+    assert!(!window(&mut dp, 100_000), "back once");
+    assert!(window(&mut dp, 3_000_000), "up again");
+    for _ in 0..5 {
+        assert!(window(&mut dp, 100_000), "and polled from then on");
+    }
+    assert_eq!(dp.interfaces()[0].counters().auto_switches, 5);
+    conserved(&dp);
+}

@@ -24,7 +24,12 @@
 //!   fell so far that interrupts would fit: at the close of a window, the frames the `auto`
 //!   interfaces polled in it times the interrupt work per frame last measured on interrupts
 //!   (the interrupt work of a window over the frames received in it) is under half of
-//!   `100 - user_frac` percent of the window.
+//!   `100 - user_frac` percent of the window; or, once after each such window, times the
+//!   interrupt work per frame of the last window that carried its interrupts (was not
+//!   overloaded). One window overestimated (CPU the kernel charged to the thread that was
+//!   not its interrupt work) switches a light load to polling at a cost per frame that
+//!   would keep it there, where no run of empty polls comes to end it; the cost it really
+//!   had on interrupts sends it back at the next window's close.
 //!
 //! Up over the threshold, down under half of it: that gap is the hysteresis. The cost per
 //! frame measured under a flood is the cheapest (one wakeup serves many frames); if it lets
@@ -50,6 +55,9 @@ pub(super) struct AutoWindow {
     /// Interrupt work per frame received, ns, in the last window with frames received on
     /// interrupts by `auto` interfaces.
     frame_ns: Option<u64>,
+    /// The same, in the last such window that carried its interrupts (not overloaded);
+    /// taken when it sends a load back.
+    carried_ns: Option<u64>,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -113,12 +121,19 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
         if let Some(ns) = interrupt_work.checked_div(interrupted) {
             self.auto.frame_ns = Some(ns);
+            if !overloaded {
+                self.auto.carried_ns = Some(ns);
+            }
         }
-        let fits = polled > 0
-            && self
-                .auto
-                .frame_ns
-                .is_some_and(|ns| polled.saturating_mul(ns).saturating_mul(2) < limit);
+        let fits_at = |ns: Option<u64>| {
+            polled > 0 && ns.is_some_and(|ns| polled.saturating_mul(ns).saturating_mul(2) < limit)
+        };
+        // At the cost per frame of the last window, or at that of the last window that
+        // carried its interrupts, which one overestimated window cannot keep a light load
+        // polled with; the latter once (a load that overloads again on interrupts is
+        // judged at its own cost from then on).
+        let fits = fits_at(self.auto.frame_ns)
+            || (fits_at(self.auto.carried_ns) && self.auto.carried_ns.take().is_some());
         for i in 0..self.devs.ifs.len() {
             let iface = &mut self.devs.ifs[i];
             let worked = std::mem::take(&mut iface.auto_interrupted);
@@ -134,6 +149,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             cpu_start: cpu_ns,
             other_ns: 0,
             frame_ns: self.auto.frame_ns,
+            carried_ns: self.auto.carried_ns,
         };
     }
 
