@@ -22,7 +22,7 @@ use polld_stat::sample::{clock_ticks, CpuTimes};
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::ledger::{Ledger, PathReader, Sent, StreamPath};
+use crate::ledger::{Ledger, Sent, StreamTrail};
 use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
 use crate::testpmd::{Testpmd, TestpmdCounters};
 use crate::{
@@ -543,17 +543,9 @@ pub fn measure(
     let sink_ifaces = interfaces_in(tb, &tb.layout().sink_ns);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let sink_rx_before = kernel_rx_ns(&tb.layout().sink_ns, &sink_ifaces);
-    // The end-to-end ledger's path, when polld forwards frames from gen.
-    let path = match (&running, trial.load) {
-        (Running::Polld(_), Load::Frames { .. }) => StreamPath::of(layout),
-        _ => None,
-    };
-    let reader = match path {
-        Some(_) => Some(PathReader::open(layout)?),
-        None => None,
-    };
-    let path_start = match (&path, &reader) {
-        (Some(path), Some(reader)) => Some(reader.read(path)?),
+    // The end-to-end ledger, when polld forwards frames from gen.
+    let trail = match (&running, trial.load) {
+        (Running::Polld(_), Load::Frames { .. }) => StreamTrail::start(layout)?,
         _ => None,
     };
     let before = snapshot(&running)?;
@@ -630,26 +622,21 @@ pub fn measure(
         }
         None => (veth3_after.saturating_sub(veth3_before) as f64 / wall, None),
     };
-    let stream = match (path, reader, path_start) {
-        (Some(path), Some(reader), Some(start)) => {
+    let sent = match &trail {
+        Some(trail) => {
             let sent = Sent::of(&report("polld gen")?);
-            let streams = [(path, start)];
-            reader.drain(&streams, sent.frames)?;
-            let [(path, start)] = streams;
-            Some((path, reader, start, sent))
+            trail.drain(sent)?;
+            sent
         }
-        _ => None,
+        None => Sent::default(),
     };
     let (ledger, conserved, testpmd) = match running {
         Running::Polld(mut d) => {
             let report = d.finish()?;
             let interfaces: Value = serde_json::from_str(&report)
                 .map_err(|e| failed(format!("polld run --json printed {report:?}: {e}")))?;
-            let ledger = match stream {
-                Some((path, reader, start, sent)) => {
-                    let grew = reader.read(&path)?.since(&start);
-                    Some(Ledger::of_stream(&path, sent, &grew, &interfaces)?)
-                }
+            let ledger = match &trail {
+                Some(trail) => Some(trail.ledger(sent, &interfaces)?),
                 None => None,
             };
             let conserved = crate::share::conserved(&interfaces)

@@ -300,6 +300,46 @@ impl PathReader {
     }
 }
 
+/// The testbed's own stream under way: its path's counters from before gen sent, then
+/// drained and booked once gen and polld are done. Tests and [`crate::demo::measure`]
+/// use it around their `polld gen` (the TAP trials of [`crate::share`], with several
+/// streams, use [`PathReader`] directly).
+#[derive(Debug)]
+pub struct StreamTrail {
+    reader: PathReader,
+    stream: (StreamPath, PathCounters),
+}
+
+impl StreamTrail {
+    /// Reads the stream's counters now, before gen sends; `None` on a layout whose
+    /// forwarder is not on this host (a guest).
+    pub fn start(layout: &Layout) -> Result<Option<StreamTrail>, TestbedError> {
+        let Some(path) = StreamPath::of(layout) else {
+            return Ok(None);
+        };
+        let reader = PathReader::open(layout)?;
+        let start = reader.read(&path)?;
+        Ok(Some(StreamTrail {
+            reader,
+            stream: (path, start),
+        }))
+    }
+
+    /// Once gen has stopped: waits for the frames still on the way ([`PathReader::drain`]).
+    /// Call it before polld stops.
+    pub fn drain(&self, sent: Sent) -> Result<(), TestbedError> {
+        self.reader
+            .drain(std::slice::from_ref(&self.stream), sent.frames)
+    }
+
+    /// The ledger of what gen `sent`, from the counters now and polld's final report.
+    pub fn ledger(&self, sent: Sent, polld: &Value) -> Result<Ledger, TestbedError> {
+        let (path, start) = &self.stream;
+        let grew = self.reader.read(path)?.since(start);
+        Ledger::of_stream(path, sent, &grew, polld)
+    }
+}
+
 impl Ledger {
     /// Adds the drops at one place that both a party on the path counts, by name (`seen`:
     /// the sender that got ENOBUFS or EBUSY back, the socket that had no room) and the
@@ -469,6 +509,128 @@ mod tests {
         assert!(l.to_string().ends_with(" + UNACCOUNTED 3"), "{l}");
         l.delivered += 5;
         assert_eq!(l.unaccounted(), -2, "more arrived than was sent");
+    }
+
+    fn counters(rx_packets: u64, rx_dropped: u64, tx_dropped: u64) -> IfCounters {
+        IfCounters {
+            rx_packets,
+            rx_dropped,
+            tx_dropped,
+            ..IfCounters::default()
+        }
+    }
+
+    /// A veth path with drops on every hop: gen saw 5 of the 100 veth0 dropped (veth1's
+    /// ring full), polld's socket 30 of veth1's 40, polld dropped 7 after rx, kept 3 for
+    /// the box and holds 3, its output dropped 4 too long and 20 nobufs of veth2's 25,
+    /// the sink's socket 6, and veth3 took 2 frames polld generated itself: 812 delivered.
+    fn veth_trial() -> (StreamPath, Sent, PathCounters, Value) {
+        let path = StreamPath {
+            gen: "veth0".into(),
+            polld_in: "veth1".into(),
+            polld_out: "veth2".into(),
+            sink: "veth3".into(),
+            veth: true,
+        };
+        let grew = PathCounters {
+            gen: counters(0, 0, 100),
+            fwd_in: counters(0, 40, 0),
+            fwd_out: counters(0, 0, 25),
+            sink: counters(812 + 6 + 2, 6, 0),
+        };
+        let polld = serde_json::json!([
+            {"name": "veth1", "counters": [
+                ["rx_packets", 855], ["forwarded", 842], ["drops.rx_no_buffer", 30],
+                ["drops.no_route", 7], ["local", 2], ["consumed", 1], ["queued", 3]]},
+            {"name": "veth2", "counters": [
+                ["tx_packets", 819], ["tx_drops.too_long", 4], ["tx_drops.nobufs", 20],
+                ["generated", 3], ["generated_dropped", 1]]},
+        ]);
+        let sent = Sent {
+            frames: 1000,
+            dropped: 5,
+        };
+        (path, sent, grew, polld)
+    }
+
+    #[test]
+    fn a_veth_stream_books_every_hop_from_the_kernels_and_pollds_counters() {
+        let (path, sent, grew, polld) = veth_trial();
+        let l = Ledger::of_stream(&path, sent, &grew, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(l.delivered, 812);
+        assert_eq!(
+            l.to_string(),
+            "sent 1000 = delivered 812 + gen veth0: dropped (ENOBUFS, EBUSY) 5 \
+             + veth0: veth1's ring full (kernel tx_dropped in gen) 95 \
+             + polld veth1: drops.rx_no_buffer 30 + veth1: socket full (kernel rx_dropped in fwd) 10 \
+             + polld veth1: drops.no_route 7 + polld veth1: for the box (local, consumed) 3 \
+             + polld veth2: tx_drops.too_long 4 + polld veth2: tx_drops.nobufs 20 \
+             + veth2: veth3's ring full (kernel tx_dropped in fwd) 5 \
+             + veth3: socket full (kernel rx_dropped in sink) 6 + polld veth1: queued 3"
+        );
+    }
+
+    #[test]
+    fn a_hops_kernel_drops_left_out_leave_the_ledger_unbalanced() {
+        let (path, sent, grew, polld) = veth_trial();
+        // Each kernel counter's own part: what no party on the path counted as well.
+        let hops: [(&str, fn(&mut PathCounters), i64); 4] = [
+            ("veth0 tx_dropped", |g| g.gen.tx_dropped = 0, 95),
+            ("veth1 rx_dropped", |g| g.fwd_in.rx_dropped = 0, 10),
+            ("veth2 tx_dropped", |g| g.fwd_out.tx_dropped = 0, 5),
+            // Not booked as a loss, the sink's drops would count as delivered.
+            ("veth3 rx_dropped", |g| g.sink.rx_dropped = 0, 0),
+        ];
+        for (hop, leave_out, missing) in hops {
+            let mut g = grew;
+            leave_out(&mut g);
+            let l = Ledger::of_stream(&path, sent, &g, &polld).unwrap();
+            assert_eq!(l.unaccounted(), missing, "{hop}: {l}");
+        }
+        // The sink's drops are frames veth3 took and did not hand up: not delivered.
+        let mut g = grew;
+        g.sink.rx_dropped = 0;
+        let l = Ledger::of_stream(&path, sent, &g, &polld).unwrap();
+        assert_eq!(l.delivered, 818, "{l}");
+        // gen's own count without the kernel's: the ring's other drops go missing.
+        let gen_only = Sent {
+            dropped: 100,
+            ..sent
+        };
+        let l = Ledger::of_stream(&path, gen_only, &grew, &polld).unwrap();
+        assert!(l.balanced(), "gen saw all 100: {l}");
+    }
+
+    #[test]
+    fn a_tap_stream_books_the_taps_queue_once() {
+        let path = StreamPath::tap("tap0".into(), "tap1".into());
+        let grew = PathCounters {
+            gen: counters(0, 0, 50),
+            sink: counters(930 + 1, 7, 0),
+            ..PathCounters::default()
+        };
+        // polld's rx_ring_full on a TAP is the TAP's own tx_dropped: not booked twice.
+        let polld = serde_json::json!([
+            {"name": "tap0", "counters": [
+                ["rx_packets", 950], ["forwarded", 940], ["drops.rx_ring_full", 50],
+                ["drops.no_route", 10]]},
+            {"name": "tap1", "counters": [["tx_drops.nobufs", 3], ["generated", 1]]},
+        ]);
+        let sent = Sent {
+            frames: 1000,
+            dropped: 0,
+        };
+        let l = Ledger::of_stream(&path, sent, &grew, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(
+            l.to_string(),
+            "sent 1000 = delivered 930 + tap0: queue full (kernel tx_dropped in gen) 50 \
+             + polld tap0: drops.no_route 10 + polld tap1: tx_drops.nobufs 3 \
+             + tap1: queue full (kernel rx_dropped in sink) 7"
+        );
+        let e = Ledger::of_stream(&path, sent, &grew, &serde_json::json!([])).unwrap_err();
+        assert!(e.to_string().contains("no interface tap0"), "{e}");
     }
 
     #[test]
