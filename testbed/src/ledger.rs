@@ -135,9 +135,13 @@ impl Sent {
             dropped: count("dropped"),
         }
     }
+}
+
+impl std::ops::Add for Sent {
+    type Output = Sent;
 
     /// Both generators' frames together.
-    pub fn add(self, other: Sent) -> Sent {
+    fn add(self, other: Sent) -> Sent {
         Sent {
             frames: self.frames + other.frames,
             dropped: self.dropped + other.dropped,
@@ -575,7 +579,8 @@ mod tests {
     fn a_hops_kernel_drops_left_out_leave_the_ledger_unbalanced() {
         let (path, sent, grew, polld) = veth_trial();
         // Each kernel counter's own part: what no party on the path counted as well.
-        let hops: [(&str, fn(&mut PathCounters), i64); 4] = [
+        type LeaveOut = fn(&mut PathCounters);
+        let hops: [(&str, LeaveOut, i64); 4] = [
             ("veth0 tx_dropped", |g| g.gen.tx_dropped = 0, 95),
             ("veth1 rx_dropped", |g| g.fwd_in.rx_dropped = 0, 10),
             ("veth2 tx_dropped", |g| g.fwd_out.tx_dropped = 0, 5),

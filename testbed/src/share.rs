@@ -320,7 +320,7 @@ impl<'a> TrialRun<'a> {
         let summary = last_json(&out)
             .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
         let mut sent = self.sent.borrow_mut();
-        sent[stream] = sent[stream].add(Sent::of(&summary));
+        sent[stream] = sent[stream] + Sent::of(&summary);
         summary["pps"]
             .as_f64()
             .ok_or_else(|| failed(format!("polld gen printed no rate: {out}")))
