@@ -626,6 +626,7 @@ pub fn measure(
         Some(trail) => {
             let sent = Sent::of(&report("polld gen")?);
             trail.drain(sent)?;
+            trail.wait_for_polld(&socket)?;
             sent
         }
         None => Sent::default(),

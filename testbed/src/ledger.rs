@@ -336,6 +336,36 @@ impl StreamTrail {
             .drain(std::slice::from_ref(&self.stream), sent.frames)
     }
 
+    /// On veth, after [`StreamTrail::drain`]: waits (up to 2 s) until polld, over its
+    /// control `socket`, has taken every frame veth1's kernel handed up (its `rx_packets`
+    /// and drops before rx reach veth1's `rx_packets`, less the `rx_dropped` its socket
+    /// did not count). A frame still in polld's socket ring moves no kernel counter, and
+    /// the socket's ring is purged uncounted when polld closes it. On TAP the drain's
+    /// first condition already covers it (a TAP counts a frame in `tx_packets` when polld
+    /// reads it).
+    pub fn wait_for_polld(&self, socket: &std::path::Path) -> Result<(), TestbedError> {
+        let (path, start) = &self.stream;
+        if !path.veth {
+            return Ok(());
+        }
+        let prefix = format!("dev.{}.", path.polld_in);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let values = crate::share::polld_values(socket, &format!("dev.{}", path.polld_in))?;
+            let value = |leaf: &str| crate::share::value_of(&values, &format!("{prefix}{leaf}"));
+            let before_rx: u64 = DropReason::before_rx_reasons()
+                .map(|r| value(&format!("drops.{}", r.name())))
+                .sum();
+            let grew = self.reader.read(path)?.since(start);
+            let unseen = grew.fwd_in.rx_dropped.saturating_sub(before_rx);
+            let handed_up = grew.fwd_in.rx_packets.saturating_sub(unseen);
+            if value("rx_packets") + before_rx >= handed_up || Instant::now() > deadline {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The ledger of what gen `sent`, from the counters now and polld's final report.
     pub fn ledger(&self, sent: Sent, polld: &Value) -> Result<Ledger, TestbedError> {
         let (path, start) = &self.stream;
