@@ -313,14 +313,34 @@ fn main() {
         print(m, hz, &bench);
     }
     drop(tb);
+    for m in &measured {
+        for r in &m.shares {
+            if let Some(ledger) = &r.ledger {
+                let verdict = if ledger.balanced() {
+                    ""
+                } else {
+                    "  UNBALANCED"
+                };
+                println!(
+                    "ledger {} share, {} user_frac {} (flood): {ledger}{verdict}",
+                    m.profile.name(),
+                    r.mode,
+                    r.user_frac
+                );
+            }
+        }
+        common::print_ledgers(m.latencies.iter().map(|r| (rate.as_str(), r)));
+    }
     let conserved = measured.iter().all(|m| {
         m.shares.iter().all(|r| r.conserved)
             && m.latencies.iter().all(|r| r.conserved != Some(false))
     });
     if conserved {
-        println!("conservation held on every interface in every polld run");
+        println!(
+            "conservation held in every polld run: on every interface, and end to end from gen to the sink"
+        );
     } else {
-        println!("CONSERVATION VIOLATED in some polld run: see `polld run --json`");
+        println!("CONSERVATION VIOLATED in some polld run: an unbalanced ledger above, or see `polld run --json`");
         std::process::exit(1);
     }
 }

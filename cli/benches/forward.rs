@@ -358,6 +358,7 @@ fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
     }
     rounds::report(rows);
     testpmd::report(rows);
+    common::print_ledgers(rows.iter().map(|r| (r.load, &r.demo)));
     let polld_runs = rows.iter().filter(|r| r.demo.conserved.is_some()).count();
     let violated: Vec<String> = rows
         .iter()
@@ -368,6 +369,8 @@ fn print_report(rows: &[Row], notes: &[String], options: &UpOptions) {
         println!("CONSERVATION VIOLATED in: {}", violated.join(", "));
         std::process::exit(1);
     } else if polld_runs > 0 {
-        println!("conservation held on every interface in all {polld_runs} polld runs");
+        println!(
+            "conservation held in all {polld_runs} polld runs: on every interface, and end to end from gen to the sink"
+        );
     }
 }

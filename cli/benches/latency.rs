@@ -232,10 +232,13 @@ fn main() {
             t.p99_ns.saturating_sub(t.p50_ns) / 1000,
         );
     }
+    common::print_ledgers(rows.iter().map(|(r, _, _)| (rate.as_str(), r)));
     if all_conserved {
-        println!("conservation held on every interface in every polld run");
+        println!(
+            "conservation held in every polld run: on every interface, and end to end from gen to the sink"
+        );
     } else {
-        println!("CONSERVATION VIOLATED in some polld run: see `polld run --json`");
+        println!("CONSERVATION VIOLATED in some polld run: an unbalanced ledger above, or see `polld run --json`");
         std::process::exit(1);
     }
 }

@@ -9,7 +9,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use common::{count, router_config, stop, testbed, Dir, Polld, POLLD};
 use polld_testbed::Testbed;
@@ -32,14 +31,13 @@ fn config(
 }
 
 /// Runs polld on `path` under 2 s of traffic; returns `polld ifconfig veth1` and the
-/// final counters of veth1 (conservation checked on both interfaces).
+/// final counters of veth1 (conservation checked on both interfaces, and end to end).
 fn forward(tb: &Testbed, path: &Path, socket: &Path) -> (String, serde_json::Value) {
     let polld = Polld::start(tb, path, socket);
     let ifconfig = polld.ok(&["ifconfig", "veth1"]);
-    let mut traffic = common::gen(tb, "50k", 2);
-    traffic.0.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (trail, sent) = common::gen_ledgered(tb, "50k", 2);
     let interfaces = stop(polld);
+    common::assert_ledger(&trail, sent, &interfaces);
     let veth1 = interfaces
         .into_iter()
         .find(|i| i["name"] == "veth1")

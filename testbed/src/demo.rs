@@ -22,6 +22,7 @@ use polld_stat::sample::{clock_ticks, CpuTimes};
 use rustix::process::Signal;
 use serde_json::Value;
 
+use crate::ledger::{Ledger, Sent, StreamTrail};
 use crate::share::{measure_share, value_of, ShareRow, ShareTrial};
 use crate::testpmd::{Testpmd, TestpmdCounters};
 use crate::{
@@ -101,8 +102,12 @@ pub struct DemoRow {
     /// How late polld's tick timer woke its poll thread, from start to the end of the run
     /// (`None`: no ticks, as in interrupt mode, or polld did not forward).
     pub tick_lateness: Option<TickLateness>,
-    /// Conservation on every interface in polld's final report (`None`: the kernel or
-    /// testpmd forwarded).
+    /// Where every frame `polld gen` sent went, from gen through polld to the sink's
+    /// interface, each hop's losses named ([`Ledger::of_stream`]); `None` when polld did
+    /// not forward, or the load was TCP (iperf3's retransmissions are its own).
+    pub ledger: Option<Ledger>,
+    /// Conservation on every interface in polld's final report, and the ledger balanced
+    /// (`None`: the kernel or testpmd forwarded).
     pub conserved: Option<bool>,
     /// testpmd's forward statistics and the veths' counters, when testpmd forwarded.
     pub testpmd: Option<TestpmdCounters>,
@@ -538,6 +543,11 @@ pub fn measure(
     let sink_ifaces = interfaces_in(tb, &tb.layout().sink_ns);
     let kernel_rx_before = kernel_rx_ns(&tb.layout().fwd_ns, &fwd_ifaces);
     let sink_rx_before = kernel_rx_ns(&tb.layout().sink_ns, &sink_ifaces);
+    // The end-to-end ledger, when polld forwards frames from gen.
+    let trail = match (&running, trial.load) {
+        (Running::Polld(_), Load::Frames { .. }) => StreamTrail::start(layout)?,
+        _ => None,
+    };
     let before = snapshot(&running)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let traffic = match trial.load {
@@ -612,15 +622,30 @@ pub fn measure(
         }
         None => (veth3_after.saturating_sub(veth3_before) as f64 / wall, None),
     };
-    let (conserved, testpmd) = match running {
+    let sent = match &trail {
+        Some(trail) => {
+            let sent = Sent::of(&report("polld gen")?);
+            trail.drain(sent)?;
+            trail.wait_for_polld(&socket)?;
+            sent
+        }
+        None => Sent::default(),
+    };
+    let (ledger, conserved, testpmd) = match running {
         Running::Polld(mut d) => {
             let report = d.finish()?;
             let interfaces: Value = serde_json::from_str(&report)
                 .map_err(|e| failed(format!("polld run --json printed {report:?}: {e}")))?;
-            (Some(crate::share::conserved(&interfaces)), None)
+            let ledger = match &trail {
+                Some(trail) => Some(trail.ledger(sent, &interfaces)?),
+                None => None,
+            };
+            let conserved = crate::share::conserved(&interfaces)
+                && ledger.as_ref().is_none_or(Ledger::balanced);
+            (ledger, Some(conserved), None)
         }
-        Running::Testpmd(t) => (None, Some(t.finish(tb)?)),
-        Running::Kernel => (None, None),
+        Running::Testpmd(t) => (None, None, Some(t.finish(tb)?)),
+        Running::Kernel => (None, None, None),
     };
     if kernel_forwarding {
         set_ip_forward(tb, false)?;
@@ -676,6 +701,7 @@ pub fn measure(
             max_ns: after.get(daemon_entry::TICK_LATENESS_MAX_NS),
         })
         .filter(|t| t.wakeups > 0),
+        ledger,
         conserved,
         testpmd,
     })

@@ -5,14 +5,62 @@
 //! queued + drops`, [`crate::share::conserved`]); that alone cannot see a frame lost
 //! before polld read it or after it wrote it. A [`Ledger`] follows the frames across the
 //! whole path, from counters kept by different parties: the generator's own count, the
-//! kernel's counters of the interface it sends on (in gen's namespace), polld's counters,
-//! and the kernel's counters of the interface the sink receives on. Each hop's losses are
-//! named; what no hop explains is [`Ledger::unaccounted`], and a trial whose ledger does
-//! not balance fails. This is the one end-to-end conservation check of the benches.
+//! kernel's counters of every interface on the path, polld's counters, and the kernel's
+//! counters of the interface the sink receives on. Each hop's losses are named; what no
+//! hop explains is [`Ledger::unaccounted`], and a trial whose ledger does not balance
+//! fails. This is the one end-to-end conservation check of the benches: the TAP trials
+//! ([`crate::share`]) and the testbed rows ([`crate::demo::measure`]) both build theirs
+//! with [`Ledger::of_stream`].
+//!
+//! The hops, and which counter names each one's losses:
+//!
+//! ```text
+//!   TAP:  gen -> tap0 queue -> polld -> tap1 (sink)
+//!   veth: gen -> veth0 -> veth1's ring -> XDP/AF_PACKET socket -> polld -> veth2
+//!             -> veth3's ring -> sink's socket
+//! ```
+//!
+//! - *The generator's device.* gen counts what its device accepted (`frames`) and what it
+//!   saw dropped after all (`dropped`: ENOBUFS or EBUSY from a full queue). The kernel
+//!   counts every drop there on gen's interface (`tx_dropped`): a TAP's full queue
+//!   (`tun_net_xmit`), or veth1's full ring (`veth_xmit`, drivers/net/veth.c: with veth1
+//!   in NAPI mode the frame goes to a 256-slot ptr_ring; when it is full the veth has no
+//!   qdisc to hold it and counts it in veth0's `tx_dropped`). gen's drops are among the
+//!   kernel's, so the ledger books gen's and what only the kernel saw.
+//! - *Into polld's socket* (veth). veth1's NAPI takes the frame off the ring and counts
+//!   it in veth1's `rx_packets`; polld's XDP program redirects it to the AF_XDP socket,
+//!   and a redirect that fails (the socket's rx ring full, no fill-ring frame) is counted
+//!   in veth1's `rx_dropped` (`veth_xdp_rcv_skb`) and by the socket (XDP_STATISTICS
+//!   `rx_ring_full`, `rx_dropped`), which polld reports as its drops before rx
+//!   (`drops.rx_ring_full`, `drops.rx_no_buffer`). On AF_PACKET a full ring is the
+//!   socket's `tp_drops` (polld's `drops.rx_ring_full`), no interface counter. The ledger
+//!   books polld's reasons and whatever of veth1's `rx_dropped` they leave. On TAP polld's
+//!   `rx_ring_full` is the TAP's own `tx_dropped`, already booked at the first hop.
+//! - *polld.* Its drops after rx, by reason; the frames for the box (`local`,
+//!   `consumed`); the frames still in its queues (`queued`, in flight); its output's
+//!   transmit drops (`tx_drops.*`).
+//! - *Out of polld* (veth). A full veth3 ring drops on veth2 (`tx_dropped`), which polld's
+//!   `tx_drops.nobufs` counts too (AF_XDP reads veth2's counter, AF_PACKET gets ENOBUFS):
+//!   the ledger books whatever of veth2's `tx_dropped` polld's `nobufs` leaves.
+//! - *The sink's interface.* On veth, veth3's NAPI counts every frame it takes off the
+//!   ring in `rx_packets`, and those its XDP program could not give the sink's socket in
+//!   `rx_dropped` too; on TAP a frame the kernel could not take is in `rx_dropped` only.
+//!   What reached the sink is `rx_packets` less those drops and less the frames polld
+//!   generated itself on that interface.
+//!
+//! The veth rules hold for veths in NAPI mode: the testbed's default placement
+//! (napi-threaded) and any veth with an XDP program. Without NAPI a frame dropped in
+//! veth1's backlog is counted in veth0's `tx_dropped` and veth1's `rx_dropped` both.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
+use polld_core::DropReason;
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::share::{counters_of, final_counter};
+use crate::{Devices, IfCounters, Layout, NetDev, TestbedError};
 
 /// One trial's frames, from the generator to the sink.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -69,6 +117,381 @@ impl Ledger {
     }
 }
 
+/// What a generator said it sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Frames its device accepted, its end-of-run records included.
+    pub frames: u64,
+    /// Of those, the frames it saw dropped after all (ENOBUFS, EBUSY: a full queue).
+    pub dropped: u64,
+}
+
+impl Sent {
+    /// From `polld gen --json`'s summary.
+    pub fn of(summary: &Value) -> Sent {
+        let count = |k: &str| summary[k].as_u64().unwrap_or(0);
+        Sent {
+            frames: count("frames") + count("end_records"),
+            dropped: count("dropped"),
+        }
+    }
+}
+
+impl std::ops::Add for Sent {
+    type Output = Sent;
+
+    /// Both generators' frames together.
+    fn add(self, other: Sent) -> Sent {
+        Sent {
+            frames: self.frames + other.frames,
+            dropped: self.dropped + other.dropped,
+        }
+    }
+}
+
+/// One stream's interfaces, from gen to sink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamPath {
+    /// The interface gen sends on (veth0, tap0), in gen.
+    pub gen: String,
+    /// polld's input and output, as its report names them.
+    pub polld_in: String,
+    pub polld_out: String,
+    /// The interface the sink receives on (veth3, tap1), in sink.
+    pub sink: String,
+    /// polld's interfaces are veths of fwd's own (veth1, veth2), each behind a ring; on
+    /// TAP they are gen's and sink's TAPs, whose fds polld reads and writes.
+    pub veth: bool,
+}
+
+impl StreamPath {
+    /// The testbed's own stream: veth0 -> veth1 -> polld -> veth2 -> veth3, or tap0 ->
+    /// polld -> tap1. `None` on a layout whose forwarder is not on this host (a guest).
+    pub fn of(layout: &Layout) -> Option<StreamPath> {
+        let veth = match layout.devices {
+            Devices::Veth => true,
+            Devices::Tap => false,
+            Devices::Vm => return None,
+        };
+        Some(StreamPath {
+            gen: layout.veth0.name.clone(),
+            polld_in: layout.veth1.name.clone(),
+            polld_out: layout.veth2.name.clone(),
+            sink: layout.veth3.name.clone(),
+            veth,
+        })
+    }
+
+    /// A TAP stream: `input` in gen, `output` in sink, both polld's.
+    pub fn tap(input: String, output: String) -> StreamPath {
+        StreamPath {
+            gen: input.clone(),
+            polld_in: input,
+            polld_out: output.clone(),
+            sink: output,
+            veth: false,
+        }
+    }
+}
+
+/// The kernel's counters of a stream's interfaces: gen's, fwd's two veths (zero on TAP,
+/// whose polld ends are gen's and sink's TAPs), sink's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathCounters {
+    pub gen: IfCounters,
+    pub fwd_in: IfCounters,
+    pub fwd_out: IfCounters,
+    pub sink: IfCounters,
+}
+
+impl PathCounters {
+    /// How much each counter grew since `start`.
+    pub fn since(&self, start: &PathCounters) -> PathCounters {
+        let grew = |now: &IfCounters, then: &IfCounters| IfCounters {
+            rx_packets: now.rx_packets.saturating_sub(then.rx_packets),
+            rx_bytes: now.rx_bytes.saturating_sub(then.rx_bytes),
+            rx_dropped: now.rx_dropped.saturating_sub(then.rx_dropped),
+            tx_packets: now.tx_packets.saturating_sub(then.tx_packets),
+            tx_bytes: now.tx_bytes.saturating_sub(then.tx_bytes),
+            tx_dropped: now.tx_dropped.saturating_sub(then.tx_dropped),
+        };
+        PathCounters {
+            gen: grew(&self.gen, &start.gen),
+            fwd_in: grew(&self.fwd_in, &start.fwd_in),
+            fwd_out: grew(&self.fwd_out, &start.fwd_out),
+            sink: grew(&self.sink, &start.sink),
+        }
+    }
+}
+
+/// Reads streams' kernel counters from the testbed's namespaces, each `/proc/net/dev`
+/// opened once ([`NetDev`]: no process per reading on the measured CPUs).
+#[derive(Debug)]
+pub struct PathReader {
+    gen: NetDev,
+    fwd: Option<NetDev>,
+    sink: NetDev,
+}
+
+impl PathReader {
+    /// For the testbed of `layout`; fwd's namespace only when polld's interfaces are there.
+    pub fn open(layout: &Layout) -> Result<PathReader, TestbedError> {
+        Ok(PathReader {
+            gen: NetDev::open(&layout.gen_ns)?,
+            fwd: match layout.devices {
+                Devices::Veth => Some(NetDev::open(&layout.fwd_ns)?),
+                Devices::Tap | Devices::Vm => None,
+            },
+            sink: NetDev::open(&layout.sink_ns)?,
+        })
+    }
+
+    /// `path`'s counters now.
+    pub fn read(&self, path: &StreamPath) -> Result<PathCounters, TestbedError> {
+        let (fwd_in, fwd_out) = match (&self.fwd, path.veth) {
+            (Some(fwd), true) => (
+                fwd.counters(&path.polld_in)?,
+                fwd.counters(&path.polld_out)?,
+            ),
+            _ => (IfCounters::default(), IfCounters::default()),
+        };
+        Ok(PathCounters {
+            gen: self.gen.counters(&path.gen)?,
+            fwd_in,
+            fwd_out,
+            sink: self.sink.counters(&path.sink)?,
+        })
+    }
+
+    /// Waits, after the generators stopped, for the frames still on the way: until gen's
+    /// interfaces have handed on (or dropped) all `sent` frames since `streams`' start
+    /// counters, and then until no counter on the paths has moved for 100 ms (the rings
+    /// and sockets between drained into polld or the sink). Gives up after 2 s: what is
+    /// still missing then shows as unaccounted. A TAP purges its queue uncounted when
+    /// polld closes it, and an AF_XDP socket its rings, so polld must outlive this.
+    pub fn drain(
+        &self,
+        streams: &[(StreamPath, PathCounters)],
+        sent: u64,
+    ) -> Result<(), TestbedError> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let now = || -> Result<Vec<PathCounters>, TestbedError> {
+            streams
+                .iter()
+                .map(|(path, start)| Ok(self.read(path)?.since(start)))
+                .collect()
+        };
+        let handed_on = |grew: &[PathCounters]| -> u64 {
+            grew.iter()
+                .map(|g| g.gen.tx_packets + g.gen.tx_dropped)
+                .sum()
+        };
+        let mut last = now()?;
+        while handed_on(&last) < sent && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            last = now()?;
+        }
+        let mut still_since = Instant::now();
+        while Instant::now() < deadline && still_since.elapsed() < Duration::from_millis(100) {
+            std::thread::sleep(Duration::from_millis(20));
+            let next = now()?;
+            if next != last {
+                still_since = Instant::now();
+                last = next;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The testbed's own stream under way: its path's counters from before gen sent, then
+/// drained and booked once gen and polld are done. Tests and [`crate::demo::measure`]
+/// use it around their `polld gen` (the TAP trials of [`crate::share`], with several
+/// streams, use [`PathReader`] directly).
+#[derive(Debug)]
+pub struct StreamTrail {
+    reader: PathReader,
+    stream: (StreamPath, PathCounters),
+}
+
+impl StreamTrail {
+    /// Reads the stream's counters now, before gen sends; `None` on a layout whose
+    /// forwarder is not on this host (a guest).
+    pub fn start(layout: &Layout) -> Result<Option<StreamTrail>, TestbedError> {
+        let Some(path) = StreamPath::of(layout) else {
+            return Ok(None);
+        };
+        let reader = PathReader::open(layout)?;
+        let start = reader.read(&path)?;
+        Ok(Some(StreamTrail {
+            reader,
+            stream: (path, start),
+        }))
+    }
+
+    /// Once gen has stopped: waits for the frames still on the way ([`PathReader::drain`]).
+    /// Call it before polld stops.
+    pub fn drain(&self, sent: Sent) -> Result<(), TestbedError> {
+        self.reader
+            .drain(std::slice::from_ref(&self.stream), sent.frames)
+    }
+
+    /// On veth, after [`StreamTrail::drain`]: waits (up to 2 s) until polld, over its
+    /// control `socket`, has taken every frame veth1's kernel handed up (its `rx_packets`
+    /// and drops before rx reach veth1's `rx_packets`, less the `rx_dropped` its socket
+    /// did not count). A frame still in polld's socket ring moves no kernel counter, and
+    /// the socket's ring is purged uncounted when polld closes it. On TAP the drain's
+    /// first condition already covers it (a TAP counts a frame in `tx_packets` when polld
+    /// reads it).
+    pub fn wait_for_polld(&self, socket: &std::path::Path) -> Result<(), TestbedError> {
+        let (path, start) = &self.stream;
+        if !path.veth {
+            return Ok(());
+        }
+        let prefix = format!("dev.{}.", path.polld_in);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let values = crate::share::polld_values(socket, &format!("dev.{}", path.polld_in))?;
+            let value = |leaf: &str| crate::share::value_of(&values, &format!("{prefix}{leaf}"));
+            let before_rx: u64 = DropReason::before_rx_reasons()
+                .map(|r| value(&format!("drops.{}", r.name())))
+                .sum();
+            let grew = self.reader.read(path)?.since(start);
+            let unseen = grew.fwd_in.rx_dropped.saturating_sub(before_rx);
+            let handed_up = grew.fwd_in.rx_packets.saturating_sub(unseen);
+            if value("rx_packets") + before_rx >= handed_up || Instant::now() > deadline {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The ledger of what gen `sent`, from the counters now and polld's final report.
+    pub fn ledger(&self, sent: Sent, polld: &Value) -> Result<Ledger, TestbedError> {
+        let (path, start) = &self.stream;
+        let grew = self.reader.read(path)?.since(start);
+        Ledger::of_stream(path, sent, &grew, polld)
+    }
+}
+
+impl Ledger {
+    /// Adds the drops at one place that both a party on the path counts, by name (`seen`:
+    /// the sender that got ENOBUFS or EBUSY back, the socket that had no room) and the
+    /// kernel counts on an interface (`counted`, named `hop`): the interface counts every
+    /// drop there, the party some of them, so the ledger books the party's names and the
+    /// rest of the kernel's count, as polld's AF_XDP does with a veth's `tx_dropped`.
+    pub fn lose_seen(&mut self, seen: Vec<(String, u64)>, hop: impl Into<String>, counted: u64) {
+        let named: u64 = seen.iter().map(|(_, n)| n).sum();
+        for (name, n) in seen {
+            self.lose(name, n);
+        }
+        self.lose(hop, counted.saturating_sub(named));
+    }
+
+    /// One stream's frames from gen to sink: what gen `sent`, how the kernel's counters of
+    /// `path` `grew` over the trial, and `polld`'s final report (`polld run --json`'s
+    /// interfaces). The hops are those of the module's doc.
+    pub fn of_stream(
+        path: &StreamPath,
+        sent: Sent,
+        grew: &PathCounters,
+        polld: &Value,
+    ) -> Result<Ledger, TestbedError> {
+        let report = |name: &str| {
+            polld
+                .as_array()
+                .and_then(|l| l.iter().find(|i| i["name"] == name))
+                .ok_or_else(|| {
+                    TestbedError::Failed(format!("polld's final report has no interface {name}"))
+                })
+        };
+        let (read, written) = (report(&path.polld_in)?, report(&path.polld_out)?);
+        let (input, output) = (&path.polld_in, &path.polld_out);
+        let mut ledger = Ledger {
+            sent: sent.frames,
+            ..Ledger::default()
+        };
+        let gen = &path.gen;
+        let next = match path.veth {
+            true => format!("{input}'s ring full"),
+            false => "queue full".to_string(),
+        };
+        ledger.lose_seen(
+            vec![(format!("gen {gen}: dropped (ENOBUFS, EBUSY)"), sent.dropped)],
+            format!("{gen}: {next} (kernel tx_dropped in gen)"),
+            grew.gen.tx_dropped,
+        );
+        let polld_counters = counters_of(read);
+        if path.veth {
+            let before_rx = polld_counters
+                .iter()
+                .filter(|(name, _)| {
+                    name.strip_prefix("drops.").is_some_and(|reason| {
+                        DropReason::before_rx_reasons().any(|r| r.name() == reason)
+                    })
+                })
+                .map(|(name, n)| (format!("polld {input}: {name}"), *n))
+                .collect();
+            ledger.lose_seen(
+                before_rx,
+                format!("{input}: socket full (kernel rx_dropped in fwd)"),
+                grew.fwd_in.rx_dropped,
+            );
+        }
+        for (name, n) in &polld_counters {
+            if DropReason::is_drop_after_rx(name) {
+                ledger.lose(format!("polld {input}: {name}"), *n);
+            }
+        }
+        ledger.lose(
+            format!("polld {input}: for the box (local, consumed)"),
+            final_counter(read, "local") + final_counter(read, "consumed"),
+        );
+        ledger.hold(
+            format!("polld {input}: queued"),
+            final_counter(read, "queued"),
+        );
+        let nobufs = format!("tx_drops.{}", polld_core::TxDrop::NoBufs.name());
+        let mut seen_out = Vec::new();
+        for (name, n) in counters_of(written) {
+            if name == nobufs && path.veth {
+                seen_out.push((format!("polld {output}: {name}"), n));
+            } else if name.starts_with("tx_drops.") {
+                ledger.lose(format!("polld {output}: {name}"), n);
+            }
+        }
+        if path.veth {
+            ledger.lose_seen(
+                seen_out,
+                format!(
+                    "{output}: {}'s ring full (kernel tx_dropped in fwd)",
+                    path.sink
+                ),
+                grew.fwd_out.tx_dropped,
+            );
+        }
+        let sink = &path.sink;
+        let reason = match path.veth {
+            true => "socket full",
+            false => "queue full",
+        };
+        ledger.lose(
+            format!("{sink}: {reason} (kernel rx_dropped in sink)"),
+            grew.sink.rx_dropped,
+        );
+        // veth's NAPI counts in rx_packets every frame it took off the ring, those it then
+        // dropped included; a TAP counts a frame it could not take in rx_dropped only.
+        let arrived = match path.veth {
+            true => grew.sink.rx_packets.saturating_sub(grew.sink.rx_dropped),
+            false => grew.sink.rx_packets,
+        };
+        let own = final_counter(written, "generated")
+            .saturating_sub(final_counter(written, "generated_dropped"));
+        ledger.delivered = arrived.saturating_sub(own);
+        Ok(ledger)
+    }
+}
+
 impl fmt::Display for Ledger {
     /// `sent 1000 = delivered 900 + tap0 queue full 90 + polld: no_route 10` and, when it
     /// does not balance, `+ UNACCOUNTED 5`.
@@ -120,6 +543,129 @@ mod tests {
         assert!(l.to_string().ends_with(" + UNACCOUNTED 3"), "{l}");
         l.delivered += 5;
         assert_eq!(l.unaccounted(), -2, "more arrived than was sent");
+    }
+
+    fn counters(rx_packets: u64, rx_dropped: u64, tx_dropped: u64) -> IfCounters {
+        IfCounters {
+            rx_packets,
+            rx_dropped,
+            tx_dropped,
+            ..IfCounters::default()
+        }
+    }
+
+    /// A veth path with drops on every hop: gen saw 5 of the 100 veth0 dropped (veth1's
+    /// ring full), polld's socket 30 of veth1's 40, polld dropped 7 after rx, kept 3 for
+    /// the box and holds 3, its output dropped 4 too long and 20 nobufs of veth2's 25,
+    /// the sink's socket 6, and veth3 took 2 frames polld generated itself: 812 delivered.
+    fn veth_trial() -> (StreamPath, Sent, PathCounters, Value) {
+        let path = StreamPath {
+            gen: "veth0".into(),
+            polld_in: "veth1".into(),
+            polld_out: "veth2".into(),
+            sink: "veth3".into(),
+            veth: true,
+        };
+        let grew = PathCounters {
+            gen: counters(0, 0, 100),
+            fwd_in: counters(0, 40, 0),
+            fwd_out: counters(0, 0, 25),
+            sink: counters(812 + 6 + 2, 6, 0),
+        };
+        let polld = serde_json::json!([
+            {"name": "veth1", "counters": [
+                ["rx_packets", 855], ["forwarded", 842], ["drops.rx_no_buffer", 30],
+                ["drops.no_route", 7], ["local", 2], ["consumed", 1], ["queued", 3]]},
+            {"name": "veth2", "counters": [
+                ["tx_packets", 819], ["tx_drops.too_long", 4], ["tx_drops.nobufs", 20],
+                ["generated", 3], ["generated_dropped", 1]]},
+        ]);
+        let sent = Sent {
+            frames: 1000,
+            dropped: 5,
+        };
+        (path, sent, grew, polld)
+    }
+
+    #[test]
+    fn a_veth_stream_books_every_hop_from_the_kernels_and_pollds_counters() {
+        let (path, sent, grew, polld) = veth_trial();
+        let l = Ledger::of_stream(&path, sent, &grew, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(l.delivered, 812);
+        assert_eq!(
+            l.to_string(),
+            "sent 1000 = delivered 812 + gen veth0: dropped (ENOBUFS, EBUSY) 5 \
+             + veth0: veth1's ring full (kernel tx_dropped in gen) 95 \
+             + polld veth1: drops.rx_no_buffer 30 + veth1: socket full (kernel rx_dropped in fwd) 10 \
+             + polld veth1: drops.no_route 7 + polld veth1: for the box (local, consumed) 3 \
+             + polld veth2: tx_drops.too_long 4 + polld veth2: tx_drops.nobufs 20 \
+             + veth2: veth3's ring full (kernel tx_dropped in fwd) 5 \
+             + veth3: socket full (kernel rx_dropped in sink) 6 + polld veth1: queued 3"
+        );
+    }
+
+    #[test]
+    fn a_hops_kernel_drops_left_out_leave_the_ledger_unbalanced() {
+        let (path, sent, grew, polld) = veth_trial();
+        // Each kernel counter's own part: what no party on the path counted as well.
+        type LeaveOut = fn(&mut PathCounters);
+        let hops: [(&str, LeaveOut, i64); 4] = [
+            ("veth0 tx_dropped", |g| g.gen.tx_dropped = 0, 95),
+            ("veth1 rx_dropped", |g| g.fwd_in.rx_dropped = 0, 10),
+            ("veth2 tx_dropped", |g| g.fwd_out.tx_dropped = 0, 5),
+            // Not booked as a loss, the sink's drops would count as delivered.
+            ("veth3 rx_dropped", |g| g.sink.rx_dropped = 0, 0),
+        ];
+        for (hop, leave_out, missing) in hops {
+            let mut g = grew;
+            leave_out(&mut g);
+            let l = Ledger::of_stream(&path, sent, &g, &polld).unwrap();
+            assert_eq!(l.unaccounted(), missing, "{hop}: {l}");
+        }
+        // The sink's drops are frames veth3 took and did not hand up: not delivered.
+        let mut g = grew;
+        g.sink.rx_dropped = 0;
+        let l = Ledger::of_stream(&path, sent, &g, &polld).unwrap();
+        assert_eq!(l.delivered, 818, "{l}");
+        // gen's own count without the kernel's: the ring's other drops go missing.
+        let gen_only = Sent {
+            dropped: 100,
+            ..sent
+        };
+        let l = Ledger::of_stream(&path, gen_only, &grew, &polld).unwrap();
+        assert!(l.balanced(), "gen saw all 100: {l}");
+    }
+
+    #[test]
+    fn a_tap_stream_books_the_taps_queue_once() {
+        let path = StreamPath::tap("tap0".into(), "tap1".into());
+        let grew = PathCounters {
+            gen: counters(0, 0, 50),
+            sink: counters(930 + 1, 7, 0),
+            ..PathCounters::default()
+        };
+        // polld's rx_ring_full on a TAP is the TAP's own tx_dropped: not booked twice.
+        let polld = serde_json::json!([
+            {"name": "tap0", "counters": [
+                ["rx_packets", 950], ["forwarded", 940], ["drops.rx_ring_full", 50],
+                ["drops.no_route", 10]]},
+            {"name": "tap1", "counters": [["tx_drops.nobufs", 3], ["generated", 1]]},
+        ]);
+        let sent = Sent {
+            frames: 1000,
+            dropped: 0,
+        };
+        let l = Ledger::of_stream(&path, sent, &grew, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(
+            l.to_string(),
+            "sent 1000 = delivered 930 + tap0: queue full (kernel tx_dropped in gen) 50 \
+             + polld tap0: drops.no_route 10 + polld tap1: tx_drops.nobufs 3 \
+             + tap1: queue full (kernel rx_dropped in sink) 7"
+        );
+        let e = Ledger::of_stream(&path, sent, &grew, &serde_json::json!([])).unwrap_err();
+        assert!(e.to_string().contains("no interface tap0"), "{e}");
     }
 
     #[test]

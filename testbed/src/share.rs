@@ -12,23 +12,19 @@
 //! from what `polld gen` sent to what reached sink ([`Ledger`]). `polld demo` and the
 //! promise test both use it.
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use polld_core::DropReason;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::demo::{last_json, wait_for, Process};
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, PathCounters, PathReader, Sent, StreamPath};
 use crate::streams::ExtraStream;
-use crate::{
-    polld_config, Devices, IfCounters, Layout, NetDev, PolldSetup, Role, Testbed, TestbedError,
-    UpOptions,
-};
+use crate::{polld_config, Devices, Layout, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
 pub(crate) fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
@@ -218,15 +214,12 @@ pub struct TrialRun<'a> {
     /// A `polld gen` per stream.
     gens: Vec<Process>,
     competitor: Option<Competitor>,
-    /// sink's counters, read at every sample without a process.
-    sink: NetDev,
-    /// gen's counters, for the ledger.
-    gen_dev: NetDev,
-    /// Each stream's input TAP (in gen) and output TAP (in sink), with their kernel
-    /// counters before any frame was sent.
-    paths: Vec<(String, String, IfCounters, IfCounters)>,
-    /// Frames the finished generators sent, and lost after their device accepted them.
-    sent: Cell<(u64, u64)>,
+    /// The streams' counters (sink's read at every sample without a process).
+    reader: PathReader,
+    /// Each stream's path, with its kernel counters before any frame was sent.
+    paths: Vec<(StreamPath, PathCounters)>,
+    /// What the finished generators sent, by stream.
+    sent: RefCell<Vec<Sent>>,
 }
 
 impl<'a> TrialRun<'a> {
@@ -267,15 +260,15 @@ impl<'a> TrialRun<'a> {
             config.push_str(&stream.config(layout, trial.mode));
         }
         let daemon = start_polld(tb, &polld_str, dir, &config, &socket)?;
-        let sink = NetDev::open(&layout.sink_ns)?;
-        let gen_dev = NetDev::open(&layout.gen_ns)?;
+        let reader = PathReader::open(layout)?;
         let mut paths = Vec::new();
         for (input, output) in
             std::iter::once((layout.veth0.name.clone(), layout.veth3.name.clone()))
                 .chain(trial.extra_streams.iter().map(|s| (s.input(), s.output())))
         {
-            let (i, o) = (gen_dev.counters(&input)?, sink.counters(&output)?);
-            paths.push((input, output, i, o));
+            let path = StreamPath::tap(input, output);
+            let start = reader.read(&path)?;
+            paths.push((path, start));
         }
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
@@ -292,7 +285,9 @@ impl<'a> TrialRun<'a> {
             true => Some(Competitor::start(tb, fwd_cpu)?),
             false => None,
         };
+        let streams = paths.len();
         Ok(TrialRun {
+            paths,
             tb,
             polld: polld_str,
             gen_cpu,
@@ -301,10 +296,8 @@ impl<'a> TrialRun<'a> {
             daemon,
             gens,
             competitor,
-            sink,
-            gen_dev,
-            paths,
-            sent: Cell::new((0, 0)),
+            reader,
+            sent: RefCell::new(vec![Sent::default(); streams]),
         })
     }
 
@@ -315,17 +308,19 @@ impl<'a> TrialRun<'a> {
         spawn_gen(self.tb, &self.polld, self.gen_cpu, &target, rate, seconds)
     }
 
-    /// Stops a `polld gen` of this trial and books what it sent; returns its rate, frames/s.
+    /// Stops a `polld gen` into tap0 of this trial and books what it sent; returns its
+    /// rate, frames/s.
     pub(crate) fn end_gen(&self, gen: &mut Process) -> Result<f64, TestbedError> {
+        self.end_gen_of(0, gen)
+    }
+
+    /// Stops the `polld gen` of stream `stream` and books what it sent; returns its rate.
+    fn end_gen_of(&self, stream: usize, gen: &mut Process) -> Result<f64, TestbedError> {
         let out = gen.finish()?;
         let summary = last_json(&out)
             .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
-        let count = |k: &str| summary[k].as_u64().unwrap_or(0);
-        let (sent, lost) = self.sent.get();
-        self.sent.set((
-            sent + count("frames") + count("end_records"),
-            lost + count("dropped"),
-        ));
+        let mut sent = self.sent.borrow_mut();
+        sent[stream] = sent[stream] + Sent::of(&summary);
         summary["pps"]
             .as_f64()
             .ok_or_else(|| failed(format!("polld gen printed no rate: {out}")))
@@ -355,10 +350,9 @@ impl<'a> TrialRun<'a> {
 
     /// Frames received so far by sink's TAPs: tap1 and the extra streams' outputs.
     fn delivered(&self) -> Result<u64, TestbedError> {
-        let tap1 = self.tb.layout().veth3.name.clone();
-        std::iter::once(tap1)
-            .chain(self.trial.extra_streams.iter().map(|s| s.output()))
-            .map(|tap| Ok(self.sink.counters(&tap)?.rx_packets))
+        self.paths
+            .iter()
+            .map(|(path, _)| Ok(self.reader.read(path)?.sink.rx_packets))
             .sum()
     }
 
@@ -368,12 +362,13 @@ impl<'a> TrialRun<'a> {
         drop(self.competitor.take());
         let mut offered_pps = 0.0;
         let mut gens = std::mem::take(&mut self.gens);
-        for gen in &mut gens {
-            offered_pps += self.end_gen(gen)?;
+        for (stream, gen) in gens.iter_mut().enumerate() {
+            offered_pps += self.end_gen_of(stream, gen)?;
         }
-        let generated = gens.len() + usize::from(self.sent.get().0 > 0) > 0;
+        let sent: u64 = self.sent.borrow().iter().map(|s| s.frames).sum();
+        let generated = !gens.is_empty() || sent > 0;
         if generated {
-            self.drain()?;
+            self.reader.drain(&self.paths, sent)?;
         }
         let final_counters = self.daemon.finish()?;
         let interfaces: Value = serde_json::from_str(&final_counters)
@@ -412,83 +407,19 @@ impl<'a> TrialRun<'a> {
         })
     }
 
-    /// Frames the input TAPs' kernel took (read by polld, or dropped with the queue
-    /// full) so far: once it reaches what gen sent, polld has read every queued frame.
-    fn taken(&self) -> Result<u64, TestbedError> {
-        let mut taken = 0;
-        for (input, _, start, _) in &self.paths {
-            let c = self.gen_dev.counters(input)?;
-            taken +=
-                (c.tx_packets + c.tx_dropped).saturating_sub(start.tx_packets + start.tx_dropped);
-        }
-        Ok(taken)
-    }
-
-    /// Waits (up to 2 s) for polld to read what is still queued in the input TAPs after
-    /// gen stopped: a TAP purges its queue uncounted when polld closes it.
-    fn drain(&self) -> Result<(), TestbedError> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while self.taken()? < self.sent.get().0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(())
-    }
-
-    /// The trial's frames from gen to sink, from gen's count, the TAPs' kernel counters
-    /// in gen and sink, and polld's final counters (`polld run --json`).
+    /// The trial's frames from gen to sink, stream by stream ([`Ledger::of_stream`]).
     fn ledger(&self, interfaces: &Value) -> Result<Ledger, TestbedError> {
-        let (sent, gen_lost) = self.sent.get();
-        let mut ledger = Ledger {
-            sent,
-            ..Ledger::default()
-        };
-        ledger.lose("gen: lost after its device accepted them", gen_lost);
-        let polld = |name: &str| {
-            interfaces
-                .as_array()
-                .and_then(|l| l.iter().find(|i| i["name"] == name))
-                .ok_or_else(|| failed(format!("polld's final report has no interface {name}")))
-        };
-        for (input, output, in0, out0) in &self.paths {
-            let (i, o) = (self.gen_dev.counters(input)?, self.sink.counters(output)?);
-            ledger.lose(
-                format!("{input}: queue full (kernel tx_dropped in gen)"),
-                i.tx_dropped - in0.tx_dropped,
-            );
-            let read = polld(input)?;
-            for (name, n) in counters_of(read) {
-                if DropReason::is_drop_after_rx(&name) {
-                    ledger.lose(format!("polld {input}: {name}"), n);
-                }
-            }
-            ledger.lose(
-                format!("polld {input}: for the box (local, consumed)"),
-                final_counter(read, "local") + final_counter(read, "consumed"),
-            );
-            ledger.hold(
-                format!("polld {input}: queued"),
-                final_counter(read, "queued"),
-            );
-            let written = polld(output)?;
-            for (name, n) in counters_of(written) {
-                if name.starts_with("tx_drops.") {
-                    ledger.lose(format!("polld {output}: {name}"), n);
-                }
-            }
-            ledger.lose(
-                format!("{output}: kernel rx_dropped in sink"),
-                o.rx_dropped - out0.rx_dropped,
-            );
-            let own = final_counter(written, "generated")
-                .saturating_sub(final_counter(written, "generated_dropped"));
-            ledger.delivered += (o.rx_packets - out0.rx_packets).saturating_sub(own);
+        let mut ledger = Ledger::default();
+        for ((path, start), sent) in self.paths.iter().zip(self.sent.borrow().iter()) {
+            let grew = self.reader.read(path)?.since(start);
+            ledger.merge(Ledger::of_stream(path, *sent, &grew, interfaces)?);
         }
         Ok(ledger)
     }
 }
 
 /// An interface's counters in `polld run --json`'s final report.
-fn counters_of(iface: &Value) -> Vec<(String, u64)> {
+pub(crate) fn counters_of(iface: &Value) -> Vec<(String, u64)> {
     iface["counters"]
         .as_array()
         .map(|list| {
@@ -587,7 +518,7 @@ pub(crate) fn value_of(values: &[(String, u64)], name: &str) -> u64 {
 }
 
 /// Counter `name` of one interface of `polld run --json`'s final report, 0 if it has none.
-fn final_counter(iface: &Value, name: &str) -> u64 {
+pub(crate) fn final_counter(iface: &Value, name: &str) -> u64 {
     iface["counters"]
         .as_array()
         .and_then(|counters| counters.iter().find(|c| c[0] == name))

@@ -64,6 +64,29 @@ pub fn measure_or_exit(
     })
 }
 
+/// Prints each row's end-to-end ledger (`ledger <forwarder> (<load>): sent = delivered +
+/// named drops`), and the biggest named drop over all rows.
+pub fn print_ledgers<'a>(rows: impl Iterator<Item = (&'a str, &'a DemoRow)>) {
+    let mut biggest: Option<(String, u64, String)> = None;
+    for (load, row) in rows {
+        let Some(ledger) = &row.ledger else { continue };
+        let verdict = if ledger.balanced() {
+            ""
+        } else {
+            "  UNBALANCED"
+        };
+        println!("ledger {} ({load}): {ledger}{verdict}", row.mode);
+        for (hop, n) in &ledger.lost {
+            if biggest.as_ref().is_none_or(|(_, b, _)| n > b) {
+                biggest = Some((hop.clone(), *n, format!("{} ({load})", row.mode)));
+            }
+        }
+    }
+    if let Some((hop, n, row)) = biggest {
+        println!("biggest named drop: {hop} {n}, in {row}");
+    }
+}
+
 /// Says which trial runs, for how long (a progress line on stderr).
 pub fn announce(bench: &str, trial: &Trial) {
     eprintln!(

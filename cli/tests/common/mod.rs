@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_testbed::ledger::{Ledger, Sent, StreamTrail};
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use polld_testsupport::{eventually, ConfigFile, Interface};
 use rustix::process::{Pid, Signal};
@@ -420,18 +421,55 @@ impl Drop for Running {
     }
 }
 
+/// `polld gen` in gen on the gen CPU at `rate` for `secs`.
+fn gen_command(tb: &Testbed, rate: &str, secs: u32) -> Command {
+    let mut command = tb
+        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
+        .unwrap();
+    command
+        .args(["gen", "veth0", "-i", "0", "--json", "--rate", rate])
+        .args(["--duration", &secs.to_string()]);
+    command
+}
+
 /// `polld gen` in gen on the gen CPU at `rate` for `secs`, in the background.
 pub fn gen(tb: &Testbed, rate: &str, secs: u32) -> Running {
-    let child = tb
-        .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
-        .unwrap()
-        .args(["gen", "veth0", "-i", "0", "--rate", rate])
-        .args(["--duration", &secs.to_string()])
+    let child = gen_command(tb, rate, secs)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     Running(child)
+}
+
+/// `polld gen` as [`gen`], waited for, inside the testbed stream's end-to-end ledger:
+/// returns the ledger under way and what gen sent, the frames still on the way drained.
+/// Stop polld after it, and check with [`assert_ledger`].
+pub fn gen_ledgered(tb: &Testbed, rate: &str, secs: u32) -> (StreamTrail, Sent) {
+    let trail = StreamTrail::start(tb.layout())
+        .unwrap()
+        .expect("the forwarder runs on this host");
+    let out = gen_command(tb, rate, secs).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "polld gen: {out:?}");
+    let summary = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap_or_else(|| panic!("polld gen printed no summary: {stdout}"));
+    let sent = Sent::of(&summary);
+    trail.drain(sent).unwrap();
+    (trail, sent)
+}
+
+/// Asserts that every frame gen sent is delivered or named on its hop, against polld's
+/// final `interfaces`; returns the ledger.
+pub fn assert_ledger(trail: &StreamTrail, sent: Sent, interfaces: &[Value]) -> Ledger {
+    let ledger = trail
+        .ledger(sent, &Value::Array(interfaces.to_vec()))
+        .unwrap();
+    assert!(ledger.balanced(), "end to end: {ledger}");
+    ledger
 }
 
 /// A counter of one interface of `polld run --json`'s final report (0 when absent).
