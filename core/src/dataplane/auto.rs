@@ -185,5 +185,13 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface.tx_wait = None;
         iface.counters.auto_switches += 1;
         iface.dev.set_interrupt(!poll);
+        // Back on interrupts, it looks at the outputs as a handler does before it receives:
+        // an output still holding frames it refused (a pushed-back AF_PACKET batch, which
+        // polls retried at every tick) is waited for on its transmit-ready line, whose
+        // rise flushes it. Otherwise, with no frame arriving to start a handler, nothing
+        // would flush those frames again, forwarded and never sent.
+        if !poll {
+            let _ = self.devs.interrupt_budget(i, 0);
+        }
     }
 }
