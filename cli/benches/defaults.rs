@@ -314,21 +314,15 @@ fn main() {
     }
     drop(tb);
     for m in &measured {
-        for r in &m.shares {
-            if let Some(ledger) = &r.ledger {
-                let verdict = if ledger.balanced() {
-                    ""
-                } else {
-                    "  UNBALANCED"
-                };
-                println!(
-                    "ledger {} share, {} user_frac {} (flood): {ledger}{verdict}",
-                    m.profile.name(),
-                    r.mode,
-                    r.user_frac
-                );
-            }
-        }
+        common::print_labelled_ledgers(m.shares.iter().filter_map(|r| {
+            let label = format!(
+                "{} share, {} user_frac {} (flood)",
+                m.profile.name(),
+                r.mode,
+                r.user_frac
+            );
+            Some((label, r.ledger.as_ref()?))
+        }));
         common::print_ledgers(m.latencies.iter().map(|r| (rate.as_str(), r)));
     }
     let conserved = measured.iter().all(|m| {

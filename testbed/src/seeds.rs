@@ -124,9 +124,8 @@ const FULL: Timing = Timing {
         "2M",
         "unlimited",
     ],
-    // Trials of one configuration at one load vary by up to ±15 % on a shared machine
-    // (the same polling trial, minutes apart: 247k to 364k frames/s), more than the 5 %
-    // the curve's plateau is judged by.
+    // On a shared machine, polling's trials at one load differed by up to a fifth (300k to
+    // 374k frames/s at 90 % of the CPU), more than the 5 % the curve's plateau is judged by.
     rounds: 3,
     tcp_secs: 3,
 };

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use polld_testbed::demo::{measure, DemoRow, Trial};
+use polld_testbed::ledger::Ledger;
 use polld_testbed::{Devices, Layout, Testbed, UpOptions};
 
 /// Whether the bench can run; says why not (namespaces need root).
@@ -67,23 +68,32 @@ pub fn measure_or_exit(
 /// Prints each row's end-to-end ledger (`ledger <forwarder> (<load>): sent = delivered +
 /// named drops`), and the biggest named drop over all rows.
 pub fn print_ledgers<'a>(rows: impl Iterator<Item = (&'a str, &'a DemoRow)>) {
+    print_labelled_ledgers(
+        rows.filter_map(|(load, row)| {
+            Some((format!("{} ({load})", row.mode), row.ledger.as_ref()?))
+        }),
+    );
+}
+
+/// Prints `ledger <label>: sent = delivered + named drops` per ledger, `UNBALANCED` after
+/// one that does not balance, and the biggest named drop over all of them.
+pub fn print_labelled_ledgers<'a>(ledgers: impl Iterator<Item = (String, &'a Ledger)>) {
     let mut biggest: Option<(String, u64, String)> = None;
-    for (load, row) in rows {
-        let Some(ledger) = &row.ledger else { continue };
+    for (label, ledger) in ledgers {
         let verdict = if ledger.balanced() {
             ""
         } else {
             "  UNBALANCED"
         };
-        println!("ledger {} ({load}): {ledger}{verdict}", row.mode);
+        println!("ledger {label}: {ledger}{verdict}");
         for (hop, n) in &ledger.lost {
             if biggest.as_ref().is_none_or(|(_, b, _)| n > b) {
-                biggest = Some((hop.clone(), *n, format!("{} ({load})", row.mode)));
+                biggest = Some((hop.clone(), *n, label.clone()));
             }
         }
     }
-    if let Some((hop, n, row)) = biggest {
-        println!("biggest named drop: {hop} {n}, in {row}");
+    if let Some((hop, n, label)) = biggest {
+        println!("biggest named drop: {hop} {n}, in {label}");
     }
 }
 
