@@ -113,14 +113,17 @@ struct Timing {
 const FULL: Timing = Timing {
     warm_up: 0.5,
     window: 1.5,
+    // Dense around the knees (interrupts without fastforwarding peak between 100k and
+    // 250k, polling between 250k and 500k), one flood step per doubling above them: a
+    // generator that cannot reach a rate only repeats the flood.
     rates: &[
         "100k",
+        "150k",
+        "200k",
         "250k",
+        "350k",
         "500k",
-        "750k",
         "1M",
-        "1.25M",
-        "1.5M",
         "2M",
         "unlimited",
     ],
@@ -882,11 +885,19 @@ fn curve_findings(curve: &[CurveSeries]) -> Vec<String> {
         if let Some(best) = best(s) {
             // Overloaded: it delivered less than 95 % of what was offered. Every load
             // from the first such one up is "above its peak".
-            let overloaded: Vec<&ShareRow> = s
+            let first = s
                 .points
                 .iter()
-                .skip_while(|p| p.delivered_pps >= 0.95 * p.offered_pps)
-                .collect();
+                .position(|p| p.delivered_pps < 0.95 * p.offered_pps)
+                .unwrap_or(s.points.len());
+            let overloaded: Vec<&ShareRow> = s.points[first..].iter().collect();
+            let noise = match rounds_spread(&s.rounds[first.min(s.rounds.len())..]) {
+                Some(spread) => format!(
+                    " (its rounds at one of these loads differed by up to {:.1} % of their median)",
+                    spread * 100.0
+                ),
+                None => String::new(),
+            };
             let worst = overloaded
                 .iter()
                 .min_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps));
@@ -903,7 +914,7 @@ fn curve_findings(curve: &[CurveSeries]) -> Vec<String> {
                         "NOT at least 95 % of its best at every load above its peak"
                     };
                     format!(
-                        "Polling: best {:.0}/s (at {:.0}/s offered); from {:.0}/s offered up, at worst {:.0}/s (at {:.0}/s offered), {:.1} % of its best: {verdict}.",
+                        "Polling: best {:.0}/s (at {:.0}/s offered); from {:.0}/s offered up, at worst {:.0}/s (at {:.0}/s offered), {:.1} % of its best: {verdict}{noise}.",
                         best.delivered_pps,
                         best.offered_pps,
                         overloaded[0].offered_pps,
@@ -916,6 +927,20 @@ fn curve_findings(curve: &[CurveSeries]) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The widest spread of the rounds at one load, (highest - lowest) / median, over loads
+/// with more than one round: how much the machine alone moved a point.
+fn rounds_spread(rounds: &[Vec<f64>]) -> Option<f64> {
+    rounds
+        .iter()
+        .filter(|r| r.len() > 1)
+        .map(|r| {
+            let mut r = r.clone();
+            r.sort_by(f64::total_cmp);
+            (r[r.len() - 1] - r[0]) / r[r.len() / 2].max(1.0)
+        })
+        .max_by(f64::total_cmp)
 }
 
 fn findings(report: &SeedsReport) -> Vec<String> {
@@ -1310,6 +1335,29 @@ mod tests {
         assert!(lines[1].contains("NOT at least 95 %"), "{}", lines[1]);
         let lines = curve_findings(&[series("polling", &[(100.0, 100.0), (900.0, 890.0)])]);
         assert!(lines[0].contains("none overloaded it"), "{}", lines[0]);
+    }
+
+    #[test]
+    fn the_plateau_says_how_far_the_rounds_at_one_load_spread() {
+        let mut polling = series("polling", &[(100.0, 100.0), (400.0, 300.0), (900.0, 290.0)]);
+        // Below the knee a wide spread is not the plateau's: only loads from 400/s count.
+        polling.rounds = vec![
+            vec![50.0, 100.0, 150.0],
+            vec![300.0, 250.0, 330.0],
+            vec![290.0],
+        ];
+        let lines = curve_findings(&[polling]);
+        assert!(
+            lines[0].contains("differed by up to 26.7 % of their median"),
+            "{}",
+            lines[0]
+        );
+        let lines = curve_findings(&[series("polling", &[(100.0, 100.0), (900.0, 300.0)])]);
+        assert!(
+            !lines[0].contains("differed"),
+            "one round each: {}",
+            lines[0]
+        );
     }
 
     #[test]
