@@ -45,9 +45,14 @@ pub fn testbed(tag: &str) -> Testbed {
 
 /// A testbed of `devices`, unique as [`testbed`].
 pub fn testbed_of(tag: &str, devices: Devices) -> Testbed {
+    testbed_with(tag, devices, &UpOptions::default())
+}
+
+/// A testbed of `devices` brought up with `options`, unique as [`testbed`].
+pub fn testbed_with(tag: &str, devices: Devices, options: &UpOptions) -> Testbed {
     let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
     let layout = Layout::with_devices(&prefix, devices);
-    Testbed::up(&layout, &UpOptions::default()).expect("testbed up")
+    Testbed::up(&layout, options).expect("testbed up")
 }
 
 /// `ip ARGS`, which must succeed; its standard output.
