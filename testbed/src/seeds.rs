@@ -890,8 +890,8 @@ fn curve_findings(curve: &[CurveSeries]) -> Vec<String> {
                 .iter()
                 .position(|p| p.delivered_pps < 0.95 * p.offered_pps)
                 .unwrap_or(s.points.len());
-            let overloaded: Vec<&ShareRow> = s.points[first..].iter().collect();
-            let noise = match rounds_spread(&s.rounds[first.min(s.rounds.len())..]) {
+            let overloaded = &s.points[first..];
+            let noise = match rounds_spread(&s.rounds[first..]) {
                 Some(spread) => format!(
                     " (its rounds at one of these loads differed by up to {:.1} % of their median)",
                     spread * 100.0
