@@ -51,10 +51,12 @@
 //! the part of polling's latency that is the kernel's timer path, not polld's. The owed
 //! ticks of a late read that the thread's own CPU time does not explain were waited for,
 //! not overrun ([`WaitedTicks`], `kern.polling.waited_polls`): their cycles skip the
-//! overrun back-off. The thread's CPU per tick that no piece of work accounts for (its
-//! wakeup, the timer and epoll calls, control and status rounds: [`TickOverhead`]) is
-//! passed on at each tick read; the time controller leaves it out of a cycle's budget
-//! (`kern.polling.tick_overhead_ns`).
+//! overrun back-off. The thread's CPU per tick, busy and idle polling left out, with the
+//! run time of its CPU's `ksoftirqd` ([`TickCpu`], [`SoftirqThread`]), is passed on at
+//! each tick read; the time controller leaves what it took beyond the cycle budget (the
+//! thread's wakeup, the timer and epoll calls, control and status rounds, work outside the
+//! cycles, the interrupts the kernel charges it for, the devices' softirq work left to
+//! `ksoftirqd`) out of the next budgets (`kern.polling.tick_overhead_ns`).
 //!
 //! The executor keeps its own time accounts ([`TimeAccounts`]): the monotonic clock is read
 //! around each call into the dataplane (once per call, never per packet), and the sums
@@ -77,7 +79,7 @@ use polld_packet::Stage;
 
 use crate::device_irqs::DeviceIrqCounts;
 use crate::idle::IdlePoller;
-use crate::lateness::{Lateness, TickOverhead, WaitedTicks};
+use crate::lateness::{Lateness, SoftirqThread, TickCpu, WaitedTicks};
 use crate::rx_work;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
@@ -160,8 +162,9 @@ pub struct Executor {
     lateness: Lateness,
     /// Which owed ticks the thread only waited for.
     waited: WaitedTicks,
-    /// The thread's CPU per tick outside the work.
-    overhead: TickOverhead,
+    /// The thread's CPU per tick, with its CPU's softirq thread's.
+    tick_cpu: TickCpu,
+    softirq: SoftirqThread,
     /// The devices' own receive interrupts.
     device_irqs: DeviceIrqCounts,
     /// Whether each interface was last told it polls (preferred busy polling follows).
@@ -211,7 +214,8 @@ impl Executor {
             lowered: false,
             lateness: Lateness::default(),
             waited: WaitedTicks::default(),
-            overhead: TickOverhead::default(),
+            tick_cpu: TickCpu::default(),
+            softirq: SoftirqThread::default(),
             device_irqs,
             busy_polling: vec![false; n],
         })
@@ -256,10 +260,14 @@ impl Executor {
                         let waited =
                             self.waited
                                 .waited(n, cpu, tick_period_ns(self.tick_hz).unwrap_or(0));
-                        let a = self.accounts;
-                        let work = a.work_ns + a.busy_poll_ns + a.idle_poll_ns;
-                        if let Some(ns) = self.overhead.per_tick(n, cpu, work) {
-                            self.dp.note_tick_overhead(ns);
+                        let spin = self.accounts.busy_poll_ns + self.accounts.idle_poll_ns;
+                        let poll_cpu = self
+                            .daemon
+                            .pinned_cpu
+                            .unwrap_or_else(rustix::thread::sched_getcpu);
+                        let softirq = self.softirq.used_ns(poll_cpu);
+                        if let Some(ns) = self.tick_cpu.since_last_read(n, cpu + softirq, spin) {
+                            self.dp.note_tick_cpu(ns, n);
                         }
                         let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
                         self.dp.raise_late_ticks(clamp(n), clamp(waited));

@@ -148,10 +148,10 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.pending.waited_ticks = self.pending.waited_ticks.saturating_add(waited);
     }
 
-    /// The executor's thread used `ns` of CPU per tick, over its last tick read, that no
-    /// piece of work accounted for ([`Poller::note_tick_overhead`]).
-    pub fn note_tick_overhead(&mut self, ns: u64) {
-        self.poller.note_tick_overhead(ns);
+    /// The executor's thread used `cpu_ns` of CPU over the last `ticks` ticks, busy and
+    /// idle polling left out ([`Poller::note_tick_cpu`]).
+    pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64) {
+        self.poller.note_tick_cpu(cpu_ns, ticks);
     }
 
     /// The timer the executor armed for a look ([`crate::dataplane::Step::look`]) fired.

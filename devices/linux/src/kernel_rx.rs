@@ -195,6 +195,17 @@ pub fn thread_cpu_ns(pid: u32) -> Option<u64> {
     Some(ticks * (1_000_000_000 / hz))
 }
 
+/// The pid of `ksoftirqd/<cpu>`, the kernel thread that runs CPU `cpu`'s softirqs when
+/// there are more than the way out of an interrupt may run.
+pub fn ksoftirqd_pid(cpu: usize) -> Option<u32> {
+    let name = format!("ksoftirqd/{cpu}");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| read_proc(pid, "comm").is_some_and(|comm| comm.trim() == name))
+}
+
 /// The CPU time all threads of process `pid` have used, ns: the sum of the threads'
 /// run times the scheduler measured (not the clock-tick samples of `utime + stime`,
 /// which read far off for a thread that sleeps and wakes in step with the tick). Threads

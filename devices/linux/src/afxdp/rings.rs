@@ -152,11 +152,15 @@ impl AfXdp {
         if let Some(busy) = self.busy_poll.as_mut().filter(|b| b.polls_napi()) {
             // Under preferred busy polling the device's interrupt stays masked: the
             // driver's NAPI poll runs here, for the frames this call may take that the rx
-            // ring does not hold yet.
-            let missing = budget.saturating_sub(self.rx.available());
-            if missing > 0 {
-                busy.poll_napi(self.socket.as_raw_fd(), missing as usize);
-            }
+            // ring does not hold yet, and for one at least when it holds them all. For
+            // the queue stays polld's only while polld busy polls it: the kernel takes it
+            // back into softirq when no busy poll came for `gro_flush_timeout`, and hands
+            // it back only at a busy poll. A flood keeps the ring full, so a poll that
+            // skipped the call then left the queue to softirq for good: in a 6.1 guest
+            // ksoftirqd ran the driver at the user's priority, filling the ring and
+            // dropping the rest, beside a poll thread held to its share.
+            let missing = budget.saturating_sub(self.rx.available()).max(1);
+            busy.poll_napi(self.socket.as_raw_fd(), missing as usize);
         }
         let frame_mask = self.frame_mask();
         let mut reader = self.rx.receive(budget);
