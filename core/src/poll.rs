@@ -638,7 +638,8 @@ impl Poller {
     /// thread: the budget measured on the cycles alone left polld 60 % of the vCPU at
     /// user_frac 50.
     pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64) {
-        let cycles = self.state.cycle_ns - std::mem::replace(&mut self.cycle_ns_noted, self.state.cycle_ns);
+        let cycles =
+            self.state.cycle_ns - std::mem::replace(&mut self.cycle_ns_noted, self.state.cycle_ns);
         if ticks == 0 {
             return;
         }

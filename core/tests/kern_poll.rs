@@ -651,7 +651,12 @@ fn thread_share(arrivals: u32) -> (f64, u64) {
         p.set_knob(knob, value).unwrap();
     }
     let tick = 4 * MS;
-    let mut ring = Paced { now: 0, cost_ns: 20 * US, arrivals, queued: 0 };
+    let mut ring = Paced {
+        now: 0,
+        cost_ns: 20 * US,
+        arrivals,
+        queued: 0,
+    };
     let (mut next_tick, mut cpu, mut cpu_at_tick) = (0, 0, None);
     let mut run_ticks = |ticks: u64| {
         let (start, cpu_start) = (ring.now, cpu);
@@ -660,7 +665,9 @@ fn thread_share(arrivals: u32) -> (f64, u64) {
             ring.now = ring.now.max(next_tick);
             let n = (ring.now - next_tick) / tick + 1;
             next_tick += n * tick;
-            ring.queued = ring.queued.saturating_add(ring.arrivals.saturating_mul(n as u32));
+            ring.queued = ring
+                .queued
+                .saturating_add(ring.arrivals.saturating_mul(n as u32));
             let woke = ring.now;
             ring.now += WAKE;
             let cpu_now = cpu + WAKE;
@@ -692,7 +699,10 @@ fn the_time_controller_holds_the_threads_cpu_per_tick_to_the_share() {
         (share - 50.0).abs() <= 5.0,
         "the poll thread took {share:.1} % of the CPU at user_frac 50"
     );
-    assert!((650 * US..=750 * US).contains(&overhead), "tick_overhead_ns {overhead}");
+    assert!(
+        (650 * US..=750 * US).contains(&overhead),
+        "tick_overhead_ns {overhead}"
+    );
 }
 
 // 16c. A cycle that ends early, on an empty ring, leaves the thread's cost per tick as it
@@ -701,7 +711,10 @@ fn the_time_controller_holds_the_threads_cpu_per_tick_to_the_share() {
 #[test]
 fn a_cycle_that_ends_on_an_empty_ring_keeps_the_threads_cost_per_tick() {
     let (share, overhead) = thread_share(10);
-    assert!((650 * US..=750 * US).contains(&overhead), "tick_overhead_ns {overhead}");
+    assert!(
+        (650 * US..=750 * US).contains(&overhead),
+        "tick_overhead_ns {overhead}"
+    );
     assert!(share < 25.0, "10 frames a tick: {share:.1} %");
 }
 

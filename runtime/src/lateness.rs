@@ -190,12 +190,22 @@ mod tests {
     #[test]
     fn the_cpu_between_tick_reads_leaves_out_the_spinning() {
         let mut o = TickCpu::default();
-        assert_eq!(o.since_last_read(1, 5 * MS, 3 * MS), None, "the first read is the origin");
-        assert_eq!(o.since_last_read(1, 5 * MS + 700_000, 3 * MS + 500_000), Some(200_000));
+        assert_eq!(
+            o.since_last_read(1, 5 * MS, 3 * MS),
+            None,
+            "the first read is the origin"
+        );
+        assert_eq!(
+            o.since_last_read(1, 5 * MS + 700_000, 3 * MS + 500_000),
+            Some(200_000)
+        );
         assert_eq!(o.since_last_read(0, 9 * MS, 4 * MS), None, "not a tick");
         // The CPU but the spinning since the last tick read (1 ms less 0.5), not a read
         // without expirations.
-        assert_eq!(o.since_last_read(2, 6 * MS + 700_000, 4 * MS), Some(500_000));
+        assert_eq!(
+            o.since_last_read(2, 6 * MS + 700_000, 4 * MS),
+            Some(500_000)
+        );
         // Spinning timed on the wall clock can exceed the thread's CPU (it was preempted).
         assert_eq!(o.since_last_read(1, 6 * MS + 800_000, 5 * MS), Some(0));
         // No spinning: all of the thread's CPU.

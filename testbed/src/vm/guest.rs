@@ -229,11 +229,18 @@ pub fn window(
 ) -> Result<(Sample, Sample), TestbedError> {
     const MARK: &str = "--- polld testbed: window ---";
     let cat = sample_command(pids);
-    let text = sh(prefix, &format!("{cat}; sleep {secs}; echo '{MARK}'; {cat}"), "")?;
+    let text = sh(
+        prefix,
+        &format!("{cat}; sleep {secs}; echo '{MARK}'; {cat}"),
+        "",
+    )?;
     let (before, after) = text
         .split_once(MARK)
         .ok_or_else(|| failed(format!("the guest's window printed no mark: {text:?}")))?;
-    Ok((parse_sample(before, irq, pids)?, parse_sample(after, irq, pids)?))
+    Ok((
+        parse_sample(before, irq, pids)?,
+        parse_sample(after, irq, pids)?,
+    ))
 }
 
 /// One `cat` of the guest's uptime, interrupts and `pids`' stat files.
