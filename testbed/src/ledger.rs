@@ -159,27 +159,33 @@ pub struct StreamPath {
     pub polld_out: String,
     /// The interface the sink receives on (veth3, tap1), in sink.
     pub sink: String,
-    /// polld's interfaces are veths of fwd's own (veth1, veth2), each behind a ring; on
-    /// TAP they are gen's and sink's TAPs, whose fds polld reads and writes.
-    pub veth: bool,
+    /// Veth: polld's interfaces are veths of fwd's own (veth1, veth2), each behind a ring.
+    /// TAP: they are gen's and sink's TAPs, whose fds polld reads and writes. Vm: they are
+    /// the guest's NICs (eth0, eth1), with counters of their own as veth1 and veth2 have,
+    /// and gen and sink send and receive on the TAPs behind them, as on TAP.
+    pub devices: Devices,
 }
 
 impl StreamPath {
     /// The testbed's own stream: veth0 -> veth1 -> polld -> veth2 -> veth3, or tap0 ->
     /// polld -> tap1. `None` on a layout whose forwarder is not on this host (a guest).
     pub fn of(layout: &Layout) -> Option<StreamPath> {
-        let veth = match layout.devices {
-            Devices::Veth => true,
-            Devices::Tap => false,
-            Devices::Vm => return None,
-        };
-        Some(StreamPath {
+        match layout.devices {
+            Devices::Veth | Devices::Tap => Some(StreamPath::through(layout)),
+            Devices::Vm => None,
+        }
+    }
+
+    /// The testbed's own stream through its forwarder, wherever that is: on a guest the
+    /// caller reads its NICs' counters in the guest.
+    pub fn through(layout: &Layout) -> StreamPath {
+        StreamPath {
             gen: layout.veth0.name.clone(),
             polld_in: layout.veth1.name.clone(),
             polld_out: layout.veth2.name.clone(),
             sink: layout.veth3.name.clone(),
-            veth,
-        })
+            devices: layout.devices,
+        }
     }
 
     /// A TAP stream: `input` in gen, `output` in sink, both polld's.
@@ -189,7 +195,7 @@ impl StreamPath {
             polld_in: input,
             polld_out: output.clone(),
             sink: output,
-            veth: false,
+            devices: Devices::Tap,
         }
     }
 }
@@ -248,8 +254,8 @@ impl PathReader {
 
     /// `path`'s counters now.
     pub fn read(&self, path: &StreamPath) -> Result<PathCounters, TestbedError> {
-        let (fwd_in, fwd_out) = match (&self.fwd, path.veth) {
-            (Some(fwd), true) => (
+        let (fwd_in, fwd_out) = match (&self.fwd, path.devices) {
+            (Some(fwd), Devices::Veth) => (
                 fwd.counters(&path.polld_in)?,
                 fwd.counters(&path.polld_out)?,
             ),
@@ -345,7 +351,7 @@ impl StreamTrail {
     /// reads it).
     pub fn wait_for_polld(&self, socket: &std::path::Path) -> Result<(), TestbedError> {
         let (path, start) = &self.stream;
-        if !path.veth {
+        if path.devices != Devices::Veth {
             return Ok(());
         }
         let prefix = format!("dev.{}.", path.polld_in);
@@ -412,17 +418,23 @@ impl Ledger {
             ..Ledger::default()
         };
         let gen = &path.gen;
-        let next = match path.veth {
-            true => format!("{input}'s ring full"),
-            false => "queue full".to_string(),
+        let next = match path.devices {
+            Devices::Veth => format!("{input}'s ring full"),
+            Devices::Tap | Devices::Vm => "queue full".to_string(),
         };
         ledger.lose_seen(
             vec![(format!("gen {gen}: dropped (ENOBUFS, EBUSY)"), sent.dropped)],
             format!("{gen}: {next} (kernel tx_dropped in gen)"),
             grew.gen.tx_dropped,
         );
+        // Where polld's own interfaces are, when they have counters of their own.
+        let fwd = match path.devices {
+            Devices::Veth => Some("fwd"),
+            Devices::Vm => Some("the guest"),
+            Devices::Tap => None,
+        };
         let polld_counters = counters_of(read);
-        if path.veth {
+        if let Some(fwd) = fwd {
             let before_rx = polld_counters
                 .iter()
                 .filter(|(name, _)| {
@@ -434,7 +446,7 @@ impl Ledger {
                 .collect();
             ledger.lose_seen(
                 before_rx,
-                format!("{input}: socket full (kernel rx_dropped in fwd)"),
+                format!("{input}: socket full (kernel rx_dropped in {fwd})"),
                 grew.fwd_in.rx_dropped,
             );
         }
@@ -454,26 +466,27 @@ impl Ledger {
         let nobufs = format!("tx_drops.{}", polld_core::TxDrop::NoBufs.name());
         let mut seen_out = Vec::new();
         for (name, n) in counters_of(written) {
-            if name == nobufs && path.veth {
+            if name == nobufs && fwd.is_some() {
                 seen_out.push((format!("polld {output}: {name}"), n));
             } else if name.starts_with("tx_drops.") {
                 ledger.lose(format!("polld {output}: {name}"), n);
             }
         }
-        if path.veth {
+        if let Some(fwd) = fwd {
+            let full = match path.devices {
+                Devices::Veth => format!("{}'s ring full", path.sink),
+                _ => "transmit queue full".to_string(),
+            };
             ledger.lose_seen(
                 seen_out,
-                format!(
-                    "{output}: {}'s ring full (kernel tx_dropped in fwd)",
-                    path.sink
-                ),
+                format!("{output}: {full} (kernel tx_dropped in {fwd})"),
                 grew.fwd_out.tx_dropped,
             );
         }
         let sink = &path.sink;
-        let reason = match path.veth {
-            true => "socket full",
-            false => "queue full",
+        let reason = match path.devices {
+            Devices::Veth => "socket full",
+            Devices::Tap | Devices::Vm => "queue full",
         };
         ledger.lose(
             format!("{sink}: {reason} (kernel rx_dropped in sink)"),
@@ -481,9 +494,9 @@ impl Ledger {
         );
         // veth's NAPI counts in rx_packets every frame it took off the ring, those it then
         // dropped included; a TAP counts a frame it could not take in rx_dropped only.
-        let arrived = match path.veth {
-            true => grew.sink.rx_packets.saturating_sub(grew.sink.rx_dropped),
-            false => grew.sink.rx_packets,
+        let arrived = match path.devices {
+            Devices::Veth => grew.sink.rx_packets.saturating_sub(grew.sink.rx_dropped),
+            Devices::Tap | Devices::Vm => grew.sink.rx_packets,
         };
         let own = final_counter(written, "generated")
             .saturating_sub(final_counter(written, "generated_dropped"));
@@ -564,7 +577,7 @@ mod tests {
             polld_in: "veth1".into(),
             polld_out: "veth2".into(),
             sink: "veth3".into(),
-            veth: true,
+            devices: Devices::Veth,
         };
         let grew = PathCounters {
             gen: counters(0, 0, 100),
@@ -585,6 +598,38 @@ mod tests {
             dropped: 5,
         };
         (path, sent, grew, polld)
+    }
+
+    #[test]
+    fn a_guest_stream_books_its_nics_drops_and_takes_the_sink_taps_count_whole() {
+        // The veth trial's frames, through a guest: tap0 -> eth0 -> polld -> eth1 -> tap1.
+        let (_, sent, mut grew, polld) = veth_trial();
+        let path = StreamPath {
+            gen: "tap0".into(),
+            polld_in: "eth0".into(),
+            polld_out: "eth1".into(),
+            sink: "tap1".into(),
+            devices: Devices::Vm,
+        };
+        let polld = polld
+            .to_string()
+            .replace("veth1", "eth0")
+            .replace("veth2", "eth1");
+        let polld = serde_json::from_str(&polld).unwrap();
+        // tap1 counts only what it took (a TAP's rx_dropped is not in its rx_packets).
+        grew.sink.rx_packets -= 6;
+        let l = Ledger::of_stream(&path, sent, &grew, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(l.delivered, 812);
+        let hops: Vec<&str> = l.lost.iter().map(|(h, _)| h.as_str()).collect();
+        for hop in [
+            "tap0: queue full (kernel tx_dropped in gen)",
+            "eth0: socket full (kernel rx_dropped in the guest)",
+            "eth1: transmit queue full (kernel tx_dropped in the guest)",
+            "tap1: queue full (kernel rx_dropped in sink)",
+        ] {
+            assert!(hops.contains(&hop), "{hop} in {hops:?}");
+        }
     }
 
     #[test]

@@ -10,20 +10,28 @@
 //! eth0's receive work is in its budget (`polld ifconfig`), which needs preferred busy
 //! polling. The guest's clock under software emulation is not the host's; each rate is
 //! taken on the clock of the side it counts.
+//!
+//! Each row runs a polld of its own in the guest, so that its final counters are the
+//! row's: with them, gen's count and the kernel's counters of the host's TAPs and the
+//! guest's NICs, the row's [`Ledger`] follows every frame gen sent to sink's tap1 or to a
+//! named drop, and the demo fails if one does not balance.
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::guest::{self, ETH0_RX_IRQ};
+use super::guest::{self, NetDevCounters, ETH0_RX_IRQ};
 use crate::demo::DemoArgs;
-use crate::{counters, Layout, PolldSetup, Role, Testbed, TestbedError};
+use crate::ledger::{Ledger, PathCounters, Sent, StreamPath};
+use crate::{counters, IfCounters, Layout, PolldSetup, Role, Testbed, TestbedError};
 
 /// Seconds of load before each window.
 const WARM_UP: f64 = 1.0;
+
+/// Seconds the frames still on the way after gen stopped may take to drain.
+const DRAIN_S: f64 = 10.0;
 
 /// `kern.polling.hz` in a guest under software emulation, the knob's lowest. There a tick
 /// costs the poll thread about 1 ms of the vCPU beyond its cycles (its wakeup and timer
@@ -50,6 +58,8 @@ pub struct VmRow {
     pub rx_work_in_budget: bool,
     /// Where that work runs, and why it is not in the budget (`polld ifconfig --json`).
     pub rx_work: serde_json::Value,
+    /// Where every frame gen sent went, host and guest.
+    pub ledger: Ledger,
 }
 
 /// The demo's report.
@@ -145,17 +155,6 @@ pub fn run(
         knobs.push(("kern.polling.hz", TCG_HZ));
     }
     let gen = polld;
-    let polld = guest::start_polld(
-        layout,
-        &PolldSetup {
-            backend: "af_xdp",
-            mode: "interrupt",
-            socket: Path::new(guest::POLLD_SOCKET),
-            cpu: None,
-            realtime: true,
-            knobs: &knobs,
-        },
-    )?;
     let competitor: u32 = guest::sh(
         prefix,
         "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!",
@@ -166,36 +165,29 @@ pub fn run(
     .map_err(|_| failed("starting the competitor in the guest".into()))?;
     let measured = (|| {
         let mut rows = Vec::new();
+        let row = |mode: &str, knobs: &[(&str, &str)], rate: Option<f64>| {
+            measure(layout, gen, mode, knobs, rate, args.duration, competitor)
+        };
         for mode in ["interrupt", "polling"] {
             let _ = writeln!(
                 out,
                 "polld demo: {mode} mode under a flood from gen; measuring {} s ...",
                 args.duration
             );
-            rows.push(measure(
-                layout,
-                gen,
-                mode,
-                None,
-                args.duration,
-                (polld, competitor),
-            )?);
+            rows.push(row(mode, &knobs, None)?);
         }
         let half = rows[0].delivered_pps / 2.0;
         for mode in ["interrupt", "polling"] {
             let _ = writeln!(out, "polld demo: {mode} mode at {half:.0} frames/s (half of interrupt mode's delivered); measuring {} s ...", args.duration);
-            rows.push(measure(
-                layout,
-                gen,
-                mode,
-                Some(half),
-                args.duration,
-                (polld, competitor),
-            )?);
+            rows.push(row(mode, &knobs, Some(half))?);
         }
         // Seed 000 on the driver: interrupt mode with the IP input queue between the
         // interrupt and the forwarding, at half load and flooded.
-        guest::ctl(prefix, "net.inet.ip.fastforwarding=0")?;
+        let seed000: Vec<(&str, &str)> = knobs
+            .iter()
+            .copied()
+            .chain([("net.inet.ip.fastforwarding", "0")])
+            .collect();
         let mut livelock = Vec::new();
         for rate in [Some(half), None] {
             let what = rate.map_or("a flood".to_string(), |r| format!("{r:.0} frames/s"));
@@ -204,27 +196,16 @@ pub fn run(
                 "polld demo: interrupt mode without fastforwarding at {what}; measuring {} s ...",
                 args.duration
             );
-            livelock.push(measure(
-                layout,
-                gen,
-                "interrupt",
-                rate,
-                args.duration,
-                (polld, competitor),
-            )?);
+            livelock.push(row("interrupt", &seed000, rate)?);
         }
-        guest::ctl(prefix, "net.inet.ip.fastforwarding=1")?;
         Ok::<_, TestbedError>((rows, livelock))
     })();
     let _ = guest::sh(prefix, &format!("kill {competitor}"), "");
-    let tcp = match &measured {
-        Ok(_) => tcp(tb, polld, args.duration, out),
-        Err(_) => Ok(Vec::new()),
-    };
-    let stopped = guest::stop_polld(prefix, polld);
     let (rows, livelock) = measured?;
+    let polld = start_polld(layout, "interrupt", &knobs)?;
+    let tcp = tcp(tb, polld, args.duration, out);
+    let report = guest::stop_polld(prefix, polld)?;
     let tcp = tcp?;
-    let report = stopped?;
     if !crate::share::conserved(&report) {
         return Err(failed(format!(
             "polld's counters in the guest do not add up: {report}"
@@ -251,48 +232,95 @@ pub fn run(
     Ok(())
 }
 
-/// One row: `mode`, `gen_polld gen` at `rate` (unlimited when none) for warm-up + window.
+/// polld in the guest on eth0 and eth1 in `mode` with `knobs`; its pid.
+fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u32, TestbedError> {
+    guest::start_polld(
+        layout,
+        &PolldSetup {
+            backend: "af_xdp",
+            mode,
+            socket: Path::new(guest::POLLD_SOCKET),
+            cpu: None,
+            realtime: true,
+            knobs,
+        },
+    )
+}
+
+/// One row: a polld of its own in `mode` with `knobs`, `gen_polld gen` at `rate`
+/// (unlimited when none) for warm-up + window + the end, the window sampled in the guest
+/// beside the `competitor`; then the frames on the way let through and the row's ledger
+/// booked from polld's final counters.
 fn measure(
     layout: &Layout,
     gen_polld: &Path,
     mode: &str,
+    knobs: &[(&str, &str)],
     rate: Option<f64>,
     window: f64,
-    (polld, competitor): (u32, u32),
+    competitor: u32,
 ) -> Result<VmRow, TestbedError> {
     let prefix = &layout.prefix;
-    guest::set_mode(prefix, mode)?;
-    let rate_arg = rate.map_or("unlimited".to_string(), |r| {
-        format!("{}", r.max(1.0).round())
-    });
-    let gen = guest::gen_through_guest(gen_polld, layout, &rate_arg)
-        .args(["--duration", &(WARM_UP + window + 3.0).to_string()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(format!("starting polld gen: {e}")))?;
+    let polld = start_polld(layout, mode, knobs)?;
     let measured = (|| {
-        std::thread::sleep(Duration::from_secs_f64(WARM_UP));
-        let pids = [polld, competitor];
-        let (tap1_ns, tap1) = (&layout.veth3.ns, &layout.veth3.name);
-        let (host_before, sink_before) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
-        let (before, after) = guest::window(prefix, ETH0_RX_IRQ, &pids, window)?;
-        let (host_after, sink_after) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
-        let (in_budget, rx_work) = guest::rx_work(prefix, "eth0")?;
-        let host_s = host_after.duration_since(host_before).as_secs_f64();
-        Ok::<_, TestbedError>((
-            before,
-            after,
-            (sink_after - sink_before) as f64 / host_s,
-            in_budget,
-            rx_work,
-        ))
+        let start = path_counters(layout)?;
+        let rate_arg = rate.map_or("unlimited".to_string(), |r| {
+            format!("{}", r.max(1.0).round())
+        });
+        let gen = guest::gen_through_guest(gen_polld, layout, &rate_arg)
+            .args(["--duration", &(WARM_UP + window + 3.0).to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(format!("starting polld gen: {e}")))?;
+        let sampled = (|| {
+            std::thread::sleep(Duration::from_secs_f64(WARM_UP));
+            let pids = [polld, competitor];
+            let (tap1_ns, tap1) = (&layout.veth3.ns, &layout.veth3.name);
+            let (host_before, sink_before) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
+            let (before, after) = guest::window(prefix, ETH0_RX_IRQ, &pids, window)?;
+            let (host_after, sink_after) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
+            let (in_budget, rx_work) = guest::rx_work(prefix, "eth0")?;
+            let host_s = host_after.duration_since(host_before).as_secs_f64();
+            Ok::<_, TestbedError>((
+                before,
+                after,
+                (sink_after - sink_before) as f64 / host_s,
+                in_budget,
+                rx_work,
+            ))
+        })();
+        let output = gen
+            .wait_with_output()
+            .map_err(|e| failed(format!("polld gen: {e}")))?;
+        let sampled = sampled?;
+        let summary = crate::demo::last_json(&String::from_utf8_lossy(&output.stdout))
+            .ok_or_else(|| failed("polld gen printed no summary".into()))?;
+        let grew = drained(layout, &start)?;
+        Ok::<_, TestbedError>((sampled, summary, grew))
     })();
-    let output = gen
-        .wait_with_output()
-        .map_err(|e| failed(format!("polld gen: {e}")));
-    let (before, after, delivered_pps, in_budget, rx_work) = measured?;
-    let offered_pps = gen_pps(&output?)?;
+    let report = guest::stop_polld(prefix, polld);
+    let ((before, after, delivered_pps, in_budget, rx_work), summary, grew) = measured?;
+    let report = report?;
+    if !crate::share::conserved(&report) {
+        return Err(failed(format!(
+            "polld's counters in the guest do not add up ({mode}): {report}"
+        )));
+    }
+    let ledger = Ledger::of_stream(
+        &StreamPath::through(layout),
+        Sent::of(&summary),
+        &grew,
+        &report,
+    )?;
+    if !ledger.balanced() {
+        return Err(failed(format!(
+            "not every frame gen sent is accounted for ({mode}): {ledger}"
+        )));
+    }
+    let offered_pps = summary["pps"]
+        .as_f64()
+        .ok_or_else(|| failed(format!("polld gen's summary has no pps: {summary}")))?;
     let guest_s = after.uptime - before.uptime;
     let percent = |i: usize| (after.ticks[i] - before.ticks[i]) as f64 / guest_s; // 100 ticks/s
     Ok(VmRow {
@@ -305,7 +333,43 @@ fn measure(
         competitor_percent: percent(1),
         rx_work_in_budget: in_budget,
         rx_work,
+        ledger,
     })
+}
+
+/// The stream's counters: the host's TAPs (gen's tap0, sink's tap1) and the guest's NICs.
+fn path_counters(layout: &Layout) -> Result<PathCounters, TestbedError> {
+    let nic = |c: NetDevCounters| IfCounters {
+        rx_packets: c.rx_packets,
+        rx_dropped: c.rx_drop,
+        tx_packets: c.tx_packets,
+        tx_dropped: c.tx_drop,
+        ..IfCounters::default()
+    };
+    Ok(PathCounters {
+        gen: counters(&layout.veth0.ns, &layout.veth0.name)?,
+        fwd_in: nic(guest::net_dev(&layout.prefix, &layout.veth1.name)?),
+        fwd_out: nic(guest::net_dev(&layout.prefix, &layout.veth2.name)?),
+        sink: counters(&layout.veth3.ns, &layout.veth3.name)?,
+    })
+}
+
+/// After gen stopped: the counters' growth since `start` once no counter on the path
+/// has moved between two readings (the host's TAP queue, the guest's rings and polld's
+/// socket drained), or after [`DRAIN_S`]; what is still on the way then shows as
+/// unaccounted. polld must outlive it: its socket's ring is purged uncounted when it
+/// closes.
+fn drained(layout: &Layout, start: &PathCounters) -> Result<PathCounters, TestbedError> {
+    let deadline = Instant::now() + Duration::from_secs_f64(DRAIN_S);
+    let mut last = path_counters(layout)?;
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let next = path_counters(layout)?;
+        if next == last || Instant::now() > deadline {
+            return Ok(next.since(start));
+        }
+        last = next;
+    }
 }
 
 /// Seed 002 through the guest: iperf3 TCP from gen to sink, unlimited in both modes, then
@@ -383,19 +447,6 @@ fn transfer(
     })
 }
 
-/// The sending rate in `polld gen --json`'s summary.
-fn gen_pps(output: &Output) -> Result<f64, TestbedError> {
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    crate::demo::last_json(&stdout)
-        .and_then(|s| s["pps"].as_f64())
-        .ok_or_else(|| {
-            failed(format!(
-                "polld gen printed no summary: {stdout} {}",
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        })
-}
-
 fn write_table(demo: &VmDemo, out: &mut dyn Write) {
     let _ = writeln!(
         out,
@@ -411,7 +462,13 @@ fn write_table(demo: &VmDemo, out: &mut dyn Write) {
         mode: format!("{}, ff=0", r.mode),
         ..r.clone()
     });
-    for r in demo.rows.iter().cloned().chain(fastforwarding_off) {
+    let rows: Vec<VmRow> = demo
+        .rows
+        .iter()
+        .cloned()
+        .chain(fastforwarding_off)
+        .collect();
+    for r in &rows {
         let _ = writeln!(
             out,
             "{:<16} {:<6} {:>10.0} {:>12.0} {:>14.0} {:>9.1}% {:>10.1}%  {}",
@@ -434,6 +491,18 @@ fn write_table(demo: &VmDemo, out: &mut dyn Write) {
             }
         );
     }
+    let _ = writeln!(out);
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "Every frame gen sent, {} {}: {}",
+            r.mode, r.load, r.ledger
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Every frame is accounted for: host TAPs, guest NICs and polld (rx = forwarded + local + consumed + queued + named drops)."
+    );
     let l = &demo.livelock;
     let _ = writeln!(
         out,
