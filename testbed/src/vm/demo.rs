@@ -33,12 +33,12 @@ const WARM_UP: f64 = 1.0;
 /// Seconds the frames still on the way after gen stopped may take to drain.
 const DRAIN_S: f64 = 10.0;
 
-/// `kern.polling.hz` in a guest under software emulation, the knob's lowest. There a tick
-/// costs the poll thread about 1 ms of the vCPU beyond its cycles (its wakeup and timer
-/// path, and the transmit completions the kernel charges it for:
-/// `kern.polling.tick_overhead_ns`): at hz 250 that alone is a quarter of the vCPU, which
-/// the time controller takes out of the devices' share, leaving cycles of a frame or two.
-/// At 100 it is a tenth.
+/// `kern.polling.hz` in a guest under software emulation, the knob's lowest. There the
+/// poll thread spends 1.5-2 ms of the vCPU per tick outside its cycles (its wakeup and
+/// timer path, and the transmit completions the kernel charges it for:
+/// `kern.polling.tick_overhead_ns`): at hz 250 that was a third of the vCPU under a flood,
+/// which the time controller takes out of the devices' share, leaving cycles of a frame
+/// or two; at 100, a fifth.
 const TCG_HZ: &str = "100";
 
 /// One mode at one load.
