@@ -123,10 +123,16 @@ fn main() -> ExitCode {
             let polld = polld_testbed::demo::current_polld();
             let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
             match bench {
-                Bench::Seeds { args, page } => page.record("polld bench seeds", out, |out| {
-                    polld_testbed::seeds::run_seeds(&args, &polld, out, progress)
-                        .map(|report| ((), report.svgs))
-                }),
+                Bench::Seeds { args, page } => page
+                    .record("polld bench seeds", out, |out| {
+                        polld_testbed::seeds::run_seeds(&args, &polld, out, progress).map(
+                            |report| {
+                                let svgs = report.svgs.clone();
+                                (report, svgs)
+                            },
+                        )
+                    })
+                    .and_then(|report| report.verdict()),
                 Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
                     polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
                         .map(|report| ((), report.svgs))

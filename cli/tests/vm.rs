@@ -248,3 +248,22 @@ fn without_a_guest_exec_says_how_to_start_one_and_a_missing_binary_is_named() {
         assert!(!Path::new("/run/netns").join(ns).exists(), "{ns} is left");
     }
 }
+
+/// `polld bench seeds --devices vm` runs the curve and the share steps; asked for one it
+/// does not run, it says which it runs and where the others are, before it brings up
+/// anything.
+#[test]
+fn the_guest_seeds_bench_refuses_a_step_it_does_not_run_naming_the_ones_it_does() {
+    let out = Command::new(POLLD)
+        .args(["bench", "seeds", "--devices", "vm", "--steps", "curve,tcp"])
+        .args(["--prefix", &format!("r{}-", std::process::id())])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`polld bench seeds --devices vm` runs curve and share, not tcp")
+            && stderr.contains("`polld demo --devices vm`"),
+        "{stderr}"
+    );
+}

@@ -129,7 +129,10 @@ impl TickCpu {
 /// the user's priority and outside the poll thread: on 6.1, once a softirq runs long
 /// (a virtio-net transmit queue's completion NAPI, rescheduling itself while the device
 /// completes what polld sent), all of the CPU's softirqs go there. It is the devices'
-/// work, which the share bounds; left out, it came out of the user's share.
+/// work, which the share bounds; left out, it came out of the user's share. It is counted
+/// only while some interface is on a driver (AF_XDP, whose NAPI runs in softirq when polld
+/// does not busy poll it): a TAP has no softirq work of its own, and on the TAP testbed
+/// ksoftirqd runs the sink's receive of what polld wrote, the wire's work, not polld's.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SoftirqThread {
     /// The CPU last read, and its thread's pid and run time then (`None`: it has none).
@@ -139,10 +142,12 @@ pub struct SoftirqThread {
 }
 
 impl SoftirqThread {
-    /// The run time since the first read of the `ksoftirqd` of `cpu` (the poll thread's
-    /// CPU now), ns: a change of CPU starts from the new CPU's thread as it is.
-    pub fn used_ns(&mut self, cpu: usize) -> u64 {
+    /// The run time of the `ksoftirqd` of `cpu` (the poll thread's CPU now) while it was
+    /// `counted`, summed over the reads since the first, ns: a change of CPU, or a read
+    /// after reads it was not counted at, starts from the thread as it is.
+    pub fn used_ns(&mut self, cpu: usize, counted: bool) -> u64 {
         match self.at {
+            _ if !counted => self.at = None,
             Some((c, Some((pid, last)))) if c == cpu => {
                 if let Some(now) = polld_dev::kernel_rx::thread_cpu_ns(pid) {
                     self.used_ns += now.saturating_sub(last);

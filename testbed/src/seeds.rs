@@ -21,6 +21,11 @@
 //! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
 //!   interrupt mode, under a flood.
 //!
+//! `--devices vm` runs the curve and the share steps on the VM testbed instead: polld in a
+//! qemu guest between two virtio-net NICs, a polld of its own for each trial, `polld gen`
+//! in the host's gen namespace, the competitor on the guest's vCPU, the loads scaled to
+//! what the guest forwards ([`crate::vm::demo::trial`]).
+//!
 //! Every trial checks conservation on every interface from polld's final counters; the
 //! bench fails if one does not hold. The figures go to `--out` as SVG ([`crate::plot`]).
 
@@ -35,7 +40,7 @@ use serde_json::Value;
 use crate::plot::{write_charts, LineChart, Series};
 use crate::share::{measure_share, Sample, ShareRow, ShareTrial, TrialRun};
 use crate::streams::ExtraStream;
-use crate::{Role, Testbed, TestbedError};
+use crate::{Devices, Role, Testbed, TestbedError};
 
 /// `polld bench seeds` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -56,6 +61,45 @@ pub struct SeedsArgs {
     /// Print the results as one JSON document (progress lines still go to stderr).
     #[arg(long)]
     pub json: bool,
+    /// The testbed: TAPs only polld joins, or a qemu guest with polld between its two
+    /// virtio-net NICs (a driver, its NAPI and its interrupts), where the bench runs the
+    /// curve and the share steps (`polld demo --devices vm` has the guest's screens and
+    /// TCP).
+    #[arg(long, value_enum, default_value = "tap")]
+    pub devices: SeedsDevices,
+}
+
+/// Where `polld bench seeds` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SeedsDevices {
+    /// The TAP testbed: polld on the host between two TAPs, polld gen on another CPU.
+    Tap,
+    /// The VM testbed: polld in a 1-vCPU qemu guest between two virtio-net NICs.
+    Vm,
+}
+
+impl SeedsDevices {
+    fn devices(self) -> Devices {
+        match self {
+            SeedsDevices::Tap => Devices::Tap,
+            SeedsDevices::Vm => Devices::Vm,
+        }
+    }
+
+    /// The steps that run here.
+    fn steps(self) -> &'static [Step] {
+        match self {
+            SeedsDevices::Tap => &[
+                Step::Curve,
+                Step::Table,
+                Step::Screens,
+                Step::Tcp,
+                Step::Share,
+            ],
+            SeedsDevices::Vm => &[Step::Curve, Step::Share],
+        }
+    }
 }
 
 /// One experiment of the bench.
@@ -142,6 +186,25 @@ const QUICK: Timing = Timing {
     rates: &["50k", "200k", "unlimited"],
     rounds: 1,
     tcp_secs: 1,
+};
+
+/// In a guest under software emulation, which forwards about a hundredth of what the host
+/// does: steps around its knees (interrupts between 4k and 10k, polling at half the
+/// vCPU between 2k and 5k), a window long enough for the guest's slower clock of
+/// events, and one more second of warm-up for its polld to start polling.
+const FULL_VM: Timing = Timing {
+    warm_up: 1.0,
+    window: 3.0,
+    rates: &["1k", "2k", "4k", "6k", "10k", "unlimited"],
+    rounds: 3,
+    tcp_secs: 3,
+};
+
+const QUICK_VM: Timing = Timing {
+    window: 2.0,
+    rates: &["1k", "4k", "unlimited"],
+    rounds: 1,
+    ..FULL_VM
 };
 
 /// The curve's and the table's polling trials: a router box (seed 000: "low values ...
@@ -244,6 +307,8 @@ pub use crate::results::Machine;
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SeedsReport {
     pub machine: Option<Machine>,
+    /// Where it ran: the testbed, and where polld and polld gen ran.
+    pub testbed: String,
     pub quick: bool,
     pub curve: Vec<CurveSeries>,
     pub table: Vec<TableRow>,
@@ -282,7 +347,10 @@ impl Bench<'_> {
 
     /// Runs one trial and books its conservation.
     fn trial(&mut self, label: &str, trial: &ShareTrial) -> Result<ShareRow, TestbedError> {
-        let row = measure_share(self.tb, self.polld, self.dir, self.cpus, trial)?;
+        let row = match self.tb.layout().devices {
+            Devices::Vm => crate::vm::demo::trial(self.tb, self.polld, trial)?,
+            _ => measure_share(self.tb, self.polld, self.dir, self.cpus, trial)?,
+        };
         self.book(label, row.conserved);
         Ok(row)
     }
@@ -344,9 +412,12 @@ impl Bench<'_> {
             ("polling", 90),
             ("interrupt", DEFAULT_USER_FRAC),
         ] {
+            let beside = match self.tb.layout().devices {
+                Devices::Vm => "on the guest's vCPU".to_string(),
+                _ => format!("on CPU{}", self.cpus.1),
+            };
             self.say(&format!(
-                "share: {mode}, user_frac {user_frac}, flood and a competitor on CPU{} ...",
-                self.cpus.1
+                "share: {mode}, user_frac {user_frac}, flood and a competitor {beside} ..."
             ));
             let row = self.trial(
                 &format!("share {mode} {user_frac}"),
@@ -747,26 +818,52 @@ pub fn run_seeds(
     out: &mut dyn Write,
     progress: &mut dyn Write,
 ) -> Result<SeedsReport, TestbedError> {
+    let here = args.devices.steps();
     let mut steps = if args.steps.is_empty() {
-        vec![
-            Step::Curve,
-            Step::Table,
-            Step::Screens,
-            Step::Tcp,
-            Step::Share,
-        ]
+        here.to_vec()
     } else {
         args.steps.clone()
     };
+    if let Some(step) = steps.iter().find(|s| !here.contains(s)) {
+        let name = |s: &Step| format!("{s:?}").to_lowercase();
+        return Err(failed(format!(
+            "`polld bench seeds --devices {}` runs {}, not {}: `polld demo --devices vm` has the guest's screens and TCP",
+            format!("{:?}", args.devices).to_lowercase(),
+            here.iter().map(name).collect::<Vec<_>>().join(" and "),
+            name(step)
+        )));
+    }
     if steps.contains(&Step::Table) {
         steps.extend([Step::Curve, Step::Share]);
     }
-    let timing = if args.quick { QUICK } else { FULL };
-    let mut report = crate::share::on_own_tap_testbed(
+    let timing = match (args.devices, args.quick) {
+        (SeedsDevices::Tap, false) => FULL,
+        (SeedsDevices::Tap, true) => QUICK,
+        (SeedsDevices::Vm, false) => FULL_VM,
+        (SeedsDevices::Vm, true) => QUICK_VM,
+    };
+    // On the VM testbed the guest runs this same polld.
+    let vm = crate::VmOptions {
+        polld: polld.to_path_buf(),
+        accel: crate::Accel::Auto,
+    };
+    let mut report = crate::share::on_own_testbed(
         "seeds",
         &args.prefix,
+        args.devices.devices(),
+        &vm,
         progress,
         |tb, dir, cpus, progress| {
+            let testbed = match &tb.report().guest {
+                Some(g) => format!(
+                    "VM testbed: polld in a qemu guest ({}, kernel {}, 1 vCPU) between two virtio-net NICs, polld gen in the host's gen namespace",
+                    g.accel, g.kernel
+                ),
+                None => format!(
+                    "TAP testbed: polld realtime on CPU{}, polld gen on CPU{}",
+                    cpus.1, cpus.0
+                ),
+            };
             let mut bench = Bench {
                 tb,
                 polld,
@@ -776,6 +873,7 @@ pub fn run_seeds(
                 progress,
                 report: SeedsReport {
                     machine: Some(Machine::this()),
+                    testbed,
                     quick: args.quick,
                     ..SeedsReport::default()
                 },
@@ -806,21 +904,29 @@ pub fn run_seeds(
     report.findings = findings(&report);
     report.svgs = write_plots(&report, &args.out)?;
     crate::share::print_report(&report, args.json, out, write_text);
-    if let Some(l) = report.livelock.as_ref().filter(|l| !l.reproduced()) {
-        return Err(failed(format!(
-            "the livelock did not reproduce: interrupt mode without fastforwarding delivered \
-             {:.1} % of its best under the flood (seed 000: almost 0; the bench's verdict \
-             needs under 10 %)",
-            l.ratio * 100.0
-        )));
-    }
-    if !report.unconserved.is_empty() {
-        return Err(failed(format!(
-            "conservation did not hold in {}: see polld run --json",
-            report.unconserved.join(", ")
-        )));
-    }
     Ok(report)
+}
+
+impl SeedsReport {
+    /// The bench's verdict, once its report is printed (and its results page written): an
+    /// error when the livelock did not reproduce or a trial's counters did not add up.
+    pub fn verdict(&self) -> Result<(), TestbedError> {
+        if let Some(l) = self.livelock.as_ref().filter(|l| !l.reproduced()) {
+            return Err(failed(format!(
+                "the livelock did not reproduce: interrupt mode without fastforwarding delivered \
+                 {:.1} % of its best under the flood (seed 000: almost 0; the bench's verdict \
+                 needs under 10 %)",
+                l.ratio * 100.0
+            )));
+        }
+        if !self.unconserved.is_empty() {
+            return Err(failed(format!(
+                "conservation did not hold in {}: see polld run --json",
+                self.unconserved.join(", ")
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The curve's livelock: interrupt mode without fastforwarding under the flood (the
@@ -1019,7 +1125,10 @@ fn write_plots(report: &SeedsReport, dir: &Path) -> Result<Vec<PathBuf>, Testbed
         charts.push((
             "livelock-curve.svg",
             LineChart {
-                title: "polld on TAP: delivered against offered load".into(),
+                title: format!(
+                    "polld on the {}: delivered against offered load",
+                    report.testbed.split(':').next().unwrap_or("testbed")
+                ),
                 x_label: "offered (kpps, polld gen)".into(),
                 y_label: "delivered to tap1 (kpps)".into(),
                 series: series(|p| p.delivered_pps / 1e3),
@@ -1083,11 +1192,12 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
     if let Some(m) = &report.machine {
         let _ = writeln!(
             out,
-            "polld bench seeds{} on {} CPUs, {}, kernel {}; polld realtime on CPU1, polld gen on CPU0, TAP testbed",
+            "polld bench seeds{} on {} CPUs, {}, kernel {}; {}",
             if report.quick { " --quick" } else { "" },
             m.cpus,
             m.cpu_model,
-            m.kernel
+            m.kernel,
+            report.testbed
         );
     }
     if !report.table.is_empty() {

@@ -456,14 +456,33 @@ pub(crate) fn on_own_tap_testbed<T>(
     progress: &mut dyn Write,
     body: impl FnOnce(&Testbed, &Path, (usize, usize), &mut dyn Write) -> Result<T, TestbedError>,
 ) -> Result<T, TestbedError> {
-    let layout = Layout::with_devices(prefix, Devices::Tap);
+    let vm = crate::VmOptions::default();
+    on_own_testbed(bench, prefix, Devices::Tap, &vm, progress, body)
+}
+
+/// [`on_own_tap_testbed`] on a testbed of `devices`: the guest of `Devices::Vm` runs
+/// `vm`'s polld.
+pub(crate) fn on_own_testbed<T>(
+    bench: &str,
+    prefix: &str,
+    devices: Devices,
+    vm: &crate::VmOptions,
+    progress: &mut dyn Write,
+    body: impl FnOnce(&Testbed, &Path, (usize, usize), &mut dyn Write) -> Result<T, TestbedError>,
+) -> Result<T, TestbedError> {
+    let layout = Layout::with_devices(prefix, devices);
     let options = UpOptions::default();
+    let which = match devices {
+        Devices::Tap => "the TAP testbed",
+        Devices::Vm => "the VM testbed (a qemu guest between two TAPs)",
+        Devices::Veth => "the veth testbed",
+    };
     let _ = writeln!(
         progress,
-        "polld bench {bench}: bringing up the TAP testbed {}, {}, {}",
+        "polld bench {bench}: bringing up {which} {}, {}, {}",
         layout.gen_ns, layout.fwd_ns, layout.sink_ns
     );
-    let tb = Testbed::up(&layout, &options)?;
+    let tb = Testbed::up_vm(&layout, &options, vm)?;
     let dir = std::env::temp_dir().join(format!("polld-bench-{bench}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;

@@ -343,6 +343,19 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.run_accounted(now)
     }
 
+    /// At shutdown, after [`Dataplane::finish`]: kicks every output again, and says whether
+    /// one still holds frames its device had no room for yet (an AF_XDP tx ring behind a
+    /// full NIC queue, which only a later kick empties). The caller waits a little and asks
+    /// again: a socket's rings are purged uncounted when it closes.
+    pub fn flush_outputs(&mut self) -> bool {
+        let mut holding = false;
+        for iface in &mut self.devs.ifs {
+            iface.dev.flush();
+            holding |= iface.dev.tx_room() == 0;
+        }
+        holding
+    }
+
     /// Runs every piece of accounted work due now (levels 1 to 6), as in a test that
     /// hands the dataplane some frames; returns the work done.
     pub fn run_accounted(&mut self, now: u64) -> Work {

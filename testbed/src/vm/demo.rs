@@ -25,6 +25,7 @@ use serde::Serialize;
 use super::guest::{self, NetDevCounters, ETH0_RX_IRQ};
 use crate::demo::DemoArgs;
 use crate::ledger::{Ledger, PathCounters, Sent, StreamPath};
+use crate::share::{ShareRow, ShareTrial};
 use crate::{counters, IfCounters, Layout, PolldSetup, Role, Testbed, TestbedError};
 
 /// Seconds of load before each window.
@@ -155,18 +156,20 @@ pub fn run(
         knobs.push(("kern.polling.hz", TCG_HZ));
     }
     let gen = polld;
-    let competitor: u32 = guest::sh(
-        prefix,
-        "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!",
-        "",
-    )?
-    .trim()
-    .parse()
-    .map_err(|_| failed("starting the competitor in the guest".into()))?;
+    let competitor = start_competitor(prefix)?;
     let measured = (|| {
         let mut rows = Vec::new();
         let row = |mode: &str, knobs: &[(&str, &str)], rate: Option<f64>| {
-            measure(layout, gen, mode, knobs, rate, args.duration, competitor)
+            let (load, rate) = match rate {
+                Some(r) => ("half", format!("{}", r.max(1.0).round())),
+                None => ("flood", "unlimited".to_string()),
+            };
+            let window = (WARM_UP, args.duration);
+            let row = measure(layout, gen, mode, knobs, &rate, window, Some(competitor))?;
+            Ok::<_, TestbedError>(VmRow {
+                load: load.to_string(),
+                ..row
+            })
         };
         for mode in ["interrupt", "polling"] {
             let _ = writeln!(
@@ -232,6 +235,61 @@ pub fn run(
     Ok(())
 }
 
+/// A CPU-bound competitor in the guest; its pid.
+fn start_competitor(prefix: &str) -> Result<u32, TestbedError> {
+    guest::sh(
+        prefix,
+        "sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!",
+        "",
+    )?
+    .trim()
+    .parse()
+    .map_err(|_| failed("starting the competitor in the guest".into()))
+}
+
+/// A trial of `polld bench` ([`ShareTrial`]) on the guest testbed `tb`: a polld of its own
+/// in the guest in the trial's mode, at its `user_frac` (at [`TCG_HZ`] under software
+/// emulation) with its knobs, `gen_polld gen` at its rate from gen, and a competitor in
+/// the guest if it asks for one; the row as the TAP trials give it, with the NIC's
+/// receive interrupts per second as its interrupts. A row whose polld's counters or
+/// ledger do not add up is an error.
+pub fn trial(tb: &Testbed, gen_polld: &Path, trial: &ShareTrial) -> Result<ShareRow, TestbedError> {
+    let layout = tb.layout();
+    let rate = trial
+        .rate
+        .ok_or_else(|| failed("a trial in the guest needs polld gen's traffic".into()))?;
+    let user_frac = trial.user_frac.to_string();
+    let mut knobs = vec![("kern.polling.user_frac", user_frac.as_str())];
+    if tb.report().guest.as_ref().is_some_and(|g| g.accel == "tcg") {
+        knobs.push(("kern.polling.hz", TCG_HZ));
+    }
+    knobs.extend(trial.knobs.iter().copied());
+    let competitor = match trial.competitor {
+        true => Some(start_competitor(&layout.prefix)?),
+        false => None,
+    };
+    let window = (trial.warm_up, trial.window);
+    let row = measure(
+        layout, gen_polld, trial.mode, &knobs, rate, window, competitor,
+    );
+    if let Some(pid) = competitor {
+        let _ = guest::sh(&layout.prefix, &format!("kill {pid}"), "");
+    }
+    let row = row?;
+    Ok(ShareRow {
+        mode: trial.mode.to_string(),
+        user_frac: trial.user_frac,
+        offered_pps: row.offered_pps,
+        delivered_pps: row.delivered_pps,
+        interrupts_per_sec: row.device_interrupts_per_s,
+        polld_cpu_percent: row.polld_cpu_percent,
+        competitor_percent: row.competitor_percent,
+        drops: Vec::new(),
+        ledger: Some(row.ledger),
+        conserved: true,
+    })
+}
+
 /// polld in the guest on eth0 and eth1 in `mode` with `knobs`; its pid.
 fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u32, TestbedError> {
     guest::start_polld(
@@ -247,35 +305,33 @@ fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u3
     )
 }
 
-/// One row: a polld of its own in `mode` with `knobs`, `gen_polld gen` at `rate`
-/// (unlimited when none) for warm-up + window + the end, the window sampled in the guest
-/// beside the `competitor`; then the frames on the way let through and the row's ledger
-/// booked from polld's final counters.
+/// One row: a polld of its own in `mode` with `knobs`, `gen_polld gen --rate rate` for
+/// warm-up + window + the end (`window`: the warm-up and the window, s), the window
+/// sampled in the guest beside the `competitor` if there is one; then the frames on the
+/// way let through and the row's ledger booked from polld's final counters. Its `load`
+/// is the caller's to name.
 fn measure(
     layout: &Layout,
     gen_polld: &Path,
     mode: &str,
     knobs: &[(&str, &str)],
-    rate: Option<f64>,
-    window: f64,
-    competitor: u32,
+    rate: &str,
+    (warm_up, window): (f64, f64),
+    competitor: Option<u32>,
 ) -> Result<VmRow, TestbedError> {
     let prefix = &layout.prefix;
     let polld = start_polld(layout, mode, knobs)?;
     let measured = (|| {
         let start = path_counters(layout)?;
-        let rate_arg = rate.map_or("unlimited".to_string(), |r| {
-            format!("{}", r.max(1.0).round())
-        });
-        let gen = guest::gen_through_guest(gen_polld, layout, &rate_arg)
-            .args(["--duration", &(WARM_UP + window + 3.0).to_string()])
+        let gen = guest::gen_through_guest(gen_polld, layout, rate)
+            .args(["--duration", &(warm_up + window + 3.0).to_string()])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| failed(format!("starting polld gen: {e}")))?;
         let sampled = (|| {
-            std::thread::sleep(Duration::from_secs_f64(WARM_UP));
-            let pids = [polld, competitor];
+            std::thread::sleep(Duration::from_secs_f64(warm_up));
+            let pids: Vec<u32> = [Some(polld), competitor].into_iter().flatten().collect();
             let (tap1_ns, tap1) = (&layout.veth3.ns, &layout.veth3.name);
             let (host_before, sink_before) = (Instant::now(), counters(tap1_ns, tap1)?.rx_packets);
             let (before, after) = guest::window(prefix, ETH0_RX_IRQ, &pids, window)?;
@@ -296,12 +352,14 @@ fn measure(
         let sampled = sampled?;
         let summary = crate::demo::last_json(&String::from_utf8_lossy(&output.stdout))
             .ok_or_else(|| failed("polld gen printed no summary".into()))?;
-        let grew = drained(layout, &start)?;
-        Ok::<_, TestbedError>((sampled, summary, grew))
+        settled(layout, &start, true)?;
+        Ok::<_, TestbedError>((sampled, summary, start))
     })();
     let report = guest::stop_polld(prefix, polld);
-    let ((before, after, delivered_pps, in_budget, rx_work), summary, grew) = measured?;
+    let ((before, after, delivered_pps, in_budget, rx_work), summary, start) = measured?;
     let report = report?;
+    // polld flushed its outputs as it stopped: what its NICs' queues held went out then.
+    let grew = settled(layout, &start, false)?;
     if !crate::share::conserved(&report) {
         return Err(failed(format!(
             "polld's counters in the guest do not add up ({mode}): {report}"
@@ -322,10 +380,14 @@ fn measure(
         .as_f64()
         .ok_or_else(|| failed(format!("polld gen's summary has no pps: {summary}")))?;
     let guest_s = after.uptime - before.uptime;
-    let percent = |i: usize| (after.ticks[i] - before.ticks[i]) as f64 / guest_s; // 100 ticks/s
+    // 100 ticks/s; no competitor: 0.
+    let percent = |i: usize| match (after.ticks.get(i), before.ticks.get(i)) {
+        (Some(a), Some(b)) => (a - b) as f64 / guest_s,
+        _ => 0.0,
+    };
     Ok(VmRow {
         mode: mode.to_string(),
-        load: if rate.is_some() { "half" } else { "flood" }.to_string(),
+        load: String::new(),
         offered_pps,
         delivered_pps,
         device_interrupts_per_s: (after.interrupts - before.interrupts) as f64 / guest_s,
@@ -355,18 +417,49 @@ fn path_counters(layout: &Layout) -> Result<PathCounters, TestbedError> {
 }
 
 /// After gen stopped: the counters' growth since `start` once no counter on the path
-/// has moved between two readings (the host's TAP queue, the guest's rings and polld's
-/// socket drained), or after [`DRAIN_S`]; what is still on the way then shows as
-/// unaccounted. polld must outlive it: its socket's ring is purged uncounted when it
-/// closes.
-fn drained(layout: &Layout, start: &PathCounters) -> Result<PathCounters, TestbedError> {
+/// moved between two readings (the host's TAP queue, the guest's rings and polld's output
+/// drained) and, while polld `runs`, it has taken every frame eth0's driver handed up (its
+/// `rx_packets` and drops before rx reach eth0's `rx_packets`: a frame still in its
+/// socket's ring moves no counter, and is purged uncounted when polld closes it); or
+/// after [`DRAIN_S`], when what is still on the way shows as unaccounted.
+fn settled(
+    layout: &Layout,
+    start: &PathCounters,
+    runs: bool,
+) -> Result<PathCounters, TestbedError> {
     let deadline = Instant::now() + Duration::from_secs_f64(DRAIN_S);
+    let input = &layout.veth1.name;
+    let polld_took = || -> Result<(u64, u64), TestbedError> {
+        let text = guest::sh(
+            &layout.prefix,
+            &format!("polld ctl --socket {} dev.{input}", guest::POLLD_SOCKET),
+            "",
+        )?;
+        let value = |leaf: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("dev.{input}.{leaf}: ")))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let before_rx: u64 = polld_core::DropReason::before_rx_reasons()
+            .map(|r| value(&format!("drops.{}", r.name())))
+            .sum();
+        Ok((value("rx_packets"), before_rx))
+    };
     let mut last = path_counters(layout)?;
     loop {
         std::thread::sleep(Duration::from_millis(300));
         let next = path_counters(layout)?;
-        if next == last || Instant::now() > deadline {
-            return Ok(next.since(start));
+        let grew = next.since(start);
+        // eth0 drops in rx_dropped what polld's socket had no room for, and counts
+        // (here as on veth) every frame it took off its ring in rx_packets.
+        let taken = !runs || {
+            let (rx, before_rx) = polld_took()?;
+            let unseen = grew.fwd_in.rx_dropped.saturating_sub(before_rx);
+            rx + before_rx >= grew.fwd_in.rx_packets.saturating_sub(unseen)
+        };
+        if (taken && next == last) || Instant::now() > deadline {
+            return Ok(grew);
         }
         last = next;
     }
