@@ -200,12 +200,12 @@ sysctl_struct! {
         /// Time controller: moving average of the cost of one packet, in nanoseconds.
         ns_per_packet: u64 = 0, NS_PER_PACKET: Gauge
             "Time controller: average cost of one packet in ns (polld)";
-        /// Time controller: moving average of the poll thread's CPU time per tick beyond the
-        /// cycle budget it was given (its wakeup, the timer read, work outside the cycles,
-        /// the cycles' overrun of their budget), as the executor measures the thread's CPU;
-        /// the cycle's time budget leaves it out of the share.
+        /// Time controller: moving average of the poll thread's CPU time per tick beyond its
+        /// cycles' time, the cycles counted up to their budget (its wakeup, the timer read,
+        /// work outside the cycles, the cycles' overrun of their budget), as the executor
+        /// measures the thread's CPU; the cycle's time budget leaves it out of the share.
         tick_overhead_ns: u64 = 0, TICK_OVERHEAD_NS: Gauge
-            "Time controller: poll thread CPU per tick beyond the cycle budget, ns (polld)";
+            "Time controller: poll thread CPU per tick beyond its cycles, ns (polld)";
         /// Time spent in poll cycles, from the first chunk to the close, as the controller
         /// measures them: beside the thread's CPU time (`polld.thread_cpu_ns`), what the
         /// thread spent outside them.
@@ -613,7 +613,7 @@ impl Poller {
     }
 
     /// The time controller's budget for a cycle: the devices' share of a tick less what the
-    /// poll thread took per tick beyond the budget (its own cost per tick, work outside the
+    /// poll thread took per tick beyond its cycles (its own cost per tick, work outside the
     /// cycles, the cycles' overrun), for that is CPU the devices' work takes from the
     /// user's share too; a tenth of the share at least, so that polling goes on however
     /// dear its ticks are.

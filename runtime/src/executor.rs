@@ -53,8 +53,8 @@
 //! not overrun ([`WaitedTicks`], `kern.polling.waited_polls`): their cycles skip the
 //! overrun back-off. The thread's CPU per tick, busy and idle polling left out, with the
 //! run time of its CPU's `ksoftirqd` while an interface is on a driver ([`TickCpu`],
-//! [`SoftirqThread`]), is passed on at
-//! each tick read; the time controller leaves what it took beyond the cycle budget (the
+//! [`SoftirqThread`]), is passed on at each tick read; the time controller leaves what it
+//! took beyond its cycles (the
 //! thread's wakeup, the timer and epoll calls, control and status rounds, work outside the
 //! cycles, the interrupts the kernel charges it for, the devices' softirq work left to
 //! `ksoftirqd`) out of the next budgets (`kern.polling.tick_overhead_ns`).

@@ -97,8 +97,8 @@ impl WaitedTicks {
 
 /// The poll thread's CPU time between two tick reads: the thread's CPU clock less the time
 /// it spun in busy and idle polling (which no cycle budget meters).
-/// The time controller holds it to the devices' share: what it takes beyond the cycle
-/// budget (the thread's wakeups, the timer and epoll calls, control requests and status
+/// The time controller holds it to the devices' share: what it takes beyond its cycles
+/// (the thread's wakeups, the timer and epoll calls, control requests and status
 /// rounds, work outside the cycles, what the kernel charges the thread for the
 /// interrupts it takes while it runs) is left out of the next budgets
 /// ([`polld_core::Poller::note_tick_cpu`]).

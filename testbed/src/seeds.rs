@@ -188,10 +188,11 @@ const QUICK: Timing = Timing {
     tcp_secs: 1,
 };
 
-/// In a guest under software emulation, which forwards about a hundredth of what the host
-/// does: steps around its knees (interrupts between 4k and 10k, polling at half the
-/// vCPU between 2k and 5k), a window long enough for the guest's slower clock of
-/// events, and one more second of warm-up for its polld to start polling.
+/// In a guest under software emulation, which forwards about a thirtieth of what the host
+/// does: steps up to its knees (interrupt mode carried 10k and about 10k flooded, polling
+/// at user_frac 10 carried 6k and about 8k at 10k: docs/results/seeds-vm.md), a longer
+/// window for the guest's slower clock of events, and a second of warm-up for its polld to
+/// find its NAPI id and start busy polling.
 const FULL_VM: Timing = Timing {
     warm_up: 1.0,
     window: 3.0,

@@ -88,6 +88,20 @@ pub fn net_dev(prefix: &str, iface: &str) -> Result<NetDevCounters, TestbedError
     })
 }
 
+/// The pid of the guest's `ksoftirqd/0`, the thread its one vCPU's deferred softirqs run in.
+pub fn ksoftirqd_pid(prefix: &str) -> Result<u32, TestbedError> {
+    let text = sh(
+        prefix,
+        "grep -lx ksoftirqd/0 /proc/[0-9]*/comm 2>/dev/null; true",
+        "",
+    )?;
+    text.trim()
+        .strip_prefix("/proc/")
+        .and_then(|rest| rest.strip_suffix("/comm"))
+        .and_then(|pid| pid.parse().ok())
+        .ok_or_else(|| failed(format!("no ksoftirqd/0 in the guest: {text:?}")))
+}
+
 /// Starts `polld run --json` in the guest on eth0 and eth1 (`setup.socket` is
 /// [`POLLD_SOCKET`] whatever it says), its output in /tmp/polld.out and /tmp/polld.err;
 /// returns its pid once its control socket exists.
