@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use polld_testbed::share::conserved;
+use polld_testbed::vm::guest::DeviceWork;
 use polld_testbed::vm::{self, guest, image};
 use polld_testbed::{counters, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions};
 use serde_json::Value;
@@ -127,6 +128,19 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
         guest(&prefix, "polld --version"),
         String::from_utf8_lossy(&host_version.stdout)
     );
+
+    // The guest's device work goes to interrupt priority and back to Linux's default.
+    let softirq = guest::ksoftirqd_pid(&prefix).unwrap();
+    let policy = || guest(&prefix, &format!("chrt -p {softirq}"));
+    guest::set_device_work(&prefix, DeviceWork::InterruptPriority).unwrap();
+    let fifo = policy();
+    assert!(
+        fifo.contains("SCHED_FIFO") && fifo.contains(&format!(": {}", guest::INTERRUPT_PRIORITY)),
+        "{fifo}"
+    );
+    guest::set_device_work(&prefix, DeviceWork::Fair).unwrap();
+    let fair = policy();
+    assert!(fair.contains("SCHED_OTHER"), "{fair}");
 
     // polld in the guest, on eth0 and eth1, as fwd on the other testbeds.
     let polld = guest::start_polld(

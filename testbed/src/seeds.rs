@@ -24,7 +24,8 @@
 //! `--devices vm` runs the curve and the share steps on the VM testbed instead: polld in a
 //! qemu guest between two virtio-net NICs, a polld of its own for each trial, `polld gen`
 //! in the host's gen namespace, the competitor on the guest's vCPU, the loads scaled to
-//! what the guest forwards ([`crate::vm::demo::trial`]).
+//! what the guest forwards, the guest's device work (`ksoftirqd/0`) at interrupt
+//! priority as FreeBSD's ([`crate::vm::demo::trial`]).
 //!
 //! Every trial checks conservation on every interface from polld's final counters; the
 //! bench fails if one does not hold. The figures go to `--out` as SVG ([`crate::plot`]).
@@ -857,8 +858,11 @@ pub fn run_seeds(
         |tb, dir, cpus, progress| {
             let testbed = match &tb.report().guest {
                 Some(g) => format!(
-                    "VM testbed: polld in a qemu guest ({}, kernel {}, 1 vCPU) between two virtio-net NICs, polld gen in the host's gen namespace",
-                    g.accel, g.kernel
+                    "VM testbed: polld in a qemu guest ({}, kernel {}, 1 vCPU) between two virtio-net NICs, polld gen in the host's gen namespace; the guest's ksoftirqd/0 at {} (SCHED_FIFO {}, above polld)",
+                    g.accel,
+                    g.kernel,
+                    crate::vm::guest::DeviceWork::InterruptPriority.name(),
+                    crate::vm::guest::INTERRUPT_PRIORITY
                 ),
                 None => format!(
                     "TAP testbed: polld realtime on CPU{}, polld gen on CPU{}",
@@ -1349,19 +1353,30 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
     }
     if !report.share.is_empty() {
         let _ = writeln!(out, "\nThe promise: a CPU-bound competitor on polld's CPU under a flood (seed 000: user_frac is the CPU share left to userland)");
+        // In the guest: its ksoftirqd/0, the device work beside polld's.
+        let softirq = report.share.iter().any(|r| r.ksoftirqd_percent.is_some());
         let _ = writeln!(
             out,
-            "{:<22} {:>11} {:>12} {:>10} {:>11}",
-            "polld mode", "offered/s", "delivered/s", "polld CPU", "competitor"
+            "{:<22} {:>11} {:>12} {:>10} {:>11}{}",
+            "polld mode",
+            "offered/s",
+            "delivered/s",
+            "polld CPU",
+            "competitor",
+            if softirq { "  ksoftirqd" } else { "" }
         );
         for r in &report.share {
             let label = match r.mode.as_str() {
                 "polling" => format!("polling, user_frac {}", r.user_frac),
                 other => other.to_string(),
             };
+            let ksoftirqd = match r.ksoftirqd_percent {
+                Some(p) if softirq => format!(" {p:>9.1}%"),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%",
+                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%{ksoftirqd}",
                 label, r.offered_pps, r.delivered_pps, r.polld_cpu_percent, r.competitor_percent
             );
         }
@@ -1388,6 +1403,7 @@ mod tests {
             interrupts_per_sec: 0.0,
             polld_cpu_percent: 50.0,
             competitor_percent: 0.0,
+            ksoftirqd_percent: None,
             drops: vec![],
             ledger: None,
             conserved: true,

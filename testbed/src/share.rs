@@ -116,6 +116,9 @@ pub struct ShareRow {
     pub polld_cpu_percent: f64,
     /// The competitor, percent of the fwd CPU over the window (0 without one).
     pub competitor_percent: f64,
+    /// In the guest, its `ksoftirqd/0`: the device work the kernel left over from its
+    /// interrupts, percent of the vCPU (`None` on TAP, where no driver works).
+    pub ksoftirqd_percent: Option<f64>,
     /// tap0's drops over the window, by reason (rx_ring_full: the TAP's queue was full
     /// and the kernel dropped on gen's CPU).
     pub drops: Vec<(String, u64)>,
@@ -401,6 +404,7 @@ impl<'a> TrialRun<'a> {
             interrupts_per_sec: delta(&format!("dev.{tap0}.interrupts")),
             polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
             competitor_percent: percent(before.competitor_ns, after.competitor_ns),
+            ksoftirqd_percent: None,
             drops,
             conserved: conserved(&interfaces) && ledger.as_ref().is_none_or(Ledger::balanced),
             ledger,

@@ -102,6 +102,50 @@ pub fn ksoftirqd_pid(prefix: &str) -> Result<u32, TestbedError> {
         .ok_or_else(|| failed(format!("no ksoftirqd/0 in the guest: {text:?}")))
 }
 
+/// Where the guest runs the device work its interrupts leave over (`ksoftirqd/0`: NAPI's
+/// receive under load, transmit completions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceWork {
+    /// Above every thread, polld's poll thread (`SCHED_FIFO` 50) included: `ksoftirqd/0`
+    /// at `SCHED_FIFO` [`INTERRUPT_PRIORITY`], as FreeBSD runs its interrupt handlers and as Linux runs
+    /// softirqs on the way out of an interrupt. The seeds' interrupt mode.
+    InterruptPriority,
+    /// Linux's default: `ksoftirqd/0` at `SCHED_OTHER`, where CFS gives it a fair share
+    /// beside the other runnable threads. This is how NAPI keeps a flood from starving
+    /// everything else.
+    Fair,
+}
+
+impl DeviceWork {
+    /// How the tables name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceWork::InterruptPriority => "interrupt priority",
+            DeviceWork::Fair => "fair share (Linux default)",
+        }
+    }
+}
+
+/// `ksoftirqd/0`'s `SCHED_FIFO` priority at [`DeviceWork::InterruptPriority`]: one above
+/// polld's poll thread.
+pub const INTERRUPT_PRIORITY: u32 = 51;
+
+/// Runs the guest's `ksoftirqd/0` as `work` says, with the guest's `chrt`.
+pub fn set_device_work(prefix: &str, work: DeviceWork) -> Result<(), TestbedError> {
+    let pid = ksoftirqd_pid(prefix)?;
+    let policy = match work {
+        DeviceWork::InterruptPriority => format!("-f -p {INTERRUPT_PRIORITY}"),
+        DeviceWork::Fair => "-o -p 0".to_string(),
+    };
+    sh(
+        prefix,
+        &format!("{} {policy} {pid}", super::image::CHRT),
+        "",
+    )
+    .map(drop)
+}
+
 /// Starts `polld run --json` in the guest on eth0 and eth1 (`setup.socket` is
 /// [`POLLD_SOCKET`] whatever it says), its output in /tmp/polld.out and /tmp/polld.err;
 /// returns its pid once its control socket exists.
@@ -219,11 +263,29 @@ pub struct Sample {
     /// The guest's uptime, s.
     pub uptime: f64,
     pub interrupts: u64,
-    /// Each task's user + system time, in clock ticks (USER_HZ, 100 a second).
-    pub ticks: Vec<u64>,
+    /// Each task's CPU time.
+    pub ticks: Vec<TaskTicks>,
     /// The time the vCPU idled, s (`/proc/uptime`'s second field: measured, not sampled
     /// at ticks, which a guest under software emulation misses).
     pub idle: f64,
+}
+
+/// A task's CPU time in clock ticks (USER_HZ, 100 a second), from its `/proc/PID/stat`.
+///
+/// The 6.1 guest accounts time at its ticks, without IRQ_TIME_ACCOUNTING: a tick that
+/// comes upon an interrupt or a softirq run on the way out of one counts as system time of
+/// whichever task was running. A task that makes no system calls (the competitor, a shell
+/// loop) got only its user time; its system time is the device work that ran on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskTicks {
+    pub user: u64,
+    pub system: u64,
+}
+
+impl TaskTicks {
+    pub fn total(self) -> u64 {
+        self.user + self.system
+    }
 }
 
 /// Samples the guest with one command: its uptime, interrupt `irq` and the CPU times of
@@ -291,12 +353,15 @@ fn parse_sample(text: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedEr
     })
 }
 
-/// utime + stime of a `/proc/PID/stat` line (fields 14 and 15, after the command name).
-fn stat_ticks(line: &str) -> Option<u64> {
+/// utime and stime of a `/proc/PID/stat` line (fields 14 and 15, after the command name).
+fn stat_ticks(line: &str) -> Option<TaskTicks> {
     let rest = &line[line.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3 (state): utime is field 14, stime 15.
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    Some(TaskTicks {
+        user: fields.get(11)?.parse().ok()?,
+        system: fields.get(12)?.parse().ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -312,8 +377,9 @@ mod tests {
     }
 
     #[test]
-    fn a_stat_line_gives_user_plus_system_ticks_even_with_spaces_in_the_name() {
+    fn a_stat_line_gives_user_and_system_ticks_even_with_spaces_in_the_name() {
         let line = "132 (polld run) S 1 132 0 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 2 0 900";
-        assert_eq!(stat_ticks(line), Some(325));
+        let ticks = stat_ticks(line).unwrap();
+        assert_eq!((ticks.user, ticks.system, ticks.total()), (250, 75, 325));
     }
 }

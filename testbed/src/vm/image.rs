@@ -1,6 +1,7 @@
 //! The guest's boot files: a Debian kernel (`linux-image-*-cloud-amd64`) and an
-//! initramfs made of busybox (`busybox-static`), the virtio modules of that kernel, and a
-//! polld binary with the shared libraries `ldd` names, at their host paths.
+//! initramfs made of busybox (`busybox-static`), the virtio modules of that kernel, a
+//! polld binary and the host's `chrt` (util-linux; busybox has none), with the shared
+//! libraries `ldd` names, at their host paths.
 //!
 //! The initramfs is an uncompressed `newc` cpio (the kernel unpacks it without a
 //! decompressor, which under software emulation is the fastest way in). It is cached in
@@ -26,6 +27,10 @@ pub const CACHE_DIR: &str = "/var/cache/polld/vm";
 
 /// Where polld is in the guest (on its PATH).
 pub const GUEST_POLLD: &str = "/usr/bin/polld";
+
+/// The host's `chrt`, copied to the same path in the guest: the host sets the guest's
+/// `ksoftirqd` policy with it (`guest::set_device_work`).
+pub const CHRT: &str = "/usr/bin/chrt";
 
 /// The kernel modules the guest needs: virtio-pci for the devices, virtio-net for eth0 and
 /// eth1, virtio-console for the agent's port. They are loaded with what they depend on
@@ -258,7 +263,17 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
             polld.display()
         ))
     })?;
-    let libs = libraries(polld)?;
+    let chrt = Path::new(CHRT);
+    if !chrt.is_file() {
+        return Err(TestbedError::MissingTool {
+            program: "chrt".into(),
+            package: "util-linux".into(),
+        });
+    }
+    let mut libs = libraries(polld)?;
+    libs.extend(libraries(chrt)?);
+    libs.sort();
+    libs.dedup();
     let modules = module_files(&kernel, &MODULES)?;
     let names: Vec<String> = modules.iter().map(|m| module_name(m)).collect();
     let init = init_script(&names);
@@ -268,11 +283,11 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
     key.add(&polld_bytes);
     key.add(kernel.release.as_bytes());
     key.add(init.as_bytes());
-    for path in libs
-        .iter()
-        .chain(&modules)
-        .chain([&kernel.image, &busybox.to_path_buf()])
-    {
+    for path in libs.iter().chain(&modules).chain([
+        &kernel.image,
+        &busybox.to_path_buf(),
+        &chrt.to_path_buf(),
+    ]) {
         key.add(path.to_string_lossy().as_bytes());
         if let Ok(meta) = fs::metadata(path) {
             key.add(&meta.len().to_le_bytes());
@@ -311,6 +326,7 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
     cpio.file("init", 0o755, init.as_bytes());
     cpio.file("bin/busybox", 0o755, &read(busybox)?);
     cpio.file(GUEST_POLLD.trim_start_matches('/'), 0o755, &polld_bytes);
+    cpio.file(CHRT.trim_start_matches('/'), 0o755, &read(chrt)?);
     for lib in &libs {
         let inside = lib.to_string_lossy().trim_start_matches('/').to_string();
         cpio.parents(&inside);
