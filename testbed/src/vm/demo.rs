@@ -196,30 +196,25 @@ pub fn run(
                 ..row
             })
         };
-        let floods = [
-            ("interrupt", DeviceWork::InterruptPriority),
-            ("interrupt", DeviceWork::Fair),
-            ("polling", DeviceWork::InterruptPriority),
-        ];
-        for (mode, work) in floods {
-            let _ = writeln!(
+        let say = |out: &mut dyn Write, what: String| {
+            let _ = writeln!(out, "polld demo: {what}; measuring {} s ...", args.duration);
+        };
+        // Interrupt mode's rows first: under software emulation an interrupt-mode polld
+        // started after a polling one, the device work at interrupt priority, at times
+        // received next to nothing for seconds.
+        for work in [DeviceWork::InterruptPriority, DeviceWork::Fair] {
+            say(
                 out,
-                "polld demo: {mode} mode under a flood from gen, the device work at {}; measuring {} s ...",
-                work.name(),
-                args.duration
+                format!(
+                    "interrupt mode under a flood from gen, the device work at {}",
+                    work.name()
+                ),
             );
-            rows.push(row(mode, &knobs, None, work)?);
+            rows.push(row("interrupt", &knobs, None, work)?);
         }
-        // Seed 001's screen at what interrupt mode forwards when the kernel keeps the
-        // device work to a fair share (at interrupt priority it forwards next to nothing
-        // under the flood), and the kernel's default: at interrupt priority this load has
-        // two steady states under software emulation, one with a tenth of the other's
-        // interrupts, and which one a row finds depends on the rows before it.
+        // Half of what interrupt mode forwards when the kernel keeps the device work to a
+        // fair share (at interrupt priority it forwards next to nothing under the flood).
         let half = rows[1].delivered_pps / 2.0;
-        for mode in ["interrupt", "polling"] {
-            let _ = writeln!(out, "polld demo: {mode} mode at {half:.0} frames/s (half of what interrupt mode delivered with the device work at a fair share); measuring {} s ...", args.duration);
-            rows.push(row(mode, &knobs, Some(half), DeviceWork::Fair)?);
-        }
         // Seed 000 on the driver: interrupt mode with the IP input queue between the
         // interrupt and the forwarding, at half load and flooded.
         let seed000: Vec<(&str, &str)> = knobs
@@ -230,10 +225,9 @@ pub fn run(
         let mut livelock = Vec::new();
         for rate in [Some(half), None] {
             let what = rate.map_or("a flood".to_string(), |r| format!("{r:.0} frames/s"));
-            let _ = writeln!(
+            say(
                 out,
-                "polld demo: interrupt mode without fastforwarding at {what}; measuring {} s ...",
-                args.duration
+                format!("interrupt mode without fastforwarding at {what}"),
             );
             livelock.push(row(
                 "interrupt",
@@ -242,6 +236,18 @@ pub fn run(
                 DeviceWork::InterruptPriority,
             )?);
         }
+        // Seed 001's screen, at the kernel's default: at interrupt priority this load has
+        // two steady states under software emulation, one with a tenth of the other's
+        // interrupts, and which one a row finds depends on the rows before it.
+        say(out, format!("interrupt mode at {half:.0} frames/s (half of what it delivered with the device work at a fair share)"));
+        rows.push(row("interrupt", &knobs, Some(half), DeviceWork::Fair)?);
+        say(
+            out,
+            "polling mode under a flood from gen, the device work at interrupt priority".into(),
+        );
+        rows.push(row("polling", &knobs, None, DeviceWork::InterruptPriority)?);
+        say(out, format!("polling mode at {half:.0} frames/s"));
+        rows.push(row("polling", &knobs, Some(half), DeviceWork::Fair)?);
         Ok::<_, TestbedError>((rows, livelock))
     })();
     let _ = guest::sh(prefix, &format!("kill {competitor}"), "");
