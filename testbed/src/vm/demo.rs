@@ -444,10 +444,11 @@ fn measure(
         .as_f64()
         .ok_or_else(|| failed(format!("polld gen's summary has no pps: {summary}")))?;
     let guest_s = after.uptime - before.uptime;
-    // 100 ticks/s; no competitor: 0.
+    // Shares of the ticks the vCPU accounted (Sample::cpu_ticks); no competitor: 0.
+    let cpu_ticks = after.cpu_ticks.saturating_sub(before.cpu_ticks).max(1) as f64;
     let percent =
         |i: usize, of: fn(TaskTicks) -> u64| match (after.ticks.get(i), before.ticks.get(i)) {
-            (Some(&a), Some(&b)) => of(a).saturating_sub(of(b)) as f64 / guest_s,
+            (Some(&a), Some(&b)) => 100.0 * of(a).saturating_sub(of(b)) as f64 / cpu_ticks,
             _ => 0.0,
         };
     Ok(VmRow {
