@@ -34,7 +34,9 @@ use crate::{
 #[derive(clap::Args, Debug, Clone)]
 pub struct DemoArgs {
     /// The testbed: TAPs only polld joins (the competitor demo), veth pairs, or a qemu
-    /// guest with virtio-net NICs and polld inside (the competitor demo on a driver).
+    /// guest with virtio-net NICs and polld inside (the competitor demo on a driver, the
+    /// guest's device work at interrupt priority, or at Linux's fair share in the rows
+    /// marked "fair").
     #[arg(long, value_enum, default_value_t = Devices::Tap)]
     pub devices: Devices,
     /// `kern.polling.user_frac` of the polling run on TAP.
