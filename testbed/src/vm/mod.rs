@@ -87,9 +87,6 @@ impl Default for VmOptions {
     }
 }
 
-/// The guest NICs' receive ring, descriptors (qemu's `rx_queue_size`, at most 1,024).
-pub const RX_RING: u32 = 1024;
-
 /// A running guest, as `up` recorded it in `guest.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuestState {
@@ -307,11 +304,7 @@ fn start_qemu(
         "-append".into(),
         "console=ttyS0 panic=-1 net.ifnames=0 rdinit=/init".into(),
     ];
-    // The NICs first, so that they are virtio0 (eth0) and virtio1 (eth1). Receive rings
-    // of RX_RING descriptors, as NICs have; at virtio-net's default of 256, qemu under
-    // software emulation filled them more slowly than the guest emptied them, and under
-    // a flood the device work at interrupt priority left the competitor 9-52 % of the
-    // vCPU between the refills (4 % with 1,024).
+    // The NICs first, so that they are virtio0 (eth0) and virtio1 (eth1).
     for (i, (tap, iface)) in state
         .host_taps
         .iter()
@@ -321,10 +314,7 @@ fn start_qemu(
         args.push("-netdev".into());
         args.push(format!("tap,id=n{i},ifname={tap},script=no,downscript=no"));
         args.push("-device".into());
-        args.push(format!(
-            "virtio-net-pci,netdev=n{i},mac={},rx_queue_size={RX_RING}",
-            iface.mac
-        ));
+        args.push(format!("virtio-net-pci,netdev=n{i},mac={}", iface.mac));
     }
     args.extend(
         [
