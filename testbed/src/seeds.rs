@@ -913,6 +913,14 @@ pub fn run_seeds(
 }
 
 impl SeedsReport {
+    /// Whether its trials ran in the guest: their rows carry its `ksoftirqd/0`.
+    fn in_guest(&self) -> bool {
+        let curve = self.curve.iter().flat_map(|s| &s.points);
+        curve
+            .chain(&self.share)
+            .any(|r| r.ksoftirqd_percent.is_some())
+    }
+
     /// The bench's verdict, once its report is printed (and its results page written): an
     /// error when the livelock did not reproduce or a trial's counters did not add up.
     pub fn verdict(&self) -> Result<(), TestbedError> {
@@ -1139,13 +1147,19 @@ fn write_plots(report: &SeedsReport, dir: &Path) -> Result<Vec<PathBuf>, Testbed
                 series: series(|p| p.delivered_pps / 1e3),
             },
         ));
+        // In the guest the device work is polld's and its ksoftirqd's.
+        let in_guest = report.in_guest();
         charts.push((
             "livelock-cpu.svg",
             LineChart {
                 title: "polld's CPU against offered load".into(),
                 x_label: "offered (kpps, polld gen)".into(),
-                y_label: "polld poll thread (% of its CPU)".into(),
-                series: series(|p| p.polld_cpu_percent),
+                y_label: match in_guest {
+                    true => "polld and the guest's ksoftirqd (% of the vCPU)",
+                    false => "polld poll thread (% of its CPU)",
+                }
+                .into(),
+                series: series(|p| p.polld_cpu_percent + p.ksoftirqd_percent.unwrap_or(0.0)),
             },
         ));
     }
@@ -1248,10 +1262,16 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
                 "Each point is the trial with the median delivered rate of its rounds (rounds: every trial's delivered, thousands/s, in the order they ran)."
             );
         }
+        let softirq = report.in_guest();
         let _ = writeln!(
             out,
-            "{:<30} {:>11} {:>12} {:>10} {:>13}  rounds",
-            "configuration", "offered/s", "delivered/s", "polld CPU", "interrupts/s"
+            "{:<30} {:>11} {:>12} {:>10}{} {:>13}  rounds",
+            "configuration",
+            "offered/s",
+            "delivered/s",
+            "polld CPU",
+            ksoftirqd_heading(softirq),
+            "interrupts/s"
         );
         for s in &report.curve {
             for (p, rounds) in s.points.iter().zip(&s.rounds) {
@@ -1259,11 +1279,12 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
                     rounds.iter().map(|d| format!("{:.0}", d / 1e3)).collect();
                 let _ = writeln!(
                     out,
-                    "{:<30} {:>11.0} {:>12.0} {:>9.1}% {:>13.0}  {}",
+                    "{:<30} {:>11.0} {:>12.0} {:>9.1}%{} {:>13.0}  {}",
                     s.name,
                     p.offered_pps,
                     p.delivered_pps,
                     p.polld_cpu_percent,
+                    ksoftirqd_cell(p, softirq),
                     p.interrupts_per_sec,
                     rounds.join("/")
                 );
@@ -1353,8 +1374,7 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
     }
     if !report.share.is_empty() {
         let _ = writeln!(out, "\nThe promise: a CPU-bound competitor on polld's CPU under a flood (seed 000: user_frac is the CPU share left to userland)");
-        // In the guest: its ksoftirqd/0, the device work beside polld's.
-        let softirq = report.share.iter().any(|r| r.ksoftirqd_percent.is_some());
+        let softirq = report.in_guest();
         let _ = writeln!(
             out,
             "{:<22} {:>11} {:>12} {:>10} {:>11}{}",
@@ -1363,21 +1383,22 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
             "delivered/s",
             "polld CPU",
             "competitor",
-            if softirq { "  ksoftirqd" } else { "" }
+            ksoftirqd_heading(softirq)
         );
         for r in &report.share {
             let label = match r.mode.as_str() {
                 "polling" => format!("polling, user_frac {}", r.user_frac),
                 other => other.to_string(),
             };
-            let ksoftirqd = match r.ksoftirqd_percent {
-                Some(p) if softirq => format!(" {p:>9.1}%"),
-                _ => String::new(),
-            };
             let _ = writeln!(
                 out,
-                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%{ksoftirqd}",
-                label, r.offered_pps, r.delivered_pps, r.polld_cpu_percent, r.competitor_percent
+                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%{}",
+                label,
+                r.offered_pps,
+                r.delivered_pps,
+                r.polld_cpu_percent,
+                r.competitor_percent,
+                ksoftirqd_cell(r, softirq)
             );
         }
     }
@@ -1387,6 +1408,24 @@ fn write_text(report: &SeedsReport, out: &mut dyn Write) {
     }
     for svg in &report.svgs {
         let _ = writeln!(out, "wrote {}", svg.display());
+    }
+}
+
+/// The heading of the `ksoftirqd` column, in the guest (`shown`): its `ksoftirqd/0`, the
+/// device work the kernel left over from its interrupts, beside polld's.
+fn ksoftirqd_heading(shown: bool) -> &'static str {
+    if shown {
+        "  ksoftirqd"
+    } else {
+        ""
+    }
+}
+
+/// The row's cell in the `ksoftirqd` column ([`ksoftirqd_heading`]).
+fn ksoftirqd_cell(row: &ShareRow, shown: bool) -> String {
+    match row.ksoftirqd_percent {
+        Some(p) if shown => format!(" {p:>9.1}%"),
+        _ => String::new(),
     }
 }
 

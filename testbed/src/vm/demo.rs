@@ -5,17 +5,17 @@
 //!
 //! The device work the guest's interrupts leave over runs in `ksoftirqd/0`. Each row says
 //! where ([`DeviceWork`]): at interrupt priority, above polld, as FreeBSD runs interrupt
-//! handlers (the seeds' interrupt mode, and the rows under a flood and without
-//! fastforwarding), or at Linux's default fair share (CFS), NAPI's defence against a
-//! flood: one row under the flood beside it, and the half-load rows.
+//! handlers (the seeds' interrupt mode: every row under a flood), or at Linux's default
+//! fair share (CFS), NAPI's defence against a flood (one interrupt-mode row under the
+//! flood beside it, and every half-load row).
 //!
 //! Each row is measured over a window after a warm-up: frames sink's tap1 received per
 //! second of host time; in the guest, by its own clock (`/proc/uptime`), eth0's receive
 //! interrupts (`virtio0-input.0`) per second, polld's and `ksoftirqd/0`'s CPU time and the
 //! competitor's user time (its system time is device work, [`TaskTicks`]) from their own
-//! `/proc/PID/stat`, as a percentage of the vCPU; and
-//! whether polld says eth0's receive work is in its budget (`polld ifconfig`), which needs
-//! preferred busy polling. The guest's clock under software emulation is not the host's; each rate is
+//! `/proc/PID/stat`, as a percentage of the ticks the vCPU accounted; and whether polld
+//! says eth0's receive work is in its budget (`polld ifconfig`), which needs preferred busy
+//! polling. The guest's clock under software emulation is not the host's; each rate is
 //! taken on the clock of the side it counts.
 //!
 //! Each row runs a polld of its own in the guest, so that its final counters are the
@@ -298,8 +298,8 @@ fn start_competitor(prefix: &str) -> Result<u32, TestbedError> {
 }
 
 /// A trial of `polld bench` ([`ShareTrial`]) on the guest testbed `tb`: the guest's device
-/// work at interrupt priority, a polld of its own in the guest in the trial's mode, at its `user_frac` (at [`TCG_HZ`] under software
-/// emulation) with its knobs, `gen_polld gen` at its rate from gen, and a competitor in
+/// work at interrupt priority, a polld of its own in the guest in the trial's mode, at
+/// its `user_frac` (at [`TCG_HZ`] under software emulation) with its knobs, `gen_polld gen` at its rate from gen, and a competitor in
 /// the guest if it asks for one; the row as the TAP trials give it, with the NIC's
 /// receive interrupts per second as its interrupts. A row whose polld's counters or
 /// ledger do not add up is an error.
@@ -364,9 +364,8 @@ fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u3
 }
 
 /// One row: the guest's device work as `work` says, a polld of its own in `mode` with
-/// `knobs`, `gen_polld gen --rate rate` for
-/// warm-up + window + the end (`window`: the warm-up and the window, s), the window
-/// sampled in the guest beside the `competitor` if there is one; then the frames on the
+/// `knobs`, `gen_polld gen --rate rate` for warm-up + window + the end (`window`: the
+/// warm-up and the window, s), the window sampled in the guest beside the `competitor` if there is one; then the frames on the
 /// way let through and the row's ledger booked from polld's final counters. Its `load`
 /// is the caller's to name.
 fn measure(
