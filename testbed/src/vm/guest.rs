@@ -108,8 +108,8 @@ pub fn ksoftirqd_pid(prefix: &str) -> Result<u32, TestbedError> {
 #[serde(rename_all = "snake_case")]
 pub enum DeviceWork {
     /// Above every thread, polld's poll thread (`SCHED_FIFO` 50) included: `ksoftirqd/0`
-    /// at `SCHED_FIFO` [`INTERRUPT_PRIORITY`], as FreeBSD runs its interrupt handlers and as Linux runs
-    /// softirqs on the way out of an interrupt. The seeds' interrupt mode.
+    /// at `SCHED_FIFO` [`INTERRUPT_PRIORITY`], as FreeBSD runs its interrupt handlers and
+    /// as Linux runs softirqs on the way out of an interrupt. The seeds' interrupt mode.
     InterruptPriority,
     /// Linux's default: `ksoftirqd/0` at `SCHED_OTHER`, where CFS gives it a fair share
     /// beside the other runnable threads. This is how NAPI keeps a flood from starving
@@ -267,9 +267,8 @@ pub struct Sample {
     pub ticks: Vec<TaskTicks>,
     /// The ticks the vCPU accounted to anything (the `cpu` line of `/proc/stat`: user,
     /// nice, system, idle, iowait, irq, softirq, steal), the measure of its time the
-    /// tasks' ticks are shares of. Under a flood in the TCG guest it runs up to a fifth
-    /// ahead of the uptime's 100 a second, and a task's ticks over the uptime read above
-    /// 100 %.
+    /// tasks' ticks are shares of. Against the uptime's 100 a second, `ksoftirqd/0` read
+    /// 110.3 % in one flood in the TCG guest.
     pub cpu_ticks: u64,
     /// The time the vCPU idled, s (`/proc/uptime`'s second field: measured, not sampled
     /// at ticks, which a guest under software emulation misses).
