@@ -960,6 +960,24 @@ impl Process {
         self.end(true)
     }
 
+    /// As [`Process::finish`], for a process that must still be running: a flood that had
+    /// to last through a measured window. An error if it already ended by itself.
+    pub(crate) fn finish_running(&mut self) -> Result<String, TestbedError> {
+        if let Some(status) = self.exited() {
+            return Err(failed(format!(
+                "{} ended ({status}) before the measured window closed, so the window \
+                 counted time without its load; its --duration is too short for the window",
+                self.what
+            )));
+        }
+        self.finish()
+    }
+
+    /// How it exited, if it has.
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
     /// Waits up to 10 s for it to exit by itself; returns its standard output.
     pub(crate) fn wait(&mut self) -> Result<String, TestbedError> {
         self.end(false)
@@ -1015,12 +1033,7 @@ impl Drop for Process {
 pub(crate) fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), TestbedError> {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !socket.exists() {
-        let exited = daemon
-            .child
-            .as_mut()
-            .and_then(|c| c.try_wait().ok().flatten())
-            .is_some();
-        if exited || Instant::now() > deadline {
+        if daemon.exited().is_some() || Instant::now() > deadline {
             let err = daemon
                 .finish()
                 .err()

@@ -275,7 +275,7 @@ impl<'a> TrialRun<'a> {
         }
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
-            let flood_secs = trial.warm_up + trial.window + 1.0;
+            let flood_secs = trial.warm_up + trial.window;
             let targets = std::iter::once(vec![layout.veth0.name.clone()])
                 .chain(trial.extra_streams.iter().map(|s| s.gen_args()));
             for target in targets {
@@ -304,8 +304,8 @@ impl<'a> TrialRun<'a> {
         })
     }
 
-    /// Starts one more `polld gen --rate rate` into tap0 for `seconds`, on the gen CPU;
-    /// the caller ends it with [`TrialRun::end_gen`].
+    /// Starts one more `polld gen --rate rate` into tap0 for `seconds` (and [`GEN_SLACK_S`]),
+    /// on the gen CPU; the caller ends it with [`TrialRun::end_gen`].
     pub(crate) fn start_gen(&self, rate: &str, seconds: f64) -> Result<Process, TestbedError> {
         let target = [self.tb.layout().veth0.name.clone()];
         spawn_gen(self.tb, &self.polld, self.gen_cpu, &target, rate, seconds)
@@ -317,9 +317,10 @@ impl<'a> TrialRun<'a> {
         self.end_gen_of(0, gen)
     }
 
-    /// Stops the `polld gen` of stream `stream` and books what it sent; returns its rate.
+    /// Stops the `polld gen` of stream `stream`, which must still be flooding, and books
+    /// what it sent; returns its rate.
     fn end_gen_of(&self, stream: usize, gen: &mut Process) -> Result<f64, TestbedError> {
-        let out = gen.finish()?;
+        let out = gen.finish_running()?;
         let summary = last_json(&out)
             .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
         let mut sent = self.sent.borrow_mut();
@@ -497,7 +498,13 @@ pub(crate) fn on_own_testbed<T>(
     result
 }
 
-/// `polld gen target --rate rate` from `cpu` for `seconds`.
+/// Seconds a `polld gen` may run past the flood its trial planned. Its trial stops it
+/// (SIGINT) once the measured window closed, however long the samples around the window
+/// took, so that the load lasts through the window; this only ends a generator whose
+/// trial died before stopping it.
+pub(crate) const GEN_SLACK_S: f64 = 60.0;
+
+/// `polld gen target --rate rate` from `cpu` for `seconds` and [`GEN_SLACK_S`].
 fn spawn_gen(
     tb: &Testbed,
     polld: &str,
@@ -511,7 +518,7 @@ fn spawn_gen(
             .arg("gen")
             .args(target)
             .args(["--json", "-i", "0", "--rate", rate, "--duration"])
-            .arg(seconds.to_string()),
+            .arg((seconds + GEN_SLACK_S).to_string()),
         "polld gen",
     )
 }

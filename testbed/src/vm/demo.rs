@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::guest::{self, DeviceWork, NetDevCounters, TaskTicks, ETH0_RX_IRQ};
-use crate::demo::DemoArgs;
+use crate::demo::{DemoArgs, Process};
 use crate::ledger::{Ledger, PathCounters, Sent, StreamPath};
-use crate::share::{ShareRow, ShareTrial};
+use crate::share::{ShareRow, ShareTrial, GEN_SLACK_S};
 use crate::{counters, IfCounters, Layout, PolldSetup, Role, Testbed, TestbedError};
 
 /// Seconds of load before each window.
@@ -364,8 +364,8 @@ fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u3
 }
 
 /// One row: the guest's device work as `work` says, a polld of its own in `mode` with
-/// `knobs`, `gen_polld gen --rate rate` for warm-up + window + the end (`window`: the
-/// warm-up and the window, s), the window sampled in the guest beside the `competitor` if there is one; then the frames on the
+/// `knobs`, `gen_polld gen --rate rate` from before the warm-up until the window closed
+/// (`window`: the warm-up and the window, s), the window sampled in the guest beside the `competitor` if there is one; then the frames on the
 /// way let through and the row's ledger booked from polld's final counters. Its `load`
 /// is the caller's to name.
 fn measure(
@@ -382,12 +382,11 @@ fn measure(
     let polld = start_polld(layout, mode, knobs)?;
     let measured = (|| {
         let start = path_counters(layout)?;
-        let gen = guest::gen_through_guest(gen_polld, layout, rate)
-            .args(["--duration", &(warm_up + window + 3.0).to_string()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| failed(format!("starting polld gen: {e}")))?;
+        let mut gen = Process::spawn(
+            guest::gen_through_guest(gen_polld, layout, rate)
+                .args(["--duration", &(warm_up + window + GEN_SLACK_S).to_string()]),
+            "polld gen",
+        )?;
         let sampled = (|| {
             std::thread::sleep(Duration::from_secs_f64(warm_up));
             let softirq = guest::ksoftirqd_pid(prefix)?;
@@ -409,11 +408,9 @@ fn measure(
                 rx_work,
             ))
         })();
-        let output = gen
-            .wait_with_output()
-            .map_err(|e| failed(format!("polld gen: {e}")))?;
         let sampled = sampled?;
-        let summary = crate::demo::last_json(&String::from_utf8_lossy(&output.stdout))
+        let output = gen.finish_running()?;
+        let summary = crate::demo::last_json(&output)
             .ok_or_else(|| failed("polld gen printed no summary".into()))?;
         settled(layout, &start, true)?;
         Ok::<_, TestbedError>((sampled, summary, start))
