@@ -14,6 +14,7 @@
 //! thread's own CPU time.
 
 use polld_control::daemon::TickLateness;
+use polld_dev::kernel_rx::{self, ThreadClock};
 
 /// Buckets 1 µs wide up to this many µs; later wakeups share the last bucket (and
 /// `max_ns` keeps the worst).
@@ -133,10 +134,10 @@ impl TickCpu {
 /// only while some interface is on a driver (AF_XDP, whose NAPI runs in softirq when polld
 /// does not busy poll it): a TAP has no softirq work of its own, and on the TAP testbed
 /// ksoftirqd runs the sink's receive of what polld wrote, the wire's work, not polld's.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SoftirqThread {
-    /// The CPU last read, and its thread's pid and run time then (`None`: it has none).
-    at: Option<(usize, Option<(u32, u64)>)>,
+    /// The CPU last read, and its thread's clock and run time then (`None`: it has none).
+    at: Option<(usize, Option<(ThreadClock, u64)>)>,
     /// Its run time since the first read, summed over reads on the same CPU, ns.
     used_ns: u64,
 }
@@ -146,18 +147,22 @@ impl SoftirqThread {
     /// `counted`, summed over the reads since the first, ns: a change of CPU, or a read
     /// after reads it was not counted at, starts from the thread as it is.
     pub fn used_ns(&mut self, cpu: usize, counted: bool) -> u64 {
-        match self.at {
+        match &mut self.at {
             _ if !counted => self.at = None,
-            Some((c, Some((pid, last)))) if c == cpu => {
-                if let Some(now) = polld_dev::kernel_rx::thread_cpu_ns(pid) {
-                    self.used_ns += now.saturating_sub(last);
-                    self.at = Some((c, Some((pid, now))));
+            Some((c, Some((clock, last)))) if *c == cpu => {
+                if let Some(now) = clock.read_ns() {
+                    self.used_ns += now.saturating_sub(*last);
+                    *last = now;
                 }
             }
-            Some((c, None)) if c == cpu => {}
+            Some((c, None)) if *c == cpu => {}
             _ => {
-                let thread = polld_dev::kernel_rx::ksoftirqd_pid(cpu)
-                    .and_then(|pid| Some((pid, polld_dev::kernel_rx::thread_cpu_ns(pid)?)));
+                let thread = kernel_rx::ksoftirqd_pid(cpu)
+                    .and_then(ThreadClock::open)
+                    .and_then(|clock| {
+                        let now = clock.read_ns()?;
+                        Some((clock, now))
+                    });
                 self.at = Some((cpu, thread));
             }
         }

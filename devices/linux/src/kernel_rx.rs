@@ -186,13 +186,46 @@ pub fn cpus_allowed(pid: u32) -> Vec<usize> {
 
 /// The CPU time thread `pid` has used, ns.
 pub fn thread_cpu_ns(pid: u32) -> Option<u64> {
-    if let Some(ns) = read_proc(pid, "schedstat").and_then(|s| parse_schedstat(&s)) {
-        return Some(ns);
+    ThreadClock::open(pid)?.read_ns()
+}
+
+/// Another thread's CPU clock, kept open: its `/proc/<pid>/schedstat` (else its `stat`),
+/// read again from its start at each [`ThreadClock::read_ns`], one system call, where
+/// [`thread_cpu_ns`] opens and closes the file (a path walk in procfs) each time. For a
+/// reader on every tick.
+#[derive(Debug)]
+pub struct ThreadClock {
+    file: std::fs::File,
+    /// The file is `stat` (clock ticks), not `schedstat` (ns).
+    ticks: bool,
+}
+
+impl ThreadClock {
+    /// `None` when thread `pid` is gone.
+    pub fn open(pid: u32) -> Option<ThreadClock> {
+        let open = |name: &str| std::fs::File::open(format!("/proc/{pid}/{name}")).ok();
+        match open("schedstat") {
+            Some(file) => Some(ThreadClock { file, ticks: false }),
+            None => Some(ThreadClock {
+                file: open("stat")?,
+                ticks: true,
+            }),
+        }
     }
-    let ticks = parse_stat_cpu_ticks(&read_proc(pid, "stat")?)?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Some(ticks * (1_000_000_000 / hz))
+
+    /// The thread's CPU time now, ns; `None` once it exited.
+    pub fn read_ns(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 1024];
+        let n = self.file.read_at(&mut buf, 0).ok()?;
+        let text = std::str::from_utf8(&buf[..n]).ok()?;
+        if !self.ticks {
+            return parse_schedstat(text);
+        }
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Some(parse_stat_cpu_ticks(text)? * (1_000_000_000 / hz))
+    }
 }
 
 /// The pid of `ksoftirqd/<cpu>`, the kernel thread that runs CPU `cpu`'s softirqs when
@@ -309,6 +342,37 @@ mod tests {
         let grew = after.saturating_sub(before);
         assert!(grew >= 50_000_000, "{grew} ns");
         assert_eq!(process_cpu_ns(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_thread_clock_kept_open_reads_the_thread_anew_until_it_exits() {
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (go, started) = std::sync::mpsc::channel::<()>();
+        let (burnt_tx, burnt) = std::sync::mpsc::channel::<()>();
+        let (exit, exit_rx) = std::sync::mpsc::channel::<()>();
+        let burner = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            let _ = started.recv();
+            let start = crate::clock::thread_cpu_ns();
+            while crate::clock::thread_cpu_ns() - start < 50_000_000 {
+                std::hint::spin_loop();
+            }
+            burnt_tx.send(()).unwrap();
+            let _ = exit_rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        let clock = ThreadClock::open(tid).expect("a live thread");
+        let before = clock.read_ns().expect("a live thread's time");
+        go.send(()).unwrap();
+        burnt.recv().unwrap();
+        // The same open file, read again while the thread lives: its 50 ms.
+        let after = clock.read_ns().expect("a live thread's time");
+        assert!(after - before >= 50_000_000, "{before} -> {after}");
+        drop(exit);
+        burner.join().unwrap();
+        assert_eq!(clock.read_ns(), None, "a thread that exited has no time");
+        assert!(ThreadClock::open(u32::MAX).is_none());
     }
 
     #[test]
