@@ -1050,3 +1050,43 @@ pub(crate) fn wait_for(socket: &Path, daemon: &mut Process) -> Result<(), Testbe
 pub fn current_polld() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("polld"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(script: &str) -> Process {
+        Process::spawn(
+            std::process::Command::new("sh").args(["-c", script]),
+            "the load",
+        )
+        .expect("sh starts")
+    }
+
+    #[test]
+    fn a_load_that_ended_before_the_window_closed_is_an_error_and_one_still_running_is_stopped()
+    {
+        let mut ended = shell("echo sent");
+        while ended.exited().is_none() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let err = ended.finish_running().unwrap_err().to_string();
+        assert!(
+            err.contains("the load ended") && err.contains("before the measured window closed"),
+            "{err}"
+        );
+
+        // Stopped only once its SIGINT handler is in place (it says so with a file).
+        let ready = std::env::temp_dir().join(format!("polld-demo-test-{}", std::process::id()));
+        let _ = std::fs::remove_file(&ready);
+        let mut running = shell(&format!(
+            "trap 'echo stopped; exit 0' INT; touch {}; while :; do sleep 0.05; done",
+            ready.display()
+        ));
+        while !ready.exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_file(&ready);
+        assert_eq!(running.finish_running().expect("still running").trim(), "stopped");
+    }
+}

@@ -301,7 +301,11 @@ pub fn sample(prefix: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedEr
 
 /// Samples the guest before and after `secs` of its own sleep, in one command: the window
 /// holds no command the host sends in (under software emulation starting one costs the
-/// vCPU a few tenths of a second, a tenth of a 3-s window).
+/// vCPU a few tenths of a second, a tenth of a 3-s window). The command runs at
+/// `SCHED_FIFO` 99 (`SAMPLER_PRIORITY`), so that each sample reads its files at once: at the
+/// user's priority, behind the device work at interrupt priority under a flood, the
+/// sampler read the clock and the tasks' times apart, and `ksoftirqd/0` read 111 % of the
+/// window.
 pub fn window(
     prefix: &str,
     irq: &str,
@@ -312,7 +316,10 @@ pub fn window(
     let cat = sample_command(pids);
     let text = sh(
         prefix,
-        &format!("{cat}; sleep {secs}; echo '{MARK}'; {cat}"),
+        &format!(
+            "{} -f {SAMPLER_PRIORITY} sh -c \"{cat}; sleep {secs}; echo '{MARK}'; {cat}\"",
+            super::image::CHRT
+        ),
         "",
     )?;
     let (before, after) = text
@@ -323,6 +330,9 @@ pub fn window(
         parse_sample(after, irq, pids)?,
     ))
 }
+
+/// The guest's window samples run at `SCHED_FIFO` 99, above everything they measure.
+const SAMPLER_PRIORITY: u32 = 99;
 
 /// One `cat` of the guest's uptime, interrupts and `pids`' stat files.
 fn sample_command(pids: &[u32]) -> String {
