@@ -975,7 +975,9 @@ impl Process {
 
     /// How it exited, if it has.
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// Waits up to 10 s for it to exit by itself; returns its standard output.
@@ -1064,8 +1066,7 @@ mod tests {
     }
 
     #[test]
-    fn a_load_that_ended_before_the_window_closed_is_an_error_and_one_still_running_is_stopped()
-    {
+    fn a_load_that_ended_before_the_window_closed_is_an_error_and_one_still_running_is_stopped() {
         let mut ended = shell("echo sent");
         while ended.exited().is_none() {
             std::thread::sleep(Duration::from_millis(10));
@@ -1087,6 +1088,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         let _ = std::fs::remove_file(&ready);
-        assert_eq!(running.finish_running().expect("still running").trim(), "stopped");
+        assert_eq!(
+            running.finish_running().expect("still running").trim(),
+            "stopped"
+        );
     }
 }

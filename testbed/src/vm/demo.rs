@@ -224,20 +224,33 @@ pub fn run(
         let mut livelock = Vec::new();
         for rate in [Some(half), None] {
             let what = rate.map_or("a flood".to_string(), |r| format!("{r:.0} frames/s"));
-            say(out, format!("interrupt mode without fastforwarding at {what}"));
+            say(
+                out,
+                format!("interrupt mode without fastforwarding at {what}"),
+            );
             let work = DeviceWork::InterruptPriority;
             livelock.push(row("interrupt", &seed000, rate, work)?);
         }
         // Seed 001's screen.
         say(out, format!("interrupt mode at {half:.0} frames/s (half of what it delivered with the device work at a fair share)"));
-        rows.push(row("interrupt", &knobs, Some(half), DeviceWork::InterruptPriority)?);
+        rows.push(row(
+            "interrupt",
+            &knobs,
+            Some(half),
+            DeviceWork::InterruptPriority,
+        )?);
         say(
             out,
             "polling mode under a flood from gen, the device work at interrupt priority".into(),
         );
         rows.push(row("polling", &knobs, None, DeviceWork::InterruptPriority)?);
         say(out, format!("polling mode at {half:.0} frames/s"));
-        rows.push(row("polling", &knobs, Some(half), DeviceWork::InterruptPriority)?);
+        rows.push(row(
+            "polling",
+            &knobs,
+            Some(half),
+            DeviceWork::InterruptPriority,
+        )?);
         Ok::<_, TestbedError>((rows, livelock))
     })();
     let _ = guest::sh(prefix, &format!("kill {competitor}"), "");
