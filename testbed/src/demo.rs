@@ -35,7 +35,7 @@ use crate::{
 pub struct DemoArgs {
     /// The testbed: TAPs only polld joins (the competitor demo), veth pairs, or a qemu
     /// guest with virtio-net NICs and polld inside (the competitor demo on a driver, the
-    /// guest's device work at interrupt priority, or at Linux's fair share in the rows
+    /// guest's device work at interrupt priority, or at Linux's fair share in the one row
     /// marked "fair").
     #[arg(long, value_enum, default_value_t = Devices::Tap)]
     pub devices: Devices,
