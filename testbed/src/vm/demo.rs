@@ -438,13 +438,8 @@ fn measure(
         .as_f64()
         .ok_or_else(|| failed(format!("polld gen's summary has no pps: {summary}")))?;
     let guest_s = after.uptime - before.uptime;
-    // Shares of the ticks the vCPU accounted (Sample::cpu_ticks); no competitor: 0.
-    let cpu_ticks = after.cpu_ticks.saturating_sub(before.cpu_ticks).max(1) as f64;
-    let percent =
-        |i: usize, of: fn(TaskTicks) -> u64| match (after.ticks.get(i), before.ticks.get(i)) {
-            (Some(&a), Some(&b)) => 100.0 * of(a).saturating_sub(of(b)) as f64 / cpu_ticks,
-            _ => 0.0,
-        };
+    // No competitor: 0.
+    let percent = |i: usize, of: fn(TaskTicks) -> u64| after.percent_since(&before, i, of);
     Ok(VmRow {
         mode: mode.to_string(),
         load: String::new(),
@@ -599,7 +594,7 @@ fn transfer(
         target_mbit: target,
         mbit_per_s: bits / 1e6,
         guest_cpu_percent: 100.0 * (1.0 - (after.idle - before.idle) / guest_s).max(0.0),
-        polld_cpu_percent: (after.ticks[0].total() - before.ticks[0].total()) as f64 / guest_s,
+        polld_cpu_percent: after.percent_since(&before, 0, TaskTicks::total),
     })
 }
 

@@ -267,12 +267,23 @@ pub struct Sample {
     pub ticks: Vec<TaskTicks>,
     /// The ticks the vCPU accounted to anything (the `cpu` line of `/proc/stat`: user,
     /// nice, system, idle, iowait, irq, softirq, steal), the measure of its time the
-    /// tasks' ticks are shares of. Against the uptime's 100 a second, `ksoftirqd/0` read
-    /// 110.3 % in one flood in the TCG guest.
+    /// tasks' ticks are shares of.
     pub cpu_ticks: u64,
     /// The time the vCPU idled, s (`/proc/uptime`'s second field: measured, not sampled
     /// at ticks, which a guest under software emulation misses).
     pub idle: f64,
+}
+
+impl Sample {
+    /// Task `i`'s ticks that `of` counts since `before`, percent of the ticks the vCPU
+    /// accounted meanwhile (0 for a task not sampled).
+    pub fn percent_since(&self, before: &Sample, i: usize, of: fn(TaskTicks) -> u64) -> f64 {
+        let cpu_ticks = self.cpu_ticks.saturating_sub(before.cpu_ticks).max(1) as f64;
+        match (self.ticks.get(i), before.ticks.get(i)) {
+            (Some(&a), Some(&b)) => 100.0 * of(a).saturating_sub(of(b)) as f64 / cpu_ticks,
+            _ => 0.0,
+        }
+    }
 }
 
 /// A task's CPU time in clock ticks (USER_HZ, 100 a second), from its `/proc/PID/stat`.
@@ -293,19 +304,15 @@ impl TaskTicks {
     }
 }
 
-/// Samples the guest with one command: its uptime, interrupt `irq` and the CPU times of
-/// `pids` from their own `/proc/PID/stat`.
+/// Samples the guest with one command ([`sampler`]): its uptime, interrupt `irq` and the
+/// CPU times of `pids` from their own `/proc/PID/stat`.
 pub fn sample(prefix: &str, irq: &str, pids: &[u32]) -> Result<Sample, TestbedError> {
-    parse_sample(&sh(prefix, &sample_command(pids), "")?, irq, pids)
+    parse_sample(&sh(prefix, &sampler(&sample_command(pids)), "")?, irq, pids)
 }
 
-/// Samples the guest before and after `secs` of its own sleep, in one command: the window
-/// holds no command the host sends in (under software emulation starting one costs the
-/// vCPU a few tenths of a second, a tenth of a 3-s window). The command runs at
-/// `SCHED_FIFO` 99 (`SAMPLER_PRIORITY`), so that each sample reads its files at once: at the
-/// user's priority, behind the device work at interrupt priority under a flood, the
-/// sampler read the clock and the tasks' times apart, and `ksoftirqd/0` read 111 % of the
-/// window.
+/// Samples the guest before and after `secs` of its own sleep, in one command
+/// ([`sampler`]): the window holds no command the host sends in (under software emulation
+/// starting one costs the vCPU a few tenths of a second, a tenth of a 3-s window).
 pub fn window(
     prefix: &str,
     irq: &str,
@@ -316,10 +323,7 @@ pub fn window(
     let cat = sample_command(pids);
     let text = sh(
         prefix,
-        &format!(
-            "{} -f {SAMPLER_PRIORITY} sh -c \"{cat}; sleep {secs}; echo '{MARK}'; {cat}\"",
-            super::image::CHRT
-        ),
+        &sampler(&format!("{cat}; sleep {secs}; echo '{MARK}'; {cat}")),
         "",
     )?;
     let (before, after) = text
@@ -331,8 +335,13 @@ pub fn window(
     ))
 }
 
-/// The guest's window samples run at `SCHED_FIFO` 99, above everything they measure.
-const SAMPLER_PRIORITY: u32 = 99;
+/// `script` (no double quotes in it) as a command at `SCHED_FIFO` 99, above everything a
+/// sample measures, so that it reads its files at once: at the user's priority, behind the
+/// device work at interrupt priority under a flood, a sampler read the clock and the
+/// tasks' times apart, and `ksoftirqd/0` read 111 % of the window.
+fn sampler(script: &str) -> String {
+    format!("{} -f 99 sh -c \"{script}\"", super::image::CHRT)
+}
 
 /// One `cat` of the guest's uptime, interrupts and `pids`' stat files.
 fn sample_command(pids: &[u32]) -> String {
@@ -414,6 +423,21 @@ mod tests {
             }]
         );
         assert!(parse_sample("120.50 3.25\n", ETH0_RX_IRQ, &[]).is_err());
+    }
+
+    #[test]
+    fn a_tasks_share_is_of_the_ticks_the_vcpu_accounted_between_two_samples() {
+        let at = |cpu_ticks, user, system| Sample {
+            uptime: 0.0,
+            interrupts: 0,
+            ticks: vec![TaskTicks { user, system }],
+            cpu_ticks,
+            idle: 0.0,
+        };
+        let (before, after) = (at(1000, 10, 5), at(1400, 110, 105));
+        assert_eq!(after.percent_since(&before, 0, TaskTicks::total), 50.0);
+        assert_eq!(after.percent_since(&before, 0, |t| t.user), 25.0);
+        assert_eq!(after.percent_since(&before, 1, TaskTicks::total), 0.0);
     }
 
     #[test]
