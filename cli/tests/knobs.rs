@@ -80,6 +80,12 @@ fn idle_poll_runs_in_its_own_idle_thread_and_leaves_the_poll_threads_policy_alon
     let idle_thread = thread_named(polld.pid(), polld_runtime::idle::THREAD_NAME);
     assert_eq!(policy(poll_thread), libc::SCHED_FIFO);
     assert_eq!(policy(idle_thread), libc::SCHED_IDLE);
+    // The control thread one above the poll thread: a request gets in while the poll
+    // thread runs interrupt work under a flood.
+    let control = thread_named(polld.pid(), "polld-control");
+    let scheduler = |tid: u32| polld_dev::sys::scheduler_of(tid as libc::pid_t).unwrap();
+    let (_, poll_priority) = scheduler(poll_thread);
+    assert_eq!(scheduler(control), (libc::SCHED_FIFO, poll_priority + 1));
 
     // Light traffic throughout: frames keep waking the idle poller, which must still
     // take only CPU nobody else wants (its passes run when the CPU idles, never at the

@@ -504,6 +504,10 @@ pub(crate) fn start_control(
 ) -> Result<(ControlServer, Inbox, Services), RunError> {
     let (server, inbox) = ControlServer::start(socket)
         .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+    if let Some(thread) = server.thread().filter(|_| config.daemon.realtime) {
+        sys::make_control_realtime(thread)
+            .map_err(|e| RunError::Setup(format!("[daemon] realtime = true: {e}")))?;
+    }
     let metrics = match config.daemon.metrics {
         Some(addr) => Some(
             MetricsServer::start(addr, server.requester())

@@ -295,13 +295,26 @@ pub fn yield_cpu() {
     rustix::thread::sched_yield();
 }
 
+/// The poll thread's `SCHED_FIFO` priority, a middle one.
+const POLL_PRIORITY: i32 = 50;
+
 /// Makes the calling thread SCHED_FIFO at a middle priority, and tightens its timer slack
 /// so that ticks are not rounded late.
 pub fn make_realtime() -> io::Result<()> {
-    polld_dev::sys::set_scheduler(0, libc::SCHED_FIFO, 50)
+    polld_dev::sys::set_scheduler(0, libc::SCHED_FIFO, POLL_PRIORITY)
         .map_err(|e| failed("sched_setscheduler(SCHED_FIFO)", e))?;
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     Ok(())
+}
+
+/// Puts `thread`, the control socket's, at `SCHED_FIFO` one above the poll thread: a
+/// request wakes it at once. At the poll thread's priority it waited until the poll thread
+/// slept, which interrupt work under a flood on every input never did (`polld ctl` got no
+/// answer in 10 s); its own work is a request's parse and reply, and the poll thread
+/// answers the request when it next reads its events.
+pub fn make_control_realtime(thread: libc::pthread_t) -> io::Result<()> {
+    polld_dev::sys::set_thread_scheduler(thread, libc::SCHED_FIFO, POLL_PRIORITY + 1)
+        .map_err(|e| failed("pthread_setschedparam(SCHED_FIFO) of the control thread", e))
 }
 
 #[cfg(test)]

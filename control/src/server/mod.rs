@@ -195,6 +195,12 @@ impl ControlServer {
         Ok((control, inbox))
     }
 
+    /// The server thread, for a caller that sets its scheduling (`None` once stopped).
+    pub fn thread(&self) -> Option<libc::pthread_t> {
+        use std::os::unix::thread::JoinHandleExt;
+        self.thread.as_ref().map(|t| t.as_pthread_t())
+    }
+
     /// Where the socket is.
     pub fn path(&self) -> &Path {
         &self.path

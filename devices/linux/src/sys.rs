@@ -56,6 +56,24 @@ pub fn set_scheduler(pid: libc::pid_t, policy: libc::c_int, priority: i32) -> io
     check(unsafe { libc::sched_setscheduler(pid, policy, &param) }).map(drop)
 }
 
+/// As [`set_scheduler`], for `thread`, a live thread of this process (its JoinHandle
+/// held).
+pub fn set_thread_scheduler(
+    thread: libc::pthread_t,
+    policy: libc::c_int,
+    priority: i32,
+) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: the caller holds `thread`'s handle, so it has not been joined; `param` is
+    // valid for the call.
+    match unsafe { libc::pthread_setschedparam(thread, policy, &param) } {
+        0 => Ok(()),
+        rc => Err(io::Error::from_raw_os_error(rc)),
+    }
+}
+
 /// Task `pid`'s scheduling policy and priority, as [`set_scheduler`] takes them.
 pub fn scheduler_of(pid: libc::pid_t) -> io::Result<(libc::c_int, i32)> {
     let mut param = libc::sched_param { sched_priority: 0 };

@@ -9,7 +9,7 @@
 //! cpu = 1                        # pin the poll thread to this CPU
 //! cpus = [0, 1]                  # or: one poll thread per CPU, each pinned, each with
 //!                                # its own poller (net.ifpoll.N.*); not with `cpu`
-//! realtime = true                # SCHED_FIFO for the poll thread
+//! realtime = true                # SCHED_FIFO: the poll thread, the control thread above it
 //! metrics = "127.0.0.1:9101"     # serve GET /metrics (Prometheus); a port number or
 //!                                # `true` (port 9101) mean loopback
 //! metrics_public = false         # true allows a non-loopback metrics address
@@ -140,7 +140,9 @@ pub struct DaemonConfig {
     /// one poll thread, pinned by `cpu` if given.
     #[serde(default)]
     pub cpus: Vec<usize>,
-    /// Run the poll thread SCHED_FIFO, so clock ticks are not delayed by other work.
+    /// Run the poll thread SCHED_FIFO, so clock ticks are not delayed by other work, and
+    /// the control socket's thread one priority above it, so `polld ctl` is answered
+    /// while interrupt work under a flood keeps the poll thread busy.
     #[serde(default)]
     pub realtime: bool,
     /// Serve GET /metrics here (Prometheus text format); `None` when off.
