@@ -42,7 +42,7 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     );
     for series in curve {
         let points = series["points"].as_array().unwrap();
-        assert_eq!(points.len(), 3, "{series}");
+        assert_eq!(points.len(), 4, "{series}");
         assert!(points.iter().all(|p| p["conserved"] == true), "{series}");
     }
     let table = report["table"].as_array().unwrap();

@@ -9,7 +9,11 @@
 //!   that a frame waits part of a tick for its poll rather than all of it, with the
 //!   device's interrupt still off; the tick stays where it is;
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
-//!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks);
+//!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks)
+//!   and the thread has slept within the last millisecond: a thread that has had work
+//!   for longer reads the armed lines from the devices at each read of its events
+//!   (`Executor::choose_line_reading`), so that a flood's writer does not pay a wakeup
+//!   callback per frame for an interrupt nobody sleeps on;
 //! - an output's **transmit-ready line**: its `tx_ready_fd` capability, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
 //!   output was full); the status timer also raises it, as em(4)'s watchdog retries a
@@ -173,6 +177,10 @@ pub struct Executor {
     device_irqs: DeviceIrqCounts,
     /// Whether each interface was last told it polls (preferred busy polling follows).
     busy_polling: Vec<bool>,
+    /// Since when the thread has had work without sleeping.
+    busy_since: Option<u64>,
+    /// The interrupt lines are read from the devices, not waited on ([`Executor::run`]).
+    lines_read: bool,
 }
 
 impl Executor {
@@ -222,6 +230,8 @@ impl Executor {
             softirq: SoftirqThread::default(),
             device_irqs,
             busy_polling: vec![false; n],
+            busy_since: None,
+            lines_read: false,
         })
     }
 
@@ -238,13 +248,14 @@ impl Executor {
         let mut ready = Vec::new();
         loop {
             self.sync_tick()?;
-            self.sync_lines();
             if self.dp.poller().idle_poll_wanted() {
                 self.idle.ask();
             }
             self.sync_policy()?;
             self.sync_busy_poll(false);
             let busy = self.dp.next_due().is_some();
+            self.choose_line_reading(busy);
+            self.sync_lines();
             let waiting = !busy && self.waits_for_wakeup_only_line();
             let timeout = self.wakeup_only.timeout(busy, waiting);
             self.epoll.wait(timeout, &mut ready)?;
@@ -312,6 +323,9 @@ impl Executor {
                     t => self.dp.interrupt_line((t - TOKEN_IF) as usize, true),
                 }
             }
+            if self.lines_read {
+                self.read_lines();
+            }
             // Timer reads, status checks, control requests: none of it is interrupt work.
             self.dp.ran_outside(now_ns().saturating_sub(events_start));
             if self.run_due()? {
@@ -355,10 +369,8 @@ impl Executor {
         let entered = now_ns();
         let slice =
             tick_period_ns(self.tick_hz).map_or(EVENTS_EVERY_NS, |p| p.min(EVENTS_EVERY_NS));
-        let watches_interrupts = self
-            .watched
-            .iter()
-            .any(|w| w[Line::Interrupt as usize].is_some());
+        let watches_interrupts =
+            (0..self.watched.len()).any(|i| Line::Interrupt.wanted(&self.dp, i).is_some());
         while let Some(due) = self.dp.next_due() {
             if ran && watches_interrupts && due.wants_fresh_lines() {
                 // A line raised while the work before ran is seen before this runs: a
@@ -463,12 +475,39 @@ impl Executor {
         Ok(())
     }
 
-    /// Waits on exactly the interrupts the dataplane has armed, and on the transmit-ready
-    /// lines interrupt work waits for.
+    /// Once the thread has had work for [`EVENTS_EVERY_NS`] without sleeping, it reads
+    /// the armed interrupt lines from the devices ([`Device::rx_ready`]) at each read of
+    /// its events, and takes their fds out of the epoll set until it next sleeps. An fd
+    /// waited on costs whoever fills it a wakeup callback per frame (a TAP's writer, on
+    /// its own CPU), where a device raises its interrupt for free: under a flood that is
+    /// the generator's CPU paying for an interrupt nobody sleeps on.
+    fn choose_line_reading(&mut self, busy: bool) {
+        let now = now_ns();
+        self.busy_since = busy.then(|| self.busy_since.unwrap_or(now));
+        self.lines_read = self
+            .busy_since
+            .is_some_and(|since| now.saturating_sub(since) >= EVENTS_EVERY_NS);
+    }
+
+    /// Raises the armed interrupt lines whose device has frames (while `lines_read`).
+    fn read_lines(&mut self) {
+        for i in 0..self.watched.len() {
+            if Line::Interrupt.wanted(&self.dp, i).is_some()
+                && self.dp.interface_mut(i).dev_mut().rx_ready()
+            {
+                self.dp.interrupt_line(i, true);
+            }
+        }
+    }
+
+    /// Waits on exactly the interrupts the dataplane has armed (unless they are read from
+    /// the devices), and on the transmit-ready lines interrupt work waits for.
     fn sync_lines(&mut self) {
         for i in 0..self.watched.len() {
             for line in [Line::Interrupt, Line::TxReady] {
-                let want = line.wanted(&self.dp, i);
+                let want = line
+                    .wanted(&self.dp, i)
+                    .filter(|_| !(self.lines_read && matches!(line, Line::Interrupt)));
                 let added = rewatch(
                     &self.epoll,
                     &mut self.watched[i][line as usize],
