@@ -201,3 +201,65 @@ fn a_namespace_deleted_while_polld_runs_makes_its_tap_gone_and_a_new_one_is_atta
         count(&interfaces[0], "drops.link_down") + count(&interfaces[0], "drops.tx_ring_full") >= 2
     );
 }
+
+/// How many of polld's TAP fds (`/dev/net/tun`) are in one of its epoll sets, from
+/// `/proc/PID/fdinfo` (an epoll fd lists each watched fd as `tfd:`).
+fn taps_waited_on(pid: u32) -> usize {
+    let fds = |dir: &str| -> Vec<(String, std::path::PathBuf)> {
+        std::fs::read_dir(format!("/proc/{pid}/{dir}"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let taps: Vec<String> = fds("fd")
+        .into_iter()
+        .filter(|(_, p)| std::fs::read_link(p).is_ok_and(|l| l.as_os_str() == "/dev/net/tun"))
+        .map(|(n, _)| n)
+        .collect();
+    fds("fdinfo")
+        .iter()
+        .filter_map(|(_, p)| std::fs::read_to_string(p).ok())
+        .flat_map(|info| {
+            info.lines()
+                .filter_map(|l| l.strip_prefix("tfd:"))
+                .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .filter(|fd| taps.contains(fd))
+        .count()
+}
+
+/// In interrupt mode an idle polld sleeps on both TAPs' fds. Under a flood its thread has
+/// work without sleeping, so it reads the interrupt lines from the devices and the fds
+/// leave the epoll set (waited on, each would cost polld gen a wakeup callback per frame
+/// on its CPU); once the flood ends and the thread sleeps, it waits on them again.
+#[test]
+fn a_flooded_interrupt_handler_reads_its_lines_and_sleeps_on_them_again_when_idle() {
+    require_root!();
+    let tb = testbed_of("ti", Devices::Tap);
+    let (_dir, polld) = start_router(&tb, "tap", "interrupt");
+    let pid = polld.pid();
+    eventually(
+        "idle polld waits on both TAPs",
+        Duration::from_secs(10),
+        || taps_waited_on(pid) == 2,
+    );
+    {
+        let _flood = common::gen(&tb, "unlimited", 30);
+        eventually(
+            "flooded polld reads its lines instead of waiting on them",
+            Duration::from_secs(30),
+            || taps_waited_on(pid) == 0,
+        );
+    }
+    eventually(
+        "polld waits on both TAPs again",
+        Duration::from_secs(10),
+        || taps_waited_on(pid) == 2,
+    );
+    let interfaces = stop(polld);
+    assert!(count(&interfaces[0], "interrupts") > 0, "{}", interfaces[0]);
+}

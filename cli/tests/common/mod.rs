@@ -426,13 +426,21 @@ impl Drop for Running {
     }
 }
 
-/// `polld gen` in gen on the gen CPU at `rate` for `secs`.
+/// `polld gen` in gen on the gen CPU (on gen's veth0, or its TAP) at `rate` for `secs`.
 fn gen_command(tb: &Testbed, rate: &str, secs: u32) -> Command {
     let mut command = tb
         .command_in(Role::Gen, Some(UpOptions::default().cpus.gen), POLLD)
         .unwrap();
     command
-        .args(["gen", "veth0", "-i", "0", "--json", "--rate", rate])
+        .args([
+            "gen",
+            &tb.layout().veth0.name,
+            "-i",
+            "0",
+            "--json",
+            "--rate",
+            rate,
+        ])
         .args(["--duration", &secs.to_string()]);
     command
 }
