@@ -482,11 +482,14 @@ impl Executor {
     /// its own CPU), where a device raises its interrupt for free: under a flood that is
     /// the generator's CPU paying for an interrupt nobody sleeps on.
     fn choose_line_reading(&mut self, busy: bool) {
+        if !busy {
+            self.busy_since = None;
+            self.lines_read = false;
+            return;
+        }
         let now = now_ns();
-        self.busy_since = busy.then(|| self.busy_since.unwrap_or(now));
-        self.lines_read = self
-            .busy_since
-            .is_some_and(|since| now.saturating_sub(since) >= EVENTS_EVERY_NS);
+        let since = *self.busy_since.get_or_insert(now);
+        self.lines_read = now.saturating_sub(since) >= EVENTS_EVERY_NS;
     }
 
     /// Raises the armed interrupt lines whose device has frames (while `lines_read`).
