@@ -95,6 +95,10 @@ pub const POLL_LIST_LEN: usize = 128;
 /// `pending_polls` above this is taken as a stall and reset (FreeBSD's magic 100).
 const STALL_LIMIT: u32 = 100;
 
+/// The slowest the time controller's tick gets when a tick's own cost does not fit the
+/// devices' share ([`PollState::stride`]): a frame waits at most a tenth of a second.
+const MIN_TICK_HZ: u32 = 10;
+
 /// The shortest wait before polling again after a cycle that met a full output.
 const MIN_REPOLL_NS: u64 = 5_000;
 
@@ -206,6 +210,14 @@ sysctl_struct! {
         /// measures the thread's CPU; the cycle's time budget leaves it out of the share.
         tick_overhead_ns: u64 = 0, TICK_OVERHEAD_NS: Gauge
             "Time controller: poll thread CPU per tick beyond its cycles, ns (polld)";
+        /// Time controller: the tick clock fires once every `stride` periods of
+        /// `kern.polling.hz`. It is 1 unless the thread's own cost per tick
+        /// (`tick_overhead_ns`) would take more than nine tenths of the devices' share of
+        /// one, as a wakeup does in a guest under software emulation: then the cycles' tenth
+        /// of the share on top of it would take the thread past `100 - user_frac`, so the
+        /// tick slows instead ([`Poller::tick_period_ns`]).
+        stride: u32 = 1, STRIDE: Gauge
+            "Time controller: kern.polling.hz periods per tick, above 1 while a tick's own cost would not fit the devices' share (polld)";
         /// Time spent in poll cycles, from the first chunk to the close, as the controller
         /// measures them: beside the thread's CPU time (`polld.thread_cpu_ns`), what the
         /// thread spent outside them.
@@ -393,6 +405,11 @@ impl Poller {
         if self.knobs.reg_frac != before.reg_frac && self.reg_frac_count >= self.knobs.reg_frac {
             self.reg_frac_count = 0;
         }
+        // A new clock or controller starts at the knob's own period; the time controller
+        // slows it again if its ticks still cost more than the share.
+        if self.knobs.hz != before.hz || self.knobs.controller != before.controller {
+            self.state.stride = 1;
+        }
         // Writing idle_poll wakes (or puts to sleep) the idle poller.
         self.update_idle_sleep();
         // Any write ends a quiet spell: the new settings get a tick to act.
@@ -461,7 +478,10 @@ impl Poller {
         }
         // Short-tick detector: a tick less than half a period after the reference.
         match self.prev_tick {
-            Some(prev) if (now.saturating_sub(prev) / 1000) * (self.knobs.hz as u64) < 500_000 => {
+            Some(prev)
+                if (now.saturating_sub(prev) / 1000) * (self.knobs.hz as u64)
+                    < 500_000 * u64::from(self.state.stride) =>
+            {
                 self.state.short_ticks += 1;
             }
             _ => self.prev_tick = Some(now),
@@ -647,11 +667,43 @@ impl Poller {
         let beyond = (cpu_ns / ticks).saturating_sub(metered);
         let avg = &mut self.state.tick_overhead_ns;
         *avg = (*avg * 7 + beyond) / 8;
+        self.state.stride = match self.knobs.controller {
+            Controller::Classic => 1,
+            Controller::Time => self.next_stride(),
+        };
     }
 
-    /// One tick, in ns.
+    /// Time controller: the stride ([`PollState::stride`]) for the thread's cost per tick
+    /// as it now stands. A tick whose own cost takes more than nine tenths of the devices'
+    /// share leaves the cycles less than the tenth [`Poller::cycle_share_ns`] keeps for
+    /// them, so the thread would take more than the share: the tick slows by one period at
+    /// a time until its cost fits, and speeds up by one once the cost would fit one period
+    /// shorter with a quarter to spare; never below [`MIN_TICK_HZ`] ticks a second. The
+    /// classic controller ticks at `hz` whatever a tick costs, as FreeBSD's hardclock.
+    fn next_stride(&self) -> u32 {
+        let stride = self.state.stride.max(1);
+        let period = 1_000_000_000 / self.knobs.hz as u64;
+        let share_at = |s: u32| period * u64::from(s) * (100 - self.knobs.user_frac) as u64 / 100;
+        let cost = self.state.tick_overhead_ns * 10;
+        let slowest = (self.knobs.hz / MIN_TICK_HZ).max(1);
+        if cost > share_at(stride) * 9 && stride < slowest {
+            stride + 1
+        } else if stride > 1 && cost * 4 <= share_at(stride - 1) * 9 * 3 {
+            stride - 1
+        } else {
+            stride.min(slowest)
+        }
+    }
+
+    /// The period the tick clock should fire at, in ns: `stride` periods of
+    /// `kern.polling.hz`. The executor re-arms its timer when it changes.
+    pub fn tick_period_ns(&self) -> u64 {
+        self.tick_ns()
+    }
+
+    /// One tick, in ns: `stride` periods of `kern.polling.hz`.
     fn tick_ns(&self) -> u64 {
-        1_000_000_000 / self.knobs.hz as u64
+        1_000_000_000 / self.knobs.hz as u64 * u64::from(self.state.stride)
     }
 
     /// The devices' share of a tick, `100 - user_frac` percent of it, in ns.
@@ -689,7 +741,8 @@ impl Poller {
         self.tick_work_ns += self.last_cycle_ns;
         self.state.cycle_ns += self.last_cycle_ns;
         let elapsed_us = self.last_cycle_ns / 1000;
-        self.state.kern_load = (elapsed_us * self.knobs.hz as u64 / 10_000) as u32;
+        self.state.kern_load =
+            (elapsed_us * self.knobs.hz as u64 / 10_000 / u64::from(self.state.stride)) as u32;
         match self.knobs.controller {
             Controller::Classic => {
                 if self.state.kern_load > 100 - self.knobs.user_frac {

@@ -6,7 +6,9 @@
 //! ([`Knobs::freebsd`], the `freebsd` profile), which these behaviours are stated for; the
 //! looks', which FreeBSD has not, from polld's defaults.
 
-use polld_core::{HandlerId, KnobError, Knobs, Netisr, PollCmd, PollHandlers, Poller, RegError};
+use polld_core::{
+    HandlerId, KnobError, Knobs, Netisr, PollCmd, PollHandlers, PollState, Poller, RegError,
+};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -636,21 +638,27 @@ impl PollHandlers for Paced {
     }
 }
 
-/// A poll thread on the time controller at hz 250 and user_frac 50 whose ticks cost it
+/// A poll thread on the time controller at hz 250 and `user_frac` whose ticks cost it
 /// 0.3 ms to wake and 0.4 ms after each cycle (in a guest under software emulation: the
 /// timer path, and the transmit completions the kernel runs in the thread's interrupts),
-/// reporting its CPU at each tick read ([`Poller::note_tick_cpu`]), with a ring that
-/// `arrivals` frames of 20 µs reach per tick: its share of the CPU over 200 ticks after
-/// 50, and the time controller's `tick_overhead_ns` then.
-fn thread_share(arrivals: u32) -> (f64, u64) {
+/// reporting its CPU at each tick read ([`Poller::note_tick_cpu`]) and re-arming its tick
+/// at the poller's period ([`Poller::tick_period_ns`]), as the executor does, with a ring
+/// that `arrivals` frames of 20 µs reach per tick of its clock: its share of the CPU over
+/// 200 ticks after 50, and the poller's state then.
+fn thread_share(user_frac: u32, arrivals: u32) -> (f64, PollState) {
     const WAKE: u64 = 300 * US;
     const AFTER: u64 = 400 * US;
     let mut p = Poller::new(Knobs::freebsd());
     p.register(0).unwrap();
-    for (knob, value) in [("controller", "time"), ("burst_max", "1000"), ("hz", "250")] {
+    let user_frac = user_frac.to_string();
+    for (knob, value) in [
+        ("controller", "time"),
+        ("burst_max", "1000"),
+        ("hz", "250"),
+        ("user_frac", &user_frac),
+    ] {
         p.set_knob(knob, value).unwrap();
     }
-    let tick = 4 * MS;
     let mut ring = Paced {
         now: 0,
         cost_ns: 20 * US,
@@ -662,6 +670,7 @@ fn thread_share(arrivals: u32) -> (f64, u64) {
         let (start, cpu_start) = (ring.now, cpu);
         for _ in 0..ticks {
             // The user task runs until the tick; the thread wakes and reads its CPU clock.
+            let tick = p.tick_period_ns();
             ring.now = ring.now.max(next_tick);
             let n = (ring.now - next_tick) / tick + 1;
             next_tick += n * tick;
@@ -686,7 +695,7 @@ fn thread_share(arrivals: u32) -> (f64, u64) {
     };
     run_ticks(50);
     let share = run_ticks(200);
-    (share, p.state().tick_overhead_ns)
+    (share, *p.state())
 }
 
 // 16b. The time controller holds the poll thread's CPU to the share, not only its cycles'
@@ -694,15 +703,61 @@ fn thread_share(arrivals: u32) -> (f64, u64) {
 // out of the next budgets.
 #[test]
 fn the_time_controller_holds_the_threads_cpu_per_tick_to_the_share() {
-    let (share, overhead) = thread_share(u32::MAX);
+    let (share, state) = thread_share(50, u32::MAX);
     assert!(
         (share - 50.0).abs() <= 5.0,
         "the poll thread took {share:.1} % of the CPU at user_frac 50"
     );
+    let overhead = state.tick_overhead_ns;
     assert!(
         (650 * US..=750 * US).contains(&overhead),
         "tick_overhead_ns {overhead}"
     );
+    assert_eq!(
+        state.stride, 1,
+        "0.7 ms fits a 2 ms share: the tick keeps its rate"
+    );
+}
+
+// 16d. A tick whose own cost is more than the devices' share (0.7 ms of a 4 ms tick at
+// user_frac 90, whose share is 0.4 ms) slows the tick until the cost fits: every other
+// period of hz, the thread takes its 10 %, where ticking at hz took 0.7 ms and the cycles'
+// tenth of the share every tick (18.5 %).
+#[test]
+fn a_tick_that_costs_more_than_the_share_slows_the_tick_until_it_fits() {
+    let (share, state) = thread_share(90, u32::MAX);
+    assert!(
+        share <= 10.5,
+        "the poll thread took {share:.1} % of the CPU at user_frac 90 (stride {})",
+        state.stride
+    );
+    assert_eq!(state.stride, 2, "{state:?}");
+    assert!(state.cycles >= 90, "it still polls: {state:?}");
+}
+
+// 16e. The stride follows the tick's cost both ways, one period at a time, and the
+// classic controller (FreeBSD's hardclock) never slows its tick.
+#[test]
+fn the_stride_follows_the_ticks_cost_and_the_classic_controller_keeps_hz() {
+    let mut p = Poller::new(Knobs::default());
+    p.register(0).unwrap();
+    p.set_knob("hz", "250").unwrap();
+    p.set_knob("user_frac", "90").unwrap();
+    let mut strides = Vec::new();
+    for cost in [700 * US; 12].into_iter().chain([100 * US; 24]) {
+        p.note_tick_cpu(cost, 1);
+        strides.push(p.state().stride);
+    }
+    // 0.7 ms a tick: 2 periods (a 0.8 ms share); the average falls to 0.1 ms: back to 1.
+    assert_eq!(strides.iter().max(), Some(&2), "{strides:?}");
+    assert_eq!(strides.last(), Some(&1), "{strides:?}");
+    assert!(strides.windows(2).all(|w| w[0].abs_diff(w[1]) <= 1));
+    assert_eq!(p.tick_period_ns(), 4 * MS);
+    p.set_knob("controller", "classic").unwrap();
+    for _ in 0..12 {
+        p.note_tick_cpu(700 * US, 1);
+    }
+    assert_eq!((p.state().stride, p.tick_period_ns()), (1, 4 * MS));
 }
 
 // 16c. A cycle that ends early, on an empty ring, leaves the thread's cost per tick as it
@@ -710,7 +765,8 @@ fn the_time_controller_holds_the_threads_cpu_per_tick_to_the_share() {
 // as nothing at light load, and the first flood after it took the whole share in cycles.
 #[test]
 fn a_cycle_that_ends_on_an_empty_ring_keeps_the_threads_cost_per_tick() {
-    let (share, overhead) = thread_share(10);
+    let (share, state) = thread_share(50, 10);
+    let overhead = state.tick_overhead_ns;
     assert!(
         (650 * US..=750 * US).contains(&overhead),
         "tick_overhead_ns {overhead}"

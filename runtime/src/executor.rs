@@ -153,7 +153,7 @@ pub struct Executor {
     accounts: TimeAccounts,
     epoll: Epoll,
     tick: Timer,
-    tick_hz: u32,
+    tick_ns: u64,
     /// One-shot: a look at the devices between two ticks.
     look: Timer,
     status: Timer,
@@ -215,7 +215,7 @@ impl Executor {
             accounts: TimeAccounts::default(),
             epoll,
             tick,
-            tick_hz: 0,
+            tick_ns: 0,
             look,
             status,
             signals,
@@ -272,9 +272,7 @@ impl Executor {
                             self.lateness.record(late_ns);
                         }
                         let cpu = polld_dev::clock::thread_cpu_ns();
-                        let waited =
-                            self.waited
-                                .waited(n, cpu, tick_period_ns(self.tick_hz).unwrap_or(0));
+                        let waited = self.waited.waited(n, cpu, self.tick_ns);
                         let spin = self.accounts.busy_poll_ns + self.accounts.idle_poll_ns;
                         let poll_cpu = self
                             .daemon
@@ -367,8 +365,10 @@ impl Executor {
     fn run_due(&mut self) -> io::Result<bool> {
         let mut ran = false;
         let entered = now_ns();
-        let slice =
-            tick_period_ns(self.tick_hz).map_or(EVENTS_EVERY_NS, |p| p.min(EVENTS_EVERY_NS));
+        let slice = match self.tick_ns {
+            0 => EVENTS_EVERY_NS,
+            tick => tick.min(EVENTS_EVERY_NS),
+        };
         let watches_interrupts =
             (0..self.watched.len()).any(|i| Line::Interrupt.wanted(&self.dp, i).is_some());
         while let Some(due) = self.dp.next_due() {
@@ -392,14 +392,11 @@ impl Executor {
                 look,
             } = self.dp.step(due, &mut ThreadClocks);
             *account += ns;
-            if let Some(at) = repoll.filter(|_| self.tick_hz > 0) {
+            if let Some(at) = repoll.filter(|_| self.tick_ns > 0) {
                 // A full output cut the cycle short: the next tick comes early, and the
                 // period runs on from there. (A stopped tick, just woken from quiet, is
                 // armed afresh at the top of the loop.)
-                self.tick.set(
-                    at.saturating_sub(end),
-                    tick_period_ns(self.tick_hz).unwrap_or(0),
-                )?;
+                self.tick.set(at.saturating_sub(end), self.tick_ns)?;
             }
             if let Some(at) = look {
                 self.look.once(at.saturating_sub(end))?;
@@ -459,18 +456,18 @@ impl Executor {
         }
     }
 
-    /// Arms the tick timer at `kern.polling.hz` while some interface is registered and
-    /// polling is not quiet.
+    /// Arms the tick timer at the poller's period (`kern.polling.hz`, slowed by
+    /// `kern.polling.stride`) while some interface is registered and polling is not quiet.
     fn sync_tick(&mut self) -> io::Result<()> {
         let poller = self.dp.poller();
         let want = if poller.handlers() > 0 && !poller.state().quiet {
-            self.dp.poller().knobs().hz
+            poller.tick_period_ns()
         } else {
             0
         };
-        if want != self.tick_hz {
-            self.tick.set_period(tick_period_ns(want).unwrap_or(0))?;
-            self.tick_hz = want;
+        if want != self.tick_ns {
+            self.tick.set_period(want)?;
+            self.tick_ns = want;
         }
         Ok(())
     }
@@ -631,11 +628,6 @@ impl Clocks for ThreadClocks {
     fn cpu_ns(&mut self) -> u64 {
         polld_dev::clock::thread_cpu_ns()
     }
-}
-
-/// One tick at `hz`, in ns; `None` when the tick is off (0).
-fn tick_period_ns(hz: u32) -> Option<u64> {
-    1_000_000_000u64.checked_div(hz.into())
 }
 
 /// Which transmit-ready events are rises, for outputs whose line rises on a wakeup only

@@ -203,7 +203,7 @@ impl Sim {
     }
 
     fn tick_ns(&self) -> u64 {
-        1_000_000_000 / self.dp.poller().knobs().hz as u64
+        self.dp.poller().tick_period_ns()
     }
 
     fn charge(&self, ns: u64) {
