@@ -95,9 +95,14 @@ pub const POLL_LIST_LEN: usize = 128;
 /// `pending_polls` above this is taken as a stall and reset (FreeBSD's magic 100).
 const STALL_LIMIT: u32 = 100;
 
-/// The slowest the time controller's tick gets when a tick's own cost does not fit the
-/// devices' share ([`PollState::stride`]): a frame waits at most a tenth of a second.
-const MIN_TICK_HZ: u32 = 10;
+/// The most periods of `hz` the time controller's tick stretches to when a tick's own cost
+/// does not fit the devices' share ([`PollState::stride`]). A queue polld busy-polls
+/// returns to the kernel after ten periods without a poll (`gro_flush_timeout`,
+/// devices/linux `busy_poll.rs`): at four, two slowed ticks still come within it. Slower,
+/// the kernel's softirq took the queue back between them and its work (7.9 % of the vCPU
+/// at user_frac 90 in a guest under software emulation) counted as the ticks' cost, which
+/// slowed them further.
+const MAX_STRIDE: u32 = 4;
 
 /// The shortest wait before polling again after a cycle that met a full output.
 const MIN_REPOLL_NS: u64 = 5_000;
@@ -678,20 +683,19 @@ impl Poller {
     /// share leaves the cycles less than the tenth [`Poller::cycle_share_ns`] keeps for
     /// them, so the thread would take more than the share: the tick slows by one period at
     /// a time until its cost fits, and speeds up by one once the cost would fit one period
-    /// shorter with a quarter to spare; never below [`MIN_TICK_HZ`] ticks a second. The
-    /// classic controller ticks at `hz` whatever a tick costs, as FreeBSD's hardclock.
+    /// shorter with a quarter to spare; at most [`MAX_STRIDE`] periods. The classic
+    /// controller ticks at `hz` whatever a tick costs, as FreeBSD's hardclock.
     fn next_stride(&self) -> u32 {
         let stride = self.state.stride.max(1);
         let period = 1_000_000_000 / self.knobs.hz as u64;
         let share_at = |s: u32| period * u64::from(s) * (100 - self.knobs.user_frac) as u64 / 100;
         let cost = self.state.tick_overhead_ns * 10;
-        let slowest = (self.knobs.hz / MIN_TICK_HZ).max(1);
-        if cost > share_at(stride) * 9 && stride < slowest {
+        if cost > share_at(stride) * 9 && stride < MAX_STRIDE {
             stride + 1
         } else if stride > 1 && cost * 4 <= share_at(stride - 1) * 9 * 3 {
             stride - 1
         } else {
-            stride.min(slowest)
+            stride.min(MAX_STRIDE)
         }
     }
 
