@@ -84,7 +84,10 @@ fn a_competitor_on_the_poll_cpu_keeps_user_frac_under_a_flood_and_starves_with_i
         pairs.iter().any(|(ratio, _)| *ratio >= 0.9),
         "auto delivers under 0.9x polling's in every pair: {pairs:?}"
     );
+    // Interrupt mode starves the competitor. Its interrupts over the window are not
+    // checked: under the flood a handler may never find its ring empty, and then one
+    // interrupt runs through the whole window (0 interrupts/s measured; the seeds' curve
+    // shows 0 to 3 at its floods).
     let row = share(&tb, &dir, "interrupt", 50, |c| c < 15.0);
     assert!(row.competitor_percent < 15.0, "interrupt mode: {row:?}");
-    assert!(row.interrupts_per_sec > 0.0, "{row:?}");
 }

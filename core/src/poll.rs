@@ -216,9 +216,9 @@ sysctl_struct! {
         tick_overhead_ns: u64 = 0, TICK_OVERHEAD_NS: Gauge
             "Time controller: poll thread CPU per tick beyond its cycles, ns (polld)";
         /// Time controller: the tick clock fires once every `stride` periods of
-        /// `kern.polling.hz`. It is 1 unless the thread's own cost per tick
-        /// (`tick_overhead_ns`) would take more than nine tenths of the devices' share of
-        /// one, as a wakeup does in a guest under software emulation: then the cycles' tenth
+        /// `kern.polling.hz`. It is 1 unless every interface polls and the thread's own
+        /// cost per tick (`tick_overhead_ns`) would take more than nine tenths of the
+        /// devices' share of one, as a wakeup does in a guest under software emulation: then the cycles' tenth
         /// of the share on top of it would take the thread past `100 - user_frac`, so the
         /// tick slows instead ([`Poller::tick_period_ns`]).
         stride: u32 = 1, STRIDE: Gauge
@@ -662,7 +662,13 @@ impl Poller {
     /// and each cycle's transmit raises completion interrupts the kernel charges to the
     /// thread: the budget measured on the cycles alone left polld 60 % of the vCPU at
     /// user_frac 50.
-    pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64) {
+    ///
+    /// `all_polling`: every interface is in polling mode, so no interrupt-mode work is
+    /// among it. Interrupt work (an interface in interrupt, adaptive or `auto` mode) costs
+    /// with the time between ticks, not with their number: a slower tick would only hand
+    /// it more time a tick, so the tick stays at `hz` ([`PollState::stride`] 1) unless
+    /// every interface polls.
+    pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64, all_polling: bool) {
         let cycles =
             self.state.cycle_ns - std::mem::replace(&mut self.cycle_ns_noted, self.state.cycle_ns);
         if ticks == 0 {
@@ -673,8 +679,8 @@ impl Poller {
         let avg = &mut self.state.tick_overhead_ns;
         *avg = (*avg * 7 + beyond) / 8;
         self.state.stride = match self.knobs.controller {
-            Controller::Classic => 1,
-            Controller::Time => self.next_stride(),
+            Controller::Time if all_polling => self.next_stride(),
+            _ => 1,
         };
     }
 

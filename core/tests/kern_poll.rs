@@ -681,7 +681,7 @@ fn thread_share(user_frac: u32, arrivals: u32) -> (f64, PollState) {
             ring.now += WAKE;
             let cpu_now = cpu + WAKE;
             if let Some(before) = cpu_at_tick.replace(cpu_now) {
-                p.note_tick_cpu(cpu_now - before, n);
+                p.note_tick_cpu(cpu_now - before, n, true);
             }
             p.hardclock(ring.now, n as u32);
             while p.netisr_due() == Some(Netisr::Chunk) {
@@ -745,7 +745,7 @@ fn the_stride_follows_the_ticks_cost_and_the_classic_controller_keeps_hz() {
     p.set_knob("user_frac", "90").unwrap();
     let mut strides = Vec::new();
     for cost in [700 * US; 12].into_iter().chain([100 * US; 24]) {
-        p.note_tick_cpu(cost, 1);
+        p.note_tick_cpu(cost, 1, true);
         strides.push(p.state().stride);
     }
     // 0.7 ms a tick: 2 periods (a 0.8 ms share); the average falls to 0.1 ms: back to 1.
@@ -755,12 +755,17 @@ fn the_stride_follows_the_ticks_cost_and_the_classic_controller_keeps_hz() {
     assert_eq!(p.tick_period_ns(), 4 * MS);
     // However dear, at most 4 periods: a busy-polled queue's kernel timeout is 10.
     for _ in 0..20 {
-        p.note_tick_cpu(10 * MS, 1);
+        p.note_tick_cpu(10 * MS, 1, true);
     }
     assert_eq!((p.state().stride, p.tick_period_ns()), (4, 16 * MS));
+    // An interface that may take interrupts (auto here): interrupt work costs with the
+    // time between ticks, not their number (auto on interrupts took 2 ms of every slowed
+    // 4 ms tick): back to hz.
+    p.note_tick_cpu(10 * MS, 1, false);
+    assert_eq!((p.state().stride, p.tick_period_ns()), (1, 4 * MS));
     p.set_knob("controller", "classic").unwrap();
     for _ in 0..12 {
-        p.note_tick_cpu(700 * US, 1);
+        p.note_tick_cpu(700 * US, 1, true);
     }
     assert_eq!((p.state().stride, p.tick_period_ns()), (1, 4 * MS));
 }

@@ -437,6 +437,9 @@ pub struct Scheduler {
     pub idle_poll: u64,
     /// Device share of the last cycle, percent of a tick.
     pub kern_load: u64,
+    /// Periods of `hz` per tick: above 1 while the time controller slows a tick that
+    /// costs more than the devices' share.
+    pub stride: u64,
 }
 
 /// One poll CPU of `[daemon] cpus`: its own scheduler (`net.ifpoll.N.*`) and its poll
@@ -592,6 +595,7 @@ impl Scheduler {
             handlers: k(Poller::HANDLERS.name),
             idle_poll: k(Knobs::IDLE_POLL.name),
             kern_load: k(PollState::KERN_LOAD.name),
+            stride: k(PollState::STRIDE.name),
         }
     }
 }

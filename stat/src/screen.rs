@@ -220,8 +220,13 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
             k.burst, k.burst_max, k.each_burst, k.residual_burst, k.phase
         )),
     ]));
+    // A slowed tick (kern.polling.stride): it polls hz / stride times a second.
+    let slowed = match k.stride {
+        0 | 1 => String::new(),
+        n => format!("  stride {n}"),
+    };
     out.push(Line::from(format!(
-        "         lost_polls {} ({}/s)  stalled {}  user_frac {}  hz {}",
+        "         lost_polls {} ({}/s)  stalled {}  user_frac {}  hz {}{slowed}",
         k.lost_polls,
         rate(k.lost_polls_per_s),
         k.stalled,

@@ -619,3 +619,23 @@ fn on_a_cpu_others_keep_busy_a_preempted_poll_thread_is_not_counted_twice() {
     assert!(close(s.cpu.user.unwrap(), 8.0), "{:?}", s.cpu);
     assert!(close(s.cpu.idle.unwrap(), 0.0), "{:?}", s.cpu);
 }
+
+#[test]
+fn a_slowed_tick_shows_its_stride_beside_hz() {
+    let lost_polls = |s: &Snapshot| {
+        text_80(s)
+            .lines()
+            .find(|l| l.contains("lost_polls"))
+            .unwrap()
+            .to_string()
+    };
+    // At hz, the line says hz alone.
+    let plain = lost_polls(&snapshot(2));
+    assert!(plain.ends_with("hz 1000"), "{plain}");
+    let before = Sample::from_entries(with(entries(2, 10), "kern.polling.stride", 1));
+    let after = Sample::from_entries(with(entries(2, 11), "kern.polling.stride", 4));
+    let slowed = Snapshot::between(&before, &after);
+    assert_eq!(slowed.scheduler.stride, 4);
+    let line = lost_polls(&slowed);
+    assert!(line.ends_with("hz 1000  stride 4"), "{line}");
+}

@@ -149,9 +149,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// The executor's thread used `cpu_ns` of CPU over the last `ticks` ticks, busy and
-    /// idle polling left out ([`Poller::note_tick_cpu`]).
+    /// idle polling left out ([`Poller::note_tick_cpu`]); whether every interface polls
+    /// says whether interrupt-mode work may be among it.
     pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64) {
-        self.poller.note_tick_cpu(cpu_ns, ticks);
+        let all_polling = self.devs.ifs.iter().all(|f| f.mode == Mode::Polling);
+        self.poller.note_tick_cpu(cpu_ns, ticks, all_polling);
     }
 
     /// The timer the executor armed for a look ([`crate::dataplane::Step::look`]) fired.
