@@ -654,7 +654,8 @@ impl Poller {
     /// tick reads: what it took per tick beyond the cycles' time, up to the cycle budget in
     /// force, is folded into the moving average the time controller leaves out of the next
     /// budgets ([`PollState::tick_overhead_ns`]). That is the thread's wakeup, the timer
-    /// and epoll calls, work outside the cycles, the interrupts the kernel charges the
+    /// and epoll calls, work outside the cycles (interrupt-mode pieces left out: the
+    /// dataplane subtracts them), the interrupts the kernel charges the
     /// thread for while it runs, and the cycles' overrun of their budget. So the thread's
     /// CPU, not the cycles' time on the monotonic clock, is what holds to the share; and a
     /// cycle that ends early, on an empty ring, does not make the overhead look smaller.

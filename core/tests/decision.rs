@@ -433,3 +433,53 @@ fn one_window_overestimated_does_not_keep_a_light_load_polled() {
     assert_eq!(dp.interfaces()[0].counters().auto_switches, 5);
     conserved(&dp);
 }
+
+/// A clock that a piece advances by `per_piece` ns when it runs.
+struct Stepping {
+    now: u64,
+    per_piece: u64,
+}
+
+impl polld_core::Clocks for Stepping {
+    fn now(&mut self) -> u64 {
+        self.now
+    }
+    fn cpu_ns(&mut self) -> u64 {
+        self.now
+    }
+    fn wake(&mut self, _due: Due, start: u64) -> u64 {
+        self.now = start + self.per_piece;
+        start
+    }
+}
+
+// The thread's CPU at a tick read, less the time its interrupt-mode pieces took, is what
+// the time controller learns as the ticks' cost: an interface on interrupts (auto's spells
+// among them) costs with the time between ticks, and counted there it took the polling
+// cycles' budget down to its floor (an auto interface under a flood then switched about
+// 160 times a second).
+#[test]
+fn interrupt_work_is_not_counted_as_what_a_tick_costs() {
+    let mut dp = dataplane(&[Mode::Interrupt, Mode::Polling], &[]);
+    inject(&mut dp, 0, 100);
+    dp.interrupt_line(0, true);
+    let mut clock = Stepping {
+        now: 0,
+        per_piece: 200_000,
+    };
+    let mut pieces = 0;
+    while let Some(due @ (Due::Interrupt(0) | Due::Handler(0))) = dp.next_due() {
+        dp.step(due, &mut clock);
+        pieces += 1;
+    }
+    assert!(pieces >= 2, "a raised line and its handler's batches ran");
+    // 0.1 ms of the thread's CPU beyond the handler's pieces: the average takes an eighth.
+    dp.note_tick_cpu(clock.now + 100_000, 1);
+    assert_eq!(dp.poller().state().tick_overhead_ns, 100_000 / 8);
+    // The next read starts from nothing.
+    dp.note_tick_cpu(800_000, 1);
+    assert_eq!(
+        dp.poller().state().tick_overhead_ns,
+        (100_000 / 8 * 7 + 800_000) / 8
+    );
+}

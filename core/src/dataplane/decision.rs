@@ -150,10 +150,16 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
 
     /// The executor's thread used `cpu_ns` of CPU over the last `ticks` ticks, busy and
     /// idle polling left out ([`Poller::note_tick_cpu`]); whether every interface polls
-    /// says whether interrupt-mode work may be among it.
+    /// says whether interrupt-mode work may be among it. The interrupt-mode pieces' time is
+    /// left out: it is not what a tick costs, and counted there it took the polling
+    /// cycles' budget down to its floor after each spell of `auto` on interrupts, so that
+    /// the frames polled then looked light enough for interrupts again (an `auto`
+    /// interface under a flood switched about 160 times a second).
     pub fn note_tick_cpu(&mut self, cpu_ns: u64, ticks: u64) {
         let all_polling = self.devs.ifs.iter().all(|f| f.mode == Mode::Polling);
-        self.poller.note_tick_cpu(cpu_ns, ticks, all_polling);
+        let interrupts = std::mem::take(&mut self.interrupt_ns);
+        self.poller
+            .note_tick_cpu(cpu_ns.saturating_sub(interrupts), ticks, all_polling);
     }
 
     /// The timer the executor armed for a look ([`crate::dataplane::Step::look`]) fired.

@@ -330,6 +330,10 @@ pub struct Dataplane<D, S> {
     /// The output whose transmit-ready line starts the next poll cycle, after a cycle that
     /// output cut short ([`Dataplane::take_repoll`]).
     repoll_line: Option<usize>,
+    /// What the interrupt-mode pieces (a raised line, a handler's batch, an adaptive task)
+    /// took of the executor's clock since it last reported the thread's CPU at a tick
+    /// ([`Dataplane::note_tick_cpu`]).
+    interrupt_ns: u64,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -365,6 +369,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             pending: Pending::new(links.len()),
             auto: AutoWindow::default(),
             repoll_line: None,
+            interrupt_ns: 0,
             devs: Devices {
                 ifs,
                 links,

@@ -82,6 +82,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let end = clocks.now();
         let ns = end.saturating_sub(woken);
         self.ran(due, ns);
+        if matches!(due, Due::Interrupt(_) | Due::Handler(_) | Due::Task(_)) {
+            self.interrupt_ns += ns;
+        }
         let (repoll, look) = if due == Due::Pollmore {
             (self.take_repoll(), self.poller.take_look())
         } else {
