@@ -78,10 +78,19 @@ fn check_json_says_ok_with_what_it_checked_or_each_error_with_its_line_and_fix()
 fn check_refuses_a_metrics_address_already_taken() {
     require_root!();
     let dir = Dir::new("check-metrics");
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = taken.local_addr().unwrap().port();
+    // A loopback address of this test's own: once `taken` is dropped, no other test's
+    // connection (their source address is 127.0.0.1) can hold the port on it.
+    let pid = std::process::id();
+    let ip = format!(
+        "127.{}.{}.{}",
+        1 + (pid >> 16) % 200,
+        (pid >> 8) & 0xff,
+        1 + (pid & 0xff) % 254
+    );
+    let taken = std::net::TcpListener::bind(format!("{ip}:0")).unwrap();
+    let addr = taken.local_addr().unwrap();
     let good = two_taps(&dir.0.join("polld.sock"), "polling", &[]);
-    let text = good.replace("[daemon]\n", &format!("[daemon]\nmetrics = {port}\n"));
+    let text = good.replace("[daemon]\n", &format!("[daemon]\nmetrics = \"{addr}\"\n"));
     let (ok, json) = check_json(&dir, &text);
     assert!(!ok, "{json}");
     let error = &json["errors"][0];
@@ -91,7 +100,7 @@ fn check_refuses_a_metrics_address_already_taken() {
         error["message"]
             .as_str()
             .unwrap()
-            .contains("cannot listen on 127.0.0.1"),
+            .contains(&format!("cannot listen on {addr}")),
         "{error}"
     );
     drop(taken);
@@ -100,7 +109,7 @@ fn check_refuses_a_metrics_address_already_taken() {
     assert!(
         json["checked"]
             .to_string()
-            .contains(&format!("127.0.0.1:{port} is free")),
+            .contains(&format!("{addr} is free")),
         "{json}"
     );
     assert!(!Path::new(&dir.0.join("polld.sock")).exists());
