@@ -21,9 +21,16 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     // How deep the livelock goes depends on how far gen outruns polld's receive in that
     // run (both take a CPU each, at about 1M frames/s on TAP): where it barely does, the
     // queue gets a frame whenever the ring runs empty. Or a process sharing the poll CPU
-    // spoils a run: three runs are allowed, all failing fails.
-    let (_dir, report, stderr) =
-        common::quick_bench_retrying("seeds", "bs", Some("the livelock did not reproduce"));
+    // spoils a run: three runs are allowed, all failing fails. So for polling's plateau,
+    // judged on two trials a load in the quick bench.
+    let (_dir, report, stderr) = common::quick_bench_retrying(
+        "seeds",
+        "bs",
+        &[
+            "the livelock did not reproduce",
+            "polling did not hold its peak",
+        ],
+    );
 
     // A progress line per step.
     for step in ["curve:", "share:", "table:", "screens:", "tcp:"] {
@@ -106,8 +113,28 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
         ]
     );
 
-    // Every trial conserved: 12 curve points, 4 shares, the table's 5, the screens', 4 TCP.
-    assert_eq!(report["trials"], 26, "{report}");
+    // Polling's plateau: two more rounds at the flood (above its peak wherever gen
+    // outruns polld) and at its best, if that was below the flood.
+    let plateau = &report["plateau"];
+    assert_eq!(plateau["rounds"], 2, "{plateau}");
+    let loads = plateau["loads"].as_array().unwrap();
+    let last = loads.last().unwrap();
+    assert_eq!(
+        (&last["rate"], &last["above_peak"]),
+        (&Value::from("unlimited"), &Value::from(true)),
+        "{plateau}"
+    );
+    assert!(
+        loads
+            .iter()
+            .all(|l| l["delivered"].as_array().unwrap().len() == 2),
+        "{plateau}"
+    );
+    assert!(stderr.contains("polld bench seeds: plateau: polling, polld gen --rate unlimited"));
+
+    // Every trial conserved: 12 curve points, the plateau's, 4 shares, the table's 5, the
+    // screens', 4 TCP.
+    assert_eq!(report["trials"], 26 + 2 * loads.len(), "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(

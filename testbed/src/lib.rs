@@ -64,6 +64,7 @@ pub mod layout;
 pub mod ledger;
 pub mod napi;
 pub mod placement;
+pub mod plateau;
 pub mod plot;
 pub mod polld;
 pub mod ramp;

@@ -88,17 +88,13 @@ impl Drop for Dir {
 /// the plots are read), the JSON report and the progress lines (stderr). Fails the test if
 /// the bench fails.
 pub fn quick_bench(bench: &str, tag: &str) -> (Dir, Value, String) {
-    quick_bench_retrying(bench, tag, None)
+    quick_bench_retrying(bench, tag, &[])
 }
 
-/// [`quick_bench`], run again (three runs at most) while a run fails saying `retry_on`: a
-/// verdict that depends on how hard this machine's generator floods in one run (or on
+/// [`quick_bench`], run again (three runs at most) while a run fails saying one of
+/// `retry_on`: a verdict that depends on how hard this machine's generator floods in one run (or on
 /// another process on the poll CPU), but that must hold in one of three runs in a row.
-pub fn quick_bench_retrying(
-    bench: &str,
-    tag: &str,
-    retry_on: Option<&str>,
-) -> (Dir, Value, String) {
+pub fn quick_bench_retrying(bench: &str, tag: &str, retry_on: &[&str]) -> (Dir, Value, String) {
     let dir = Dir::new(&format!("bench-{bench}"));
     let prefix = format!("pt{}{tag}", std::process::id() % 10_000);
     let run = || {
@@ -113,7 +109,10 @@ pub fn quick_bench_retrying(
     let mut out = run();
     let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     for _ in 1..3 {
-        let Some(verdict) = retry_on.filter(|v| !out.status.success() && stderr.contains(v)) else {
+        let Some(verdict) = retry_on
+            .iter()
+            .find(|v| !out.status.success() && stderr.contains(*v))
+        else {
             break;
         };
         eprintln!("polld bench {bench}: {verdict}; running it again:\n{stderr}");
