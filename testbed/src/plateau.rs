@@ -3,13 +3,14 @@
 //!
 //! On a shared machine one trial of polling under overload moves by 6 to 8 % (its standard
 //! deviation over 45 trials at one load: the host takes the forwarding CPU for a while, as
-//! its steal time shows), more than the 5 % the verdict allows. The median of the curve's
-//! three rounds at each of five loads above the peak judged a flat plateau "NOT at least
-//! 95 %" in most runs. So the verdict has its own trials: the loads above the peak (the
+//! its steal time shows), more than the 5 % the verdict allows: the median of three trials
+//! at each of five loads above the peak would judge a flat plateau "NOT at least 95 %" in
+//! most runs. So the verdict has its own trials: the loads above the peak (the
 //! loads `polld gen` could not reach are one load, the flood) and the curve's best load, in
 //! rounds through all of them so that what drifts over minutes falls on every load alike;
 //! each load's mean, and the ratio's standard error beside it.
 
+use polld_traffic::rate::{parse_rate, Rate};
 use serde::Serialize;
 
 use crate::share::ShareRow;
@@ -71,9 +72,9 @@ pub fn loads(rates: &[&str], trials: &[Vec<ShareRow>]) -> Vec<(String, bool)> {
     let flood = rates.last().copied().unwrap_or("unlimited");
     let reached = |&(rate, offered, _): &(&str, f64, f64)| {
         rate == flood
-            || polld_traffic::rate::parse_rate(rate).is_ok_and(|r| match r {
-                polld_traffic::rate::Rate::Pps(pps) => offered >= CARRIED * pps,
-                polld_traffic::rate::Rate::Unlimited => true,
+            || parse_rate(rate).is_ok_and(|r| match r {
+                Rate::Pps(pps) => offered >= CARRIED * pps,
+                Rate::Unlimited => true,
             })
     };
     let mut chosen: Vec<(String, bool)> = at[first..]
@@ -222,22 +223,6 @@ impl Plateau {
 mod tests {
     use super::*;
 
-    fn row(offered: f64, delivered: f64) -> ShareRow {
-        ShareRow {
-            mode: "polling".into(),
-            user_frac: 10,
-            offered_pps: offered,
-            delivered_pps: delivered,
-            interrupts_per_sec: 0.0,
-            polld_cpu_percent: 90.0,
-            competitor_percent: 0.0,
-            ksoftirqd_percent: None,
-            drops: vec![],
-            ledger: None,
-            conserved: true,
-        }
-    }
-
     fn load(rate: &str, above_peak: bool, delivered: &[f64]) -> PlateauLoad {
         PlateauLoad {
             rate: rate.into(),
@@ -260,7 +245,13 @@ mod tests {
             (720e3, 240e3),
         ]
         .iter()
-        .map(|&(o, d)| vec![row(o, d), row(o, d * 0.9), row(o, d * 1.01)])
+        .map(|&(o, d)| {
+            vec![
+                ShareRow::point(o, d),
+                ShareRow::point(o, d * 0.9),
+                ShareRow::point(o, d * 1.01),
+            ]
+        })
         .collect();
         assert_eq!(
             loads(&rates, &trials),
@@ -270,7 +261,7 @@ mod tests {
         let mut low = trials.clone();
         for (at, delivered) in [(2, 200e3), (3, 210e3), (4, 205e3), (5, 200e3)] {
             let offered = low[at][0].offered_pps;
-            low[at] = vec![row(offered, delivered)];
+            low[at] = vec![ShareRow::point(offered, delivered)];
         }
         assert_eq!(
             loads(&rates, &low),
@@ -281,7 +272,10 @@ mod tests {
             ]
         );
         // Every load carried: nothing to measure.
-        let carried: Vec<Vec<ShareRow>> = [100e3, 250e3].iter().map(|&o| vec![row(o, o)]).collect();
+        let carried: Vec<Vec<ShareRow>> = [100e3, 250e3]
+            .iter()
+            .map(|&o| vec![ShareRow::point(o, o)])
+            .collect();
         assert!(loads(&rates[..2], &carried).is_empty());
     }
 

@@ -1456,26 +1456,10 @@ fn ksoftirqd_cell(row: &ShareRow, shown: bool) -> String {
 mod tests {
     use super::*;
 
-    fn row(offered: f64, delivered: f64) -> ShareRow {
-        ShareRow {
-            mode: "polling".into(),
-            user_frac: 10,
-            offered_pps: offered,
-            delivered_pps: delivered,
-            interrupts_per_sec: 0.0,
-            polld_cpu_percent: 50.0,
-            competitor_percent: 0.0,
-            ksoftirqd_percent: None,
-            drops: vec![],
-            ledger: None,
-            conserved: true,
-        }
-    }
-
     fn series(name: &str, points: &[(f64, f64)]) -> CurveSeries {
         CurveSeries {
             name: name.into(),
-            points: points.iter().map(|&(o, d)| row(o, d)).collect(),
+            points: points.iter().map(|&(o, d)| ShareRow::point(o, d)).collect(),
             rounds: points.iter().map(|&(_, d)| vec![d]).collect(),
         }
     }
@@ -1524,8 +1508,16 @@ mod tests {
         let s = CurveSeries::of_rounds(
             "polling",
             vec![
-                vec![row(900.0, 300.0), row(880.0, 250.0), row(910.0, 330.0)],
-                vec![row(100.0, 100.0), row(101.0, 99.0), row(99.0, 98.0)],
+                vec![
+                    ShareRow::point(900.0, 300.0),
+                    ShareRow::point(880.0, 250.0),
+                    ShareRow::point(910.0, 330.0),
+                ],
+                vec![
+                    ShareRow::point(100.0, 100.0),
+                    ShareRow::point(101.0, 99.0),
+                    ShareRow::point(99.0, 98.0),
+                ],
             ],
         );
         let points: Vec<(f64, f64)> = s

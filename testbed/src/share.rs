@@ -130,6 +130,27 @@ pub struct ShareRow {
     pub conserved: bool,
 }
 
+#[cfg(test)]
+impl ShareRow {
+    /// A polling trial at user_frac 10 that delivered `delivered` of `offered` frames/s,
+    /// conserved: a point of a curve in unit tests.
+    pub(crate) fn point(offered: f64, delivered: f64) -> ShareRow {
+        ShareRow {
+            mode: "polling".into(),
+            user_frac: 10,
+            offered_pps: offered,
+            delivered_pps: delivered,
+            interrupts_per_sec: 0.0,
+            polld_cpu_percent: 90.0,
+            competitor_percent: 0.0,
+            ksoftirqd_percent: None,
+            drops: vec![],
+            ledger: None,
+            conserved: true,
+        }
+    }
+}
+
 /// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
 /// once its control socket exists.
 pub(crate) fn start_polld(
