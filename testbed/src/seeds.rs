@@ -202,8 +202,8 @@ const QUICK: Timing = Timing {
 /// In a guest under software emulation, which forwards about a thirtieth of what the host
 /// does: steps up to its knees (interrupt mode carried 10k and about 10k flooded, polling
 /// at user_frac 10 carried 6k and about 8k at 10k: docs/results/seeds-vm.md), a longer
-/// window for the guest's slower clock of events, and a second of warm-up for its polld to
-/// find its NAPI id and start busy polling.
+/// window for the guest's slower clock of events, and a second of warm-up (a polld that
+/// polls gets more to take its queue from the kernel: `crate::vm::demo`'s `TAKEOVER_S`).
 const FULL_VM: Timing = Timing {
     warm_up: 1.0,
     window: 3.0,

@@ -38,6 +38,15 @@ use crate::{counters, IfCounters, Layout, PolldSetup, Role, Testbed, TestbedErro
 /// Seconds of load before each window.
 const WARM_UP: f64 = 1.0;
 
+/// Seconds of load before the window of a polld that polls: started into a running flood,
+/// polld learns its queue's NAPI id only from the first frame its socket receives (copy
+/// mode), and until it busy polls, the driver's NAPI runs in `ksoftirqd/0` at interrupt
+/// priority, above polld's thread. In a 6.1 guest under software emulation, polld took
+/// the queue within about a second in most trials, but `ksoftirqd/0` still had 20 to 88 %
+/// of the vCPU from the first second to the fourth in about half of them (by hand: 8 of
+/// 15 trials over 15 % with a second of warm-up, none of 8 with five).
+const TAKEOVER_S: f64 = 5.0;
+
 /// Seconds the frames still on the way after gen stopped may take to drain: polld at
 /// user_frac 90 under software emulation takes about 100 frames/s, and its socket's ring
 /// can hold 1,500 of them when the flood stops.
@@ -366,9 +375,10 @@ fn start_polld(layout: &Layout, mode: &str, knobs: &[(&str, &str)]) -> Result<u3
 
 /// One row: the guest's device work as `work` says, a polld of its own in `mode` with
 /// `knobs`, `gen_polld gen --rate rate` from before the warm-up until the window closed
-/// (`window`: the warm-up and the window, s), the window sampled in the guest beside the `competitor` if there is one; then the frames on the
-/// way let through and the row's ledger booked from polld's final counters. Its `load`
-/// is the caller's to name.
+/// (`window`: the warm-up, at least [`TAKEOVER_S`] unless in interrupt mode, and the
+/// window, s), the window sampled in the guest beside the `competitor` if there is one;
+/// then the frames on the way let through and the row's ledger booked from polld's final
+/// counters. Its `load` is the caller's to name.
 fn measure(
     layout: &Layout,
     gen_polld: &Path,
@@ -379,6 +389,10 @@ fn measure(
     competitor: Option<u32>,
 ) -> Result<VmRow, TestbedError> {
     let prefix = &layout.prefix;
+    let warm_up = match mode {
+        "interrupt" => warm_up,
+        _ => warm_up.max(TAKEOVER_S),
+    };
     guest::set_device_work(prefix, work)?;
     let polld = start_polld(layout, mode, knobs)?;
     let measured = (|| {
