@@ -41,10 +41,9 @@ const WARM_UP: f64 = 1.0;
 /// Seconds of load before the window of a polld that polls: started into a running flood,
 /// polld learns its queue's NAPI id only from the first frame its socket receives (copy
 /// mode), and until it busy polls, the driver's NAPI runs in `ksoftirqd/0` at interrupt
-/// priority, above polld's thread. In a 6.1 guest under software emulation, polld took
-/// the queue within about a second in most trials, but `ksoftirqd/0` still had 20 to 88 %
-/// of the vCPU from the first second to the fourth in about half of them (by hand: 8 of
-/// 15 trials over 15 % with a second of warm-up, none of 8 with five).
+/// priority, above polld's thread. In a 6.1 guest under software emulation, with a
+/// second of warm-up `ksoftirqd/0` still had 20 to 88 % of the vCPU in the window (the
+/// first second to the fourth) in 8 of 15 trials by hand; with five, at most 4 % in all 8.
 const TAKEOVER_S: f64 = 5.0;
 
 /// Seconds the frames still on the way after gen stopped may take to drain: polld at
