@@ -42,8 +42,9 @@ const WARM_UP: f64 = 1.0;
 /// polld learns its queue's NAPI id only from the first frame its socket receives (copy
 /// mode), and until it busy polls, the driver's NAPI runs in `ksoftirqd/0` at interrupt
 /// priority, above polld's thread. In a 6.1 guest under software emulation, with a
-/// second of warm-up `ksoftirqd/0` still had 20 to 88 % of the vCPU in the window (the
-/// first second to the fourth) in 8 of 15 trials by hand; with five, at most 4 % in all 8.
+/// second of warm-up `ksoftirqd/0` still had 19.8 to 87.8 % of the vCPU in the window (the
+/// first second to the fourth) in 8 of 15 trials by hand; with five, at most 3.8 % in all
+/// 8.
 const TAKEOVER_S: f64 = 5.0;
 
 /// Seconds the frames still on the way after gen stopped may take to drain: polld at
