@@ -92,8 +92,9 @@ pub fn quick_bench(bench: &str, tag: &str) -> (Dir, Value, String) {
 }
 
 /// [`quick_bench`], run again (three runs at most) while a run fails saying one of
-/// `retry_on`: a verdict that depends on how hard this machine's generator floods in one run (or on
-/// another process on the poll CPU), but that must hold in one of three runs in a row.
+/// `retry_on`: a verdict that depends on how hard this machine's generator floods in one
+/// run (or on another process on the poll CPU), but that must hold in one of three runs in
+/// a row.
 pub fn quick_bench_retrying(bench: &str, tag: &str, retry_on: &[&str]) -> (Dir, Value, String) {
     let dir = Dir::new(&format!("bench-{bench}"));
     let prefix = format!("pt{}{tag}", std::process::id() % 10_000);

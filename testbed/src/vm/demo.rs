@@ -120,8 +120,8 @@ pub struct TcpRow {
     pub guest_cpu_percent: f64,
     /// polld's own CPU time, percent of the vCPU.
     pub polld_cpu_percent: f64,
-    /// eth0's receive interrupts a second: in interrupt mode NAPI takes a burst of TCP
-    /// segments per interrupt, so it does not raise one per frame as seed 002's NIC did.
+    /// eth0's receive interrupts a second: in interrupt mode, how many TCP segments NAPI
+    /// takes per interrupt.
     pub device_interrupts_per_s: f64,
 }
 
