@@ -3,10 +3,15 @@
 //! `-v`/`-vv` show debug/trace records, `-q`/`-qq` keep only warnings/errors; without
 //! either, `RUST_LOG` (env_logger's syntax, e.g. `RUST_LOG=polld_runtime=debug`)
 //! chooses, and its default is info.
+//!
+//! When stderr is the journal (systemd sets `JOURNAL_STREAM` to the `DEVICE:INODE` of the
+//! stream it connected, and stderr is that stream), each line starts with its syslog
+//! priority as `sd-daemon(3)` defines it (`<3>` error, `<4>` warning, `<6>` info, `<7>`
+//! debug and trace), so that `journalctl -p warning -u polld` filters by level.
 
 use std::io::Write;
 
-use log::LevelFilter;
+use log::{Level, LevelFilter};
 
 /// The level `-v` and `-q` ask for, counted; `None` when neither is given.
 pub fn level(verbose: u8, quiet: u8) -> Option<LevelFilter> {
@@ -27,9 +32,39 @@ pub fn init(level: Option<LevelFilter>) {
     if let Some(level) = level {
         builder.filter_level(level);
     }
+    let journal = stderr_is_journal(std::env::var("JOURNAL_STREAM").ok().as_deref());
     builder
-        .format(|out, record| writeln!(out, "{}: {}", label(record.target()), record.args()))
+        .format(move |out, record| {
+            if journal {
+                write!(out, "<{}>", priority(record.level()))?;
+            }
+            writeln!(out, "{}: {}", label(record.target()), record.args())
+        })
         .init();
+}
+
+/// Whether stderr is the stream `journal_stream` (`JOURNAL_STREAM`'s `DEVICE:INODE`) names.
+fn stderr_is_journal(journal_stream: Option<&str>) -> bool {
+    let Some((dev, ino)) = journal_stream.and_then(|s| s.split_once(':')) else {
+        return false;
+    };
+    let (Ok(dev), Ok(ino)) = (dev.parse::<u64>(), ino.parse::<u64>()) else {
+        return false;
+    };
+    let Ok(stderr) = rustix::fs::fstat(std::io::stderr()) else {
+        return false;
+    };
+    stderr.st_dev == dev && stderr.st_ino == ino
+}
+
+/// A record's syslog priority (sd-daemon(3)'s `SD_ERR` ... `SD_DEBUG`).
+fn priority(level: Level) -> u8 {
+    match level {
+        Level::Error => 3,
+        Level::Warn => 4,
+        Level::Info => 6,
+        Level::Debug | Level::Trace => 7,
+    }
 }
 
 /// The name a record's line starts with: an explicit target (`polld ctl`) as it is, the

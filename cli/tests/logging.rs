@@ -54,3 +54,37 @@ fn errors_keep_their_wording_on_stderr_even_with_minus_qq() {
     );
     assert!(ctl.starts_with("polld ctl: "), "{ctl}");
 }
+
+/// `polld ARGS` with stderr on a file whose `DEVICE:INODE` is (or is not) the
+/// `JOURNAL_STREAM` systemd would set; what it wrote there.
+fn journal_stderr_of(args: &[&str], same_stream: bool) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let dir = Dir::new("journal");
+    let path = dir.0.join("stderr");
+    let file = std::fs::File::create(&path).unwrap();
+    let meta = file.metadata().unwrap();
+    let ino = if same_stream {
+        meta.ino()
+    } else {
+        meta.ino() + 1
+    };
+    let out = Command::new(POLLD)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("JOURNAL_STREAM", format!("{}:{ino}", meta.dev()))
+        .stderr(file)
+        .output()
+        .unwrap();
+    assert!(out.stderr.is_empty());
+    std::fs::read_to_string(&path).unwrap()
+}
+
+#[test]
+fn on_the_journal_each_line_carries_its_priority_and_elsewhere_none() {
+    // Info is <6>, an error <3>, as sd-daemon(3) prefixes them.
+    assert!(journal_stderr_of(&SIM, true).starts_with(&format!("<6>{INFO}")));
+    let err = journal_stderr_of(&["ctl", "--socket", "/nonexistent/polld.sock", "-a"], true);
+    assert!(err.starts_with("<3>polld ctl: "), "{err}");
+    // A JOURNAL_STREAM that is not stderr (a child of a unit, its stderr redirected).
+    assert!(journal_stderr_of(&SIM, false).starts_with(INFO));
+}
