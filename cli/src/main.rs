@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand};
 use polld_testbed::results::ResultsArg;
 
+mod completions;
 mod logging;
 mod man;
 mod sim;
@@ -160,8 +161,8 @@ fn main() -> ExitCode {
             })
             .map_err(|e| format!("man --out {}: {e}", out.display())),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "polld", &mut std::io::stdout());
-            Ok(())
+            completions::write(shell, &mut Cli::command(), &mut std::io::stdout())
+                .map_err(|e| format!("completions: {e}"))
         }
         Command::Ifconfig(args) => {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())

@@ -1,12 +1,15 @@
-//! `polld man --out DIR`: the manual pages. polld(8) and a page per subcommand come from
-//! the command line's own declarations (clap_mangen); polld.toml(5) from the config
-//! module's commented example and the `kern.polling.*` knobs' declarations.
+//! `polld man --out DIR`: the manual pages. polld(8) says what polld is, its modes,
+//! signals, files, exit status, environment and examples; a page per subcommand
+//! (polld-SUBCOMMAND(8)) comes from the command line's own declarations; polld.toml(5)
+//! from the config modules' commented examples and every knob's declaration. Every page
+//! is plain ASCII roff (`groff -man -ww -z` is silent on it).
 
+use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use polld_core::{Kind, Poller};
-use roff::{bold, italic, roman, Roff};
+use polld_core::Kind;
+use roff::{bold, italic, roman, Inline, Roff};
 
 /// Writes polld(8), polld-SUBCOMMAND(8) for each subcommand (nested ones as
 /// polld-bench-seeds(8)) and polld.toml(5) into `dir`; returns the files written.
@@ -15,72 +18,407 @@ pub fn write_pages(cmd: clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     let mut written = Vec::new();
-    command_pages(cmd, dir, &mut written)?;
-    let config = dir.join("polld.toml.5");
-    std::fs::write(&config, config_page())?;
-    written.push(config);
+    let mut write = |name: String, page: String| -> io::Result<()> {
+        let path = dir.join(name);
+        std::fs::write(&path, ascii(&page))?;
+        written.push(path);
+        Ok(())
+    };
+    write("polld.8".into(), main_page(&cmd))?;
+    for (name, sub) in subcommands(&cmd, "polld") {
+        write(
+            format!("{}.8", name.replace(' ', "-")),
+            command_page(&name, &sub)?,
+        )?;
+    }
+    write("polld.toml.5".into(), config_page())?;
     Ok(written)
 }
 
-fn command_pages(cmd: clap::Command, dir: &Path, written: &mut Vec<PathBuf>) -> io::Result<()> {
+/// Every visible subcommand below `cmd`, depth first, with its full name (`polld bench
+/// seeds`).
+fn subcommands(cmd: &clap::Command, name: &str) -> Vec<(String, clap::Command)> {
+    let mut all = Vec::new();
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        command_pages(sub.clone(), dir, written)?;
+        let full = format!("{name} {}", sub.get_name());
+        all.push((full.clone(), sub.clone()));
+        all.extend(subcommands(sub, &full));
     }
-    written.push(clap_mangen::Man::new(cmd).section("8").generate_to(dir)?);
-    Ok(())
+    all
 }
 
-/// polld.toml(5).
+/// A page's title line and NAME section.
+fn head(page: &mut Roff, title: &str, section: &str, name: &str, what: &str) {
+    page.control(
+        "TH",
+        [title, section, "", "polld", "System Manager's Manual"],
+    )
+    .control("SH", ["NAME"])
+    .text([roman(format!("{name} - {what}"))]);
+}
+
+/// The SYNOPSIS line of `cmd`, called as `name`: every option with its argument.
+fn synopsis(name: &str, cmd: &clap::Command) -> Vec<Inline> {
+    let mut line = vec![bold(name)];
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        if matches!(arg.get_id().as_str(), "help" | "version") {
+            continue;
+        }
+        line.push(roman(" "));
+        let value = arg
+            .get_value_names()
+            .map(|names| names.join(" "))
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+        let takes_value = arg.get_action().takes_values();
+        let repeats = matches!(
+            arg.get_action(),
+            clap::ArgAction::Count | clap::ArgAction::Append
+        ) || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let required = arg.is_required_set();
+        if !required {
+            line.push(roman("["));
+        }
+        if arg.is_positional() {
+            line.push(italic(value));
+        } else {
+            let flags: Vec<String> = arg
+                .get_short()
+                .map(|s| format!("-{s}"))
+                .into_iter()
+                .chain(arg.get_long().map(|l| format!("--{l}")))
+                .collect();
+            line.push(bold(flags.join("|")));
+            if takes_value {
+                line.push(roman(" "));
+                line.push(italic(value));
+            }
+        }
+        if !required {
+            line.push(roman("]"));
+        }
+        if repeats {
+            line.push(roman("..."));
+        }
+    }
+    if cmd.has_subcommands() {
+        line.push(roman(" "));
+        line.push(italic("COMMAND"));
+    }
+    line
+}
+
+/// polld-SUBCOMMAND(8): the command's declarations, as clap_mangen renders them, under a
+/// synopsis that names every option's argument.
+fn command_page(name: &str, cmd: &clap::Command) -> io::Result<String> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+    let mut page = Roff::new();
+    head(
+        &mut page,
+        &name.replace(' ', "-"),
+        "8",
+        &name.replace(' ', "-"),
+        &about,
+    );
+    page.control("SH", ["SYNOPSIS"]).text(synopsis(name, cmd));
+    if let Some(long) = cmd.get_long_about().filter(|l| l.to_string() != about) {
+        page.control("SH", ["DESCRIPTION"])
+            .text([roman(long.to_string())]);
+    }
+    let mut out = page.render().into_bytes();
+    man.render_options_section(&mut out)?;
+    if cmd.has_subcommands() {
+        man.render_subcommands_section(&mut out)?;
+    }
+    let mut page = Roff::new();
+    page.control("SH", ["SEE ALSO"])
+        .text([roman("polld(8), polld.toml(5)")]);
+    let mut text = String::from_utf8(out).expect("roff is text");
+    text.push_str(&page.to_roff());
+    Ok(text)
+}
+
+/// Sections of polld(8), in order: a heading and its paragraphs (a `TP` item is a
+/// paragraph whose first line, before a newline, is its tag).
+const MAIN_SECTIONS: &[(&str, &[&str])] = &[
+    (
+        "DESCRIPTION",
+        &[
+            "polld is device polling for Linux user-space packet processing: FreeBSD's \
+             polling(4) scheduler (kern_poll.c), with its kern.polling.* knobs and counters, \
+             driving AF_XDP, AF_PACKET and TAP interfaces and forwarding IPv4 between them. \
+             Instead of taking an interrupt per batch of frames, polld polls its interfaces \
+             at every tick of kern.polling.hz with a bounded burst, and a control loop adapts \
+             that burst so that device work never takes more than 100 - \
+             kern.polling.user_frac percent of the poll CPU. Under a flood an \
+             interrupt-driven box livelocks when it queues received frames for a \
+             lower-priority input stage (net.inet.ip.fastforwarding=0); a polling box keeps \
+             forwarding at its peak and leaves user_frac of the CPU to everything else.",
+            "polld run is the daemon. polld ctl reads and writes its knobs and counters as \
+             sysctl(8) does, polld ifconfig shows its interfaces and changes their modes as \
+             ifconfig(8) does, and polld stat shows the CPU split and the rates as systat \
+             -vmstat does.",
+        ],
+    ),
+    (
+        "MODES",
+        &[
+            "Each interface runs in one mode, set in the file (mode = ...) or at run time \
+             (polld ifconfig IF polling, -polling, auto, mode busy ...):",
+            "interrupt\nThe interface wakes polld per batch of frames, and polld handles \
+             them to completion. With net.inet.ip.fastforwarding=0 it livelocks under a \
+             flood.",
+            "polling\nPolled at every tick with the adaptive burst; its interrupt stays off.",
+            "adaptive\nem(4)'s bounded task: an interrupt masks the device and queues a run \
+             of at most dev.IF.rx_process_limit frames, requeued while work remains.",
+            "busy\nPolled in a loop, as DPDK does: the lowest latency, a whole CPU.",
+            "auto\nInterrupts while their work fits under 100 - user_frac of the CPU; \
+             polling when it would not; back to interrupts after \
+             kern.polling.auto_empty_polls empty polls.",
+        ],
+    ),
+    (
+        "SIGNALS",
+        &[
+            "SIGHUP\nRead the configuration file again and apply its interfaces' modes and \
+             its [knobs]. A knob the file does not set goes back to its default, so a \
+             value written with polld ctl and not saved (polld ctl --save) is undone. The \
+             interfaces themselves, their addresses, the routes and [daemon] change only \
+             with a restart; a reload names what it did not apply. A file with a mistake \
+             is refused as a whole and polld goes on as it was.",
+            "SIGINT, SIGTERM\nStop: polld drains its queues, prints every interface's \
+             counters (as JSON with --json) and exits.",
+        ],
+    ),
+    (
+        "FILES",
+        &[
+            "/etc/polld/polld.toml\nThe configuration file the systemd unit runs with; see \
+             polld.toml(5).",
+            "/run/polld/polld.sock\nThe control socket polld ctl, ifconfig and stat talk \
+             to (polld run --socket, [daemon] socket, POLLD_SOCKET).",
+            "/run/polld/irq-deferral.PID\nThe NAPI settings polld changed on a device and \
+             restores at its exit, or at its next start after a crash.",
+        ],
+    ),
+    (
+        "EXIT STATUS",
+        &[
+            "0\nSuccess: polld run stopped by SIGINT or SIGTERM, a check that found no \
+             mistake, a polld ctl whose every name was known and every write accepted.",
+            "1\nAn error, said on standard error: a mistake in the file (with the file, \
+             the line, the field and the fix), a missing capability, an interface that \
+             cannot be opened, no polld answering on the control socket, an unknown name \
+             or a refused write.",
+        ],
+    ),
+    (
+        "ENVIRONMENT",
+        &[
+            "RUST_LOG\nThe log level when neither -v nor -q is given (error, warn, info, \
+             debug, trace; per module as in RUST_LOG=polld_runtime=debug); default info.",
+            "POLLD_SOCKET\nThe control socket of polld ctl, ifconfig and stat.",
+            "NOTIFY_SOCKET\nSet by systemd for a Type=notify unit: polld sends READY=1 once \
+             its interfaces are open and its control socket answers.",
+            "JOURNAL_STREAM\nSet by systemd: when it names standard error, each log line \
+             starts with its syslog priority, so journalctl -p filters by level.",
+        ],
+    ),
+];
+
+/// The EXAMPLES section of polld(8): what each line does, then the line.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "Check a file:",
+        "polld run --check -c /etc/polld/polld.toml",
+    ),
+    ("Run the daemon:", "polld run -c /etc/polld/polld.toml"),
+    (
+        "Poll an interface, and back to interrupts:",
+        "polld ifconfig eth1 polling",
+    ),
+    ("", "polld ifconfig eth1 -polling"),
+    (
+        "The scheduler's knobs and counters:",
+        "polld ctl kern.polling",
+    ),
+    (
+        "Leave 70 % of the CPU to everything else, and keep it in the file:",
+        "polld ctl --save kern.polling.user_frac=70",
+    ),
+    ("Watch the CPU split and the rates:", "polld stat"),
+];
+
+/// polld(8).
+fn main_page(cmd: &clap::Command) -> String {
+    let mut page = Roff::new();
+    head(
+        &mut page,
+        "polld",
+        "8",
+        "polld",
+        "device polling for Linux user-space packet processing",
+    );
+    page.control("SH", ["SYNOPSIS"])
+        .text(synopsis("polld", cmd));
+    for (heading, paragraphs) in &MAIN_SECTIONS[..2] {
+        section(&mut page, heading, paragraphs);
+    }
+    page.control("SH", ["COMMANDS"]);
+    for (name, sub) in subcommands(cmd, "polld") {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        page.control("TP", [])
+            .text([bold(name.clone())])
+            .text([roman(format!(
+                "{}. See {}(8).",
+                about.trim_end_matches('.'),
+                name.replace(' ', "-")
+            ))]);
+    }
+    page.control("SH", ["OPTIONS"]);
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let flags: Vec<String> = arg
+            .get_short()
+            .map(|s| format!("-{s}"))
+            .into_iter()
+            .chain(arg.get_long().map(|l| format!("--{l}")))
+            .collect();
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        page.control("TP", [])
+            .text([bold(flags.join(", "))])
+            .text([roman(help)]);
+    }
+    for (heading, paragraphs) in &MAIN_SECTIONS[2..] {
+        section(&mut page, heading, paragraphs);
+    }
+    page.control("SH", ["EXAMPLES"]);
+    for (what, line) in EXAMPLES {
+        if !what.is_empty() {
+            page.control("PP", []).text([roman(*what)]);
+        }
+        page.control("RS", ["4"])
+            .text([bold(*line)])
+            .control("RE", []);
+    }
+    page.control("SH", ["SEE ALSO"]).text([roman(format!(
+        "polld.toml(5), {}, ip(8), sysctl(8), systemd.service(5), and FreeBSD's \
+         polling(4)",
+        subcommands(cmd, "polld")
+            .iter()
+            .map(|(name, _)| format!("{}(8)", name.replace(' ', "-")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))]);
+    page.render()
+}
+
+/// A section of plain paragraphs and tagged items.
+fn section(page: &mut Roff, heading: &str, paragraphs: &[&str]) {
+    page.control("SH", [heading]);
+    for p in paragraphs {
+        match p.split_once('\n') {
+            Some((tag, text)) => page.control("TP", []).text([bold(tag)]).text([roman(text)]),
+            None => page.control("PP", []).text([roman(*p)]),
+        };
+    }
+}
+
+/// polld.toml(5): every table with its keys, from the config modules' commented
+/// examples, and every knob from its declaration.
 fn config_page() -> String {
     let mut page = Roff::new();
-    page.control("TH", ["POLLD.TOML", "5"])
-        .control("SH", ["NAME"])
-        .text([roman("polld.toml - the configuration file of polld run")])
-        .control("SH", ["SYNOPSIS"])
+    head(
+        &mut page,
+        "POLLD.TOML",
+        "5",
+        "polld.toml",
+        "the configuration file of polld run",
+    );
+    page.control("SH", ["SYNOPSIS"])
         .text([bold("polld run -c"), roman(" "), italic("FILE")])
         .control("SH", ["DESCRIPTION"])
         .text([
             roman(
                 "A TOML file: the daemon's settings ([daemon]), knob values applied at start \
-             ([knobs]), the interfaces with their backend, mode and addresses \
-             ([[interfaces]]), and the router's or bridge's tables ([[routes]], \
-             [[static_arp]], [arp], [icmp], [bridge], [[rules]]). Every key is optional \
-             except each interface's name. A mistake is reported as FILE:LINE: the field, \
-             what is wrong and the fix; ",
+                 ([knobs]), the interfaces with their backend, mode and addresses \
+                 ([[interfaces]]), and the router's or bridge's tables ([[routes]], \
+                 [[static_arp]], [arp], [icmp], [bridge], [[rules]]). Every key is optional \
+                 except each interface's name. A mistake is reported as FILE:LINE: the \
+                 field, what is wrong and the fix; ",
             ),
             bold("polld run --check -c"),
             roman(" "),
             italic("FILE"),
             roman(
                 " checks a file without opening anything, and with --json prints the \
-                 outcome as JSON.",
+                 outcome as JSON. SIGHUP applies the file's modes and knobs to a running \
+                 polld; the interfaces, their addresses, the tables and [daemon] change \
+                 only with a restart.",
             ),
-        ])
-        .control("SH", ["FILE"])
-        .text([roman("Every key, with what it does:")])
-        .control("nf", [])
-        .control("RS", ["4"]);
-    for line in polld_runtime::config::annotated_example().lines() {
-        page.text([roman(line)]);
+        ]);
+    for (heading, intro, example) in [
+        (
+            "THE DAEMON, THE KNOBS AND THE INTERFACES",
+            "Every key of [daemon], [knobs] and [[interfaces]], with what it does:",
+            polld_runtime::config::annotated_example(),
+        ),
+        (
+            "THE PACKET STAGE",
+            "The router's (or bridge's) tables sit at the top level of the same file, \
+             beside [[interfaces]], whose entries also take the keys below. Every key, \
+             with every optional table at its default:",
+            polld_packet::config::annotated_example(),
+        ),
+    ] {
+        page.control("SH", [heading])
+            .text([roman(intro)])
+            .control("nf", [])
+            .control("RS", ["4"]);
+        for line in example.lines() {
+            page.text([roman(line)]);
+        }
+        page.control("RE", []).control("fi", []);
     }
-    page.control("RE", [])
-        .control("fi", [])
-        .control("SH", ["KNOBS"])
-        .text([roman(
-            "The scheduler's knobs, settable in [knobs] as \"kern.polling.NAME\" = VALUE, at \
-             run time with polld ctl, and listed with their values by polld ctl -a \
-             (which also shows the net.inet.ip.* and dev.IF.* entries):",
-        )]);
-    for r in Poller::default().readings(polld_core::poll::NODE) {
-        if r.kind != Kind::Knob {
-            continue;
+    page.control("SH", ["KNOBS"]).text([roman(
+        "Every knob, settable under [knobs] as \"NAME\" = VALUE (quoted, since the name has \
+         dots), at run time with polld ctl NAME=VALUE, and listed with its value by polld \
+         ctl -a. dev.IF.* are each interface's, under its name (dev.eth1.mode). A value \
+         outside what a knob allows is refused with the allowed values.",
+    )]);
+    for r in polld_runtime::reference::declared_entries()
+        .iter()
+        .filter(|r| r.kind == Kind::Knob)
+    {
+        let mut text = format!("{}. Default: {}.", r.descr.trim_end_matches('.'), r.value);
+        if let Some(allowed) = &r.allowed {
+            let _ = write!(text, " Allowed: {allowed}.");
         }
         page.control("TP", [])
             .text([bold(r.name())])
-            .text([roman(format!("{} (default: {})", r.descr, r.value))]);
+            .text([roman(text)]);
     }
-    page.control("SH", ["SEE ALSO"]).text([roman(
-        "polld(8), polld-run(8), polld-ctl(8), polld-ifconfig(8), polld-stat(8)",
-    )]);
+    page.control("SH", ["FILES"])
+        .text([roman(
+            "/etc/polld/polld.toml, where the systemd unit reads it; examples/ in the source \
+             has complete files.",
+        )])
+        .control("SH", ["SEE ALSO"])
+        .text([roman(
+            "polld(8), polld-run(8), polld-ctl(8), polld-ifconfig(8), polld-stat(8)",
+        )]);
     page.render()
+}
+
+/// `page` with every character outside ASCII written as groff's `\[uXXXX]`, so that
+/// groff reads it the same in any locale and warns of nothing.
+fn ascii(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    for c in page.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let _ = write!(out, "\\[u{:04X}]", c as u32);
+        }
+    }
+    out
 }

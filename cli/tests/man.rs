@@ -35,7 +35,30 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
     let page = |name: &str| {
         std::fs::read_to_string(dir.0.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
-    assert!(page("polld.8").contains(".TH polld 8"));
+    let main = page("polld.8");
+    assert!(main.contains(".TH polld 8"));
+    // polld(8) reads as a FreeBSD page does: every section, not clap's one-liner.
+    for section in [
+        "DESCRIPTION",
+        "MODES",
+        "COMMANDS",
+        "SIGNALS",
+        "FILES",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "EXAMPLES",
+        "SEE ALSO",
+    ] {
+        let heading = if section.contains(' ') {
+            format!(".SH \"{section}\"\n")
+        } else {
+            format!(".SH {section}\n")
+        };
+        assert!(main.contains(&heading), "no {section} in polld.8");
+    }
+    for word in ["SIGHUP", "/run/polld/polld.sock", "RUST_LOG", "user_frac"] {
+        assert!(main.contains(word), "{word} missing from polld.8");
+    }
     let subs = subcommands();
     assert!(subs.len() >= 10, "{subs:?}");
     for sub in &subs {
@@ -45,7 +68,13 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
             "{sub}: {text}"
         );
     }
-    assert!(page("polld-run.8").contains("\\-\\-check"));
+    // The synopsis names each option's argument.
+    let run = page("polld-run.8");
+    assert!(run.contains("\\-\\-check"));
+    assert!(
+        run.contains("\\fB\\-c|\\-\\-config\\fR \\fICONFIG\\fR"),
+        "{run}"
+    );
     assert!(page("polld-bench-seeds.8").contains(".TH polld-bench-seeds 8"));
     // polld.toml(5): the commented file and each knob with its description and default.
     let toml = page("polld.toml.5");
@@ -55,11 +84,23 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
         "backend = \"af_xdp\"",
         "metrics_public",
         "[[routes]]",
+        "[[static_arp]]",
+        "[arp]",
+        "[icmp]",
+        "[bridge]",
+        "[[rules]]",
     ] {
         assert!(toml.contains(key), "{key} missing from polld.toml.5");
     }
-    assert!(toml.contains("kern.polling.user_frac"));
-    assert!(toml.contains("Desired user fraction of cpu time (default: "));
+    // Every knob from its declaration, the router's and each interface's too.
+    for knob in [
+        "kern.polling.user_frac",
+        "net.inet.ip.fastforwarding",
+        "dev.IF.mode",
+    ] {
+        assert!(toml.contains(&format!("\\fB{knob}\\fR")), "{knob}");
+    }
+    assert!(toml.contains("Desired user fraction of cpu time. Default: 50."));
     // The files it wrote, one a line.
     let listed = String::from_utf8(out.stdout).unwrap();
     for file in listed.lines() {
@@ -77,6 +118,85 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
             "{listed}"
         );
     }
+}
+
+#[test]
+fn groff_reads_every_page_without_a_warning() {
+    let dir = Dir::new("groff");
+    assert!(polld(&["man", "--out", dir.0.to_str().unwrap()])
+        .status
+        .success());
+    for page in std::fs::read_dir(&dir.0).unwrap() {
+        let page = page.unwrap().path();
+        let out = Command::new("groff")
+            .args(["-man", "-ww", "-z"])
+            .arg(&page)
+            .output()
+            .expect("groff runs (Debian: groff-base)");
+        let warnings = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && warnings.is_empty(),
+            "{page:?}: {warnings}"
+        );
+    }
+}
+
+/// What bash completes for `polld WORDS...` (the last word being completed), with the
+/// script `polld completions bash` prints loaded, and no polld running on `socket`.
+fn bash_completes(words: &[&str]) -> Vec<String> {
+    let dir = Dir::new("complete");
+    let script = dir.0.join("polld.bash");
+    std::fs::write(&script, polld(&["completions", "bash"]).stdout).unwrap();
+    let bin = std::path::Path::new(POLLD).parent().unwrap();
+    let line: Vec<String> = std::iter::once("polld")
+        .chain(words.iter().copied())
+        .map(|w| format!("'{w}'"))
+        .collect();
+    let program = format!(
+        "source {script:?}; COMP_WORDS=({words}); COMP_CWORD={cword}; \
+         COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; \
+         _polld_names polld \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        words = line.join(" "),
+        cword = words.len(),
+        line = line.join(" ").replace('\'', ""),
+    );
+    let out = Command::new("bash")
+        .args(["-c", &program])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("POLLD_SOCKET", dir.0.join("none.sock"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_knob_names_and_ifconfig_modes() {
+    let knobs = bash_completes(&["ctl", "kern.polling.u"]);
+    assert!(
+        knobs.contains(&"kern.polling.user_frac".to_string()),
+        "{knobs:?}"
+    );
+    assert!(
+        knobs.iter().all(|k| k.starts_with("kern.polling.u")),
+        "{knobs:?}"
+    );
+    let ip = bash_completes(&["ctl", "net.inet.ip.fast"]);
+    assert_eq!(ip, ["net.inet.ip.fastforwarding"]);
+    let modes = bash_completes(&["ifconfig", "lo", "mode", "b"]);
+    assert_eq!(modes, ["busy"]);
+    let actions = bash_completes(&["ifconfig", "lo", "-p"]);
+    assert_eq!(actions, ["-polling"]);
+    let ifs = bash_completes(&["ifconfig", "l"]);
+    assert!(ifs.contains(&"lo".to_string()), "{ifs:?}");
+    // Options are still clap's.
+    let options = bash_completes(&["run", "--che"]);
+    assert_eq!(options, ["--check"]);
 }
 
 #[test]
