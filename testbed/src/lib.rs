@@ -71,6 +71,7 @@ pub mod ramp;
 pub mod results;
 pub mod seeds;
 pub mod share;
+pub mod sleep;
 pub mod status;
 pub mod streams;
 mod sys;
