@@ -13,6 +13,7 @@ pub mod iface;
 pub mod irq;
 pub mod irq_defer;
 pub mod kernel_rx;
+pub mod kernel_tables;
 pub mod napi;
 pub mod net_dev;
 pub mod netns;
