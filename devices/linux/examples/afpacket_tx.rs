@@ -81,19 +81,10 @@ fn udp_frame() -> Vec<u8> {
 }
 
 fn pin_to_cpu(cpu: usize) -> Result<(), String> {
-    // SAFETY: cpu_set_t is plain old data; CPU_SET stays within it for cpu < 1024.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc != 0 {
-        return Err(format!(
-            "cannot pin to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| format!("cannot pin to CPU {cpu}: {}", std::io::Error::from(e)))
 }
 
 fn peer_rx_packets(b: &Netns) -> Result<u64, String> {
@@ -115,14 +106,7 @@ struct Run {
 
 /// Thread CPU time (user + system) in seconds.
 fn thread_cpu_seconds() -> f64 {
-    // SAFETY: rusage is plain old data filled by the kernel.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
-        usage
-    };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    polld_dev::clock::thread_cpu_ns() as f64 / 1e9
 }
 
 fn run_once(a: &Netns, b: &Netns, options: &Options) -> Result<Run, String> {

@@ -71,12 +71,9 @@ fn parse_options() -> Result<Options, String> {
 }
 
 fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity get valid pointers.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 /// Busy time of `cpu` so far, in ns (every /proc/stat field but idle and iowait).
@@ -94,8 +91,7 @@ fn cpu_busy_ns(cpu: usize) -> u64 {
         })
         .unwrap_or_default();
     let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
     (ticks.iter().take(8).sum::<u64>() - idle) * 1_000_000_000 / hz
 }
 
@@ -146,7 +142,7 @@ fn read_glibc(fd: RawFd, buf: &mut [u8]) -> (usize, usize) {
 }
 
 fn read_syscall(fd: RawFd, buf: &mut [u8]) -> (usize, usize) {
-    // SAFETY: as above, through syscall(2).
+    // SAFETY: reads into `buf`, at most its length, through syscall(2).
     let n = unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) };
     ((n > 0) as usize, 1)
 }

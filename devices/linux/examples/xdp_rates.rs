@@ -10,7 +10,7 @@
 //!
 //! Run as root: `cargo run --release -p polld-dev --example xdp_rates -- [count|busy|poll|tx] [secs]`
 
-use std::os::fd::AsRawFd;
+use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use polld_core::Device;
 use polld_dev::afxdp::{AfXdp, AfXdpConfig};
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::xdp::{CountProgram, XdpMode};
+use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
 
 const FRAME: [u8; 60] = {
     let mut f = [0u8; 60];
@@ -35,12 +36,9 @@ const FRAME: [u8; 60] = {
 };
 
 fn pin_to_cpu(cpu: usize) {
-    // SAFETY: cpu_set_t is plain old data; sched_setaffinity reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
 }
 
 /// Sends 60-byte frames on `vb` with `sendmmsg` until `stop`, counting them in `sent`.
@@ -49,23 +47,16 @@ fn generate(stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
     // Protocol 0: the socket receives nothing.
     let fd = polld_dev::afpacket::raw_socket("vb", 0).expect("a raw socket on vb");
     const BATCH: usize = 64;
-    let mut iov = libc::iovec {
-        iov_base: FRAME.as_ptr() as *mut libc::c_void,
-        iov_len: FRAME.len(),
-    };
-    // SAFETY: mmsghdr is plain old data; every entry points at the same iovec.
-    let mut msgs: Vec<libc::mmsghdr> = (0..BATCH)
-        .map(|_| {
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = &mut iov;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
+    // Every message is the same frame.
+    let iov = [IoSlice::new(&FRAME)];
+    let mut no_control: Vec<SendAncillaryBuffer<'_, '_, '_>> =
+        (0..BATCH).map(|_| SendAncillaryBuffer::default()).collect();
+    let mut msgs: Vec<MMsgHdr<'_>> = no_control
+        .iter_mut()
+        .map(|control| MMsgHdr::new(&iov, control))
         .collect();
     while !stop.load(Ordering::Relaxed) {
-        // SAFETY: the messages reference buffers alive for the call.
-        let n = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), BATCH as u32, 0) };
-        if n > 0 {
+        if let Ok(n @ 1..) = rustix::net::sendmmsg(&fd, &mut msgs, SendFlags::empty()) {
             sent.fetch_add(n as u64, Ordering::Relaxed);
         }
     }
@@ -146,7 +137,7 @@ fn main() {
                         events: libc::POLLIN,
                         revents: 0,
                     };
-                    // SAFETY: one pollfd we own.
+                    // SAFETY: poll writes only the revents of the one pollfd we own.
                     unsafe { libc::poll(&mut pfd, 1, 100) };
                     dev.set_interrupt(false);
                     wakeups += 1;

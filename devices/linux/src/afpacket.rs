@@ -40,15 +40,20 @@
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrops, TxFull, TxReadyLine};
+use rustix::fs::OFlags;
+use rustix::mm::{MapFlags, ProtFlags};
+use rustix::net::addr::{SocketAddrArg, SocketAddrLen, SocketAddrOpaque};
+use rustix::net::{AddressFamily, Protocol, SocketFlags, SocketType};
 
 use crate::afpacket_rx::RxRing;
 use crate::afpacket_tx::TxBatch;
 use crate::error::OpenError;
 use crate::iface::{self, IfName, Namespace};
+use crate::sys;
 
 /// Ring and batch geometry of an [`AfPacket`] device.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -337,7 +342,7 @@ impl Device for AfPacket {
     }
 
     fn flush(&mut self) {
-        self.tx.push(self.tx_socket.as_raw_fd());
+        self.tx.push(self.tx_socket.as_fd());
     }
 
     /// Reads the link flags. A deleted interface is `Gone`, and so is one recreated under
@@ -347,9 +352,9 @@ impl Device for AfPacket {
         // A link going down leaves ENETDOWN pending on the socket, which makes epoll
         // report it ready (EPOLLERR) until someone reads the error.
         self.rx.clear_socket_error();
-        match iface::index(self.rx.fd(), &self.name) {
+        match iface::index(self.rx.socket(), &self.name) {
             Some(index) if index == self.rx.ifindex() => {
-                iface::link_state(self.rx.fd(), &self.name)
+                iface::link_state(self.rx.socket(), &self.name)
             }
             _ => LinkState::Gone,
         }
@@ -378,92 +383,70 @@ fn open_sockets(name: &IfName, config: &AfPacketConfig) -> Result<(RxRing, Owned
 
 /// The size of a memory page, which ring blocks must be a multiple of.
 pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096)
+    rustix::param::page_size()
 }
 
 /// Creates a non-blocking AF_PACKET raw socket with `protocol` (network byte order).
 pub(crate) fn packet_socket(name: &IfName, protocol: u16) -> Result<OwnedFd, OpenError> {
-    // SAFETY: plain socket creation; the fd is owned below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            i32::from(protocol),
-        )
-    };
-    if fd < 0 {
-        return Err(OpenError::from_os(
+    let protocol = std::num::NonZeroU32::new(u32::from(protocol)).map(Protocol::from_raw);
+    rustix::net::socket_with(
+        AddressFamily::PACKET,
+        SocketType::RAW,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        protocol,
+    )
+    .map_err(|e| {
+        OpenError::from_os(
             name.as_str(),
             "open an AF_PACKET socket",
             "CAP_NET_RAW",
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: fd is a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `setsockopt(SOL_PACKET, option, value)`.
-pub(crate) fn set_packet_option<T>(fd: RawFd, option: libc::c_int, value: &T) -> io::Result<()> {
-    set_socket_option(fd, libc::SOL_PACKET, option, value)
-}
-
-/// `setsockopt(level, option, value)`.
-pub(crate) fn set_socket_option<T>(
-    fd: RawFd,
-    level: libc::c_int,
-    option: libc::c_int,
-    value: &T,
-) -> io::Result<()> {
-    // SAFETY: value points to a live T of the given size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            option,
-            (value as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
+            e.into(),
         )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    })
+}
+
+/// A packet socket's address (`struct sockaddr_ll`) as `bind` takes it: an interface and
+/// a protocol.
+struct LinkAddr(libc::sockaddr_ll);
+
+// SAFETY: `with_sockaddr` passes a pointer to a whole, live `sockaddr_ll` and its length.
+unsafe impl SocketAddrArg for LinkAddr {
+    unsafe fn with_sockaddr<R>(
+        &self,
+        f: impl FnOnce(*const SocketAddrOpaque, SocketAddrLen) -> R,
+    ) -> R {
+        f(
+            (&self.0 as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as SocketAddrLen,
+        )
     }
 }
 
 /// Binds a packet socket to interface `ifindex` for `protocol` (network byte order; 0
 /// means "transmit only": no frame is ever queued to the socket).
 pub(crate) fn bind_packet_socket(
-    fd: RawFd,
+    fd: BorrowedFd<'_>,
     name: &IfName,
     ifindex: u32,
     protocol: u16,
 ) -> Result<(), OpenError> {
-    // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_protocol = protocol;
-    addr.sll_ifindex = ifindex as i32;
-    // SAFETY: addr is a valid sockaddr_ll of the length given.
-    let rc = unsafe {
-        libc::bind(
-            fd,
-            (&addr as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(OpenError::from_os(
+    let addr = LinkAddr(libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol,
+        sll_ifindex: ifindex as i32,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    });
+    rustix::net::bind(fd, &addr).map_err(|e| {
+        OpenError::from_os(
             name.as_str(),
             "bind the AF_PACKET socket to the interface",
             "CAP_NET_RAW",
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
+            e.into(),
+        )
+    })
 }
 
 /// A blocking AF_PACKET raw socket bound to interface `ifname` (in the calling thread's
@@ -472,15 +455,10 @@ pub(crate) fn bind_packet_socket(
 pub fn raw_socket(ifname: &str, protocol: u16) -> Result<OwnedFd, OpenError> {
     let name = IfName::new(ifname)?;
     let socket = packet_socket(&name, protocol)?;
-    let fd = socket.as_raw_fd();
-    // SAFETY: fcntl on our own fd with integer arguments.
-    unsafe {
-        libc::fcntl(
-            fd,
-            libc::F_SETFL,
-            libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK,
-        )
-    };
+    let fd = socket.as_fd();
+    if let Ok(flags) = rustix::fs::fcntl_getfl(fd) {
+        let _ = rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK);
+    }
     let ifindex = iface::index(fd, &name).ok_or_else(|| OpenError::InterfaceNotFound {
         interface: ifname.to_string(),
     })?;
@@ -498,7 +476,7 @@ fn open_tx_socket(
     send_buffer: Option<usize>,
 ) -> Result<OwnedFd, OpenError> {
     let socket = packet_socket(name, 0)?;
-    set_packet_option(socket.as_raw_fd(), libc::PACKET_QDISC_BYPASS, &1i32).map_err(|e| {
+    sys::set_packet_option(socket.as_fd(), libc::PACKET_QDISC_BYPASS, 1).map_err(|e| {
         OpenError::from_os(
             name.as_str(),
             "enable PACKET_QDISC_BYPASS",
@@ -508,12 +486,16 @@ fn open_tx_socket(
     })?;
     if let Some(bytes) = send_buffer {
         // Validated to fit; the kernel doubles what it is given.
-        let half = (bytes / 2) as libc::c_int;
-        set_socket_option(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &half).map_err(
-            |e| OpenError::from_os(name.as_str(), "size the send buffer", "CAP_NET_RAW", e),
-        )?;
+        rustix::net::sockopt::set_socket_send_buffer_size(&socket, bytes / 2).map_err(|e| {
+            OpenError::from_os(
+                name.as_str(),
+                "size the send buffer",
+                "CAP_NET_RAW",
+                e.into(),
+            )
+        })?;
     }
-    bind_packet_socket(socket.as_raw_fd(), name, ifindex, 0)?;
+    bind_packet_socket(socket.as_fd(), name, ifindex, 0)?;
     Ok(socket)
 }
 
@@ -529,37 +511,35 @@ unsafe impl Send for RingMapping {}
 
 impl RingMapping {
     /// Maps `len` bytes of the ring(s) set up on `fd`.
-    pub(crate) fn map(fd: RawFd, len: usize) -> io::Result<RingMapping> {
-        // SAFETY: a fresh shared mapping of the socket's ring; checked below.
+    pub(crate) fn map(fd: BorrowedFd<'_>, len: usize) -> io::Result<RingMapping> {
+        // SAFETY: a fresh shared mapping of the socket's ring, at an address the kernel
+        // picks: no memory we use changes.
         let ptr = unsafe {
-            libc::mmap(
+            rustix::mm::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::POPULATE,
                 fd,
                 0,
             )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         let base =
             NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned NULL"))?;
         Ok(RingMapping { base, len })
     }
 
-    /// The address `offset` bytes into the mapping.
+    /// The address `offset` bytes into the mapping (callers stay within it; checked in
+    /// debug builds).
     pub(crate) fn at(&self, offset: usize) -> *mut u8 {
         debug_assert!(offset < self.len);
-        // SAFETY: callers stay within the mapping (checked in debug builds).
-        unsafe { self.base.as_ptr().add(offset) }
+        self.base.as_ptr().wrapping_add(offset)
     }
 }
 
 impl Drop for RingMapping {
     fn drop(&mut self) {
         // SAFETY: base/len describe a mapping we own and nobody uses after drop.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }

@@ -8,15 +8,13 @@
 //! resumed by the next `receive` from where it stopped.
 
 use std::io;
-use std::mem::size_of;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::afpacket::{
-    bind_packet_socket, packet_socket, set_packet_option, AfPacketConfig, RingMapping,
-};
+use crate::afpacket::{bind_packet_socket, packet_socket, AfPacketConfig, RingMapping};
 use crate::error::OpenError;
 use crate::iface::{self, IfName};
+use crate::sys::{self, Level};
 
 /// Where the reader stands inside the current (user-owned) block.
 #[derive(Clone, Copy, Debug)]
@@ -45,19 +43,20 @@ impl RxRing {
     /// (binding last keeps frames of other interfaces out of the ring).
     pub(crate) fn open(name: &IfName, config: &AfPacketConfig) -> Result<RxRing, OpenError> {
         let socket = packet_socket(name, 0)?;
-        let fd = socket.as_raw_fd();
+        let fd = socket.as_fd();
         let ifindex = iface::index(fd, name).ok_or_else(|| OpenError::InterfaceNotFound {
             interface: name.as_str().to_string(),
         })?;
         let os_error = |action, e| OpenError::from_os(name.as_str(), action, "CAP_NET_RAW", e);
-        set_packet_option(
+        sys::set_option(
             fd,
+            Level::Packet,
             libc::PACKET_VERSION,
             &(libc::tpacket_versions::TPACKET_V3 as i32),
         )
         .map_err(|e| os_error("select TPACKET_V3", e))?;
         // Our own transmissions would otherwise come back to us through the taps.
-        set_packet_option(fd, libc::PACKET_IGNORE_OUTGOING, &1i32)
+        sys::set_option(fd, Level::Packet, libc::PACKET_IGNORE_OUTGOING, &1i32)
             .map_err(|e| os_error("set PACKET_IGNORE_OUTGOING", e))?;
 
         // V3 frames have variable size; frame_size only has to pass the kernel's checks
@@ -80,14 +79,14 @@ impl RxRing {
             block_count: config.block_count,
             source,
         };
-        set_packet_option(fd, libc::PACKET_RX_RING, &request).map_err(ring_error)?;
+        sys::set_option(fd, Level::Packet, libc::PACKET_RX_RING, &request).map_err(ring_error)?;
         let ring =
             RingMapping::map(fd, config.block_size * config.block_count).map_err(ring_error)?;
 
         bind_packet_socket(fd, name, ifindex, (libc::ETH_P_ALL as u16).to_be())?;
         if let Some(group) = config.fanout_group {
             let fanout = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
-            set_packet_option(fd, libc::PACKET_FANOUT, &fanout)
+            sys::set_option(fd, Level::Packet, libc::PACKET_FANOUT, &fanout)
                 .map_err(|e| os_error("join the PACKET_FANOUT group", e))?;
         }
         Ok(RxRing {
@@ -106,24 +105,11 @@ impl RxRing {
     pub(crate) fn join_new_fanout_group(&self) -> io::Result<u16> {
         // Not in the libc crate's root: linux/if_packet.h.
         const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
-        let fd = self.socket.as_raw_fd();
+        let fd = self.socket();
         let request = (libc::PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
-        set_packet_option(fd, libc::PACKET_FANOUT, &request)?;
+        sys::set_option(fd, Level::Packet, libc::PACKET_FANOUT, &request)?;
         let mut value: u32 = 0;
-        let mut len = size_of::<u32>() as libc::socklen_t;
-        // SAFETY: value is a live u32 and len its size.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_PACKET,
-                libc::PACKET_FANOUT,
-                (&mut value as *mut u32).cast(),
-                &mut len,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        sys::get_option(fd, Level::Packet, libc::PACKET_FANOUT, &mut value)?;
         // The answer is id | type << 16 | flags << 24.
         Ok((value & 0xffff) as u16)
     }
@@ -135,6 +121,10 @@ impl RxRing {
 
     pub(crate) fn fd(&self) -> RawFd {
         self.socket.as_raw_fd()
+    }
+
+    pub(crate) fn socket(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
     }
 
     fn block(&self, index: usize) -> *mut libc::tpacket_block_desc {
@@ -244,38 +234,22 @@ impl RxRing {
     /// Frames the kernel dropped because the ring was full since the last call
     /// (PACKET_STATISTICS resets on read).
     pub(crate) fn take_ring_drops(&self) -> io::Result<u64> {
-        // SAFETY: tpacket_stats_v3 is plain old data.
-        let mut stats: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
-        // SAFETY: stats/len describe a writable buffer of the right size.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_STATISTICS,
-                (&mut stats as *mut libc::tpacket_stats_v3).cast(),
-                &mut len,
-            )
+        let mut stats = libc::tpacket_stats_v3 {
+            tp_packets: 0,
+            tp_drops: 0,
+            tp_freeze_q_cnt: 0,
         };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        sys::get_option(
+            self.socket(),
+            Level::Packet,
+            libc::PACKET_STATISTICS,
+            &mut stats,
+        )?;
         Ok(u64::from(stats.tp_drops))
     }
 
     /// Reads and discards the socket's pending error (SO_ERROR).
     pub(crate) fn clear_socket_error(&self) {
-        let mut error: libc::c_int = 0;
-        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: error/len describe a writable c_int.
-        unsafe {
-            libc::getsockopt(
-                self.fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut error as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
+        let _ = rustix::net::sockopt::socket_error(self.socket());
     }
 }

@@ -12,10 +12,12 @@
 //! Asking again at once would cost a system call that, with the send buffer full, only
 //! answers EAGAIN (about 2,000 a second in polling at half load on the testbed).
 
-use std::io;
-use std::os::fd::RawFd;
+use std::io::IoSlice;
+use std::os::fd::BorrowedFd;
 
 use polld_core::device::{TxDrop, TxFull};
+use rustix::io::Errno;
+use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags};
 
 use crate::afpacket::TxStats;
 
@@ -25,9 +27,6 @@ pub(crate) struct TxBatch {
     slot_size: usize,
     /// Lengths of the staged frames, oldest first.
     staged: Vec<usize>,
-    /// Scratch for `sendmmsg`, rebuilt on every flush (they point into `slots`).
-    iovecs: Vec<libc::iovec>,
-    headers: Vec<libc::mmsghdr>,
     stats: TxStats,
     /// The last flush was pushed back (EAGAIN, or a call the kernel stopped inside the
     /// batch) and left frames staged: they wait for send buffer space, and the next flush
@@ -35,18 +34,12 @@ pub(crate) struct TxBatch {
     refused: bool,
 }
 
-// SAFETY: the raw pointers in `iovecs`/`headers` only ever point into our own `slots`
-// and are rewritten before each use, so moving the batch to another thread is sound.
-unsafe impl Send for TxBatch {}
-
 impl TxBatch {
     pub(crate) fn new(capacity: usize, slot_size: usize) -> TxBatch {
         TxBatch {
             slots: vec![0; capacity * slot_size],
             slot_size,
             staged: Vec::with_capacity(capacity),
-            iovecs: Vec::with_capacity(capacity),
-            headers: Vec::with_capacity(capacity),
             stats: TxStats::default(),
             refused: false,
         }
@@ -90,7 +83,7 @@ impl TxBatch {
     }
 
     /// Sends every staged frame the kernel takes now; keeps the rest staged.
-    pub(crate) fn push(&mut self, fd: RawFd) {
+    pub(crate) fn push(&mut self, fd: BorrowedFd<'_>) {
         let mut done = 0;
         while done < self.staged.len() {
             match self.send_from(fd, done) {
@@ -105,16 +98,16 @@ impl TxBatch {
                         break;
                     }
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => {}
-                    Some(libc::EAGAIN) => {
+                Err(e) => match e {
+                    Errno::INTR => {}
+                    Errno::AGAIN => {
                         self.stats.pushbacks += 1;
                         break;
                     }
                     errno => {
                         let reason = match errno {
-                            Some(libc::ENOBUFS) => TxDrop::NoBufs,
-                            Some(libc::EMSGSIZE) => TxDrop::TooLong,
+                            Errno::NOBUFS => TxDrop::NoBufs,
+                            Errno::MSGSIZE => TxDrop::TooLong,
                             _ => TxDrop::Refused,
                         };
                         self.stats.drops.add(reason, 1);
@@ -128,37 +121,19 @@ impl TxBatch {
     }
 
     /// One `sendmmsg` of the staged frames from index `first` on.
-    fn send_from(&mut self, fd: RawFd, first: usize) -> io::Result<usize> {
-        self.iovecs.clear();
-        for (slot, &len) in self.staged.iter().enumerate().skip(first) {
-            self.iovecs.push(libc::iovec {
-                iov_base: self.slots[slot * self.slot_size..].as_mut_ptr().cast(),
-                iov_len: len,
-            });
-        }
-        self.headers.clear();
-        for iovec in &mut self.iovecs {
-            // SAFETY: mmsghdr is plain old data; all-zero is an empty message.
-            let mut header: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            header.msg_hdr.msg_iov = iovec;
-            header.msg_hdr.msg_iovlen = 1;
-            self.headers.push(header);
-        }
-        // SAFETY: headers and the iovecs/slots they point to are live for the call.
-        let rc = unsafe {
-            libc::sendmmsg(
-                fd,
-                self.headers.as_mut_ptr(),
-                self.headers.len() as libc::c_uint,
-                // Never block the poller; never raise SIGPIPE.
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
+    fn send_from(&self, fd: BorrowedFd<'_>, first: usize) -> rustix::io::Result<usize> {
+        let frames: Vec<IoSlice<'_>> = (self.staged.iter().enumerate().skip(first))
+            .map(|(slot, &len)| IoSlice::new(&self.slots[slot * self.slot_size..][..len]))
+            .collect();
+        let mut no_control: Vec<SendAncillaryBuffer<'_, '_, '_>> = frames
+            .iter()
+            .map(|_| SendAncillaryBuffer::default())
+            .collect();
+        let mut messages: Vec<MMsgHdr<'_>> = (frames.iter().zip(&mut no_control))
+            .map(|(frame, control)| MMsgHdr::new(std::slice::from_ref(frame), control))
+            .collect();
+        // Never block the poller; never raise SIGPIPE.
+        rustix::net::sendmmsg(fd, &mut messages, SendFlags::DONTWAIT | SendFlags::NOSIGNAL)
     }
 
     /// Drops the first `count` staged frames, moving the rest to the front slots.
@@ -178,7 +153,7 @@ impl TxBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     use std::os::unix::net::UnixDatagram;
 
     fn read_all(socket: &UnixDatagram) -> Vec<Vec<u8>> {
@@ -198,7 +173,7 @@ mod tests {
         for frame in [&b"one"[..], b"two", b"three"] {
             batch.stage(frame).unwrap();
         }
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         assert_eq!(read_all(&peer), [&b"one"[..], b"two", b"three"]);
         assert_eq!(
             batch.stats(),
@@ -239,7 +214,7 @@ mod tests {
         let mut batch = TxBatch::new(4, 64);
         batch.stage(b"kept-1").unwrap();
         batch.stage(b"kept-2").unwrap();
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         assert_eq!(
             batch.stats(),
             TxStats {
@@ -250,7 +225,7 @@ mod tests {
         );
         assert!(batch.refused());
         assert_eq!(read_all(&peer).len() as u64, filler);
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         assert!(!batch.refused());
         assert_eq!(read_all(&peer), [&b"kept-1"[..], b"kept-2"]);
         assert_eq!(batch.stats().sent, 2);
@@ -262,24 +237,17 @@ mod tests {
         let (ours, peer) = UnixDatagram::pair().unwrap();
         // A datagram larger than the send buffer is refused with EMSGSIZE, so `sendmmsg`
         // takes the first frame and stops at the second.
-        let small: libc::c_int = 4096;
-        crate::afpacket::set_socket_option(
-            ours.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            &small,
-        )
-        .unwrap();
+        rustix::net::sockopt::set_socket_send_buffer_size(&ours, 4096).unwrap();
         let mut batch = TxBatch::new(4, 64 * 1024);
         batch.stage(b"fits").unwrap();
         batch.stage(&[0u8; 32 * 1024]).unwrap();
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         // One call: the stop is taken as a pushback, not asked about again at once.
         assert_eq!(read_all(&peer), [&b"fits"[..]]);
         let stats = batch.stats();
         assert_eq!((stats.sent, stats.pushbacks, stats.pending), (1, 1, 1));
         assert!(batch.refused());
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         let stats = batch.stats();
         assert_eq!(
             (stats.sent, stats.drops.get(TxDrop::TooLong), stats.pending),
@@ -295,7 +263,7 @@ mod tests {
         let mut batch = TxBatch::new(4, 64);
         batch.stage(b"a").unwrap();
         batch.stage(b"b").unwrap();
-        batch.push(ours.as_raw_fd());
+        batch.push(ours.as_fd());
         let stats = batch.stats();
         assert_eq!(
             (stats.sent, stats.drops.get(TxDrop::Refused), stats.pending),

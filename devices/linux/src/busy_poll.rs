@@ -25,7 +25,7 @@
 //! the status says why and what would fix it.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,6 +34,7 @@ use crate::irq_defer::{
     self, DeferChoice, DeferPath, DeferSettings, Deferral, SysfsDevice, Writer,
 };
 use crate::napi::Netdev;
+use crate::sys::{self, Level};
 
 // include/uapi/asm-generic/socket.h
 const SO_BUSY_POLL: libc::c_int = 46;
@@ -223,24 +224,14 @@ impl Attached {
     /// is handed `count`: a chunk that takes one frame off the ring runs the driver for one
     /// frame, not for a whole chunk whose frames the full ring or the short fill ring would
     /// drop. A socket whose budget cannot be set keeps the one it has.
-    pub fn poll_napi(&mut self, fd: RawFd, frames: usize) {
+    pub fn poll_napi(&mut self, fd: BorrowedFd<'_>, frames: usize) {
         let want = frames.clamp(1, usize::from(self.busy.0.config.budget)) as u16;
         if want != self.napi_budget
             && setsockopt_int(fd, SO_BUSY_POLL_BUDGET, u32::from(want)).is_ok()
         {
             self.napi_budget = want;
         }
-        // SAFETY: a zero-length non-blocking recvfrom on the caller's socket.
-        unsafe {
-            libc::recvfrom(
-                fd,
-                std::ptr::null_mut(),
-                0,
-                libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
+        let _ = rustix::net::recv(fd, &mut [0u8; 0], rustix::net::RecvFlags::DONTWAIT);
     }
 }
 
@@ -292,7 +283,7 @@ impl BusyPoll {
         state.deferral = None;
         match fd.try_clone_to_owned() {
             Ok(dup) => {
-                if let Err(e) = set_socket_options(fd.as_raw_fd(), self.0.config.budget) {
+                if let Err(e) = set_socket_options(fd, self.0.config.budget) {
                     state.refused = Some(format!(
                         "{ifname}: busy-polling socket options: {e} (SO_BUSY_POLL_BUDGET needs CAP_NET_ADMIN)"
                     ));
@@ -305,7 +296,7 @@ impl BusyPoll {
                 let sysfs = SysfsDevice::new(Path::new(irq_defer::SYSFS_NET), ifname);
                 let sysfs = sysfs.check(ifindex).map(|()| sysfs);
                 state.socket = Some(Socket {
-                    socket_napi_id: incoming_napi_id(dup.as_raw_fd()).unwrap_or(0),
+                    socket_napi_id: incoming_napi_id(dup.as_fd()).unwrap_or(0),
                     fd: dup,
                     ifname: ifname.to_string(),
                     ifindex,
@@ -349,7 +340,7 @@ impl BusyPoll {
         if socket.socket_napi_id != 0 {
             return;
         }
-        let found = incoming_napi_id(socket.fd.as_raw_fd()).unwrap_or(0);
+        let found = incoming_napi_id(socket.fd.as_fd()).unwrap_or(0);
         if found == 0 {
             return;
         }
@@ -450,58 +441,31 @@ impl BusyPoll {
     }
 }
 
-fn getsockopt_int(fd: RawFd, name: libc::c_int) -> io::Result<u32> {
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `value`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            name,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(value as u32)
+fn getsockopt_int(fd: BorrowedFd<'_>, name: libc::c_int) -> io::Result<u32> {
+    let mut value: u32 = 0;
+    sys::get_option(fd, Level::Socket, name, &mut value)?;
+    Ok(value)
 }
 
-fn setsockopt_int(fd: RawFd, name: libc::c_int, value: u32) -> io::Result<()> {
-    let value = value as libc::c_int;
-    // SAFETY: setsockopt reads an int from `value`.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+fn setsockopt_int(fd: BorrowedFd<'_>, name: libc::c_int, value: u32) -> io::Result<()> {
+    sys::set_option(fd, Level::Socket, name, &(value as libc::c_int))
 }
 
 /// The NAPI id of the queue socket `fd` receives from (0: none).
-pub fn incoming_napi_id(fd: RawFd) -> io::Result<u32> {
+pub fn incoming_napi_id(fd: BorrowedFd<'_>) -> io::Result<u32> {
     getsockopt_int(fd, SO_INCOMING_NAPI_ID)
 }
 
 /// Sets `SO_PREFER_BUSY_POLL`, `SO_BUSY_POLL` and `SO_BUSY_POLL_BUDGET = budget` on `fd`
 /// (raising the last two needs CAP_NET_ADMIN).
-pub fn set_socket_options(fd: RawFd, budget: u16) -> io::Result<()> {
+pub fn set_socket_options(fd: BorrowedFd<'_>, budget: u16) -> io::Result<()> {
     setsockopt_int(fd, SO_PREFER_BUSY_POLL, 1)?;
     setsockopt_int(fd, SO_BUSY_POLL, BUSY_POLL_USECS)?;
     setsockopt_int(fd, SO_BUSY_POLL_BUDGET, u32::from(budget))
 }
 
 /// The busy-polling options of `fd`.
-pub fn socket_options(fd: RawFd) -> io::Result<SocketBusyPoll> {
+pub fn socket_options(fd: BorrowedFd<'_>) -> io::Result<SocketBusyPoll> {
     Ok(SocketBusyPoll {
         prefer: getsockopt_int(fd, SO_PREFER_BUSY_POLL)? != 0,
         usecs: getsockopt_int(fd, SO_BUSY_POLL)?,

@@ -4,6 +4,8 @@
 
 use std::io;
 
+use rustix::thread::{CapabilitySet, CapabilitySets};
+
 /// Effective, permitted and inheritable sets, one bit per capability number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadCaps {
@@ -12,56 +14,27 @@ pub struct ThreadCaps {
     pub inheritable: u64,
 }
 
-#[repr(C)]
-struct Header {
-    version: u32,
-    pid: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Data {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const VERSION_3: u32 = 0x2008_0522;
-
-fn header() -> Header {
-    Header {
-        version: VERSION_3,
-        pid: 0,
-    }
-}
-
 /// The calling thread's capabilities.
 pub fn get() -> io::Result<ThreadCaps> {
-    let mut data = [Data::default(); 2];
-    // SAFETY: a v3 header and two data structs, as capget(2) expects.
-    if unsafe { libc::syscall(libc::SYS_capget, &mut header(), data.as_mut_ptr()) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let join = |f: fn(&Data) -> u32| u64::from(f(&data[0])) | u64::from(f(&data[1])) << 32;
+    let sets = rustix::thread::capabilities(None)?;
     Ok(ThreadCaps {
-        effective: join(|d| d.effective),
-        permitted: join(|d| d.permitted),
-        inheritable: join(|d| d.inheritable),
+        effective: sets.effective.bits(),
+        permitted: sets.permitted.bits(),
+        inheritable: sets.inheritable.bits(),
     })
 }
 
 /// Replaces the calling thread's capabilities (only ever lowering them without
 /// CAP_SETPCAP).
 pub fn set(caps: &ThreadCaps) -> io::Result<()> {
-    let half = |shift: u32| Data {
-        effective: (caps.effective >> shift) as u32,
-        permitted: (caps.permitted >> shift) as u32,
-        inheritable: (caps.inheritable >> shift) as u32,
-    };
-    let data = [half(0), half(32)];
-    // SAFETY: a v3 header and two data structs, as capset(2) expects.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut header(), data.as_ptr()) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let set = CapabilitySet::from_bits_retain;
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: set(caps.effective),
+            permitted: set(caps.permitted),
+            inheritable: set(caps.inheritable),
+        },
+    )?;
     Ok(())
 }

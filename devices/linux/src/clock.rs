@@ -2,24 +2,21 @@
 //! the generator's send stamps and the sink's receive times all use it, so their times
 //! compare directly (the vDSO makes a read cost tens of nanoseconds).
 
+use rustix::time::ClockId;
+
 /// Nanoseconds of CLOCK_MONOTONIC.
 pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    clock_ns(ClockId::Monotonic)
 }
 
 /// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns: what polld checks its
 /// monotonic time accounts against.
 pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    clock_ns(ClockId::ThreadCPUTime)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; both clocks always exist.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+fn clock_ns(clock: ClockId) -> u64 {
+    let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

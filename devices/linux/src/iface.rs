@@ -1,12 +1,14 @@
 //! Interface names, indexes and link flags, shared by the AF_PACKET and TAP devices.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::mem::size_of;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 
 use polld_core::device::LinkState;
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+use rustix::thread::LinkNameSpaceType;
 
 use crate::error::OpenError;
 
@@ -14,7 +16,6 @@ use crate::error::OpenError;
 #[derive(Clone, Debug)]
 pub(crate) struct IfName {
     text: String,
-    c_name: CString,
 }
 
 impl IfName {
@@ -35,10 +36,8 @@ impl IfName {
         {
             return Err(invalid("contains '/', a NUL or whitespace"));
         }
-        let c_name = CString::new(name).map_err(|_| invalid("contains a NUL"))?;
         Ok(IfName {
             text: name.to_string(),
-            c_name,
         })
     }
 
@@ -47,40 +46,96 @@ impl IfName {
     }
 
     /// An `ifreq` with only the name filled in.
-    pub(crate) fn ifreq(&self) -> libc::ifreq {
-        // SAFETY: ifreq is plain old data; all-zero is a valid value.
-        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-        for (dst, src) in req.ifr_name.iter_mut().zip(self.c_name.as_bytes()) {
-            *dst = *src as libc::c_char;
-        }
+    pub(crate) fn ifreq(&self) -> IfReq {
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            data: [0; IFREQ_DATA],
+        };
+        req.name[..self.text.len()].copy_from_slice(self.text.as_bytes());
         req
     }
 }
 
+/// The bytes of `struct ifreq` after the name: the union a request reads or answers.
+const IFREQ_DATA: usize = size_of::<libc::ifreq>() - libc::IFNAMSIZ;
+
+/// `struct ifreq`: the interface's name (NUL-padded), and the union a request reads or
+/// answers, as bytes.
+#[repr(C, align(8))]
+pub(crate) struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    data: [u8; IFREQ_DATA],
+}
+
+const _: () = assert!(size_of::<IfReq>() == size_of::<libc::ifreq>());
+
+impl IfReq {
+    /// The union's first `int` (`ifr_mtu`).
+    fn int(&self) -> i32 {
+        i32::from_ne_bytes([self.data[0], self.data[1], self.data[2], self.data[3]])
+    }
+
+    /// The union's first `short` (`ifr_flags`).
+    pub(crate) fn flags(&self) -> i16 {
+        i16::from_ne_bytes([self.data[0], self.data[1]])
+    }
+
+    pub(crate) fn set_flags(&mut self, flags: i16) {
+        self.data[..2].copy_from_slice(&flags.to_ne_bytes());
+    }
+
+    /// The address bytes of the union's `struct sockaddr` (`ifr_hwaddr.sa_data`).
+    fn hardware_address(&self) -> &[u8] {
+        &self.data[2..16]
+    }
+}
+
+/// The `struct ifreq` ioctls polld makes. Each reads the name and at most the union of the
+/// request, and writes nothing beyond the request; none follows a pointer in it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum IfReqIoctl {
+    GetMtu,
+    GetFlags,
+    SetFlags,
+    GetHardwareAddress,
+    /// `TUNSETIFF`, on a `/dev/net/tun` descriptor: attaches it to the TAP or TUN named.
+    TunSetInterface,
+}
+
+/// Makes `request` with `req` on `fd` (a socket of the interface's namespace, or a
+/// `/dev/net/tun` descriptor for [`IfReqIoctl::TunSetInterface`]).
+pub(crate) fn ifreq_ioctl(
+    fd: BorrowedFd<'_>,
+    request: IfReqIoctl,
+    req: &mut IfReq,
+) -> io::Result<()> {
+    let request = match request {
+        IfReqIoctl::GetMtu => libc::SIOCGIFMTU,
+        IfReqIoctl::GetFlags => libc::SIOCGIFFLAGS,
+        IfReqIoctl::SetFlags => libc::SIOCSIFFLAGS,
+        IfReqIoctl::GetHardwareAddress => libc::SIOCGIFHWADDR,
+        IfReqIoctl::TunSetInterface => libc::TUNSETIFF,
+    };
+    // SAFETY: `req` is a whole, live `struct ifreq`, and no `IfReqIoctl` touches memory
+    // beyond it.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), request, req as *mut IfReq) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The interface's index, looked up with SIOCGIFINDEX on socket `fd`: in the socket's
 /// network namespace, which may differ from the calling thread's.
-pub(crate) fn index(fd: RawFd, name: &IfName) -> Option<u32> {
-    let mut req = name.ifreq();
-    // SAFETY: SIOCGIFINDEX reads the name from and writes the index into `req`.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFINDEX, &mut req) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: on success the kernel filled the ifindex member of the union.
-    Some(unsafe { req.ifr_ifru.ifru_ifindex } as u32)
+pub(crate) fn index(fd: BorrowedFd<'_>, name: &IfName) -> Option<u32> {
+    rustix::net::netdevice::name_to_index(fd, name.as_str()).ok()
 }
 
 /// Reads the interface MTU with SIOCGIFMTU on any socket `fd`; `None` if the interface
 /// is gone.
-pub(crate) fn mtu_on(fd: RawFd, name: &IfName) -> Option<u32> {
+pub(crate) fn mtu_on(fd: BorrowedFd<'_>, name: &IfName) -> Option<u32> {
     let mut req = name.ifreq();
-    // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `req`.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: on success the kernel filled the mtu member of the union.
-    Some(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+    ifreq_ioctl(fd, IfReqIoctl::GetMtu, &mut req).ok()?;
+    Some(req.int() as u32)
 }
 
 /// The longest frame an interface of MTU `mtu` transmits: the MTU, the Ethernet header
@@ -92,18 +147,15 @@ pub(crate) fn max_frame(mtu: u32) -> usize {
 
 /// Reads the interface flags with SIOCGIFFLAGS on any socket `fd`: up and running is
 /// [`LinkState::Up`], a missing interface [`LinkState::Gone`], anything else `Down`.
-pub(crate) fn link_state(fd: RawFd, name: &IfName) -> LinkState {
+pub(crate) fn link_state(fd: BorrowedFd<'_>, name: &IfName) -> LinkState {
     let mut req = name.ifreq();
-    // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into `req`.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req) };
-    if rc != 0 {
-        return match io::Error::last_os_error().raw_os_error() {
+    if let Err(e) = ifreq_ioctl(fd, IfReqIoctl::GetFlags, &mut req) {
+        return match e.raw_os_error() {
             Some(libc::ENODEV) | Some(libc::ENXIO) => LinkState::Gone,
             _ => LinkState::Down,
         };
     }
-    // SAFETY: the kernel filled the flags member of the union.
-    let flags = i32::from(unsafe { req.ifr_ifru.ifru_flags });
+    let flags = i32::from(req.flags());
     let up_and_running = libc::IFF_UP | libc::IFF_RUNNING;
     if flags & up_and_running == up_and_running {
         LinkState::Up
@@ -126,20 +178,14 @@ const TX_DROPPED_OFFSET: usize = 7 * 8;
 
 impl LinkCounters {
     pub(crate) fn open(ifindex: u32) -> io::Result<LinkCounters> {
-        // SAFETY: plain socket creation; the fd is owned below.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        let socket = rustix::net::socket_with(
+            AddressFamily::NETLINK,
+            SocketType::RAW,
+            SocketFlags::CLOEXEC,
+            None, // NETLINK_ROUTE
+        )?;
         Ok(LinkCounters {
-            // SAFETY: a fresh descriptor nobody else owns.
-            socket: unsafe { OwnedFd::from_raw_fd(fd) },
+            socket,
             ifindex,
             // Room for a full RTM_NEWLINK reply with all its attributes.
             reply: vec![0; 32 * 1024],
@@ -158,25 +204,10 @@ impl LinkCounters {
         request[6..8].copy_from_slice(&(libc::NLM_F_REQUEST as u16).to_ne_bytes());
         request[8..12].copy_from_slice(&self.sequence.to_ne_bytes());
         request[20..24].copy_from_slice(&(self.ifindex as i32).to_ne_bytes());
-        let fd = self.socket.as_raw_fd();
-        // SAFETY: sends our request buffer.
-        if unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::net::send(&self.socket, &request, SendFlags::empty())?;
         // The kernel answers synchronously, before `send` returns; never wait for it.
-        // SAFETY: receives into our reply buffer, at most its length.
-        let len = unsafe {
-            libc::recv(
-                fd,
-                self.reply.as_mut_ptr().cast(),
-                self.reply.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if len < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        parse_tx_dropped(&self.reply[..len as usize])
+        let (len, _) = rustix::net::recv(&self.socket, &mut self.reply[..], RecvFlags::DONTWAIT)?;
+        parse_tx_dropped(&self.reply[..len])
     }
 }
 
@@ -223,14 +254,22 @@ fn parse_tx_dropped(reply: &[u8]) -> io::Result<u64> {
 
 /// A datagram socket for interface ioctls in the calling thread's network namespace
 /// (unlike /sys/class/net, sockets follow `setns`).
-fn ioctl_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall; the result is checked and owned.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+pub(crate) fn ioctl_socket() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
+
+/// The index of interface `name` in the calling thread's network namespace
+/// (`if_nametoindex`).
+pub(crate) fn index_here(name: &str) -> io::Result<u32> {
+    Ok(rustix::net::netdevice::name_to_index(
+        ioctl_socket()?,
+        name,
+    )?)
 }
 
 /// Whether interface `name` exists in the calling thread's network namespace.
@@ -241,7 +280,7 @@ pub fn exists(name: &str) -> Result<bool, OpenError> {
         action: "look the interface up",
         source,
     })?;
-    Ok(index(socket.as_raw_fd(), &ifname).is_some())
+    Ok(index(socket.as_fd(), &ifname).is_some())
 }
 
 /// `struct ethtool_channels` of linux/ethtool.h.
@@ -277,9 +316,11 @@ pub fn rx_queues(name: &str) -> Result<Option<u32>, OpenError> {
         ..EthtoolChannels::default()
     };
     let mut req = ifname.ifreq();
-    req.ifr_ifru.ifru_data = (&mut channels as *mut EthtoolChannels).cast();
-    // SAFETY: SIOCETHTOOL reads the command from and writes the channels into `channels`,
-    // which outlives the call.
+    let data = &mut channels as *mut EthtoolChannels as usize;
+    req.data[..size_of::<usize>()].copy_from_slice(&data.to_ne_bytes());
+    // SAFETY: SIOCETHTOOL reads the name from `req` and the command from the struct its
+    // `ifr_data` points to, `channels`, and writes the answer there: a live
+    // `struct ethtool_channels` of that command.
     if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCETHTOOL, &mut req) } != 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
@@ -297,7 +338,7 @@ pub fn rx_queues(name: &str) -> Result<Option<u32>, OpenError> {
 /// Asks the kernel about interface `name` in the calling thread's network namespace
 /// with the `SIOCGIF*` ioctl `request` (unlike /sys/class/net it follows `setns`);
 /// `action` says what for, in the error.
-fn query(name: &str, request: libc::Ioctl, action: &'static str) -> Result<libc::ifreq, OpenError> {
+fn query(name: &str, request: IfReqIoctl, action: &'static str) -> Result<IfReq, OpenError> {
     let ifname = IfName::new(name)?;
     let os = |source| OpenError::Os {
         interface: name.to_string(),
@@ -306,10 +347,7 @@ fn query(name: &str, request: libc::Ioctl, action: &'static str) -> Result<libc:
     };
     let socket = ioctl_socket().map_err(os)?;
     let mut req = ifname.ifreq();
-    // SAFETY: a SIOCGIF* request reads the name from and writes its answer into `req`.
-    if unsafe { libc::ioctl(socket.as_raw_fd(), request, &mut req) } != 0 {
-        return Err(os(io::Error::last_os_error()));
-    }
+    ifreq_ioctl(socket.as_fd(), request, &mut req).map_err(os)?;
     Ok(req)
 }
 
@@ -318,23 +356,18 @@ fn query(name: &str, request: libc::Ioctl, action: &'static str) -> Result<libc:
 pub fn hardware_address(name: &str) -> Result<[u8; 6], OpenError> {
     let req = query(
         name,
-        libc::SIOCGIFHWADDR,
+        IfReqIoctl::GetHardwareAddress,
         "read the interface's MAC address",
     )?;
-    // SAFETY: on success the kernel filled the hwaddr member of the union.
-    let data = unsafe { req.ifr_ifru.ifru_hwaddr.sa_data };
     let mut mac = [0u8; 6];
-    for (dst, src) in mac.iter_mut().zip(data) {
-        *dst = src as u8;
-    }
+    mac.copy_from_slice(&req.hardware_address()[..6]);
     Ok(mac)
 }
 
 /// The MTU of interface `name` in the calling thread's network namespace (SIOCGIFMTU).
 pub fn mtu(name: &str) -> Result<u32, OpenError> {
-    let req = query(name, libc::SIOCGIFMTU, "read the interface's MTU")?;
-    // SAFETY: on success the kernel filled the mtu member of the union.
-    Ok(unsafe { req.ifr_ifru.ifru_mtu } as u32)
+    let req = query(name, IfReqIoctl::GetMtu, "read the interface's MTU")?;
+    Ok(req.int() as u32)
 }
 
 /// The network namespace a device was opened in, so that it can be reopened there from
@@ -400,6 +433,15 @@ impl Namespace {
         now.is_some() && now == identity(&self.file)
     }
 
+    /// Moves the calling thread into this namespace (`setns`).
+    fn enter(&self) -> io::Result<()> {
+        let kind = Some(LinkNameSpaceType::Network);
+        Ok(rustix::thread::move_into_link_name_space(
+            self.file.as_fd(),
+            kind,
+        )?)
+    }
+
     fn is_current(&self) -> bool {
         let here = File::open("/proc/thread-self/ns/net")
             .ok()
@@ -416,19 +458,14 @@ impl Namespace {
         if self.is_current() {
             return Ok(f());
         }
-        let setns_error = |action| {
-            OpenError::from_os(ifname, action, "CAP_SYS_ADMIN", io::Error::last_os_error())
-        };
+        let setns_error =
+            |action, e: io::Error| OpenError::from_os(ifname, action, "CAP_SYS_ADMIN", e);
         let home = Namespace::of_this_thread(ifname)?;
-        // SAFETY: setns on a namespace fd we own; affects only the calling thread.
-        if unsafe { libc::setns(self.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(setns_error("enter the interface's network namespace"));
-        }
+        self.enter()
+            .map_err(|e| setns_error("enter the interface's network namespace", e))?;
         let result = f();
-        // SAFETY: as above, back to the namespace the thread came from.
-        if unsafe { libc::setns(home.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(setns_error("return from the interface's network namespace"));
-        }
+        home.enter()
+            .map_err(|e| setns_error("return from the interface's network namespace", e))?;
         Ok(result)
     }
 
@@ -445,13 +482,12 @@ impl Namespace {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| {
-                    // SAFETY: setns on a namespace fd we own; affects only this new thread.
-                    if unsafe { libc::setns(self.file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    if let Err(e) = self.enter() {
                         return Err(E::from(OpenError::from_os(
                             name.as_str(),
                             "enter the interface's network namespace",
                             "CAP_SYS_ADMIN",
-                            io::Error::last_os_error(),
+                            e,
                         )));
                     }
                     open()
@@ -484,9 +520,8 @@ mod tests {
 
     #[test]
     fn loopback_is_up_and_a_missing_name_is_gone() {
-        // SAFETY: plain socket creation; closed below.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        assert!(fd >= 0);
+        let socket = ioctl_socket().unwrap();
+        let fd = socket.as_fd();
         assert_eq!(link_state(fd, &IfName::new("lo").unwrap()), LinkState::Up);
         let missing = IfName::new("polld-nosuch0").unwrap();
         assert_eq!(link_state(fd, &missing), LinkState::Gone);
@@ -498,7 +533,5 @@ mod tests {
             missing_index.unwrap_err().raw_os_error(),
             Some(libc::ENODEV)
         );
-        // SAFETY: fd is ours and not used after this.
-        unsafe { libc::close(fd) };
     }
 }

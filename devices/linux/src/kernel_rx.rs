@@ -222,8 +222,7 @@ impl ThreadClock {
         if !self.ticks {
             return parse_schedstat(text);
         }
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        let hz = rustix::param::clock_ticks_per_second().max(1);
         Some(parse_stat_cpu_ticks(text)? * (1_000_000_000 / hz))
     }
 }
@@ -351,8 +350,9 @@ mod tests {
         let (burnt_tx, burnt) = std::sync::mpsc::channel::<()>();
         let (exit, exit_rx) = std::sync::mpsc::channel::<()>();
         let burner = std::thread::spawn(move || {
-            // SAFETY: gettid has no preconditions.
-            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            tid_tx
+                .send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                .unwrap();
             let _ = started.recv();
             let start = crate::clock::thread_cpu_ns();
             while crate::clock::thread_cpu_ns() - start < 50_000_000 {

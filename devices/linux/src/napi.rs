@@ -11,7 +11,9 @@
 //! A small hand-written client: one request, its replies, the attributes polld needs.
 
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
+
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
 /// One NAPI instance of an interface, as `napi-get` reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,16 +74,11 @@ const ATTR_HEADER: usize = 4;
 
 /// The index of `ifname` in the calling thread's namespace.
 pub fn ifindex(ifname: &str) -> Result<u32> {
-    let name = std::ffi::CString::new(ifname)
-        .map_err(|_| NapiError(format!("bad interface name {ifname:?}")))?;
-    // SAFETY: if_nametoindex reads a NUL-terminated string.
-    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if index == 0 {
-        return Err(NapiError(format!(
-            "no interface {ifname} in this network namespace"
-        )));
+    if ifname.contains('\0') {
+        return Err(NapiError(format!("bad interface name {ifname:?}")));
     }
-    Ok(index)
+    crate::iface::index_here(ifname)
+        .map_err(|_| NapiError(format!("no interface {ifname} in this network namespace")))
 }
 
 /// The NAPI instances of `ifname` in the calling thread's namespace (none when the
@@ -296,22 +293,19 @@ struct GenlSocket(OwnedFd);
 
 impl GenlSocket {
     fn open() -> Result<GenlSocket> {
-        // SAFETY: plain socket(2); the fd is owned right away.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_GENERIC,
-            )
-        };
-        if fd < 0 {
-            return Err(NapiError(format!(
+        rustix::net::socket_with(
+            AddressFamily::NETLINK,
+            SocketType::RAW,
+            SocketFlags::CLOEXEC,
+            Some(rustix::net::netlink::GENERIC),
+        )
+        .map(GenlSocket)
+        .map_err(|e| {
+            NapiError(format!(
                 "generic netlink socket: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        // SAFETY: fd is a fresh descriptor nobody else owns.
-        Ok(GenlSocket(unsafe { OwnedFd::from_raw_fd(fd) }))
+                std::io::Error::from(e)
+            ))
+        })
     }
 
     fn family_id(&self, name: &str) -> Result<u16> {
@@ -346,28 +340,16 @@ impl GenlSocket {
     /// Sends `request` and passes the attributes of every reply message to `each`, until
     /// the end of the dump, the acknowledgement, or the single reply of a plain request.
     fn exchange(&self, request: &[u8], mut each: impl FnMut(Vec<(u16, &[u8])>)) -> Result<()> {
-        let fd = self.0.as_raw_fd();
-        // SAFETY: request is a valid buffer; an unconnected netlink socket sends to the kernel.
-        let sent = unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) };
-        if sent < 0 {
-            return Err(NapiError(format!(
-                "netlink send: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
+        // An unconnected netlink socket sends to the kernel.
+        rustix::net::send(&self.0, request, SendFlags::empty())
+            .map_err(|e| NapiError(format!("netlink send: {}", std::io::Error::from(e))))?;
         let flags = u16::from_ne_bytes([request[6], request[7]]);
         let waits_for_end = flags & (libc::NLM_F_DUMP | libc::NLM_F_ACK) as u16 != 0;
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
-            // SAFETY: buffer is writable for its length.
-            let n = unsafe { libc::recv(fd, buffer.as_mut_ptr().cast(), buffer.len(), 0) };
-            if n < 0 {
-                return Err(NapiError(format!(
-                    "netlink recv: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            let mut rest = &buffer[..n as usize];
+            let (n, _) = rustix::net::recv(&self.0, &mut buffer[..], RecvFlags::empty())
+                .map_err(|e| NapiError(format!("netlink recv: {}", std::io::Error::from(e))))?;
+            let mut rest = &buffer[..n];
             while rest.len() >= NLMSG_HEADER {
                 let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
                 let kind = u16::from_ne_bytes([rest[4], rest[5]]);

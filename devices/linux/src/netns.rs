@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -159,8 +159,7 @@ pub fn veth_pair(a: VethEnd<'_>, b: VethEnd<'_>) -> Result<()> {
 /// Whether this process runs as root: namespaces, raw sockets and BPF need it, so the
 /// integration tests that use them skip (saying so) without it.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
 }
 
 /// Moves the calling thread into the namespace `name` (as `ip netns exec` would).
@@ -171,15 +170,13 @@ pub fn enter(name: &str) -> Result<()> {
             "network namespace `{name}` not found ({path}: {e}); list them with `ip netns list`"
         ))
     })?;
-    // SAFETY: setns on a namespace fd we just opened; affects only this thread.
-    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-    if rc != 0 {
-        return Err(NetnsError(format!(
+    let network = Some(rustix::thread::LinkNameSpaceType::Network);
+    rustix::thread::move_into_link_name_space(file.as_fd(), network).map_err(|e| {
+        NetnsError(format!(
             "cannot enter network namespace `{name}`: {} (needs CAP_SYS_ADMIN: run as root)",
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
+            std::io::Error::from(e)
+        ))
+    })
 }
 
 /// The inode number of the initial network namespace (`PROC_NET_INIT_INO`, fixed by the
@@ -250,11 +247,9 @@ mod tests {
         .unwrap();
         a.exec("ping", &["-c", "1", "-W", "2", "10.99.0.2"])
             .unwrap();
-        // SAFETY: if_nametoindex reads a NUL-terminated name.
-        let index_inside = in_netns(a.name(), || unsafe { libc::if_nametoindex(c"va".as_ptr()) });
-        assert_ne!(
-            index_inside.unwrap(),
-            0,
+        let index_inside = in_netns(a.name(), || crate::iface::index_here("va"));
+        assert!(
+            index_inside.unwrap().is_ok(),
             "va is visible inside its namespace"
         );
         drop(a);

@@ -1,10 +1,12 @@
-//! The system calls the other crates need that rustix does not offer safely, each behind
-//! one safe function: scheduling policies, blocked signals read through a signalfd, a
-//! stop flag set by SIGINT and SIGTERM, epoll_ctl on the descriptors devices hand out by number, integer options of packet sockets, and the hooks
-//! that run in a child between fork and exec. Every crate but this one forbids unsafe
-//! code and makes its system calls through rustix or through this module.
+//! The system calls polld makes that rustix does not offer safely, each behind one safe
+//! function: scheduling policies, blocked signals read through a signalfd, a stop flag set
+//! by SIGINT and SIGTERM, epoll_ctl and poll on the descriptors devices hand out by number,
+//! the socket options of the socket and packet levels, and the hooks that run in a child
+//! between fork and exec. Every crate but this one forbids unsafe code and makes its system
+//! calls through rustix or through this module.
 
 use std::io;
+use std::mem::size_of;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -77,9 +79,9 @@ pub fn set_thread_scheduler(
 /// Task `pid`'s scheduling policy and priority, as [`set_scheduler`] takes them.
 pub fn scheduler_of(pid: libc::pid_t) -> io::Result<(libc::c_int, i32)> {
     let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain queries into a valid sched_param; the kernel checks the pid.
+    // SAFETY: a plain query; the kernel checks the pid.
     let policy = check(unsafe { libc::sched_getscheduler(pid) })?;
-    // SAFETY: as above.
+    // SAFETY: a query into a valid sched_param; the kernel checks the pid.
     check(unsafe { libc::sched_getparam(pid, &mut param) })?;
     Ok((policy, param.sched_priority))
 }
@@ -112,27 +114,26 @@ pub fn block_signals(signals: &[i32]) -> io::Result<()> {
 pub fn signalfd_of(signals: &[i32]) -> io::Result<OwnedFd> {
     block_signals(signals)?;
     let set = signal_set(signals);
-    // SAFETY: `set` is a live, initialised sigset.
-    let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) };
-    let fd = check(fd).map_err(|e| io::Error::new(e.kind(), format!("signalfd: {e}")))?;
-    // SAFETY: a non-negative result is a new fd, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // SAFETY: `set` is a live, initialised sigset; a non-negative result is a new fd, owned
+    // by nobody else.
+    let fd = unsafe {
+        check(libc::signalfd(
+            -1,
+            &set,
+            libc::SFD_NONBLOCK | libc::SFD_CLOEXEC,
+        ))
+        .map(|fd| OwnedFd::from_raw_fd(fd))
+    };
+    fd.map_err(|e| io::Error::new(e.kind(), format!("signalfd: {e}")))
 }
 
 /// The signal waiting on signalfd `fd`, if one is.
 pub fn read_signal(fd: BorrowedFd<'_>) -> Option<i32> {
-    // SAFETY: signalfd_siginfo is plain data; the read fills it.
-    let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::signalfd_siginfo>();
-    // SAFETY: reads at most `size` bytes into `info`.
-    let r = unsafe {
-        libc::read(
-            fd.as_raw_fd(),
-            (&mut info as *mut libc::signalfd_siginfo).cast(),
-            size,
-        )
-    };
-    (r as usize == size).then_some(info.ssi_signo as i32)
+    // A `struct signalfd_siginfo`, whose first field is the signal number (`ssi_signo`).
+    let mut info = [0u8; size_of::<libc::signalfd_siginfo>()];
+    let read = rustix::io::read(fd, &mut info).ok()?;
+    let signo = u32::from_ne_bytes([info[0], info[1], info[2], info[3]]);
+    (read == info.len()).then_some(signo as i32)
 }
 
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -178,7 +179,82 @@ pub fn set_packet_option(
     option: libc::c_int,
     value: libc::c_int,
 ) -> io::Result<()> {
-    crate::afpacket::set_packet_option(fd.as_raw_fd(), option, &value)
+    set_option(fd, Level::Packet, option, &value)
+}
+
+/// The socket option levels the device layer sets and reads options of, beyond those
+/// rustix names. The kernel only copies their values in or out: no option of these levels
+/// makes it keep a pointer into our memory (as SOL_XDP's UMEM registration does).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Level {
+    /// `SOL_SOCKET`.
+    Socket,
+    /// `SOL_PACKET`.
+    Packet,
+}
+
+impl Level {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Level::Socket => libc::SOL_SOCKET,
+            Level::Packet => libc::SOL_PACKET,
+        }
+    }
+}
+
+/// `setsockopt(level, option, value)`: the kernel reads `size_of::<T>()` bytes of `value`.
+pub(crate) fn set_option<T: Copy>(
+    fd: BorrowedFd<'_>,
+    level: Level,
+    option: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // SAFETY: `value` is a live T of the length given, which the kernel only reads; options
+    // of `level` keep no pointer (see `Level`).
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level.raw(),
+            option,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// A value the kernel may overwrite with any bytes: integers, and structs of them.
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes is a valid `Self`.
+pub(crate) unsafe trait PlainData: Copy {}
+
+// SAFETY: any bits are a valid integer.
+unsafe impl PlainData for u32 {}
+// SAFETY: three u32 counters.
+unsafe impl PlainData for libc::tpacket_stats_v3 {}
+
+/// `getsockopt(level, option)` into `value`, which the kernel overwrites with up to
+/// `size_of::<T>()` bytes (the rest keeps what it held).
+pub(crate) fn get_option<T: PlainData>(
+    fd: BorrowedFd<'_>,
+    level: Level,
+    option: libc::c_int,
+    value: &mut T,
+) -> io::Result<()> {
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `value`, a live T of that length
+    // whatever the bytes are (`PlainData`); options of `level` keep no pointer.
+    check(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level.raw(),
+            option,
+            (value as *mut T).cast(),
+            &mut len,
+        )
+    })
+    .map(drop)
 }
 
 /// Makes `command`'s child run on `cpu` only, from before it executes. `cpu` must be

@@ -29,13 +29,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
+use rustix::event::{PollFd, PollFlags};
+use rustix::io::Errno;
 
 use crate::error::OpenError;
-use crate::iface::{self, IfName, LinkCounters, Namespace};
+use crate::iface::{self, IfName, IfReqIoctl, LinkCounters, Namespace};
 
 const TUN_PATH: &str = "/dev/net/tun";
 
@@ -133,7 +135,7 @@ impl Tap {
         if !self.netns.still_named() {
             return LinkState::Gone;
         }
-        let control = self.attached.control.as_raw_fd();
+        let control = self.attached.control.as_fd();
         match iface::index(control, &self.name) {
             Some(index) if index == self.attached.ifindex => iface::link_state(control, &self.name),
             _ => LinkState::Gone,
@@ -153,19 +155,9 @@ enum Create {
 /// attachment and whether the interface was created.
 fn attach(name: &IfName, create: Create) -> Result<(Attachment, bool), OpenError> {
     let interface = name.as_str();
-    // SAFETY: plain socket creation; the fd is owned below.
-    let control = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if control < 0 {
-        return Err(OpenError::from_os(
-            interface,
-            "open a control socket",
-            "CAP_NET_ADMIN",
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    let control = unsafe { OwnedFd::from_raw_fd(control) };
-    let existed = iface::index(control.as_raw_fd(), name).is_some();
+    let control = iface::ioctl_socket()
+        .map_err(|e| OpenError::from_os(interface, "open a control socket", "CAP_NET_ADMIN", e))?;
+    let existed = iface::index(control.as_fd(), name).is_some();
     if !existed && create == Create::Never {
         return Err(OpenError::InterfaceNotFound {
             interface: interface.to_string(),
@@ -181,10 +173,8 @@ fn attach(name: &IfName, create: Create) -> Result<(Attachment, bool), OpenError
             _ => OpenError::from_os(interface, "open /dev/net/tun", "CAP_NET_ADMIN", e),
         })?;
     let mut request = name.ifreq();
-    request.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
-    // SAFETY: TUNSETIFF reads and updates the ifreq we pass.
-    if unsafe { libc::ioctl(tun.as_raw_fd(), libc::TUNSETIFF, &mut request) } != 0 {
-        let e = io::Error::last_os_error();
+    request.set_flags((libc::IFF_TAP | libc::IFF_NO_PI) as i16);
+    if let Err(e) = iface::ifreq_ioctl(tun.as_fd(), IfReqIoctl::TunSetInterface, &mut request) {
         return Err(match e.raw_os_error() {
             Some(libc::EINVAL) => OpenError::InvalidConfig {
                 interface: interface.to_string(),
@@ -207,10 +197,10 @@ fn attach(name: &IfName, create: Create) -> Result<(Attachment, bool), OpenError
         });
     }
     if !existed {
-        set_up(control.as_raw_fd(), name)?;
+        set_up(control.as_fd(), name)?;
     }
     let ifindex =
-        iface::index(control.as_raw_fd(), name).ok_or_else(|| OpenError::InterfaceNotFound {
+        iface::index(control.as_fd(), name).ok_or_else(|| OpenError::InterfaceNotFound {
             interface: interface.to_string(),
         })?;
     let counter_error = |source| OpenError::Os {
@@ -234,26 +224,21 @@ fn attach(name: &IfName, create: Create) -> Result<(Attachment, bool), OpenError
 }
 
 /// Sets IFF_UP on a TAP this device created: nobody else knows it exists.
-fn set_up(control: RawFd, name: &IfName) -> Result<(), OpenError> {
+fn set_up(control: BorrowedFd<'_>, name: &IfName) -> Result<(), OpenError> {
     let mut request = name.ifreq();
-    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the flags of the ifreq we pass.
-    let rc = unsafe {
-        if libc::ioctl(control, libc::SIOCGIFFLAGS, &mut request) != 0 {
-            -1
-        } else {
-            request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(control, libc::SIOCSIFFLAGS, &request)
-        }
-    };
-    if rc != 0 {
-        return Err(OpenError::from_os(
-            name.as_str(),
-            "bring the new TAP interface up",
-            "CAP_NET_ADMIN",
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
+    iface::ifreq_ioctl(control, IfReqIoctl::GetFlags, &mut request)
+        .and_then(|()| {
+            request.set_flags(request.flags() | libc::IFF_UP as i16);
+            iface::ifreq_ioctl(control, IfReqIoctl::SetFlags, &mut request)
+        })
+        .map_err(|e| {
+            OpenError::from_os(
+                name.as_str(),
+                "bring the new TAP interface up",
+                "CAP_NET_ADMIN",
+                e,
+            )
+        })
 }
 
 impl Device for Tap {
@@ -271,20 +256,16 @@ impl Device for Tap {
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let fd = self.attached.tun.as_raw_fd();
         let mut handed = 0;
         while handed < budget {
-            // SAFETY: reads into our own buffer, at most its length.
-            let n = unsafe { libc::read(fd, self.buffer.as_mut_ptr().cast(), self.buffer.len()) };
-            if n < 0 {
-                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
+            let n = match rustix::io::read(&self.attached.tun, &mut self.buffer[..]) {
+                Ok(n) => n,
+                Err(Errno::INTR) => continue,
                 // EAGAIN: drained. Anything else (EBADFD once the interface is gone)
                 // shows up in check_status.
-                break;
-            }
-            rx(&mut self.buffer[..n as usize]);
+                Err(_) => break,
+            };
+            rx(&mut self.buffer[..n]);
             handed += 1;
         }
         handed
@@ -292,14 +273,13 @@ impl Device for Tap {
 
     /// A zero-timeout `poll`: there is no shared ring to look at.
     fn rx_ready(&mut self) -> bool {
-        let mut pollfd = libc::pollfd {
-            fd: self.attached.tun.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let mut pollfd = [PollFd::new(&self.attached.tun, PollFlags::IN)];
+        let no_wait = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
         };
-        // SAFETY: one valid pollfd, no waiting.
-        let rc = unsafe { libc::poll(&mut pollfd, 1, 0) };
-        rc > 0 && pollfd.revents & libc::POLLIN != 0
+        let ready = rustix::event::poll(&mut pollfd, Some(&no_wait));
+        ready.is_ok_and(|n| n > 0) && pollfd[0].revents().contains(PollFlags::IN)
     }
 
     /// One `write`. A write that cannot go is never lost silently: EAGAIN is [`TxFull`]
@@ -307,18 +287,13 @@ impl Device for Tap {
     /// buffer in the kernel) and any other refusal (EIO: the interface is down, EINVAL)
     /// are counted here as `tx_drops.nobufs` and `tx_drops.refused`.
     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
-        let fd = self.attached.tun.as_raw_fd();
         loop {
-            // SAFETY: writes `frame`, which is live for the call.
-            let n = unsafe { libc::write(fd, frame.as_ptr().cast(), frame.len()) };
-            if n >= 0 {
-                return Ok(());
-            }
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => return Err(TxFull),
-                Some(libc::ENOBUFS) => self.tx_drops.add(TxDrop::NoBufs, 1),
-                _ => self.tx_drops.add(TxDrop::Refused, 1),
+            match rustix::io::write(&self.attached.tun, frame) {
+                Ok(_) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => return Err(TxFull),
+                Err(Errno::NOBUFS) => self.tx_drops.add(TxDrop::NoBufs, 1),
+                Err(_) => self.tx_drops.add(TxDrop::Refused, 1),
             }
             return Ok(());
         }

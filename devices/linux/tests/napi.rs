@@ -9,7 +9,7 @@
 #[macro_use]
 mod common;
 
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,6 +17,10 @@ use polld_dev::irq_defer::{self, DeferSettings, Deferral, StateFile, SysfsDevice
 use polld_dev::kernel_rx::{FoundBy, RxCpuTime, RxWork};
 use polld_dev::napi::{self, NapiSettings};
 use polld_dev::netns::{self, in_netns, veth_pair, Netns, VethEnd};
+use rustix::mount::{
+    mount, mount_change, unmount, MountFlags, MountPropagationFlags, UnmountFlags,
+};
+use rustix::thread::UnshareFlags;
 
 /// One namespace holding both ends of a veth pair, `a` with threaded NAPI (GRO on gives
 /// a veth its NAPI instances).
@@ -143,41 +147,19 @@ fn a_netlink_deferral_restores_the_old_settings_when_dropped() {
 fn with_own_sysfs<T: Send + 'static>(ns: &str, f: impl FnOnce(&Path) -> T + Send + 'static) -> T {
     let ns = ns.to_string();
     std::thread::spawn(move || {
-        // SAFETY: plain unshare/mount calls on this thread's own namespaces and a fresh
-        // directory; their results are checked.
-        unsafe {
-            assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare");
-            let root = CString::new("/").unwrap();
-            let none = CString::new("none").unwrap();
-            let flags = libc::MS_REC | libc::MS_PRIVATE;
-            let rc = libc::mount(
-                none.as_ptr(),
-                root.as_ptr(),
-                std::ptr::null(),
-                flags,
-                std::ptr::null(),
-            );
-            assert_eq!(rc, 0, "making / private");
-        }
+        // SAFETY: a mount namespace of this thread's own: no descriptor table is split.
+        unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNS) }.expect("unshare");
+        mount_change(
+            "/",
+            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+        )
+        .expect("making / private");
         netns::enter(&ns).unwrap();
         let dir = std::env::temp_dir().join(format!("polld-sysfs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let target = CString::new(dir.to_str().unwrap()).unwrap();
-        let sysfs = CString::new("sysfs").unwrap();
-        // SAFETY: mounts sysfs on our own directory, in this thread's private namespace.
-        let rc = unsafe {
-            libc::mount(
-                sysfs.as_ptr(),
-                target.as_ptr(),
-                sysfs.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "mounting sysfs: {}", std::io::Error::last_os_error());
+        mount("sysfs", &dir, "sysfs", MountFlags::empty(), None::<&CStr>).expect("mounting sysfs");
         let result = f(&dir.join("class/net"));
-        // SAFETY: unmounts what this thread mounted.
-        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+        let _ = unmount(&dir, UnmountFlags::DETACH);
         let _ = std::fs::remove_dir(&dir);
         result
     })

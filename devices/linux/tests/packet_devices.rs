@@ -287,7 +287,7 @@ fn poll_error(device: &impl Device) -> bool {
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one valid pollfd, no waiting.
+    // SAFETY: poll writes only the revents of the one pollfd we own; no waiting.
     let rc = unsafe { libc::poll(&mut pollfd, 1, 0) };
     rc > 0 && pollfd.revents & libc::POLLERR != 0
 }

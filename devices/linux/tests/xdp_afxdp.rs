@@ -8,7 +8,7 @@
 #[macro_use]
 mod common;
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,6 +20,9 @@ use polld_dev::busy_poll::{self, BusyPoll, BusyPollConfig};
 use polld_dev::irq_defer::DeferChoice;
 use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_dev::xdp::{CountProgram, RedirectProgram, XdpError, XdpLink, XdpMode};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x01];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0x0a, 0x02];
@@ -97,7 +100,8 @@ struct RawSocket {
 }
 
 impl RawSocket {
-    /// Opened in the calling thread's namespace; `receive` decides whether it sees frames.
+    /// Opened in the calling thread's namespace; `receive` decides whether it sees frames
+    /// (those the interface receives: not its own transmissions).
     fn open(ifname: &str, receive: bool) -> RawSocket {
         let protocol = if receive {
             (libc::ETH_P_ALL as u16).to_be()
@@ -105,6 +109,9 @@ impl RawSocket {
             0
         };
         let fd = polld_dev::afpacket::raw_socket(ifname, protocol).unwrap();
+        if receive {
+            polld_dev::sys::set_packet_option(fd.as_fd(), libc::PACKET_IGNORE_OUTGOING, 1).unwrap();
+        }
         RawSocket { fd }
     }
 
@@ -112,17 +119,13 @@ impl RawSocket {
     fn send(&self, frame: &[u8]) {
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            // SAFETY: sends from a buffer we own.
-            let rc =
-                unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-            if rc == frame.len() as isize {
-                return;
+            match rustix::net::send(&self.fd, frame, SendFlags::empty()) {
+                Ok(n) if n == frame.len() => return,
+                result => assert!(
+                    result == Err(Errno::NOBUFS) && Instant::now() < deadline,
+                    "send: {result:?}"
+                ),
             }
-            let err = std::io::Error::last_os_error();
-            assert!(
-                err.raw_os_error() == Some(libc::ENOBUFS) && Instant::now() < deadline,
-                "send: {err}"
-            );
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -132,43 +135,35 @@ impl RawSocket {
         let deadline = Instant::now() + TIMEOUT;
         let mut buf = vec![0u8; 2048];
         while Instant::now() < deadline {
-            if !readable(self.fd.as_raw_fd(), Duration::from_millis(100)) {
+            if !readable(self.fd.as_fd(), Duration::from_millis(100)) {
                 continue;
             }
-            // SAFETY: sockaddr_ll is plain old data.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut from_len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
-            // SAFETY: receives into buffers we own, with their sizes.
-            let n = unsafe {
-                libc::recvfrom(
-                    self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                    (&mut from as *mut libc::sockaddr_ll).cast(),
-                    &mut from_len,
-                )
-            };
-            if n >= 14
-                && from.sll_pkttype != libc::PACKET_OUTGOING
-                && buf[12..14] == ETHERTYPE.to_be_bytes()
-            {
-                return Some(buf[..n as usize].to_vec());
+            let received = rustix::net::recv(&self.fd, &mut buf[..], RecvFlags::DONTWAIT);
+            if let Ok((n @ 14.., _)) = received {
+                if buf[12..14] == ETHERTYPE.to_be_bytes() {
+                    return Some(buf[..n].to_vec());
+                }
             }
         }
         None
     }
 }
 
-fn readable(fd: RawFd, timeout: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd we own.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
-    rc > 0 && pfd.revents & libc::POLLIN != 0
+fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
+    let mut pfd = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+    let timeout = Timespec::try_from(timeout).unwrap();
+    let ready = rustix::event::poll(&mut pfd, Some(&timeout));
+    ready.is_ok_and(|n| n > 0) && pfd[0].revents().contains(PollFlags::IN)
+}
+
+/// The device's interrupt descriptor, borrowed from it.
+fn interrupt_fd(dev: &AfXdp) -> BorrowedFd<'_> {
+    let fd = dev
+        .capabilities()
+        .interrupt_fd
+        .expect("AF_XDP has an interrupt fd");
+    // SAFETY: the device owns the descriptor and keeps it open while it is borrowed.
+    unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
 /// Calls `check` until it returns true or `TIMEOUT` passes.
@@ -383,7 +378,7 @@ fn a_veth_socket_has_no_napi_id_at_bind_so_busy_polling_waits_but_its_options_re
         ..AfXdpConfig::default()
     };
     let dev = open_afxdp(&p.a, config);
-    let fd = dev.capabilities().interrupt_fd.unwrap();
+    let fd = interrupt_fd(&dev);
     assert_eq!(busy_poll::incoming_napi_id(fd).unwrap(), 0);
     assert_eq!(dev.busy_poll(), Some(&busy));
     // Not polling: off, whatever the device offers.
@@ -494,16 +489,12 @@ fn afxdp_interrupt_fd_polls_readable_when_frames_wait() {
     let p = pair();
     let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
     dev.set_interrupt(true);
-    let fd = dev
-        .capabilities()
-        .interrupt_fd
-        .expect("AF_XDP has an interrupt fd");
-    assert!(!readable(fd, Duration::ZERO));
+    assert!(!readable(interrupt_fd(&dev), Duration::ZERO));
     assert!(!dev.rx_ready());
     inside(&p.b, || {
         RawSocket::open("vb", false).send(&frame(MAC_A, MAC_B, 1, 60))
     });
-    assert!(readable(fd, TIMEOUT));
+    assert!(readable(interrupt_fd(&dev), TIMEOUT));
     assert!(dev.rx_ready());
     assert_eq!(receive_frames(&mut dev, 1).len(), 1);
     assert!(!dev.rx_ready());
@@ -581,13 +572,11 @@ fn count_at_vb(p: &Pair) -> (CountProgram, XdpLink) {
 
 /// Pins task `pid` (0: the calling thread) to `cpu`.
 fn pin(pid: libc::pid_t, cpu: usize) {
-    // SAFETY: plain data; the kernel checks the pid.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        let rc = libc::sched_setaffinity(pid, std::mem::size_of_val(&set), &set);
-        assert_eq!(rc, 0, "pinning {pid} to CPU {cpu}");
-    }
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    let task = rustix::thread::Pid::from_raw(pid);
+    let pinned = rustix::thread::sched_setaffinity(task, &set);
+    assert_eq!(pinned, Ok(()), "pinning {pid} to CPU {cpu}");
 }
 
 /// Makes the calling thread SCHED_FIFO at `priority`, or SCHED_OTHER at 0.
@@ -597,11 +586,7 @@ fn schedule(priority: i32) {
     } else {
         libc::SCHED_OTHER
     };
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: valid parameters for the calling thread.
-    assert_eq!(unsafe { libc::sched_setscheduler(0, policy, &param) }, 0);
+    polld_dev::sys::set_scheduler(0, policy, priority).unwrap();
 }
 
 #[test]
@@ -618,23 +603,11 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
         .unwrap();
     let kthread = inside(&p.b, || polld_dev::napi::napis_of("vb").unwrap()[0].pid)
         .expect("threaded NAPI has a kthread");
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).unwrap();
+    let cpu = rustix::thread::sched_getcpu();
     pin(kthread as libc::pid_t, cpu);
     // The send buffer must not be what stops the kicks first (a 64-byte frame's skb
     // holds about 1 KB of it): the device's ring must.
-    let big: libc::c_int = 64 << 20;
-    // SAFETY: sets an int option on our own socket.
-    let rc = unsafe {
-        libc::setsockopt(
-            dev.capabilities().interrupt_fd.unwrap(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUFFORCE,
-            (&big as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0);
+    rustix::net::sockopt::set_socket_send_buffer_size_force(interrupt_fd(&dev), 64 << 20).unwrap();
     const N: u64 = 1024;
     // Queued only: `send` does not kick.
     for seq in 0..N as u32 {
@@ -643,19 +616,18 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // Two flushes before the peer may run, realtime for as short as that takes, and polls
     // of the socket between them: in copy mode `xsk_poll` transmits by itself, and what
     // it sends into the full ring is dropped without an EBUSY to any call of polld's.
-    let fd = dev.capabilities().interrupt_fd.unwrap();
     let mut dev = std::thread::spawn(move || {
         pin(0, cpu);
         schedule(10);
         dev.flush();
         for _ in 0..8 {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN | libc::POLLOUT,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd, no wait.
-            unsafe { libc::poll(&mut pfd, 1, 0) };
+            let socket = interrupt_fd(&dev);
+            let mut pfd = [PollFd::from_borrowed_fd(
+                socket,
+                PollFlags::IN | PollFlags::OUT,
+            )];
+            let no_wait = Timespec::try_from(Duration::ZERO).unwrap();
+            let _ = rustix::event::poll(&mut pfd, Some(&no_wait));
         }
         dev.flush();
         schedule(0);

@@ -1,7 +1,7 @@
 //! An AF_XDP socket as a polld [`Device`]: receive, send, flush, the status check, its
 //! capabilities (interrupt, transmit-ready line, kick size, pool).
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use polld_core::{Capabilities, Device, HwStats, Lending, LinkState, TxFull, TxReadyLine};
 
@@ -40,7 +40,7 @@ impl AfXdp {
     /// completing its descriptor, and counts it nowhere this socket can read.
     pub(super) fn read_mtu(&mut self) {
         let umem_frame = self.config.frame_size as usize;
-        self.max_frame = match iface::mtu_on(self.ioctl_socket.as_raw_fd(), &self.name) {
+        self.max_frame = match iface::mtu_on(self.ioctl_socket.as_fd(), &self.name) {
             Some(mtu) => iface::max_frame(mtu).min(umem_frame),
             None => umem_frame,
         };
@@ -136,11 +136,10 @@ impl Device for AfXdp {
     fn check_status(&mut self) -> LinkState {
         // Both ioctls go through a socket of the device's namespace, whatever namespace
         // the calling thread is in.
-        let fd = self.ioctl_socket.as_raw_fd();
-        match iface::index(fd, &self.name) {
+        match iface::index(self.ioctl_socket.as_fd(), &self.name) {
             Some(index) if index == self.ifindex => {
                 self.read_mtu();
-                iface::link_state(fd, &self.name)
+                iface::link_state(self.ioctl_socket.as_fd(), &self.name)
             }
             _ => LinkState::Gone,
         }

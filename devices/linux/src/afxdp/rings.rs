@@ -2,10 +2,11 @@
 //! → `rx` callback → fill ring; transmit frames free list → tx ring → kernel → completion
 //! ring → free list (the module doc of [`super`]).
 
-use std::io;
-
+use rustix::io::Errno;
+use rustix::net::SendFlags;
 use xdpilone::xdp::XdpDesc;
 
+use super::socket::socket_fd;
 use super::AfXdp;
 
 /// Descriptors one `sendto` kick sends in copy mode: the kernel's budget per call
@@ -117,23 +118,13 @@ impl AfXdp {
         while self.tx.needs_wakeup() && self.tx.pending() > 0 {
             let before = self.tx.pending();
             self.stats.tx_kicks += 1;
-            // SAFETY: a zero-length sendto on our own socket is the documented tx kick.
-            let rc = unsafe {
-                libc::sendto(
-                    self.socket.as_raw_fd(),
-                    std::ptr::null(),
-                    0,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null(),
-                    0,
-                )
-            };
-            let errno = (rc < 0).then(|| io::Error::last_os_error().raw_os_error());
-            if errno == Some(Some(libc::EBUSY)) {
+            // A zero-length `sendto` with no address is the documented tx kick.
+            let sent = rustix::net::send(socket_fd(&self.socket), &[], SendFlags::DONTWAIT);
+            if sent == Err(Errno::BUSY) {
                 self.stats.tx_dropped += 1;
                 break;
             }
-            let retry = matches!(errno, None | Some(Some(libc::EAGAIN | libc::ENOBUFS)));
+            let retry = matches!(sent, Ok(_) | Err(Errno::AGAIN | Errno::NOBUFS));
             // Stop when the kernel makes no progress: the next flush tries again.
             if !retry || self.tx.pending() >= before {
                 break;
@@ -160,7 +151,7 @@ impl AfXdp {
             // ksoftirqd ran the driver at the user's priority, filling the ring and
             // dropping the rest, beside a poll thread held to its share.
             let missing = budget.saturating_sub(self.rx.available()).max(1);
-            busy.poll_napi(self.socket.as_raw_fd(), missing as usize);
+            busy.poll_napi(socket_fd(&self.socket), missing as usize);
         }
         let frame_mask = self.frame_mask();
         let mut reader = self.rx.receive(budget);

@@ -5,9 +5,10 @@ use std::ffi::CString;
 use std::io;
 use std::net::Ipv4Addr;
 use std::num::NonZeroU32;
-use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
+use rustix::net::xdp::XdpOptionsFlags;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
 use super::umem::{Group, Registration, UmemFrames};
@@ -131,10 +132,11 @@ impl AfXdp {
         group.spare.extend(spare.step_by(size as usize));
         drop(group);
         let tx_free: Vec<u64> = tx_range.clone().step_by(size as usize).collect();
-        let sock_fd = socket.as_raw_fd();
+        let sock_fd = socket_fd(&socket);
 
-        let zero_copy = socket_is_zero_copy(sock_fd)
-            .map_err(|e| XdpError::os(on_queue("reading the AF_XDP socket options"), e))?;
+        let zero_copy = rustix::net::sockopt::xdp_options(sock_fd)
+            .map(|options| options.contains(XdpOptionsFlags::XDP_OPTIONS_ZEROCOPY))
+            .map_err(|e| XdpError::os(on_queue("reading the AF_XDP socket options"), e.into()))?;
         eprintln!(
             "polld: af_xdp: `{ifname}` queue {queue} bound in {} mode{}",
             if zero_copy { "zero-copy" } else { "copy" },
@@ -144,35 +146,16 @@ impl AfXdp {
                 ""
             }
         );
-        // SAFETY: plain socket creation.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(XdpError::os(
-                on_queue("opening a socket for interface ioctls"),
-                io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: `fd` was just created and is owned by nobody else.
-        let ioctl_socket = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: `socket` owns `sock_fd` and outlives this borrow.
-        let tx_ready_fd = unsafe { BorrowedFd::borrow_raw(sock_fd) }
-            .try_clone_to_owned()
-            .map_err(|e| {
-                XdpError::os(
-                    on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
-                    e,
-                )
-            })?;
-
-        // SAFETY: `socket` owns `sock_fd` and outlives this borrow.
-        let busy_poll = busy_poll.map(|b| {
-            b.attach(
-                unsafe { BorrowedFd::borrow_raw(sock_fd) },
-                ifname,
-                ifindex,
-                queue,
+        let ioctl_socket = iface::ioctl_socket()
+            .map_err(|e| XdpError::os(on_queue("opening a socket for interface ioctls"), e))?;
+        let tx_ready_fd = sock_fd.try_clone_to_owned().map_err(|e| {
+            XdpError::os(
+                on_queue("duplicating the AF_XDP socket for its transmit-ready line"),
+                e,
             )
-        });
+        })?;
+
+        let busy_poll = busy_poll.map(|b| b.attach(sock_fd, ifname, ifindex, queue));
         // Only a link of one queue counts this socket's drops alone.
         let single_queue = iface::rx_queues(ifname).ok().flatten() == Some(1);
         let link_drops = single_queue
@@ -301,34 +284,42 @@ impl AfXdp {
     }
 
     fn socket_fd(&self) -> BorrowedFd<'_> {
-        // SAFETY: the socket fd lives as long as `self.socket`, which `self` owns.
-        unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
+        socket_fd(&self.socket)
     }
+}
+
+/// The descriptor of an XDP socket, borrowed for as long as the socket is (xdpilone hands
+/// out only its number).
+pub(super) fn socket_fd(socket: &User) -> BorrowedFd<'_> {
+    // SAFETY: `socket` owns the descriptor and closes it only when dropped, which the
+    // borrow outlasts.
+    unsafe { BorrowedFd::borrow_raw(socket.as_raw_fd()) }
 }
 
 /// The IPv4 addresses of all interfaces in the calling thread's network namespace.
 fn local_ipv4_addresses() -> io::Result<Vec<Ipv4Addr>> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs allocates a list we free below.
+    // SAFETY: getifaddrs stores a list it allocated in `list`, which we free below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
         return Err(io::Error::last_os_error());
     }
     let mut addrs = Vec::new();
-    let mut entry = list;
-    while !entry.is_null() {
-        // SAFETY: `entry` is a node of the list getifaddrs returned, not yet freed.
-        let ifa = unsafe { &*entry };
-        // SAFETY: an AF_INET ifa_addr points at a sockaddr_in.
-        if !ifa.ifa_addr.is_null()
-            && i32::from(unsafe { (*ifa.ifa_addr).sa_family }) == libc::AF_INET
-        {
-            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            addrs.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+    // SAFETY: walks the list getifaddrs returned: every node, and the address a node points
+    // at (if any), stays valid until freeifaddrs, which frees the list once, after the
+    // walk; an AF_INET address is a sockaddr_in.
+    unsafe {
+        let mut entry = list;
+        while let Some(ifa) = entry.as_ref() {
+            if let Some(addr) = ifa.ifa_addr.as_ref() {
+                if i32::from(addr.sa_family) == libc::AF_INET {
+                    let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    addrs.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                }
+            }
+            entry = ifa.ifa_next;
         }
-        entry = ifa.ifa_next;
+        libc::freeifaddrs(list);
     }
-    // SAFETY: frees the list getifaddrs allocated, once.
-    unsafe { libc::freeifaddrs(list) };
     Ok(addrs)
 }
 
@@ -346,24 +337,4 @@ fn bind_retrying_busy(umem: &Umem, socket: &User) -> io::Result<()> {
         }
     }
     umem.bind(socket).map_err(errno)
-}
-
-/// Whether the kernel bound the socket in zero-copy mode (XDP_OPTIONS).
-fn socket_is_zero_copy(fd: RawFd) -> io::Result<bool> {
-    let mut options = libc::xdp_options { flags: 0 };
-    let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `options`.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_XDP,
-            libc::XDP_OPTIONS,
-            (&mut options as *mut libc::xdp_options).cast(),
-            &mut len,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(options.flags & libc::XDP_OPTIONS_ZEROCOPY != 0)
 }

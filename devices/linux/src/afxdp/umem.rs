@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use polld_core::PoolId;
+use rustix::mm::{Advice, MapFlags, ProtFlags};
 use xdpilone::Umem;
 
 use super::AfXdpConfig;
@@ -42,37 +43,33 @@ impl UmemArea {
     /// ignored and the area is made of small pages, as before.
     pub(super) fn new(len: usize) -> io::Result<UmemArea> {
         let map_len = len + HUGE_PAGE;
-        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
+        // SAFETY: a fresh private anonymous mapping, at an address the kernel picks: no
+        // memory we use changes.
         let ptr = unsafe {
-            libc::mmap(
+            rustix::mm::mmap_anonymous(
                 std::ptr::null_mut(),
                 map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         let map = NonNull::new(ptr.cast::<u8>()).expect("mmap never returns NULL on success");
         let skip = (HUGE_PAGE - map.as_ptr() as usize % HUGE_PAGE) % HUGE_PAGE;
-        // SAFETY: `skip` < HUGE_PAGE, and the mapping is `len + HUGE_PAGE` long.
-        let base = unsafe { map.add(skip) };
+        // `skip` < HUGE_PAGE, and the mapping is `len + HUGE_PAGE` long.
+        let base = NonNull::new(map.as_ptr().wrapping_add(skip)).expect("inside the mapping");
         let area = UmemArea {
             map,
             map_len,
             base,
             len,
         };
+        // MADV_HUGEPAGE failing (THP compiled out) only leaves small pages. The pages are
+        // faulted in now, by a write where MADV_POPULATE_WRITE is older than the kernel.
         // SAFETY: advice on our own fresh mapping, then writing its bytes (`len` from
-        // `base` lie inside it). MADV_HUGEPAGE failing (THP compiled out) only leaves small
-        // pages. The pages are faulted in now, as MAP_POPULATE did, by a write where
-        // MADV_POPULATE_WRITE is older than the kernel.
+        // `base` lie inside it), which nothing references yet.
         unsafe {
-            libc::madvise(base.as_ptr().cast(), len, libc::MADV_HUGEPAGE);
-            if libc::madvise(base.as_ptr().cast(), len, libc::MADV_POPULATE_WRITE) != 0 {
+            let _ = rustix::mm::madvise(base.as_ptr().cast(), len, Advice::LinuxHugepage);
+            if rustix::mm::madvise(base.as_ptr().cast(), len, Advice::LinuxPopulateWrite).is_err() {
                 std::ptr::write_bytes(base.as_ptr(), 0, len);
             }
         }
@@ -116,7 +113,7 @@ impl Drop for UmemArea {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping created in `new`; the rings that referenced it
         // were dropped before (field order in `AfXdp`, the last member of a shared UMEM).
-        unsafe { libc::munmap(self.map.as_ptr().cast(), self.map_len) };
+        let _ = unsafe { rustix::mm::munmap(self.map.as_ptr().cast(), self.map_len) };
     }
 }
 
@@ -224,7 +221,7 @@ mod tests {
         // SAFETY: nothing else references the fresh area.
         let last = unsafe { area.frame_mut(len as u64 - 1, 1) }.expect("the last byte");
         last[0] = 7;
-        // SAFETY: as above.
+        // SAFETY: nothing else references the area, and the byte past its end is refused.
         assert!(unsafe { area.frame_mut(len as u64, 1) }.is_none());
     }
 }

@@ -16,7 +16,6 @@ mod insn;
 mod programs;
 mod sys;
 
-use std::ffi::CString;
 use std::fmt;
 use std::io;
 use std::net::Ipv4Addr;
@@ -118,12 +117,7 @@ pub type Result<T> = std::result::Result<T, XdpError>;
 
 /// The interface index of `ifname` in the calling thread's network namespace.
 pub(crate) fn ifindex(ifname: &str) -> Result<u32> {
-    let c_name = CString::new(ifname).map_err(|_| XdpError::NoSuchInterface(ifname.to_string()))?;
-    // SAFETY: if_nametoindex reads a NUL-terminated string.
-    match unsafe { libc::if_nametoindex(c_name.as_ptr()) } {
-        0 => Err(XdpError::NoSuchInterface(ifname.to_string())),
-        index => Ok(index),
-    }
+    crate::iface::index_here(ifname).map_err(|_| XdpError::NoSuchInterface(ifname.to_string()))
 }
 
 /// Where an XDP program runs.

@@ -55,9 +55,12 @@ fn bpf<T>(cmd: libc::c_int, attr: &mut T) -> io::Result<libc::c_long> {
     }
 }
 
-fn owned_fd(rc: libc::c_long) -> OwnedFd {
-    // SAFETY: commands that create an object return a new file descriptor we now own.
-    unsafe { OwnedFd::from_raw_fd(rc as libc::c_int) }
+/// [`bpf`] for a command that creates an object: its new file descriptor.
+fn bpf_new_fd<T>(cmd: libc::c_int, attr: &mut T) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr)? as libc::c_int;
+    // SAFETY: a command that creates an object returns a new descriptor, owned by nobody
+    // else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[repr(C)]
@@ -89,7 +92,7 @@ pub fn map_create(
         numa_node: 0,
         map_name: object_name(name),
     };
-    bpf(BPF_MAP_CREATE, &mut attr).map(owned_fd)
+    bpf_new_fd(BPF_MAP_CREATE, &mut attr)
 }
 
 #[repr(C)]
@@ -174,7 +177,7 @@ pub fn prog_load(insns: &[Insn], name: &str, log: Option<&mut [u8]>) -> io::Resu
         prog_ifindex: 0,
         expected_attach_type: BPF_XDP,
     };
-    bpf(BPF_PROG_LOAD, &mut attr).map(owned_fd)
+    bpf_new_fd(BPF_PROG_LOAD, &mut attr)
 }
 
 #[repr(C)]
@@ -195,5 +198,5 @@ pub fn link_create(prog: BorrowedFd<'_>, ifindex: u32, flags: u32) -> io::Result
         attach_type: BPF_XDP,
         flags,
     };
-    bpf(BPF_LINK_CREATE, &mut attr).map(owned_fd)
+    bpf_new_fd(BPF_LINK_CREATE, &mut attr)
 }
