@@ -56,6 +56,15 @@ pub struct Prefix {
     pub len: u8,
 }
 
+impl Prefix {
+    /// The prefix, if its length fits its address (at most 32 bits for IPv4, 128 for
+    /// IPv6): a message that says otherwise is not the kernel's, and is skipped.
+    pub fn valid(self) -> Option<Prefix> {
+        let bits = if self.addr.is_ipv4() { 32 } else { 128 };
+        (self.len <= bits).then_some(self)
+    }
+}
+
 /// What the kernel does with a packet a route matches (`ip route`'s type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RouteKind {
@@ -358,11 +367,16 @@ fn route_of(m: &RouteMessage) -> Option<Route> {
             weight: 1,
         });
     }
+    let dest = Prefix {
+        addr: dest,
+        len: header.destination_prefix_length,
+    }
+    .valid()?;
+    if dest.addr.is_ipv4() != (header.address_family == AddressFamily::Inet) {
+        return None;
+    }
     Some(Route {
-        dest: Prefix {
-            addr: dest,
-            len: header.destination_prefix_length,
-        },
+        dest,
         table,
         kind,
         metric,
@@ -386,7 +400,8 @@ fn address_of(m: &AddressMessage) -> Option<Address> {
         prefix: Prefix {
             addr: local.or(address)?,
             len: m.header.prefix_len,
-        },
+        }
+        .valid()?,
     })
 }
 
@@ -562,6 +577,31 @@ mod tests {
         lying[0] = 0xff; // a length past the datagram
         assert_eq!(parse(&lying), Parsed::default());
         assert_eq!(parse(&[0u8; 40]).changes, []);
+    }
+
+    #[test]
+    fn a_route_whose_prefix_does_not_fit_its_family_is_skipped() {
+        let mut m = route(
+            AddressFamily::Inet,
+            RouteType::Unicast,
+            vec![RouteAttribute::Oif(1)],
+        );
+        m.header.destination_prefix_length = 33;
+        assert_eq!(
+            parse(&bytes(RouteNetlinkMessage::NewRoute(m), 0)).changes,
+            []
+        );
+        let v6_in_v4 = route(
+            AddressFamily::Inet,
+            RouteType::Unicast,
+            vec![RouteAttribute::Destination(RouteAddress::Inet6(
+                "2001:db8::".parse().unwrap(),
+            ))],
+        );
+        assert_eq!(
+            parse(&bytes(RouteNetlinkMessage::NewRoute(v6_in_v4), 0)).changes,
+            []
+        );
     }
 
     #[test]
