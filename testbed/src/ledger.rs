@@ -2,7 +2,7 @@
 //! each named drop on every hop between them.
 //!
 //! polld checks its own identity on each interface (`rx = forwarded + local + consumed +
-//! queued + drops`, [`crate::share::conserved`]); that alone cannot see a frame lost
+//! queued + drops`, [`crate::entries::conserved`]); that alone cannot see a frame lost
 //! before polld read it or after it wrote it. A [`Ledger`] follows the frames across the
 //! whole path, from counters kept by different parties: the generator's own count, the
 //! kernel's counters of every interface on the path, polld's counters, and the kernel's
@@ -55,11 +55,14 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use polld_core::DropReason;
+use polld_core::dataplane::{DROPS, TX_DROPS};
+use polld_core::{DropReason, IfCounters as PolldCounters};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::share::{counters_of, final_counter};
+use crate::entries::{
+    counters_of, dev_entry, dev_node, drops_leaf, final_counter, polld_values, value_of,
+};
 use crate::{Devices, IfCounters, Layout, NetDev, TestbedError};
 
 /// One trial's frames, from the generator to the sink.
@@ -354,18 +357,19 @@ impl StreamTrail {
         if path.devices != Devices::Veth {
             return Ok(());
         }
-        let prefix = format!("dev.{}.", path.polld_in);
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
-            let values = crate::share::polld_values(socket, &format!("dev.{}", path.polld_in))?;
-            let value = |leaf: &str| crate::share::value_of(&values, &format!("{prefix}{leaf}"));
+            let values = polld_values(socket, &dev_node(&path.polld_in))?;
+            let value = |leaf: &str| value_of(&values, &dev_entry(&path.polld_in, leaf));
             let before_rx: u64 = DropReason::before_rx_reasons()
-                .map(|r| value(&format!("drops.{}", r.name())))
+                .map(|r| value(&drops_leaf(r.name())))
                 .sum();
             let grew = self.reader.read(path)?.since(start);
             let unseen = grew.fwd_in.rx_dropped.saturating_sub(before_rx);
             let handed_up = grew.fwd_in.rx_packets.saturating_sub(unseen);
-            if value("rx_packets") + before_rx >= handed_up || Instant::now() > deadline {
+            if value(PolldCounters::RX_PACKETS.name) + before_rx >= handed_up
+                || Instant::now() > deadline
+            {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -438,7 +442,7 @@ impl Ledger {
             let before_rx = polld_counters
                 .iter()
                 .filter(|(name, _)| {
-                    name.strip_prefix("drops.").is_some_and(|reason| {
+                    DROPS.key(name).is_some_and(|reason| {
                         DropReason::before_rx_reasons().any(|r| r.name() == reason)
                     })
                 })
@@ -457,18 +461,19 @@ impl Ledger {
         }
         ledger.lose(
             format!("polld {input}: for the box (local, consumed)"),
-            final_counter(read, "local") + final_counter(read, "consumed"),
+            final_counter(read, PolldCounters::LOCAL.name)
+                + final_counter(read, PolldCounters::CONSUMED.name),
         );
         ledger.hold(
             format!("polld {input}: queued"),
-            final_counter(read, "queued"),
+            final_counter(read, PolldCounters::QUEUED.name),
         );
-        let nobufs = format!("tx_drops.{}", polld_core::TxDrop::NoBufs.name());
+        let nobufs = format!("{}.{}", TX_DROPS.name, polld_core::TxDrop::NoBufs.name());
         let mut seen_out = Vec::new();
         for (name, n) in counters_of(written) {
             if name == nobufs && fwd.is_some() {
                 seen_out.push((format!("polld {output}: {name}"), n));
-            } else if name.starts_with("tx_drops.") {
+            } else if TX_DROPS.key(&name).is_some() {
                 ledger.lose(format!("polld {output}: {name}"), n);
             }
         }
@@ -498,8 +503,9 @@ impl Ledger {
             Devices::Veth => grew.sink.rx_packets.saturating_sub(grew.sink.rx_dropped),
             Devices::Tap | Devices::Vm => grew.sink.rx_packets,
         };
-        let own = final_counter(written, "generated")
-            .saturating_sub(final_counter(written, "generated_dropped"));
+        let own = final_counter(written, PolldCounters::GENERATED.name).saturating_sub(
+            final_counter(written, PolldCounters::GENERATED_DROPPED.name),
+        );
         ledger.delivered = arrived.saturating_sub(own);
         Ok(ledger)
     }

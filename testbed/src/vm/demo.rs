@@ -27,11 +27,13 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use polld_core::Knobs;
 use serde::Serialize;
 
 use super::guest::{self, DeviceWork, NetDevCounters, TaskTicks, ETH0_RX_IRQ};
-use crate::demo::{DemoArgs, Process};
+use crate::entries::{dev_entry, dev_node, drops_leaf, kern_entry, FASTFORWARDING};
 use crate::ledger::{Ledger, PathCounters, Sent, StreamPath};
+use crate::process::{last_json, Process};
 use crate::share::{ShareRow, ShareTrial, GEN_SLACK_S};
 use crate::{counters, IfCounters, Layout, PolldSetup, Role, Testbed, TestbedError};
 
@@ -59,6 +61,21 @@ const DRAIN_S: f64 = 30.0;
 /// which the time controller takes out of the devices' share, leaving cycles of a frame
 /// or two; at 100, a fifth.
 const TCG_HZ: &str = "100";
+
+/// The full names of the knobs every row sets.
+struct KnobNames {
+    user_frac: String,
+    hz: String,
+}
+
+impl KnobNames {
+    fn new() -> KnobNames {
+        KnobNames {
+            user_frac: kern_entry(Knobs::USER_FRAC.name),
+            hz: kern_entry(Knobs::HZ.name),
+        }
+    }
+}
 
 /// One mode at one load.
 #[derive(Clone, Debug, Serialize)]
@@ -165,9 +182,20 @@ fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
 }
 
+/// What `polld demo --devices vm` asks of the demo.
+#[derive(Clone, Copy, Debug)]
+pub struct VmDemoArgs {
+    /// `kern.polling.user_frac` of every row.
+    pub user_frac: u32,
+    /// Seconds of each row's window.
+    pub duration: f64,
+    /// Print the report as JSON.
+    pub json: bool,
+}
+
 /// Runs the demo on the guest testbed `tb`; `polld` sends from gen.
 pub fn run(
-    args: &DemoArgs,
+    args: VmDemoArgs,
     tb: &Testbed,
     polld: &Path,
     out: &mut dyn Write,
@@ -180,9 +208,10 @@ pub fn run(
         .clone()
         .ok_or_else(|| failed("the VM demo needs the VM testbed".into()))?;
     let user_frac = args.user_frac.to_string();
-    let mut knobs = vec![("kern.polling.user_frac", user_frac.as_str())];
+    let names = KnobNames::new();
+    let mut knobs = vec![(names.user_frac.as_str(), user_frac.as_str())];
     if guest_state.accel == "tcg" {
-        knobs.push(("kern.polling.hz", TCG_HZ));
+        knobs.push((names.hz.as_str(), TCG_HZ));
     }
     let gen = polld;
     let competitor = start_competitor(prefix)?;
@@ -231,7 +260,7 @@ pub fn run(
         let seed000: Vec<(&str, &str)> = knobs
             .iter()
             .copied()
-            .chain([("net.inet.ip.fastforwarding", "0")])
+            .chain([(FASTFORWARDING, "0")])
             .collect();
         let mut livelock = Vec::new();
         for rate in [Some(half), None] {
@@ -272,7 +301,7 @@ pub fn run(
     let tcp = tcp(tb, polld, args.duration, out);
     let report = guest::stop_polld(prefix, polld)?;
     let tcp = tcp?;
-    if !crate::share::conserved(&report) {
+    if !crate::entries::conserved(&report) {
         return Err(failed(format!(
             "polld's counters in the guest do not add up: {report}"
         )));
@@ -322,9 +351,10 @@ pub fn trial(tb: &Testbed, gen_polld: &Path, trial: &ShareTrial) -> Result<Share
         .rate
         .ok_or_else(|| failed("a trial in the guest needs polld gen's traffic".into()))?;
     let user_frac = trial.user_frac.to_string();
-    let mut knobs = vec![("kern.polling.user_frac", user_frac.as_str())];
+    let names = KnobNames::new();
+    let mut knobs = vec![(names.user_frac.as_str(), user_frac.as_str())];
     if tb.report().guest.as_ref().is_some_and(|g| g.accel == "tcg") {
-        knobs.push(("kern.polling.hz", TCG_HZ));
+        knobs.push((names.hz.as_str(), TCG_HZ));
     }
     knobs.extend(trial.knobs.iter().copied());
     let competitor = match trial.competitor {
@@ -425,8 +455,8 @@ fn measure(
         // work at interrupt priority, does not answer its control socket under a flood.
         let (in_budget, rx_work) = guest::rx_work(prefix, "eth0")?;
         let sampled = (before, after, delivered_pps, in_budget, rx_work);
-        let summary = crate::demo::last_json(&output)
-            .ok_or_else(|| failed("polld gen printed no summary".into()))?;
+        let summary =
+            last_json(&output).ok_or_else(|| failed("polld gen printed no summary".into()))?;
         settled(layout, &start, true)?;
         Ok::<_, TestbedError>((sampled, summary, start))
     })();
@@ -435,7 +465,7 @@ fn measure(
     let report = report?;
     // polld flushed its outputs as it stopped: what its NICs' queues held went out then.
     let grew = settled(layout, &start, false)?;
-    if !crate::share::conserved(&report) {
+    if !crate::entries::conserved(&report) {
         return Err(failed(format!(
             "polld's counters in the guest do not add up ({mode}): {report}"
         )));
@@ -504,22 +534,23 @@ fn settled(
 ) -> Result<PathCounters, TestbedError> {
     let deadline = Instant::now() + Duration::from_secs_f64(DRAIN_S);
     let input = &layout.veth1.name;
+    let node = dev_node(input);
     let polld_took = || -> Result<(u64, u64), TestbedError> {
         let text = guest::sh(
             &layout.prefix,
-            &format!("polld ctl --socket {} dev.{input}", guest::POLLD_SOCKET),
+            &format!("polld ctl --socket {} {node}", guest::POLLD_SOCKET),
             "",
         )?;
         let value = |leaf: &str| -> u64 {
             text.lines()
-                .find_map(|l| l.strip_prefix(&format!("dev.{input}.{leaf}: ")))
+                .find_map(|l| l.strip_prefix(&dev_entry(input, leaf))?.strip_prefix(": "))
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0)
         };
         let before_rx: u64 = polld_core::DropReason::before_rx_reasons()
-            .map(|r| value(&format!("drops.{}", r.name())))
+            .map(|r| value(&drops_leaf(r.name())))
             .sum();
-        Ok((value("rx_packets"), before_rx))
+        Ok((value(polld_core::IfCounters::RX_PACKETS.name), before_rx))
     };
     let mut last = path_counters(layout)?;
     loop {

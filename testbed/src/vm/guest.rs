@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use polld_core::dataplane::DROPS;
 use serde_json::Value;
 
 use super::exec;
@@ -252,7 +253,7 @@ pub fn polld_drops(report: &Value) -> u64 {
         .into_iter()
         .flatten()
         .flat_map(|iface| iface["counters"].as_array().into_iter().flatten())
-        .filter(|c| c[0].as_str().is_some_and(|n| n.starts_with("drops.")))
+        .filter(|c| c[0].as_str().is_some_and(|n| DROPS.key(n).is_some()))
         .filter_map(|c| c[1].as_u64())
         .sum()
 }
