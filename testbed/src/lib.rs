@@ -86,7 +86,8 @@ pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
 pub use layout::{Devices, Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
-pub use polld::{current_polld, polld_config, polld_config_per_cpu, PolldSetup};
+pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
+pub use process::current_polld;
 pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,

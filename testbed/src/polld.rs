@@ -4,7 +4,7 @@
 //! the interfaces are the TAPs of gen and sink, opened there (`netns = ...`).
 
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::process::{wait_for, Process};
 use crate::{Layout, Role, Testbed, TestbedError};
@@ -99,11 +99,6 @@ fn config_text(pairs: &[(&Layout, Option<usize>)], setup: &PolldSetup) -> String
         }
     }
     c
-}
-
-/// The polld binary to run: this very executable.
-pub fn current_polld() -> PathBuf {
-    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("polld"))
 }
 
 /// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns

@@ -3,7 +3,7 @@
 //! not stop, their JSON summary read from what they printed.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -141,6 +141,11 @@ pub(crate) fn last_json(text: &str) -> Option<Value> {
     text.lines()
         .rev()
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
+}
+
+/// The polld binary to run: this very executable.
+pub fn current_polld() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("polld"))
 }
 
 #[cfg(test)]

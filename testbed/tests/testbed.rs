@@ -18,7 +18,6 @@ use polld_testbed::{
 use rustix::net::sockopt::Timeout;
 use rustix::net::{recv, RecvFlags};
 
-
 /// A child that is killed (by its pid) and reaped when dropped.
 struct Reaped(Child);
 

@@ -81,7 +81,7 @@ impl Default for VmOptions {
     fn default() -> VmOptions {
         let polld = std::env::var_os("POLLD_VM_POLLD")
             .map(PathBuf::from)
-            .unwrap_or_else(crate::polld::current_polld);
+            .unwrap_or_else(crate::process::current_polld);
         VmOptions {
             polld,
             accel: Accel::Auto,
