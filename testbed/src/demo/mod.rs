@@ -12,7 +12,7 @@
 //! rate; it reads polld's counters over the control socket and its CPU time from
 //! `/proc`, prints one row per mode, and tears the testbed down.
 //!
-//! [`measure`] runs one trial of the veth demo and of the tests and benches built on it;
+//! [`measure()`] runs one trial of the veth demo and of the tests and benches built on it;
 //! its rows are [`DemoRow`]s.
 
 mod measure;

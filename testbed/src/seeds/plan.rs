@@ -25,9 +25,9 @@ pub(super) struct Timing {
 pub(super) const FULL: Timing = Timing {
     warm_up: 0.5,
     window: 1.5,
-    // Dense around the knees (interrupts without fastforwarding peak between 100k and
-    // 250k, polling between 250k and 500k), one flood step per doubling above them: a
-    // generator that cannot reach a rate only repeats the flood.
+    // Dense around the configurations' knees (docs/measuring.md §tb-knees), one flood
+    // step per doubling above them: a generator that cannot reach a rate only repeats the
+    // flood.
     rates: &[
         "100k",
         "150k",
@@ -40,9 +40,8 @@ pub(super) const FULL: Timing = Timing {
         "unlimited",
     ],
     rounds: 3,
-    // With trials whose standard deviation is 7 % (a shared machine), the means of 25
-    // trials at each of three loads put a flat plateau at 95 % or more of its best in 97 %
-    // of runs (20 trials: 93 %; resampling 61 trials measured at 350k, 500k and the flood).
+    // Enough that the means put a flat plateau at 95 % or more of its best in nearly
+    // every run on a shared machine (docs/measuring.md §tb-plateau).
     plateau_rounds: 25,
     tcp_secs: 3,
 };
@@ -51,20 +50,18 @@ pub(super) const QUICK: Timing = Timing {
     warm_up: 0.3,
     window: 0.7,
     // 50k and 100k: below every configuration's knee, where interrupts without
-    // fastforwarding have their best (on a loaded machine 200k is already past it: it
-    // delivered 54k to 107k there, and a best taken there would make the flood's share
-    // of it mean nothing).
+    // fastforwarding have their best; a best taken past the knee would make the flood's
+    // share of it mean nothing (docs/measuring.md §tb-knees).
     rates: &["50k", "100k", "200k", "unlimited"],
     rounds: 1,
     plateau_rounds: 2,
     tcp_secs: 1,
 };
 
-/// In a guest under software emulation, which forwards about a thirtieth of what the host
-/// does: steps up to its knees (interrupt mode carried 10k and about 10k flooded, polling
-/// at user_frac 10 carried 6k and about 8k at 10k: docs/results/seeds-vm.md), a longer
-/// window for the guest's slower clock of events, and a second of warm-up (a polld that
-/// polls gets more to take its queue from the kernel: `crate::vm::demo`'s `TAKEOVER_S`).
+/// In a guest under software emulation, which forwards a small fraction of what the host
+/// does: steps up to its knees (docs/measuring.md §tb-vm, docs/results/seeds-vm.md), a
+/// longer window for the guest's slower clock of events, and a second of warm-up (a polld
+/// that polls gets more to take its queue from the kernel: the VM demo's `TAKEOVER_S`).
 pub(super) const FULL_VM: Timing = Timing {
     warm_up: 1.0,
     window: 3.0,

@@ -338,8 +338,8 @@ pub fn window(
 
 /// `script` (no double quotes in it) as a command at `SCHED_FIFO` 99, above everything a
 /// sample measures, so that it reads its files at once: at the user's priority, behind the
-/// device work at interrupt priority under a flood, a sampler read the clock and the
-/// tasks' times apart, and `ksoftirqd/0` read 111 % of the window.
+/// device work at interrupt priority under a flood, a sampler reads the clock and the
+/// tasks' times apart, and a task's share of the window comes out above 100 %.
 fn sampler(script: &str) -> String {
     format!("{} -f 99 sh -c \"{script}\"", super::image::CHRT)
 }

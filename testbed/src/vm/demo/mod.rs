@@ -12,7 +12,7 @@
 //! Each row is measured over a window after a warm-up: frames sink's tap1 received per
 //! second of host time; in the guest, by its own clock (`/proc/uptime`), eth0's receive
 //! interrupts (`virtio0-input.0`) per second, polld's and `ksoftirqd/0`'s CPU time and the
-//! competitor's user time (its system time is device work, [`TaskTicks`]) from their own
+//! competitor's user time (its system time is device work, [`TaskTicks`](crate::vm::guest::TaskTicks)) from their own
 //! `/proc/PID/stat`, as a percentage of the ticks the vCPU accounted; and whether polld
 //! says eth0's receive work is in its budget (`polld ifconfig`), which needs preferred busy
 //! polling. The guest's clock under software emulation is not the host's; each rate is
@@ -20,7 +20,7 @@
 //!
 //! Each row runs a polld of its own in the guest, so that its final counters are the
 //! row's: with them, gen's count and the kernel's counters of the host's TAPs and the
-//! guest's NICs, the row's [`Ledger`] follows every frame gen sent to sink's tap1 or to a
+//! guest's NICs, the row's [`Ledger`](crate::ledger::Ledger) follows every frame gen sent to sink's tap1 or to a
 //! named drop, and the demo fails if one does not balance.
 
 mod render;
@@ -48,7 +48,7 @@ const WARM_UP: f64 = 1.0;
 /// costs the poll thread a fixed time outside its cycles (its wakeup and timer path, and
 /// the transmit completions the kernel charges it for: `kern.polling.tick_overhead_ns`),
 /// which the time controller takes out of the devices' share; the fewer the ticks, the
-/// more of the vCPU is left to the cycles (docs/measuring.md, "The VM testbed").
+/// more of the vCPU is left to the cycles (docs/measuring.md §tb-vm).
 const TCG_HZ: &str = "100";
 
 /// The full names of the knobs every row sets.

@@ -24,7 +24,7 @@ pub struct VmRow {
     /// softirqs run on the way out of an interrupt count in the time of whichever task the
     /// interrupt came upon (the 6.1 guest has no IRQ_TIME_ACCOUNTING).
     pub ksoftirqd_percent: f64,
-    /// The competitor's user time, percent of the vCPU: what it got (see [`TaskTicks`]).
+    /// The competitor's user time, percent of the vCPU: what it got (see [`TaskTicks`](crate::vm::guest::TaskTicks)).
     pub competitor_percent: f64,
     /// polld's word on eth0's receive work: in its budget only with preferred busy
     /// polling.

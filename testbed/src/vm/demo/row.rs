@@ -21,13 +21,13 @@ fn failed(what: String) -> TestbedError {
 /// polld learns its queue's NAPI id only from the first frame its socket receives (copy
 /// mode), and until it busy polls, the driver's NAPI runs in `ksoftirqd/0` at interrupt
 /// priority, above polld's thread. The warm-up outlasts that takeover, so that the window
-/// measures polld's polling, not the kernel's work before it (docs/measuring.md, "The VM
-/// testbed").
+/// measures polld's polling, not the kernel's work before it (docs/measuring.md
+/// §tb-vm).
 const TAKEOVER_S: f64 = 5.0;
 
 /// Seconds the frames still on the way after gen stopped may take to drain: long enough
 /// for polld at the highest `user_frac` under software emulation to empty its socket's
-/// full ring (docs/measuring.md, "The VM testbed").
+/// full ring (docs/measuring.md §tb-vm).
 const DRAIN_S: f64 = 30.0;
 
 /// polld in the guest on eth0 and eth1 in `mode` with `knobs`; its pid.
