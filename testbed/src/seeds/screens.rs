@@ -99,23 +99,22 @@ fn parse_screen(text: &str, iface: &str) -> Option<(f64, f64, f64)> {
         }
         l[..end].split_whitespace().last()?.parse::<f64>().ok()
     })?;
-    let idle = text.lines().find_map(|l| {
-        let rest = l.trim_start().strip_prefix("idle ")?;
-        rest.split_whitespace()
-            .next()?
-            .strip_suffix('%')?
-            .parse::<f64>()
-            .ok()
-    })?;
-    let thread = text.lines().find_map(|l| {
-        let rest = l.split_once("polld thread")?.1;
-        rest.split_whitespace()
-            .next()?
-            .strip_suffix('%')?
-            .parse::<f64>()
-            .ok()
-    })?;
+    let idle = text
+        .lines()
+        .find_map(|l| leading_percent(l.trim_start().strip_prefix("idle ")?))?;
+    let thread = text
+        .lines()
+        .find_map(|l| leading_percent(l.split_once("polld thread")?.1))?;
     Some((intr, idle, thread))
+}
+
+/// The `NN.N%` figure `text` begins with, after blanks.
+fn leading_percent(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .strip_suffix('%')?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
