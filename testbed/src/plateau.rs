@@ -4,11 +4,11 @@
 //! On a shared machine one trial of polling under overload moves by more than the 5 % the
 //! verdict allows (the host takes the forwarding CPU for a while, as its steal time shows;
 //! docs/measuring.md §tb-plateau): the median of a few trials at each load above the peak
-//! would judge a flat plateau "NOT at least 95 %" in most runs. So the verdict has its own trials: the
-//! loads above the peak (the loads `polld gen` could not reach are one load, the flood)
-//! and the curve's best load, in rounds through all of them so that what drifts over
-//! minutes falls on every load alike; each load's mean, and the ratio's standard error
-//! beside it.
+//! would judge a flat plateau "NOT at least 95 %" in most runs. So the verdict has its
+//! own trials: the loads above the peak (the loads `polld gen` could not reach are one
+//! load, the flood) and the curve's best load, in rounds through all of them so that what
+//! drifts over minutes falls on every load alike; each load's mean, and the ratio's
+//! standard error beside it.
 
 use polld_traffic::rate::{parse_rate, Rate};
 use serde::Serialize;

@@ -1,27 +1,27 @@
-//! `polld demo --devices vm`: the seed's experiment on a NIC driver. polld forwards in
-//! the guest (1 vCPU) between its virtio-net NICs beside a CPU-bound competitor on the
-//! same vCPU, in interrupt mode and in polling, under a flood from gen and at half of
-//! what interrupt mode delivered under it.
+//! `polld demo --devices vm`: the seed's experiment on a NIC driver. polld forwards in the
+//! guest (1 vCPU) between its virtio-net NICs beside a CPU-bound competitor on the same
+//! vCPU, in interrupt mode and in polling, under a flood from gen and at half of what
+//! interrupt mode delivered under it.
 //!
 //! The device work the guest's interrupts leave over runs in `ksoftirqd/0`. Each row says
 //! where ([`DeviceWork`]): at interrupt priority, above polld, as FreeBSD runs interrupt
-//! handlers (the seeds' interrupt mode: every row), or at Linux's default fair share
-//! (CFS), NAPI's defence against a flood (one interrupt-mode row under the flood, for
-//! comparison).
+//! handlers (the seeds' interrupt mode: every row), or at Linux's default fair share (CFS),
+//! NAPI's defence against a flood (one interrupt-mode row under the flood, for comparison).
 //!
 //! Each row is measured over a window after a warm-up: frames sink's tap1 received per
 //! second of host time; in the guest, by its own clock (`/proc/uptime`), eth0's receive
 //! interrupts (`virtio0-input.0`) per second, polld's and `ksoftirqd/0`'s CPU time and the
-//! competitor's user time (its system time is device work, [`TaskTicks`](crate::vm::guest::TaskTicks)) from their own
-//! `/proc/PID/stat`, as a percentage of the ticks the vCPU accounted; and whether polld
-//! says eth0's receive work is in its budget (`polld ifconfig`), which needs preferred busy
-//! polling. The guest's clock under software emulation is not the host's; each rate is
-//! taken on the clock of the side it counts.
+//! competitor's user time (its system time is device work,
+//! [`TaskTicks`](crate::vm::guest::TaskTicks)) from their own `/proc/PID/stat`, as a
+//! percentage of the ticks the vCPU accounted; and whether polld says eth0's receive work
+//! is in its budget (`polld ifconfig`), which needs preferred busy polling. The guest's
+//! clock under software emulation is not the host's; each rate is taken on the clock of the
+//! side it counts.
 //!
-//! Each row runs a polld of its own in the guest, so that its final counters are the
-//! row's: with them, gen's count and the kernel's counters of the host's TAPs and the
-//! guest's NICs, the row's [`Ledger`](crate::ledger::Ledger) follows every frame gen sent to sink's tap1 or to a
-//! named drop, and the demo fails if one does not balance.
+//! Each row runs a polld of its own in the guest, so that its final counters are the row's:
+//! with them, gen's count and the kernel's counters of the host's TAPs and the guest's
+//! NICs, the row's [`Ledger`](crate::ledger::Ledger) follows every frame gen sent to sink's
+//! tap1 or to a named drop, and the demo fails if one does not balance.
 
 mod render;
 mod report;
@@ -228,11 +228,11 @@ fn start_competitor(prefix: &str) -> Result<u32, TestbedError> {
 }
 
 /// A trial of `polld bench` ([`ShareTrial`]) on the guest testbed `tb`: the guest's device
-/// work at interrupt priority, a polld of its own in the guest in the trial's mode, at
-/// its `user_frac` (at [`TCG_HZ`] under software emulation) with its knobs, `gen_polld gen` at its rate from gen, and a competitor in
-/// the guest if it asks for one; the row as the TAP trials give it, with the NIC's
-/// receive interrupts per second as its interrupts. A row whose polld's counters or
-/// ledger do not add up is an error.
+/// work at interrupt priority, a polld of its own in the guest in the trial's mode, at its
+/// `user_frac` (at [`TCG_HZ`] under software emulation) with its knobs, `gen_polld gen` at
+/// its rate from gen, and a competitor in the guest if it asks for one; the row as the TAP
+/// trials give it, with the NIC's receive interrupts per second as its interrupts. A row
+/// whose polld's counters or ledger do not add up is an error.
 pub fn trial(tb: &Testbed, gen_polld: &Path, trial: &ShareTrial) -> Result<ShareRow, TestbedError> {
     let layout = tb.layout();
     let rate = trial
