@@ -116,12 +116,12 @@ fn main() -> ExitCode {
         }
         Command::Demo { args, page } => page
             .record("polld demo", &mut std::io::stdout(), |out| {
-                let polld = polld_testbed::demo::current_polld();
+                let polld = polld_testbed::current_polld();
                 polld_testbed::demo::run_demo(&args, &polld, out).map(|()| ((), Vec::new()))
             })
             .map_err(|e| e.to_string()),
         Command::Bench { bench } => {
-            let polld = polld_testbed::demo::current_polld();
+            let polld = polld_testbed::current_polld();
             let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
             match bench {
                 Bench::Seeds { args, page } => page

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use polld_testbed::share::conserved;
+use polld_testbed::entries::conserved;
 use polld_testbed::vm::guest::DeviceWork;
 use polld_testbed::vm::{self, guest, image};
 use polld_testbed::{counters, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions};

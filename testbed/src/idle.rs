@@ -1,13 +1,10 @@
 //! How the testbed's CPUs idle, which a latency measurement on a virtual machine must control.
 //!
 //! A virtual CPU that halts when idle (`HLT`, the `haltpoll` driver's second state) runs
-//! again only when the hypervisor wakes it. On the reference VM (which halts at once:
-//! `haltpoll.guest_halt_poll_ns=0`) that adds about 40 µs to a wakeup at the median and
-//! takes the kernel's own forwarding from a p99 of 24–28 µs to 198–251 µs at 10 kpps, with
-//! no steal time counted. Every wakeup on the forwarding path pays it: the kernel's receive
-//! thread woken by the generator's transmit, the sink woken by its socket, polld's tick
-//! timer. The README of commit b3d19df, "One-way latency in each mode", has the
-//! measurements.
+//! again only when the hypervisor wakes it, which adds to a wakeup a delay no steal time
+//! counts. Every wakeup on the forwarding path pays it: the kernel's receive thread woken
+//! by the generator's transmit, the sink woken by its socket, polld's tick timer
+//! (docs/measuring.md §tb-halt has the figures).
 //!
 //! [`IdleHold`] keeps CPUs out of halt while it lives through the kernel's per-CPU PM QoS:
 //! `power/pm_qos_resume_latency_us` = `n/a` accepts no exit latency, so cpuidle picks only

@@ -176,7 +176,7 @@ impl Layout {
     fn with_pair(prefix: &str, devices: Devices, pair: u8) -> Layout {
         // A guest plays fwd on the VM testbed, under its own name.
         let ns = |role: Role| match (role, devices) {
-            (Role::Fwd, Devices::Vm) => crate::vm::guest_name(prefix),
+            (Role::Fwd, Devices::Vm) => crate::vm::state::guest_name(prefix),
             _ => format!("{prefix}{}", role.base_name()),
         };
         // On TAP, the forwarder's ends are the TAPs of gen and sink.
@@ -233,7 +233,7 @@ impl Layout {
     /// The layout of the testbed that is up with this prefix: the VM's if its guest is
     /// known, TAP if gen holds `tap0`, else veth (also when nothing is up).
     pub fn found(prefix: &str) -> Layout {
-        if crate::vm::guest_state(prefix).is_some() {
+        if crate::vm::state::guest_state(prefix).is_some() {
             return Layout::with_devices(prefix, Devices::Vm);
         }
         let tap = Layout::with_devices(prefix, Devices::Tap);

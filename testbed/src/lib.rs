@@ -56,17 +56,21 @@
 
 #![forbid(unsafe_code)]
 
+mod bench;
 mod cli;
 pub mod demo;
+pub mod entries;
 mod error;
 pub mod idle;
 pub mod layout;
 pub mod ledger;
+mod links;
 pub mod napi;
 pub mod placement;
 pub mod plateau;
 pub mod plot;
 pub mod polld;
+mod process;
 pub mod ramp;
 pub mod results;
 pub mod seeds;
@@ -84,6 +88,7 @@ pub use error::TestbedError;
 pub use layout::{Devices, Iface, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
+pub use process::current_polld;
 pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,

@@ -1,8 +1,9 @@
 //! Where each veth's receive work runs (docs/linux-mapping.md, "Where veth does its work").
 //!
 //! By default veth delivers into the backlog of the *sending* CPU, so the forwarder's
-//! receive work (fwd/veth1) would run on the generator's CPU and cap everything at about
-//! 0.3–0.4 Mpps. Placement moves each veth's receive work to the CPU of the namespace that
+//! receive work (fwd/veth1) would run on the generator's CPU and share it with the
+//! generator, capping the rate at what one CPU does for both (docs/measuring.md
+//! §tb-placement). Placement moves each veth's receive work to the CPU of the namespace that
 //! receives: veth0 to gen's CPU, veth1 and veth2 to fwd's, veth3 to sink's.
 //!
 //! - [`Placement::NapiThreaded`] (the default): the receive work runs in a NAPI kthread
@@ -34,9 +35,9 @@
 //! *A realtime path for a latency measurement* ([`RealtimeRx`], for as long as it lives):
 //! the kthreads of fwd and sink run `SCHED_FIFO` below polld's poll thread, whose tick must
 //! still preempt the receive work as a clock interrupt does. At `SCHED_OTHER` a woken
-//! receive thread waits for whatever ordinary task holds its CPU, for milliseconds on the
-//! reference VM (the README of commit b3d19df, "One-way latency in each mode"); at 10 kpps the realtime input
-//! thread has little to do, so it starves nothing.
+//! receive thread waits for whatever ordinary task holds its CPU (docs/measuring.md
+//! §tb-placement); at a latency measurement's rate the realtime input thread has little to
+//! do, so it starves nothing.
 
 use serde::Serialize;
 

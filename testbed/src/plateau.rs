@@ -1,15 +1,14 @@
 //! Whether polling holds its peak above it (seed 000: polling's rate "roughly remains there
 //! when the incoming traffic increases"), judged on means over many interleaved trials.
 //!
-//! On a shared machine one trial of polling under overload moves by 6 to 8 % (its standard
-//! deviation over 15 trials at each of 350k, 500k and the flood: the host takes the
-//! forwarding CPU for a while, as its steal time shows), more than the 5 % the verdict
-//! allows: the median of three trials at each of five loads above the peak would judge a
-//! flat plateau "NOT at least 95 %" in most runs. So the verdict has its own trials: the
-//! loads above the peak (the loads `polld gen` could not reach are one load, the flood)
-//! and the curve's best load, in rounds through all of them so that what drifts over
-//! minutes falls on every load alike; each load's mean, and the ratio's standard error
-//! beside it.
+//! On a shared machine one trial of polling under overload moves by more than the 5 % the
+//! verdict allows (the host takes the forwarding CPU for a while, as its steal time shows;
+//! docs/measuring.md §tb-plateau): the median of a few trials at each load above the peak
+//! would judge a flat plateau "NOT at least 95 %" in most runs. So the verdict has its
+//! own trials: the loads above the peak (the loads `polld gen` could not reach are one
+//! load, the flood) and the curve's best load, in rounds through all of them so that what
+//! drifts over minutes falls on every load alike; each load's mean, and the ratio's
+//! standard error beside it.
 
 use polld_traffic::rate::{parse_rate, Rate};
 use serde::Serialize;

@@ -6,7 +6,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::Layout;
+use crate::process::{wait_for, Process};
+use crate::{Layout, Role, Testbed, TestbedError};
 
 /// Where and how polld runs in fwd.
 #[derive(Clone, Debug)]
@@ -98,4 +99,26 @@ fn config_text(pairs: &[(&Layout, Option<usize>)], setup: &PolldSetup) -> String
         }
     }
     c
+}
+
+/// Writes `config` to `dir`/polld.toml and starts `polld run --json` on it in fwd; returns
+/// once its control socket exists.
+pub(crate) fn start_polld(
+    tb: &Testbed,
+    polld: &str,
+    dir: &Path,
+    config: &str,
+    socket: &Path,
+) -> Result<Process, TestbedError> {
+    let config_path = dir.join("polld.toml");
+    std::fs::write(&config_path, config)
+        .map_err(|e| TestbedError::Failed(format!("writing {}: {e}", config_path.display())))?;
+    let mut daemon = Process::spawn(
+        tb.command_in(Role::Fwd, None, polld)?
+            .args(["run", "--json", "-c"])
+            .arg(&config_path),
+        "polld run",
+    )?;
+    wait_for(socket, &mut daemon)?;
+    Ok(daemon)
 }

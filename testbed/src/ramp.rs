@@ -12,11 +12,23 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use polld_core::{IfCounters, Interface};
 use serde::Serialize;
 
+use crate::entries::{dev_entry, split_dev_entry};
 use crate::plot::{write_charts, LineChart, Series};
-use crate::share::{failed, Sample, ShareTrial, TrialRun};
+use crate::share::{Sample, ShareTrial, TrialRun};
 use crate::{NetDev, Testbed, TestbedError};
+
+/// `dev.<if>.auto_polling`: whether an interface in auto mode polls now.
+const AUTO_POLLING: &str = Interface::<()>::AUTO_POLLING.name;
+
+/// `dev.<if>.interrupts`: an interface's wakeups.
+const INTERRUPTS: &str = IfCounters::INTERRUPTS.name;
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
 
 /// `polld bench ramp` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -137,11 +149,8 @@ fn interfaces(sample: &Sample) -> Vec<String> {
         .values
         .iter()
         .filter_map(|(n, _)| {
-            Some(
-                n.strip_prefix("dev.")?
-                    .strip_suffix(".auto_polling")?
-                    .to_string(),
-            )
+            let (iface, leaf) = split_dev_entry(n)?;
+            (leaf == AUTO_POLLING).then(|| iface.to_string())
         })
         .collect()
 }
@@ -153,19 +162,15 @@ fn between(mode: &str, a: &Point, b: &Point, t: f64, step: usize, rate: &str) ->
     let per_sec = |x: u64, y: u64| y.saturating_sub(x) as f64 * 1e9 / wall_ns;
     let percent = |x: u64, y: u64| y.saturating_sub(x) as f64 * 100.0 / wall_ns;
     let ifaces = interfaces(sb);
-    let sum = |s: &Sample, leaf: &str| -> u64 {
-        ifaces
-            .iter()
-            .map(|i| s.get(&format!("dev.{i}.{leaf}")))
-            .sum()
-    };
+    let sum =
+        |s: &Sample, leaf: &str| -> u64 { ifaces.iter().map(|i| s.get(&dev_entry(i, leaf))).sum() };
     let polling = ifaces
         .iter()
         .map(|i| {
             let on = match mode {
                 "polling" => 1,
                 "interrupt" => 0,
-                _ => sb.get(&format!("dev.{i}.auto_polling")),
+                _ => sb.get(&dev_entry(i, AUTO_POLLING)),
             };
             (i.clone(), on)
         })
@@ -179,10 +184,10 @@ fn between(mode: &str, a: &Point, b: &Point, t: f64, step: usize, rate: &str) ->
             delivered_pps: per_sec(sa.delivered, sb.delivered),
             polld_cpu_percent: percent(sa.polld_ns, sb.polld_ns),
             competitor_percent: percent(sa.competitor_ns, sb.competitor_ns),
-            interrupts_per_sec: per_sec(sum(sa, "interrupts"), sum(sb, "interrupts")),
+            interrupts_per_sec: per_sec(sum(sa, INTERRUPTS), sum(sb, INTERRUPTS)),
         },
         polling,
-        auto_switches: sum(sb, "auto_switches"),
+        auto_switches: sum(sb, IfCounters::AUTO_SWITCHES.name),
     }
 }
 
@@ -206,7 +211,7 @@ pub fn run_ramp(
         competitor: true,
         ..ShareTrial::flood(&args.mode, USER_FRAC, 0.0, 0.0)
     };
-    let (samples, steps, conserved) = crate::share::on_own_tap_testbed(
+    let (samples, steps, conserved) = crate::bench::on_own_tap_testbed(
         "ramp",
         &args.prefix,
         progress,
@@ -222,7 +227,7 @@ pub fn run_ramp(
         svgs: Vec::new(),
     };
     report.svgs = write_plots(&report, &args.out)?;
-    crate::share::print_report(&report, args.json, out, write_text);
+    crate::bench::print_report(&report, args.json, out, write_text);
     if !conserved {
         return Err(failed(
             "conservation did not hold on polld's final counters: see polld run --json".into(),

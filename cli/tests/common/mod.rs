@@ -496,10 +496,10 @@ pub fn count(iface: &Value, name: &str) -> u64 {
 }
 
 /// Asserts that every frame one interface of `polld run --json`'s final report received
-/// is accounted for ([`polld_testbed::share::unaccounted`]).
+/// is accounted for ([`polld_testbed::entries::unaccounted`]).
 pub fn assert_conserved(iface: &Value) {
     assert_eq!(
-        polld_testbed::share::unaccounted(iface),
+        polld_testbed::entries::unaccounted(iface),
         Some(0),
         "conservation: {iface}"
     );

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use polld_core::dataplane::DROPS;
 use serde_json::Value;
 
 use super::exec;
@@ -252,7 +253,7 @@ pub fn polld_drops(report: &Value) -> u64 {
         .into_iter()
         .flatten()
         .flat_map(|iface| iface["counters"].as_array().into_iter().flatten())
-        .filter(|c| c[0].as_str().is_some_and(|n| n.starts_with("drops.")))
+        .filter(|c| c[0].as_str().is_some_and(|n| DROPS.key(n).is_some()))
         .filter_map(|c| c[1].as_u64())
         .sum()
 }
@@ -337,8 +338,8 @@ pub fn window(
 
 /// `script` (no double quotes in it) as a command at `SCHED_FIFO` 99, above everything a
 /// sample measures, so that it reads its files at once: at the user's priority, behind the
-/// device work at interrupt priority under a flood, a sampler read the clock and the
-/// tasks' times apart, and `ksoftirqd/0` read 111 % of the window.
+/// device work at interrupt priority under a flood, a sampler reads the clock and the
+/// tasks' times apart, and a task's share of the window comes out above 100 %.
 fn sampler(script: &str) -> String {
     format!("{} -f 99 sh -c \"{script}\"", super::image::CHRT)
 }

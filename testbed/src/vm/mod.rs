@@ -29,6 +29,8 @@ pub mod agent;
 pub mod demo;
 pub mod guest;
 pub mod image;
+pub(crate) mod state;
+mod status;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,9 +44,9 @@ use crate::layout::Layout;
 use crate::sys;
 use crate::TestbedError;
 pub use agent::Response;
-
-/// Where the guests' state directories are.
-const STATE_ROOT: &str = "/run/polld-testbed";
+pub use state::{console_tail, guest_name, guest_state, state_dir, GuestState};
+use state::{save, STATE_ROOT};
+pub use status::{guest_status, GuestStatus};
 
 /// The guest's memory, MiB.
 const MEMORY_MIB: u32 = 768;
@@ -79,59 +81,12 @@ impl Default for VmOptions {
     fn default() -> VmOptions {
         let polld = std::env::var_os("POLLD_VM_POLLD")
             .map(PathBuf::from)
-            .unwrap_or_else(crate::demo::current_polld);
+            .unwrap_or_else(crate::process::current_polld);
         VmOptions {
             polld,
             accel: Accel::Auto,
         }
     }
-}
-
-/// A running guest, as `up` recorded it in `guest.json`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GuestState {
-    /// qemu's pid.
-    pub pid: u32,
-    /// `kvm` or `tcg`.
-    pub accel: String,
-    /// Why that accelerator (`no vmx/svm in /proc/cpuinfo: software emulation`).
-    pub accel_reason: String,
-    /// Milliseconds from starting qemu to the agent's first answer.
-    pub boot_ms: u64,
-    pub kernel: String,
-    pub initramfs: PathBuf,
-    /// The initramfs was built by this `up` (else it came from the cache).
-    pub initramfs_built: bool,
-    /// The polld binary in the guest (a copy taken at `up`).
-    pub polld: PathBuf,
-    pub console_log: PathBuf,
-    pub memory_mib: u32,
-    /// The TAPs' names in the host namespace, before they moved into gen and sink.
-    pub host_taps: [String; 2],
-}
-
-/// `{prefix}vm`: the guest's name, in messages and its state directory.
-pub fn guest_name(prefix: &str) -> String {
-    format!("{prefix}vm")
-}
-
-/// The guest's state directory.
-pub fn state_dir(prefix: &str) -> PathBuf {
-    Path::new(STATE_ROOT).join(guest_name(prefix))
-}
-
-/// The state of the guest of `prefix`, if one was brought up (and not brought down).
-pub fn guest_state(prefix: &str) -> Option<GuestState> {
-    let text = fs::read_to_string(state_dir(prefix).join("guest.json")).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
-/// The last `lines` lines of the guest's console.
-pub fn console_tail(prefix: &str, lines: usize) -> String {
-    let text = fs::read(state_dir(prefix).join("console.log")).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The host TAP names for `prefix`: short (IFNAMSIZ) and unique per prefix.
@@ -222,7 +177,7 @@ pub(crate) fn boot(
     });
     let configured = booted.and_then(|state| {
         place_taps(layout, &state.host_taps)?;
-        crate::testbed::configure_links(layout)?;
+        crate::links::configure_links(layout)?;
         configure_guest(layout, kernel_forwarding, warnings)?;
         Ok(state)
     });
@@ -258,13 +213,6 @@ fn choose_accel(wanted: Accel) -> Result<(&'static str, String), TestbedError> {
         ))),
         (Accel::Auto, Err(why)) => Ok(("tcg", format!("no KVM ({why}): software emulation"))),
     }
-}
-
-fn save(prefix: &str, state: &GuestState) -> Result<(), TestbedError> {
-    let path = state_dir(prefix).join("guest.json");
-    let text = serde_json::to_string_pretty(state).unwrap_or_default();
-    fs::write(&path, text)
-        .map_err(|e| TestbedError::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Starts qemu daemonized; returns its pid.
@@ -357,7 +305,7 @@ fn start_qemu(
 }
 
 /// Whether `pid` is the qemu of this guest (its command line names its state directory).
-fn is_our_qemu(prefix: &str, pid: u32) -> bool {
+pub(super) fn is_our_qemu(prefix: &str, pid: u32) -> bool {
     let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let dir = state_dir(prefix);
     String::from_utf8_lossy(&cmdline).contains(&*dir.join("agent.sock").to_string_lossy())
@@ -493,102 +441,6 @@ pub fn exec(
     }
     agent::Client::connect(&dir.join("agent.sock"), &dir.join("agent.lock"))?
         .exec(argv, stdin, timeout)
-}
-
-/// What `polld testbed status` shows of a guest.
-#[derive(Clone, Debug, Serialize)]
-pub struct GuestStatus {
-    pub name: String,
-    #[serde(flatten)]
-    pub state: GuestState,
-    /// qemu runs.
-    pub running: bool,
-    /// The guest's `/proc/net/dev` lines of eth0 and eth1.
-    pub net_dev: Vec<String>,
-    /// The guest's `/proc/interrupts` lines of its virtio devices.
-    pub interrupts: Vec<String>,
-    /// Why the guest could not be asked.
-    pub error: Option<String>,
-}
-
-/// The guest of `prefix`, if one was brought up; asks it for its counters.
-pub fn guest_status(prefix: &str) -> Option<GuestStatus> {
-    let state = guest_state(prefix)?;
-    let running = is_our_qemu(prefix, state.pid);
-    let mut status = GuestStatus {
-        name: guest_name(prefix),
-        state,
-        running,
-        net_dev: Vec::new(),
-        interrupts: Vec::new(),
-        error: None,
-    };
-    if !running {
-        status.error = Some(format!(
-            "qemu (pid {}) is not running; the console ends with:\n{}",
-            status.state.pid,
-            console_tail(prefix, 10)
-        ));
-        return Some(status);
-    }
-    let read = |path: &str| {
-        exec(
-            prefix,
-            &["cat".into(), path.into()],
-            "",
-            Duration::from_secs(20),
-        )
-        .map(|r| r.stdout)
-    };
-    match read("/proc/net/dev").and_then(|dev| Ok((dev, read("/proc/interrupts")?))) {
-        Ok((dev, interrupts)) => {
-            let pick = |text: &str, word: &str| -> Vec<String> {
-                text.lines()
-                    .filter(|l| l.contains(word))
-                    .map(|l| l.trim().to_string())
-                    .collect()
-            };
-            status.net_dev = pick(&dev, "eth");
-            status.interrupts = pick(&interrupts, "virtio");
-        }
-        Err(e) => status.error = Some(e.to_string()),
-    }
-    Some(status)
-}
-
-impl GuestStatus {
-    /// The human-readable form, for `polld testbed status`.
-    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let s = &self.state;
-        writeln!(
-            out,
-            "guest {}: {} (qemu pid {}, {}: {}), kernel {}, {} MiB, 1 vCPU",
-            self.name,
-            if self.running {
-                "running"
-            } else {
-                "NOT running"
-            },
-            s.pid,
-            s.accel,
-            s.accel_reason,
-            s.kernel,
-            s.memory_mib
-        )?;
-        writeln!(
-            out,
-            "  initramfs {}  console {}",
-            s.initramfs.display(),
-            s.console_log.display()
-        )?;
-        for line in self.net_dev.iter().chain(&self.interrupts) {
-            writeln!(out, "  {line}")?;
-        }
-        if let Some(error) = &self.error {
-            writeln!(out, "  error: {error}")?;
-        }
-        Ok(())
-    }
 }
 
 /// SIGTERM, then SIGKILL after 5 s, to the qemu of this guest.

@@ -2,7 +2,7 @@
 //! each named drop on every hop between them.
 //!
 //! polld checks its own identity on each interface (`rx = forwarded + local + consumed +
-//! queued + drops`, [`crate::share::conserved`]); that alone cannot see a frame lost
+//! queued + drops`, [`crate::entries::conserved`]); that alone cannot see a frame lost
 //! before polld read it or after it wrote it. A [`Ledger`] follows the frames across the
 //! whole path, from counters kept by different parties: the generator's own count, the
 //! kernel's counters of every interface on the path, polld's counters, and the kernel's
@@ -52,15 +52,21 @@
 //! (napi-threaded) and any veth with an XDP program. Without NAPI a frame dropped in
 //! veth1's backlog is counted in veth0's `tx_dropped` and veth1's `rx_dropped` both.
 
-use std::fmt;
-use std::time::{Duration, Instant};
+mod path;
+mod trail;
 
-use polld_core::DropReason;
+use std::fmt;
+
+use polld_core::dataplane::{DROPS, TX_DROPS};
+use polld_core::{DropReason, IfCounters as PolldCounters};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::share::{counters_of, final_counter};
-use crate::{Devices, IfCounters, Layout, NetDev, TestbedError};
+use crate::entries::{counters_of, final_counter};
+use crate::{Devices, TestbedError};
+
+pub use path::{PathCounters, PathReader, StreamPath};
+pub use trail::StreamTrail;
 
 /// One trial's frames, from the generator to the sink.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -149,237 +155,6 @@ impl std::ops::Add for Sent {
     }
 }
 
-/// One stream's interfaces, from gen to sink.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StreamPath {
-    /// The interface gen sends on (veth0, tap0), in gen.
-    pub gen: String,
-    /// polld's input and output, as its report names them.
-    pub polld_in: String,
-    pub polld_out: String,
-    /// The interface the sink receives on (veth3, tap1), in sink.
-    pub sink: String,
-    /// Veth: polld's interfaces are veths of fwd's own (veth1, veth2), each behind a ring.
-    /// TAP: they are gen's and sink's TAPs, whose fds polld reads and writes. Vm: they are
-    /// the guest's NICs (eth0, eth1), with counters of their own as veth1 and veth2 have,
-    /// and gen and sink send and receive on the TAPs behind them, as on TAP.
-    pub devices: Devices,
-}
-
-impl StreamPath {
-    /// The testbed's own stream: veth0 -> veth1 -> polld -> veth2 -> veth3, or tap0 ->
-    /// polld -> tap1. `None` on a layout whose forwarder is not on this host (a guest).
-    pub fn of(layout: &Layout) -> Option<StreamPath> {
-        match layout.devices {
-            Devices::Veth | Devices::Tap => Some(StreamPath::through(layout)),
-            Devices::Vm => None,
-        }
-    }
-
-    /// The testbed's own stream through its forwarder, wherever that is: on a guest the
-    /// caller reads its NICs' counters in the guest.
-    pub fn through(layout: &Layout) -> StreamPath {
-        StreamPath {
-            gen: layout.veth0.name.clone(),
-            polld_in: layout.veth1.name.clone(),
-            polld_out: layout.veth2.name.clone(),
-            sink: layout.veth3.name.clone(),
-            devices: layout.devices,
-        }
-    }
-
-    /// A TAP stream: `input` in gen, `output` in sink, both polld's.
-    pub fn tap(input: String, output: String) -> StreamPath {
-        StreamPath {
-            gen: input.clone(),
-            polld_in: input,
-            polld_out: output.clone(),
-            sink: output,
-            devices: Devices::Tap,
-        }
-    }
-}
-
-/// The kernel's counters of a stream's interfaces: gen's, fwd's two veths (zero on TAP,
-/// whose polld ends are gen's and sink's TAPs), sink's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PathCounters {
-    pub gen: IfCounters,
-    pub fwd_in: IfCounters,
-    pub fwd_out: IfCounters,
-    pub sink: IfCounters,
-}
-
-impl PathCounters {
-    /// How much each counter grew since `start`.
-    pub fn since(&self, start: &PathCounters) -> PathCounters {
-        let grew = |now: &IfCounters, then: &IfCounters| IfCounters {
-            rx_packets: now.rx_packets.saturating_sub(then.rx_packets),
-            rx_bytes: now.rx_bytes.saturating_sub(then.rx_bytes),
-            rx_dropped: now.rx_dropped.saturating_sub(then.rx_dropped),
-            tx_packets: now.tx_packets.saturating_sub(then.tx_packets),
-            tx_bytes: now.tx_bytes.saturating_sub(then.tx_bytes),
-            tx_dropped: now.tx_dropped.saturating_sub(then.tx_dropped),
-        };
-        PathCounters {
-            gen: grew(&self.gen, &start.gen),
-            fwd_in: grew(&self.fwd_in, &start.fwd_in),
-            fwd_out: grew(&self.fwd_out, &start.fwd_out),
-            sink: grew(&self.sink, &start.sink),
-        }
-    }
-}
-
-/// Reads streams' kernel counters from the testbed's namespaces, each `/proc/net/dev`
-/// opened once ([`NetDev`]: no process per reading on the measured CPUs).
-#[derive(Debug)]
-pub struct PathReader {
-    gen: NetDev,
-    fwd: Option<NetDev>,
-    sink: NetDev,
-}
-
-impl PathReader {
-    /// For the testbed of `layout`; fwd's namespace only when polld's interfaces are there.
-    pub fn open(layout: &Layout) -> Result<PathReader, TestbedError> {
-        Ok(PathReader {
-            gen: NetDev::open(&layout.gen_ns)?,
-            fwd: match layout.devices {
-                Devices::Veth => Some(NetDev::open(&layout.fwd_ns)?),
-                Devices::Tap | Devices::Vm => None,
-            },
-            sink: NetDev::open(&layout.sink_ns)?,
-        })
-    }
-
-    /// `path`'s counters now.
-    pub fn read(&self, path: &StreamPath) -> Result<PathCounters, TestbedError> {
-        let (fwd_in, fwd_out) = match (&self.fwd, path.devices) {
-            (Some(fwd), Devices::Veth) => (
-                fwd.counters(&path.polld_in)?,
-                fwd.counters(&path.polld_out)?,
-            ),
-            _ => (IfCounters::default(), IfCounters::default()),
-        };
-        Ok(PathCounters {
-            gen: self.gen.counters(&path.gen)?,
-            fwd_in,
-            fwd_out,
-            sink: self.sink.counters(&path.sink)?,
-        })
-    }
-
-    /// Waits, after the generators stopped, for the frames still on the way: until gen's
-    /// interfaces have handed on (or dropped) all `sent` frames since `streams`' start
-    /// counters, and then until no counter on the paths has moved for 100 ms (the rings
-    /// and sockets between drained into polld or the sink). Gives up after 2 s: what is
-    /// still missing then shows as unaccounted. A TAP purges its queue uncounted when
-    /// polld closes it, and an AF_XDP socket its rings, so polld must outlive this.
-    pub fn drain(
-        &self,
-        streams: &[(StreamPath, PathCounters)],
-        sent: u64,
-    ) -> Result<(), TestbedError> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let now = || -> Result<Vec<PathCounters>, TestbedError> {
-            streams
-                .iter()
-                .map(|(path, start)| Ok(self.read(path)?.since(start)))
-                .collect()
-        };
-        let handed_on = |grew: &[PathCounters]| -> u64 {
-            grew.iter()
-                .map(|g| g.gen.tx_packets + g.gen.tx_dropped)
-                .sum()
-        };
-        let mut last = now()?;
-        while handed_on(&last) < sent && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-            last = now()?;
-        }
-        let mut still_since = Instant::now();
-        while Instant::now() < deadline && still_since.elapsed() < Duration::from_millis(100) {
-            std::thread::sleep(Duration::from_millis(20));
-            let next = now()?;
-            if next != last {
-                still_since = Instant::now();
-                last = next;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The testbed's own stream under way: its path's counters from before gen sent, then
-/// drained and booked once gen and polld are done. Tests and [`crate::demo::measure`]
-/// use it around their `polld gen` (the TAP trials of [`crate::share`], with several
-/// streams, use [`PathReader`] directly).
-#[derive(Debug)]
-pub struct StreamTrail {
-    reader: PathReader,
-    stream: (StreamPath, PathCounters),
-}
-
-impl StreamTrail {
-    /// Reads the stream's counters now, before gen sends; `None` on a layout whose
-    /// forwarder is not on this host (a guest).
-    pub fn start(layout: &Layout) -> Result<Option<StreamTrail>, TestbedError> {
-        let Some(path) = StreamPath::of(layout) else {
-            return Ok(None);
-        };
-        let reader = PathReader::open(layout)?;
-        let start = reader.read(&path)?;
-        Ok(Some(StreamTrail {
-            reader,
-            stream: (path, start),
-        }))
-    }
-
-    /// Once gen has stopped: waits for the frames still on the way ([`PathReader::drain`]).
-    /// Call it before polld stops.
-    pub fn drain(&self, sent: Sent) -> Result<(), TestbedError> {
-        self.reader
-            .drain(std::slice::from_ref(&self.stream), sent.frames)
-    }
-
-    /// On veth, after [`StreamTrail::drain`]: waits (up to 2 s) until polld, over its
-    /// control `socket`, has taken every frame veth1's kernel handed up (its `rx_packets`
-    /// and drops before rx reach veth1's `rx_packets`, less the `rx_dropped` its socket
-    /// did not count). A frame still in polld's socket ring moves no kernel counter, and
-    /// the socket's ring is purged uncounted when polld closes it. On TAP the drain's
-    /// first condition already covers it (a TAP counts a frame in `tx_packets` when polld
-    /// reads it).
-    pub fn wait_for_polld(&self, socket: &std::path::Path) -> Result<(), TestbedError> {
-        let (path, start) = &self.stream;
-        if path.devices != Devices::Veth {
-            return Ok(());
-        }
-        let prefix = format!("dev.{}.", path.polld_in);
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            let values = crate::share::polld_values(socket, &format!("dev.{}", path.polld_in))?;
-            let value = |leaf: &str| crate::share::value_of(&values, &format!("{prefix}{leaf}"));
-            let before_rx: u64 = DropReason::before_rx_reasons()
-                .map(|r| value(&format!("drops.{}", r.name())))
-                .sum();
-            let grew = self.reader.read(path)?.since(start);
-            let unseen = grew.fwd_in.rx_dropped.saturating_sub(before_rx);
-            let handed_up = grew.fwd_in.rx_packets.saturating_sub(unseen);
-            if value("rx_packets") + before_rx >= handed_up || Instant::now() > deadline {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The ledger of what gen `sent`, from the counters now and polld's final report.
-    pub fn ledger(&self, sent: Sent, polld: &Value) -> Result<Ledger, TestbedError> {
-        let (path, start) = &self.stream;
-        let grew = self.reader.read(path)?.since(start);
-        Ledger::of_stream(path, sent, &grew, polld)
-    }
-}
-
 impl Ledger {
     /// Adds the drops at one place that both a party on the path counts, by name (`seen`:
     /// the sender that got ENOBUFS or EBUSY back, the socket that had no room) and the
@@ -438,7 +213,7 @@ impl Ledger {
             let before_rx = polld_counters
                 .iter()
                 .filter(|(name, _)| {
-                    name.strip_prefix("drops.").is_some_and(|reason| {
+                    DROPS.key(name).is_some_and(|reason| {
                         DropReason::before_rx_reasons().any(|r| r.name() == reason)
                     })
                 })
@@ -457,18 +232,19 @@ impl Ledger {
         }
         ledger.lose(
             format!("polld {input}: for the box (local, consumed)"),
-            final_counter(read, "local") + final_counter(read, "consumed"),
+            final_counter(read, PolldCounters::LOCAL.name)
+                + final_counter(read, PolldCounters::CONSUMED.name),
         );
         ledger.hold(
             format!("polld {input}: queued"),
-            final_counter(read, "queued"),
+            final_counter(read, PolldCounters::QUEUED.name),
         );
-        let nobufs = format!("tx_drops.{}", polld_core::TxDrop::NoBufs.name());
+        let nobufs = format!("{}.{}", TX_DROPS.name, polld_core::TxDrop::NoBufs.name());
         let mut seen_out = Vec::new();
         for (name, n) in counters_of(written) {
             if name == nobufs && fwd.is_some() {
                 seen_out.push((format!("polld {output}: {name}"), n));
-            } else if name.starts_with("tx_drops.") {
+            } else if TX_DROPS.key(&name).is_some() {
                 ledger.lose(format!("polld {output}: {name}"), n);
             }
         }
@@ -498,8 +274,9 @@ impl Ledger {
             Devices::Veth => grew.sink.rx_packets.saturating_sub(grew.sink.rx_dropped),
             Devices::Tap | Devices::Vm => grew.sink.rx_packets,
         };
-        let own = final_counter(written, "generated")
-            .saturating_sub(final_counter(written, "generated_dropped"));
+        let own = final_counter(written, PolldCounters::GENERATED.name).saturating_sub(
+            final_counter(written, PolldCounters::GENERATED_DROPPED.name),
+        );
         ledger.delivered = arrived.saturating_sub(own);
         Ok(ledger)
     }
@@ -523,6 +300,7 @@ impl fmt::Display for Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::IfCounters;
 
     fn ledger() -> Ledger {
         let mut l = Ledger {

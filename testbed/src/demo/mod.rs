@@ -1,0 +1,206 @@
+//! `polld demo`: polld forwarding real traffic on the testbed, in interrupt mode and then
+//! in polling mode, with what each costs.
+//!
+//! On the TAP testbed (the default, `--devices tap`) it shows the seed's promise: a flood
+//! from gen, polld realtime on the fwd CPU and a CPU-bound competitor pinned there too
+//! ([`crate::share`]); interrupt mode against polling at `user_frac` 50, with interrupts/s,
+//! the delivered rate and each one's share of the CPU, and sentences computed from those
+//! numbers. On veth (`--devices veth`):
+//!
+//! It brings the testbed up, and for each mode starts `polld run` in fwd (poll thread on
+//! the fwd CPU), `polld sink` in sink and `polld gen` in gen (on the gen CPU) at a fixed
+//! rate; it reads polld's counters over the control socket and its CPU time from
+//! `/proc`, prints one row per mode, and tears the testbed down.
+//!
+//! [`measure()`] runs one trial of the veth demo and of the tests and benches built on it;
+//! its rows are [`DemoRow`]s.
+
+mod measure;
+mod render;
+mod row;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::share::{measure_share, ShareTrial};
+use crate::vm::demo::VmDemoArgs;
+use crate::{Accel, Devices, Layout, Testbed, TestbedError, UpOptions, VmOptions};
+
+pub use measure::{kernel_rx_ns, measure, Forwarder, Load, Trial};
+pub use render::write_table;
+use render::{veth_findings, write_share_table};
+pub use row::{DemoRow, SinkLatency, TcpResult};
+
+/// `polld demo` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// The testbed: TAPs only polld joins (the competitor demo), veth pairs, or a qemu
+    /// guest with virtio-net NICs and polld inside (the competitor demo on a driver, the
+    /// guest's device work at interrupt priority, or at Linux's fair share in the one row
+    /// marked "fair").
+    #[arg(long, value_enum, default_value_t = Devices::Tap)]
+    pub devices: Devices,
+    /// `kern.polling.user_frac` of the polling run on TAP.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=99))]
+    pub user_frac: u32,
+    /// Backend polld uses on both fwd interfaces (veth).
+    #[arg(long, default_value = "af_xdp", value_parser = ["af_xdp", "af_packet"])]
+    pub backend: String,
+    /// Offered load in frames per second (64-byte frames; veth: on TAP gen floods).
+    #[arg(long, default_value = "200k")]
+    pub rate: String,
+    /// Seconds of traffic per mode.
+    #[arg(long, default_value_t = 3.0)]
+    pub duration: f64,
+    /// Namespace prefix (the testbed is `{prefix}gen`, `{prefix}fwd`, `{prefix}sink`).
+    #[arg(long, default_value = "")]
+    pub prefix: String,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// Runs the demo; `polld` is the path of the polld binary to run.
+pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let layout = Layout::with_devices(&args.prefix, args.devices);
+    let options = UpOptions::default();
+    let joined = match args.devices {
+        Devices::Veth => "joined by veth pairs",
+        Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
+        Devices::Vm => "a qemu guest's virtio-net NICs on tap0 in gen and tap1 in sink",
+    };
+    writeln!(
+        out,
+        "polld demo: bringing up the testbed ({}, {}, {}: {joined})",
+        layout.gen_ns, layout.fwd_ns, layout.sink_ns
+    )
+    .ok();
+    // On the VM testbed the guest runs this same polld.
+    let vm = VmOptions {
+        polld: polld.to_path_buf(),
+        accel: Accel::Auto,
+    };
+    let tb = Testbed::up_vm(&layout, &options, &vm)?;
+    let dir = scratch_dir()?;
+    let run = DemoRun {
+        args,
+        tb: &tb,
+        options: &options,
+        polld,
+        dir: &dir,
+    };
+    let result = match args.devices {
+        Devices::Veth => veth_demo(&run, out),
+        Devices::Tap => tap_demo(&run, out),
+        Devices::Vm => {
+            let vm_args = VmDemoArgs {
+                user_frac: args.user_frac,
+                duration: args.duration,
+                json: args.json,
+            };
+            crate::vm::demo::run(vm_args, &tb, polld, out)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    drop(tb);
+    writeln!(out, "polld demo: testbed removed").ok();
+    result
+}
+
+/// What a demo's runs share.
+#[derive(Clone, Copy)]
+struct DemoRun<'a> {
+    args: &'a DemoArgs,
+    tb: &'a Testbed,
+    options: &'a UpOptions,
+    polld: &'a Path,
+    /// Holds the trials' configs and sockets.
+    dir: &'a Path,
+}
+
+/// The directory for a demo's configs and sockets.
+fn scratch_dir() -> Result<PathBuf, TestbedError> {
+    let dir = std::env::temp_dir().join(format!("polld-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(format!("creating {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(rows).unwrap_or_default()
+    );
+}
+
+/// The demo on veth: `polld gen` at `args.rate` through polld in interrupt mode, then in
+/// polling mode.
+fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
+    let mut rows = Vec::new();
+    for mode in ["interrupt", "polling"] {
+        writeln!(
+            out,
+            "polld demo: {mode} mode, {} frames/s for {} s ...",
+            args.rate, args.duration
+        )
+        .ok();
+        let trial = Trial {
+            label: mode.to_string(),
+            forwarder: Forwarder::Polld {
+                backend: &args.backend,
+                mode,
+                // polld's defaults: what `polld run` does with no [knobs].
+                knobs: &[],
+            },
+            load: Load::Frames {
+                rate: &args.rate,
+                sink: true,
+            },
+            duration: args.duration,
+        };
+        rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
+    }
+    if args.json {
+        write_json(&rows, out);
+    } else {
+        write_table(&rows, &format!("polld on {}", args.backend), options, out);
+        let _ = writeln!(out, "{}", veth_findings(&rows[0], &rows[1]));
+    }
+    Ok(())
+}
+
+/// The demo on TAP: interrupt mode, then polling at `args.user_frac`, each with a flood
+/// from gen and a competitor on the fwd CPU.
+fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
+    let (args, options) = (run.args, run.options);
+    let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
+    let mut rows = Vec::new();
+    for mode in ["interrupt", "polling"] {
+        writeln!(
+            out,
+            "polld demo: {mode} mode; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+            args.duration
+        )
+        .ok();
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
+        rows.push(measure_share(
+            run.tb,
+            run.polld,
+            run.dir,
+            (gen_cpu, fwd_cpu),
+            &trial,
+        )?);
+    }
+    if args.json {
+        write_json(&rows, out);
+    } else {
+        write_share_table(&rows, gen_cpu, fwd_cpu, out);
+    }
+    Ok(())
+}

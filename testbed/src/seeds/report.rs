@@ -1,0 +1,357 @@
+//! Everything the bench measured ([`SeedsReport`]), the sentences its numbers decide and
+//! its verdict.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Machine;
+use crate::plateau::Plateau;
+use crate::share::ShareRow;
+use crate::TestbedError;
+
+fn failed(what: String) -> TestbedError {
+    TestbedError::Failed(what)
+}
+
+/// One line of the curve: a configuration's points, in offered order.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurveSeries {
+    pub name: String,
+    /// At each load, the trial whose delivered rate was the median of its rounds.
+    pub points: Vec<ShareRow>,
+    /// At each load (as `points`), every round's delivered rate, frames/s, in the order
+    /// they ran.
+    pub rounds: Vec<Vec<f64>>,
+}
+
+impl CurveSeries {
+    /// The series of a configuration from its trials at each load: each point the trial
+    /// with the median delivered rate, in offered order.
+    pub(super) fn of_rounds(name: &str, trials: Vec<Vec<ShareRow>>) -> CurveSeries {
+        let mut at_loads: Vec<(ShareRow, Vec<f64>)> = trials
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .map(|mut t| {
+                let rounds = t.iter().map(|r| r.delivered_pps).collect();
+                t.sort_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps));
+                (t.swap_remove(t.len() / 2), rounds)
+            })
+            .collect();
+        at_loads.sort_by(|a, b| a.0.offered_pps.total_cmp(&b.0.offered_pps));
+        let (points, rounds) = at_loads.into_iter().unzip();
+        CurveSeries {
+            name: name.to_string(),
+            points,
+            rounds,
+        }
+    }
+}
+
+/// A row of seed 000's table.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableRow {
+    pub test: String,
+    pub interrupt: Option<f64>,
+    pub polling: Option<f64>,
+    pub unit: String,
+    pub seed_interrupt: String,
+    pub seed_polling: String,
+    /// What polld's figures are, where the seed's test cannot be repeated as it was.
+    pub note: String,
+}
+
+/// Seed 001's screen, once per mode.
+#[derive(Clone, Debug, Serialize)]
+pub struct Screen {
+    pub mode: String,
+    /// tap0's interrupts/s as the screen shows them.
+    pub interrupts_per_sec: f64,
+    /// The poll CPU's idle percent as the screen shows it.
+    pub idle_percent: f64,
+    /// polld's poll thread, percent of its CPU, as the screen shows it.
+    pub polld_thread_percent: f64,
+    pub text: String,
+}
+
+/// Seed 002's test, once per mode and bitrate.
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpRow {
+    pub mode: String,
+    /// iperf3's `-b` in Mbit/s; `None`: unlimited.
+    pub target_mbit: Option<f64>,
+    pub mbit_per_sec: f64,
+    /// polld's poll thread, percent of the fwd CPU during the transfer.
+    pub polld_cpu_percent: f64,
+    /// Every thread on the path, percent of one CPU: both iperf3s (their own
+    /// `cpu_utilization_percent`, which includes the kernel's TCP work they ran), all of
+    /// polld's threads and the ksoftirqd threads.
+    pub path_cpu_percent: f64,
+    pub interrupts_per_sec: f64,
+    pub conserved: bool,
+}
+
+/// Everything the bench measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SeedsReport {
+    pub machine: Option<Machine>,
+    /// Where it ran: the testbed, and where polld and polld gen ran.
+    pub testbed: String,
+    pub quick: bool,
+    pub curve: Vec<CurveSeries>,
+    /// Polling's trials above its peak, if the curve ran: its verdict's.
+    pub plateau: Option<Plateau>,
+    pub table: Vec<TableRow>,
+    pub screens: Vec<Screen>,
+    pub tcp: Vec<TcpRow>,
+    pub share: Vec<ShareRow>,
+    /// The curve's livelock, if the curve ran: the bench fails when it did not reproduce.
+    pub livelock: Option<Livelock>,
+    /// Sentences decided by the numbers above.
+    pub findings: Vec<String>,
+    pub svgs: Vec<PathBuf>,
+    /// Trials run, and those whose counters did not add up.
+    pub trials: usize,
+    pub unconserved: Vec<String>,
+}
+
+impl SeedsReport {
+    /// Whether its trials ran in the guest: their rows carry its `ksoftirqd/0`.
+    pub(super) fn in_guest(&self) -> bool {
+        let curve = self.curve.iter().flat_map(|s| &s.points);
+        curve
+            .chain(&self.share)
+            .any(|r| r.ksoftirqd_percent.is_some())
+    }
+
+    /// The bench's verdict, once its report is printed (and its results page written): an
+    /// error when the livelock did not reproduce, polling's plateau declined beyond the
+    /// machine's noise ([`crate::plateau::Holding::declines`]), or a trial's counters did
+    /// not add up.
+    pub fn verdict(&self) -> Result<(), TestbedError> {
+        if let Some(l) = self.livelock.as_ref().filter(|l| !l.reproduced()) {
+            return Err(failed(format!(
+                "the livelock did not reproduce: interrupt mode without fastforwarding delivered \
+                 {:.1} % of its best under the flood (seed 000: almost 0; the bench's verdict \
+                 needs under 10 %)",
+                l.ratio * 100.0
+            )));
+        }
+        if let Some(h) = self
+            .plateau
+            .as_ref()
+            .and_then(Plateau::holding)
+            .filter(|h| h.declines())
+        {
+            return Err(failed(format!(
+                "polling did not hold its peak: at {} it delivered {:.1} % of its best \
+                 (standard error {:.1} %; seed 000: it \"roughly remains there\"; the bench's \
+                 verdict needs 95 %, and fails below it by more than two standard errors)",
+                h.worst.0.rate,
+                h.ratio * 100.0,
+                h.ratio_se * 100.0
+            )));
+        }
+        if !self.unconserved.is_empty() {
+            return Err(failed(format!(
+                "conservation did not hold in {}: see polld run --json",
+                self.unconserved.join(", ")
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The curve's livelock: interrupt mode without fastforwarding under the flood (the
+/// curve's last point) against its best point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Livelock {
+    pub best_pps: f64,
+    pub best_offered_pps: f64,
+    pub flooded_pps: f64,
+    pub flooded_offered_pps: f64,
+    /// Flooded over best.
+    pub ratio: f64,
+}
+
+impl Livelock {
+    /// The seed's phenomenon ("rapidly decays to almost 0"): the flood gets under 10 % of
+    /// the best.
+    pub fn reproduced(&self) -> bool {
+        self.ratio < 0.10
+    }
+
+    pub(super) fn of(curve: &[CurveSeries]) -> Option<Livelock> {
+        let s = curve
+            .iter()
+            .find(|s| s.name == "interrupt, fastforwarding=0")?;
+        let best = s
+            .points
+            .iter()
+            .max_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps))?;
+        let flooded = s.points.last()?;
+        Some(Livelock {
+            best_pps: best.delivered_pps,
+            best_offered_pps: best.offered_pps,
+            flooded_pps: flooded.delivered_pps,
+            flooded_offered_pps: flooded.offered_pps,
+            ratio: flooded.delivered_pps / best.delivered_pps.max(1.0),
+        })
+    }
+}
+
+/// Seed 000's two phenomena: the livelock, answered from the curve's points, and
+/// polling's plateau, from its own trials.
+fn curve_findings(curve: &[CurveSeries], plateau: Option<&Plateau>) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(l) = Livelock::of(curve) {
+        let verdict = if l.reproduced() {
+            "under 10 % of its best: livelock reproduced"
+        } else {
+            "NOT under 10 % of its best: livelock NOT reproduced"
+        };
+        lines.push(format!(
+            "Interrupts without fastforwarding: best {:.0}/s at {:.0}/s offered; flooded ({:.0}/s offered) {:.0}/s, {:.1} % of its best, {verdict}.",
+            l.best_pps, l.best_offered_pps, l.flooded_offered_pps, l.flooded_pps, l.ratio * 100.0
+        ));
+    }
+    lines.extend(plateau.map(Plateau::finding));
+    lines
+}
+
+pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
+    let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
+    for r in &report.share {
+        let line = match r.mode.as_str() {
+            "interrupt" => format!(
+                "Interrupt mode under a flood: the competitor got {:.1} % ({}).",
+                r.competitor_percent,
+                if r.competitor_percent < 15.0 {
+                    "under 15 %: starved"
+                } else {
+                    "NOT under 15 %"
+                }
+            ),
+            _ => format!(
+                "Polling, user_frac {}: the competitor got {:.1} % ({}).",
+                r.user_frac,
+                r.competitor_percent,
+                if (r.competitor_percent - f64::from(r.user_frac)).abs() <= 5.0 {
+                    "within 5 points"
+                } else {
+                    "NOT within 5 points"
+                }
+            ),
+        };
+        lines.push(line);
+    }
+    if let [intr, poll] = &report.screens[..] {
+        lines.push(format!(
+            "After `polld ifconfig tap0 polling`: interrupts/s {:.0} -> {:.0}, idle on the poll CPU {:.1} % -> {:.1} % ({}), polld's thread {:.1} % -> {:.1} %.",
+            intr.interrupts_per_sec,
+            poll.interrupts_per_sec,
+            intr.idle_percent,
+            poll.idle_percent,
+            if poll.idle_percent > intr.idle_percent { "rising, as in the seed" } else { "NOT rising, unlike the seed" },
+            intr.polld_thread_percent,
+            poll.polld_thread_percent
+        ));
+    }
+    lines.push(if report.unconserved.is_empty() {
+        format!(
+            "Conservation held on every interface in all {} trials (rx = forwarded + local + consumed + queued + named drops).",
+            report.trials
+        )
+    } else {
+        format!(
+            "CONSERVATION VIOLATED in {} of {} trials: {}.",
+            report.unconserved.len(),
+            report.trials,
+            report.unconserved.join(", ")
+        )
+    });
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plateau::PlateauLoad;
+
+    fn series(name: &str, points: &[(f64, f64)]) -> CurveSeries {
+        CurveSeries {
+            name: name.into(),
+            points: points.iter().map(|&(o, d)| ShareRow::point(o, d)).collect(),
+            rounds: points.iter().map(|&(_, d)| vec![d]).collect(),
+        }
+    }
+
+    #[test]
+    fn the_livelock_is_decided_from_the_points_and_the_plateau_from_its_trials() {
+        let plateau = Plateau {
+            rounds: 2,
+            loads: vec![PlateauLoad {
+                rate: "unlimited".into(),
+                above_peak: true,
+                offered: vec![900.0, 900.0],
+                delivered: vec![187.0, 187.0],
+            }],
+        };
+        let lines = curve_findings(
+            &[series(
+                "interrupt, fastforwarding=0",
+                &[(100.0, 100.0), (200.0, 150.0), (900.0, 10.0)],
+            )],
+            Some(&plateau),
+        );
+        assert!(
+            lines[0].contains("6.7 % of its best, under 10 % of its best: livelock reproduced"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(lines[1], plateau.finding());
+        let lines = curve_findings(
+            &[series(
+                "interrupt, fastforwarding=0",
+                &[(100.0, 100.0), (900.0, 50.0)],
+            )],
+            None,
+        );
+        assert!(
+            lines[0].contains("NOT under 10 % of its best: livelock NOT reproduced"),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(lines.len(), 1);
+    }
+
+    #[test]
+    fn a_point_is_the_median_round_and_the_points_go_in_offered_order() {
+        let s = CurveSeries::of_rounds(
+            "polling",
+            vec![
+                vec![
+                    ShareRow::point(900.0, 300.0),
+                    ShareRow::point(880.0, 250.0),
+                    ShareRow::point(910.0, 330.0),
+                ],
+                vec![
+                    ShareRow::point(100.0, 100.0),
+                    ShareRow::point(101.0, 99.0),
+                    ShareRow::point(99.0, 98.0),
+                ],
+            ],
+        );
+        let points: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (p.offered_pps, p.delivered_pps))
+            .collect();
+        // The median trial whole (its offered with its delivered), not a mix of rounds.
+        assert_eq!(points, [(101.0, 99.0), (900.0, 300.0)]);
+        assert_eq!(
+            s.rounds,
+            [vec![100.0, 99.0, 98.0], vec![300.0, 250.0, 330.0]]
+        );
+    }
+}
