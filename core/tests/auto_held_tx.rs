@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use polld_core::{
-    Capabilities, Dataplane, Device, Emit, LinkState, Mode, PacketStage, Poller, TxFull,
+    Capabilities, Dataplane, Device, Emit, Frozen, LinkState, Mode, PacketStage, Poller, TxFull,
     TxReadyLine, Verdict,
 };
 
@@ -118,7 +118,7 @@ fn run_due(dp: &mut Dataplane<Batched, Forward>, now: u64) {
         dp.tx_ready_line(1, true);
     }
     while let Some(due) = dp.next_due() {
-        dp.run(due, now);
+        dp.step(due, &mut Frozen(now));
     }
 }
 

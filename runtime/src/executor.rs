@@ -390,6 +390,7 @@ impl Executor {
                 ns,
                 repoll,
                 look,
+                ..
             } = self.dp.step(due, &mut ThreadClocks);
             *account += ns;
             if let Some(at) = repoll.filter(|_| self.tick_ns > 0) {

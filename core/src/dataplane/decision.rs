@@ -48,7 +48,7 @@ use crate::device::{Device, LinkState};
 use crate::poll::{Netisr, PollCmd, PollHandlers};
 use crate::stage::PacketStage;
 
-use super::{Dataplane, Mode, Work, BATCH};
+use super::{Dataplane, Frozen, Mode, Work, BATCH};
 
 /// The longest an executor runs interrupt work (a handler that never finds its ring empty
 /// under a flood) before it reads its events again: the tick, control requests and stop
@@ -253,10 +253,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Runs `due` at time `now` (ns of the executor's clock, which the packet stage gets
-    /// too) and returns the work done. Nothing is timed: an executor runs a piece with
-    /// [`Dataplane::step`], which times it for the `auto` window; this is for work run
-    /// without a clock (a test, [`Dataplane::run_accounted`]).
-    pub fn run(&mut self, due: Due, now: u64) -> Work {
+    /// too) and returns the work done. Nothing is timed: [`Dataplane::step`], the only
+    /// caller, does what goes around the piece.
+    pub(super) fn run(&mut self, due: Due, now: u64) -> Work {
         self.devs.stage.set_now(now);
         match due {
             Due::Tick(n) => {
@@ -348,7 +347,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             let armed = iface.interrupt_armed();
             iface.dev.set_interrupt(armed);
         }
-        self.run_accounted(now)
+        self.step_accounted(&mut Frozen(now))
     }
 
     /// At shutdown, after [`Dataplane::finish`]: kicks every output again, and says whether
@@ -362,17 +361,5 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             holding |= iface.dev.tx_room() == 0;
         }
         holding
-    }
-
-    /// Runs every piece of accounted work due now (levels 1 to 6), as in a test that
-    /// hands the dataplane some frames; returns the work done.
-    pub fn run_accounted(&mut self, now: u64) -> Work {
-        let mut total = Work::default();
-        while let Some(due) = self.next_due().filter(|d| !d.spins()) {
-            let w = self.run(due, now);
-            total.rx += w.rx;
-            total.enqueued += w.enqueued;
-        }
-        total
     }
 }

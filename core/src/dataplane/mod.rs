@@ -61,6 +61,7 @@
 mod auto;
 mod counters;
 mod decision;
+pub mod executor;
 mod input_queue;
 mod modes;
 mod step;
@@ -70,8 +71,9 @@ mod tx_ready;
 
 pub use counters::IfCounters;
 pub use decision::{Due, EVENTS_EVERY_NS};
+pub use executor::Executor;
 pub use modes::{Mode, ModeError};
-pub use step::{Clocks, Step};
+pub use step::{Clocks, Frozen, Step};
 pub use sysctl::{
     interface_entry_kind, IfSettings, DEV_NODE, DROPS, ENABLE, INTERFACE_FAMILIES, IP_NODE,
     TX_DROPS,

@@ -36,11 +36,29 @@ pub trait Clocks {
     fn charge(&mut self, _work: Work) {}
 }
 
+/// A clock that stands at one instant, on a thread that uses no CPU: for stepping what is
+/// due where time does not matter (a test that hands the dataplane frames,
+/// [`Dataplane::finish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frozen(pub u64);
+
+impl Clocks for Frozen {
+    fn now(&mut self) -> u64 {
+        self.0
+    }
+
+    fn cpu_ns(&mut self) -> u64 {
+        0
+    }
+}
+
 /// What one step ran, for the executor's time accounts and its tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
     /// The work done.
     pub work: Work,
+    /// The executor's clock when the piece began, its wakeup included.
+    pub start: u64,
     /// The executor's clock when the piece ended.
     pub end: u64,
     /// How long the piece took on the executor's clock, its wakeup left out: what the
@@ -92,11 +110,25 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         };
         Step {
             work,
+            start,
             end,
             ns,
             repoll,
             look,
         }
+    }
+
+    /// Steps every piece of accounted work due now (levels 1 to 6 of [`super::decision`])
+    /// on `clocks`, as a test that hands the dataplane some frames does; returns the work
+    /// done.
+    pub fn step_accounted(&mut self, clocks: &mut impl Clocks) -> Work {
+        let mut total = Work::default();
+        while let Some(due) = self.next_due().filter(|d| !d.spins()) {
+            let w = self.step(due, clocks).work;
+            total.rx += w.rx;
+            total.enqueued += w.enqueued;
+        }
+        total
     }
 
     /// Whether a `Pollmore` at `now` closes the poll cycle while outputs wait for their
