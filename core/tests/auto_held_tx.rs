@@ -53,12 +53,10 @@ impl Device for Batched {
         self.name
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tx_ready: Some(TxReadyLine::Modelled),
-            tx_batch: BATCH,
-            ..Capabilities::default()
-        }
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new()
+            .with_tx_ready(TxReadyLine::Modelled)
+            .with_tx_batch(BATCH)
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

@@ -50,11 +50,8 @@ impl Device for Flood {
         LinkState::Up
     }
     fn set_interrupt(&mut self, _armed: bool) {}
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            interrupt_fd: Some(self.line.fd()),
-            ..Capabilities::default()
-        }
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new().with_interrupt_fd(self.line.fd())
     }
 }
 

@@ -79,7 +79,7 @@ pub use sysctl::{
     TX_DROPS,
 };
 
-use crate::device::{Capabilities, Device, HwStats, LinkState, Loan};
+use crate::device::{Capabilities, Device, HwStats, LinkState, Loan, PoolId};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
@@ -164,6 +164,27 @@ pub enum Event {
     Gone { ifname: String },
 }
 
+/// What the dataplane keeps of a device's [`Capabilities`]: everything but the fds, which
+/// only an executor waits on.
+#[derive(Clone, Copy, Debug)]
+struct Facts {
+    /// It raises a transmit-ready line ([`Capabilities::signals_tx_ready`]).
+    tx_ready: bool,
+    tx_batch: usize,
+    pool: Option<PoolId>,
+}
+
+impl Facts {
+    fn of(dev: &impl Device) -> Facts {
+        let caps = dev.capabilities();
+        Facts {
+            tx_ready: caps.signals_tx_ready(),
+            tx_batch: caps.tx_batch,
+            pool: caps.pool,
+        }
+    }
+}
+
 /// Everything but the scheduler: the scheduler calls into this as its handlers.
 struct Devices<D, S> {
     ifs: Vec<Interface<D>>,
@@ -172,9 +193,9 @@ struct Devices<D, S> {
     fastforwarding: bool,
     queue: InputQueue,
     tx: TxStaging,
-    /// Per interface: its device's [`Capabilities`], read at start and after each status
-    /// check (where a wrapper may swap in a new device).
-    caps: Vec<Capabilities>,
+    /// Per interface: what the dataplane uses of its device's [`Capabilities`], read at
+    /// start and after each status check (where a wrapper may swap in a new device).
+    caps: Vec<Facts>,
     /// Per interface: `Some(frames it accepted)` since it was given frames to send,
     /// until its next flush ([`Devices::flush_waiting`]).
     unflushed: Vec<Option<usize>>,
@@ -248,7 +269,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
         // A device is swapped for a new one only at a status check (a reopen).
-        self.caps[i] = self.ifs[i].dev.capabilities();
+        self.caps[i] = Facts::of(&self.ifs[i].dev);
         if state == self.links[i] {
             return;
         }
@@ -342,7 +363,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
-        let caps = devices.iter().map(Device::capabilities).collect();
+        let caps = devices.iter().map(Facts::of).collect();
         let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
@@ -405,10 +426,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn link(&self, i: usize) -> LinkState {
         self.devs.links[i]
     }
-    /// Interface `i`'s device's [`Capabilities`], as read at registration or after its
-    /// last status check.
-    pub fn capabilities(&self, i: usize) -> &Capabilities {
-        &self.devs.caps[i]
+    /// Interface `i`'s device's [`Capabilities`], its fds borrowed from the device.
+    pub fn capabilities(&self, i: usize) -> Capabilities<'_> {
+        self.devs.ifs[i].dev.capabilities()
     }
     /// Frames waiting in the IP input queue.
     pub fn queue_len(&self) -> usize {

@@ -142,7 +142,7 @@ fn main() {
                 if n == 0 && blocking {
                     dev.set_interrupt(true);
                     let mut pfd = libc::pollfd {
-                        fd: dev.capabilities().interrupt_fd.unwrap(),
+                        fd: dev.capabilities().interrupt_fd.unwrap().as_raw_fd(),
                         events: libc::POLLIN,
                         revents: 0,
                     };

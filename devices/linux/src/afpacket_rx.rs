@@ -9,7 +9,7 @@
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::afpacket::{
@@ -135,6 +135,10 @@ impl RxRing {
 
     pub(crate) fn fd(&self) -> RawFd {
         self.socket.as_raw_fd()
+    }
+
+    pub(crate) fn socket(&self) -> BorrowedFd<'_> {
+        self.socket.as_fd()
     }
 
     fn block(&self, index: usize) -> *mut libc::tpacket_block_desc {

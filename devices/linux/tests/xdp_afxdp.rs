@@ -383,7 +383,7 @@ fn a_veth_socket_has_no_napi_id_at_bind_so_busy_polling_waits_but_its_options_re
         ..AfXdpConfig::default()
     };
     let dev = open_afxdp(&p.a, config);
-    let fd = dev.capabilities().interrupt_fd.unwrap();
+    let fd = dev.capabilities().interrupt_fd.unwrap().as_raw_fd();
     assert_eq!(busy_poll::incoming_napi_id(fd).unwrap(), 0);
     assert_eq!(dev.busy_poll(), Some(&busy));
     // Not polling: off, whatever the device offers.
@@ -497,7 +497,8 @@ fn afxdp_interrupt_fd_polls_readable_when_frames_wait() {
     let fd = dev
         .capabilities()
         .interrupt_fd
-        .expect("AF_XDP has an interrupt fd");
+        .expect("AF_XDP has an interrupt fd")
+        .as_raw_fd();
     assert!(!readable(fd, Duration::ZERO));
     assert!(!dev.rx_ready());
     inside(&p.b, || {
@@ -627,7 +628,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // SAFETY: sets an int option on our own socket.
     let rc = unsafe {
         libc::setsockopt(
-            dev.capabilities().interrupt_fd.unwrap(),
+            dev.capabilities().interrupt_fd.unwrap().as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_SNDBUFFORCE,
             (&big as *const libc::c_int).cast(),
@@ -643,7 +644,7 @@ fn a_frame_the_device_drops_after_a_kick_took_it_is_a_transmit_drop() {
     // Two flushes before the peer may run, realtime for as short as that takes, and polls
     // of the socket between them: in copy mode `xsk_poll` transmits by itself, and what
     // it sends into the full ring is dropped without an EBUSY to any call of polld's.
-    let fd = dev.capabilities().interrupt_fd.unwrap();
+    let fd = dev.capabilities().interrupt_fd.unwrap().as_raw_fd();
     let mut dev = std::thread::spawn(move || {
         pin(0, cpu);
         schedule(10);

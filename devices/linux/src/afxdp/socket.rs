@@ -300,7 +300,7 @@ impl AfXdp {
         Ok((rx, tx, fill_completion, socket))
     }
 
-    fn socket_fd(&self) -> BorrowedFd<'_> {
+    pub(super) fn socket_fd(&self) -> BorrowedFd<'_> {
         // SAFETY: the socket fd lives as long as `self.socket`, which `self` owns.
         unsafe { BorrowedFd::borrow_raw(self.socket.as_raw_fd()) }
     }
