@@ -32,7 +32,11 @@
 //!
 //! What a device offers beyond its methods (its interrupt fd, its transmit-ready line, its
 //! kick size, its pool) is one value, [`Capabilities`], which the dataplane reads when the
-//! interface is registered rather than asking the device method by method. A device that
+//! interface is registered rather than asking the device method by method. Its fds are
+//! borrowed from the device, so no executor can wait on one the device has closed; how a
+//! transmit-ready line rises ([`TxReadyLine`]) is the device's to say, and an executor
+//! follows it without knowing the backend. [`Device`]'s documentation shows a minimal
+//! device. A device that
 //! wraps another (the middleware: pcap, faults, reopening; and `Box`) implements
 //! [`Wrapper`]: everything passes through to the inner device but what it overrides.
 

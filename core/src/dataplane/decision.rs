@@ -5,9 +5,9 @@
 //! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), a look's
 //! timer ([`Dataplane::raise_look`]), interrupt
 //! lines ([`Dataplane::interrupt_line`]), transmit-ready lines
-//! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
-//! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::step`], passing its
-//! clocks ([`super::step`]). The order of priorities, highest first, follows a uniprocessor FreeBSD box
+//! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — and the
+//! loop ([`super::executor`]) asks [`Dataplane::next_due`] what is due and runs it with
+//! [`Dataplane::step`] on the executor's clocks ([`super::step`]). The order of priorities, highest first, follows a uniprocessor FreeBSD box
 //! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
 //! chunks, §5 idle polling, §7 the modes):
 //!
@@ -35,10 +35,9 @@
 //!
 //! A raised interrupt line is seen as soon as the work under way returns, as a device's
 //! interrupt is taken as soon as the CPU leaves the handler it runs, and it preempts the
-//! netisr between two frames: an executor runs the batches of a running handler without
-//! reading its events (for at most [`EVENTS_EVERY_NS`]), but before any other piece
-//! ([`Due::wants_fresh_lines`]) it reads its events afresh if work ran since it last read
-//! them. So a frame that arrived meanwhile runs its handler before the input queue's next
+//! netisr between two frames: the loop runs the batches of a running handler without
+//! reading the executor's events (for at most [`EVENTS_EVERY_NS`]), but before any other
+//! piece ([`Due::wants_fresh_lines`]) it has them read afresh. So a frame that arrived meanwhile runs its handler before the input queue's next
 //! frame, which is what starves the queue under a flood in interrupt mode without
 //! fastforwarding (receive livelock, docs/algorithm.md §1): an executor that ran the queue
 //! on lines read before it would give the queue a share of the CPU the seed's kernel never

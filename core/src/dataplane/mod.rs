@@ -25,24 +25,32 @@
 //!
 //! # What an executor does
 //!
-//! An executor keeps only the waiting, the clock and the cost of the work; it calls:
+//! An executor keeps only the waiting, the clock and the cost of the work. It implements
+//! [`Executor`] and hands itself to [`Dataplane::drive`], the one loop every executor runs
+//! ([`executor`]), which is the only way work runs:
 //!
-//! 1. after each wait, what fired: [`Dataplane::raise_ticks`] (or
+//! 1. its wait ([`Executor::wait`]) reports what fired: [`Dataplane::raise_ticks`] (or
 //!    [`Dataplane::raise_late_ticks`]), [`Dataplane::interrupt_line`],
 //!    [`Dataplane::tx_ready_line`], [`Dataplane::raise_idle`], [`Dataplane::raise_look`],
-//!    and [`Dataplane::ran_outside`] for the time it spent on its own events;
-//! 2. [`Dataplane::next_due`], and [`Dataplane::step`] with what it returned and the
-//!    executor's [`Clocks`], until nothing is due; a [`Step`] says how long the piece took,
-//!    when the tick must come early ([`Step::repoll`]) and when to look at the devices
-//!    before the next tick ([`Step::look`]: a one-shot timer);
-//! 3. reads its events again before any piece but a running handler's next batch
-//!    ([`Due::wants_fresh_lines`]), after at most [`EVENTS_EVERY_NS`] of interrupt work,
-//!    and after one pass of spinning work ([`Due::spins`]);
-//! 4. waits on the lines that are armed ([`Dataplane::interrupt_armed`],
+//!    and [`Dataplane::ran_outside`] for the time it spent on its own events; it waits on
+//!    the lines that are armed ([`Dataplane::interrupt_armed`],
 //!    [`Dataplane::wakeup_armed`], [`Dataplane::tx_ready_armed`]), on the tick while the
 //!    [`Poller`] has handlers and is not quiet, and spins rather than sleeps while
 //!    [`Dataplane::busy_polls`];
-//! 5. at a stop, [`Dataplane::finish`].
+//! 2. the loop calls [`Dataplane::next_due`], and [`Dataplane::step`] with what it
+//!    returned on the executor's [`Clocks`], until nothing is due; it has the events read
+//!    again before any piece but a running handler's next batch
+//!    ([`Due::wants_fresh_lines`]) while a line can rise under the work, after at most
+//!    [`EVENTS_EVERY_NS`] and after one pass of spinning work ([`Due::spins`]);
+//! 3. a [`Step`] says how long the piece took ([`Executor::ran`] charges it), when the
+//!    tick must come early ([`Step::repoll`], [`Executor::tick_early`]) and when to look at
+//!    the devices before the next tick ([`Step::look`], [`Executor::look_at`]: a one-shot
+//!    timer);
+//! 4. at a stop, the executor calls [`Dataplane::finish`].
+//!
+//! What is specific to a device stays behind the device contract ([`crate::device`]): the
+//! fds an executor waits on are the device's [`crate::Capabilities`], and how a
+//! transmit-ready line rises is its [`crate::TxReadyLine`].
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
@@ -55,7 +63,8 @@
 //! (the per-interface state machine), [`auto`] (when an `auto` interface switches),
 //! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
 //! work waiting for a full output's transmit-ready line), [`step`] (what goes around a
-//! piece of work: the `auto` window, its timing, the early tick), [`counters`] and
+//! piece of work: the `auto` window, its timing, the early tick), [`executor`] (the loop
+//! around the steps), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
 mod auto;

@@ -9,8 +9,9 @@
 //! `Pollmore` that closes a cycle kicks the outputs the cycle filled before it closes, so
 //! that the kick (on AF_XDP in copy mode, the driver's whole transmit) is timed as part of
 //! the cycle the controller meters. The executor lends it its clocks and its cost charging
-//! ([`Clocks`]); the real poll thread times the piece on the monotonic clock, the
-//! simulator's virtual CPU charges its costs on virtual time.
+//! ([`Clocks`]), through the loop ([`super::executor`]); the real poll thread times the
+//! piece on the monotonic clock, the simulator's virtual CPU charges its costs on virtual
+//! time.
 
 use crate::device::Device;
 use crate::stage::PacketStage;
@@ -118,7 +119,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
-    /// Steps every piece of accounted work due now (levels 1 to 6 of [`super::decision`])
+    /// Steps every piece of accounted work due now (levels 1 to 6 of [`Dataplane::next_due`])
     /// on `clocks`, as a test that hands the dataplane some frames does; returns the work
     /// done.
     pub fn step_accounted(&mut self, clocks: &mut impl Clocks) -> Work {

@@ -12,7 +12,7 @@
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks)
 //!   and the thread has slept within the last millisecond: a thread that has had work
 //!   for longer reads the armed lines from the devices at each read of its events
-//!   (`Executor::choose_line_reading`), so that a flood's writer does not pay a wakeup
+//!   (`PollThread::choose_line_reading`), so that a flood's writer does not pay a wakeup
 //!   callback per frame for an interrupt nobody sleeps on;
 //! - an output's **transmit-ready line**: its `tx_ready_fd` capability, waited on for POLLOUT,
 //!   edge-triggered, only while interrupt work waits for that output (it stopped because the
@@ -71,9 +71,9 @@
 //! included and preemptions not.
 //!
 //! One file per reason to change: this one (the thread, its loop's hooks, its time
-//! accounts), [`events`] (the wait and what each event reports), [`lines`] (which device
-//! fds are in the epoll set), [`status`] (status rounds, scheduling policy, busy-poll
-//! settings, the drain at a stop) and [`control`] (answering `polld ctl` and `polld
+//! accounts), `events.rs` (the wait and what each event reports), `lines.rs` (which device
+//! fds are in the epoll set), `status.rs` (status rounds, scheduling policy, busy-poll
+//! settings, the drain at a stop) and `control.rs` (answering `polld ctl` and `polld
 //! ifconfig`).
 
 mod control;
