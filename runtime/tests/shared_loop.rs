@@ -6,19 +6,19 @@
 //! at light traffic asks for (which only an executor that arms the look's timer and
 //! reports it gets).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use polld_control::server::EventFd;
-use polld_core::device::TxFull;
-use polld_core::{Capabilities, Dataplane, Device, IfCounters, LinkState, Mode, Poller};
+use polld_core::{Dataplane, Device, IfCounters, Mode, Poller};
 use polld_packet::config::PacketConfig;
 use polld_packet::Stage;
 use polld_runtime::executor::{DaemonInfo, Executor, IfInfo};
 use polld_runtime::sys::Signals;
 use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
 use polld_testsupport::eventually;
+
+mod common;
+use common::Burst;
 
 /// Frames in the burst on interface 0: fewer than a simulated NIC's ring holds.
 const BURST: usize = 200;
@@ -51,55 +51,6 @@ impl Outcome {
             look_cycles: dp.poller().state().look_cycles,
         }
     }
-}
-
-/// A burst of frames waiting in a ring, its interrupt an eventfd readable while they wait.
-struct Burst {
-    name: &'static str,
-    left: Arc<AtomicUsize>,
-    line: EventFd,
-}
-
-impl Burst {
-    fn new(name: &'static str, frames: usize) -> Burst {
-        let line = EventFd::new().unwrap();
-        if frames > 0 {
-            line.signal();
-        }
-        let left = Arc::new(AtomicUsize::new(frames));
-        Burst { name, left, line }
-    }
-}
-
-impl Device for Burst {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::new().with_interrupt_fd(self.line.fd())
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let n = budget.min(self.left.load(Ordering::SeqCst));
-        let mut frame = [0u8; 60];
-        for _ in 0..n {
-            rx(&mut frame);
-        }
-        if self.left.fetch_sub(n, Ordering::SeqCst) == n {
-            self.line.take();
-        }
-        n
-    }
-    fn rx_ready(&mut self) -> bool {
-        self.left.load(Ordering::SeqCst) > 0
-    }
-    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
-        Ok(())
-    }
-    fn flush(&mut self) {}
-    fn check_status(&mut self) -> LinkState {
-        LinkState::Up
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
 }
 
 /// The burst through the real-time executor, in `mode`, until the frames are in and

@@ -202,31 +202,19 @@ impl Sim {
     /// Runs until virtual time `end` (ns): the dataplane's loop ([`Dataplane::drive`]) on
     /// this CPU.
     pub fn run_until(&mut self, end: u64) {
-        let Sim {
-            clock,
-            dp,
-            costs,
-            user,
-            timers,
-            split,
-            generated,
-            gen_blocked,
-            ticks,
-            timed_ns,
-        } = self;
         let mut cpu = Cpu {
-            clock,
-            costs: *costs,
-            user: *user,
+            clock: &self.clock,
+            costs: self.costs,
+            user: self.user,
             end,
-            timers,
-            split,
-            generated,
-            gen_blocked,
-            ticks,
-            timed_ns,
+            timers: &mut self.timers,
+            split: &mut self.split,
+            generated: &mut self.generated,
+            gen_blocked: &mut self.gen_blocked,
+            ticks: &mut self.ticks,
+            timed_ns: &mut self.timed_ns,
         };
-        dp.drive(&mut cpu);
+        self.dp.drive(&mut cpu);
         self.dp.sync_hw_drops();
     }
 }
