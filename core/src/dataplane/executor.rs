@@ -2,10 +2,11 @@
 //!
 //! An executor (the real poll thread of `polld-runtime`, the virtual CPU of `polld-sim`)
 //! implements [`Executor`]: its clocks ([`Clocks`]), its wait, its timers and its
-//! accounts. [`Dataplane::drive`] is the loop that both run, and the only way work runs
-//! on a dataplane: it reads the executor's events when the protocol says so, runs what
-//! [`Dataplane::next_due`] returns with [`Dataplane::step`], and hands the executor what a
-//! step asks of its timers (the early tick, the look). The rules:
+//! accounts. [`Dataplane::drive`] is the loop that both run: it reads the executor's
+//! events when the protocol says so, runs what [`Dataplane::next_due`] returns with
+//! [`Dataplane::step`] (the only way a piece runs; a test may step pieces itself, on a
+//! [`super::Frozen`] clock), and hands the executor what a step asks of its timers (the
+//! early tick, the look). The rules:
 //!
 //! 1. Before each piece of work, [`Executor::between`] reports what fired without a wait
 //!    (a simulated clock's tick; nothing, for a thread that learns of its timers only by

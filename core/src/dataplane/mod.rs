@@ -27,7 +27,7 @@
 //!
 //! An executor keeps only the waiting, the clock and the cost of the work. It implements
 //! [`Executor`] and hands itself to [`Dataplane::drive`], the one loop every executor runs
-//! ([`executor`]), which is the only way work runs:
+//! ([`executor`]); no piece of work runs but through [`Dataplane::step`]:
 //!
 //! 1. its wait ([`Executor::wait`]) reports what fired: [`Dataplane::raise_ticks`] (or
 //!    [`Dataplane::raise_late_ticks`]), [`Dataplane::interrupt_line`],
