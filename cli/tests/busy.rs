@@ -1,7 +1,7 @@
 //! Busy mode with a realtime poll thread (root only): on the veth testbed the kernel's
 //! receive threads fill the sockets polld spins on, on polld's own CPU. At a low rate
 //! busy mode loses nothing and its one-way latency stays sane, because the spinner lowers
-//! itself to SCHED_OTHER and yields when a pass finds nothing (runtime/src/executor.rs).
+//! itself to SCHED_OTHER and yields when a pass finds nothing (runtime/src/executor/mod.rs).
 //! A SCHED_FIFO spinner lost 20,351 of 36,595 frames at 10 kpps, p99 763 ms.
 //!
 //! The output's "wire", sink's NAPI kthread on polld's CPU, runs `SCHED_FIFO`

@@ -32,11 +32,15 @@
 //!
 //! What a device offers beyond its methods (its interrupt fd, its transmit-ready line, its
 //! kick size, its pool) is one value, [`Capabilities`], which the dataplane reads when the
-//! interface is registered rather than asking the device method by method. A device that
+//! interface is registered rather than asking the device method by method. Its fds are
+//! borrowed from the device, so no executor can wait on one the device has closed; how a
+//! transmit-ready line rises ([`TxReadyLine`]) is the device's to say, and an executor
+//! follows it without knowing the backend. [`Device`]'s documentation shows a minimal
+//! device. A device that
 //! wraps another (the middleware: pcap, faults, reopening; and `Box`) implements
 //! [`Wrapper`]: everything passes through to the inner device but what it overrides.
 
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 
 use crate::stage::{Counts, Reason};
 
@@ -135,15 +139,22 @@ pub struct HwStats {
 /// sends, the pool it lends from. Facts, not state: a device never changes them, so the
 /// dataplane reads them once, when the interface is registered, and again after each
 /// status check, the only time a wrapper swaps in a new device (a reopened interface,
-/// whose fds are new and which may no longer share a pool).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Capabilities {
+/// whose fds are new and which may no longer share a pool). The fds are borrowed from the
+/// device: an executor reads them from the device whenever it arms a wait, and never
+/// keeps one past the device.
+///
+/// Built from [`Capabilities::new`] (nothing: a device that forwards by copy and is served
+/// by status checks and polls) with one `with_*` call per thing the device offers; new
+/// fields come with a default, so a device that does not know them still builds.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Capabilities<'fd> {
     /// The file descriptor whose readiness is the device's interrupt, if it has one.
-    pub interrupt_fd: Option<RawFd>,
+    pub interrupt_fd: Option<BorrowedFd<'fd>>,
     /// The device's transmit-ready line, FreeBSD's transmit-complete interrupt, if it
     /// raises one. Only then does interrupt work stop on this output when it is full, and
     /// wait for the line, instead of receiving frames the output would refuse.
-    pub tx_ready: Option<TxReadyLine>,
+    pub tx_ready: Option<TxReadyLine<'fd>>,
     /// The most frames one [`Device::flush`] pushes out at once: what one kick sends (an
     /// AF_XDP `sendto` in copy mode sends at most the socket's TX budget, an AF_PACKET
     /// `sendmmsg` its batch). The dataplane flushes an output as soon as this many frames
@@ -155,10 +166,15 @@ pub struct Capabilities {
     pub pool: Option<PoolId>,
 }
 
-impl Default for Capabilities {
-    /// No fd, no transmit-ready line, no batch limit, no pool: a device that forwards by
-    /// copy and is served by status checks and polls.
+impl Default for Capabilities<'_> {
     fn default() -> Self {
+        Capabilities::new()
+    }
+}
+
+impl<'fd> Capabilities<'fd> {
+    /// No fd, no transmit-ready line, no batch limit, no pool.
+    pub const fn new() -> Self {
         Capabilities {
             interrupt_fd: None,
             tx_ready: None,
@@ -166,53 +182,70 @@ impl Default for Capabilities {
             pool: None,
         }
     }
-}
 
-impl Capabilities {
+    /// The device's interrupt is the readiness (POLLIN) of `fd`.
+    pub fn with_interrupt_fd(self, fd: BorrowedFd<'fd>) -> Self {
+        Capabilities {
+            interrupt_fd: Some(fd),
+            ..self
+        }
+    }
+
+    /// The device raises a transmit-ready line, as `line` says.
+    pub fn with_tx_ready(self, line: TxReadyLine<'fd>) -> Self {
+        Capabilities {
+            tx_ready: Some(line),
+            ..self
+        }
+    }
+
+    /// One kick sends at most `frames` frames ([`Capabilities::tx_batch`]).
+    pub fn with_tx_batch(self, frames: usize) -> Self {
+        Capabilities {
+            tx_batch: frames,
+            ..self
+        }
+    }
+
+    /// The device lends from and sends loans of `pool` ([`Capabilities::pool`]).
+    pub fn with_pool(self, pool: PoolId) -> Self {
+        Capabilities {
+            pool: Some(pool),
+            ..self
+        }
+    }
+
     /// Whether the device raises a transmit-ready line.
     pub fn signals_tx_ready(&self) -> bool {
         self.tx_ready.is_some()
     }
 
     /// The fd whose writability is the transmit-ready line, if the line is an fd's.
-    pub fn tx_ready_fd(&self) -> Option<RawFd> {
-        match self.tx_ready {
-            Some(TxReadyLine::Writable { fd, .. }) => Some(fd),
-            Some(TxReadyLine::Modelled) | None => None,
+    pub fn tx_ready_fd(&self) -> Option<BorrowedFd<'fd>> {
+        match self.tx_ready? {
+            TxReadyLine::Writable(fd) | TxReadyLine::WakeupOnly(fd) => Some(fd),
+            TxReadyLine::Modelled => None,
         }
-    }
-
-    /// Whether the line rises on a wakeup only ([`TxReadyLine::Writable`]).
-    pub fn tx_ready_on_wakeup_only(&self) -> bool {
-        matches!(
-            self.tx_ready,
-            Some(TxReadyLine::Writable {
-                on_wakeup_only: true,
-                ..
-            })
-        )
     }
 }
 
 /// How a device raises its transmit-ready line: the kernel raises it when frames the
 /// device sent have left and it can take more.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TxReadyLine {
-    /// The writability (POLLOUT) of `fd`. Never the [`Capabilities::interrupt_fd`] itself
-    /// (a duplicate of it where one socket does both): the executor waits for it
-    /// edge-triggered, and only while interrupt work waits for this output.
-    Writable {
-        fd: RawFd,
-        /// Whether only a *wakeup* of `fd` while the poll thread sleeps (or while other
-        /// work is due) is a rise of the line: not its writability when the executor
-        /// starts waiting on it with nothing else due, nor a wakeup the thread's own sends
-        /// caused. An AF_XDP socket in copy mode polls writable whenever its tx ring is at
-        /// most half full, though the device behind it is still full, and each kick that
-        /// sends wakes it; the wakeup that matters comes when the device has taken frames.
-        /// The executor then looks without sleeping before it sleeps, and drops the line
-        /// found raised there.
-        on_wakeup_only: bool,
-    },
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum TxReadyLine<'fd> {
+    /// The writability (POLLOUT) of the fd: each wakeup that finds it writable is a rise.
+    /// Never the [`Capabilities::interrupt_fd`] itself (a duplicate of it where one socket
+    /// does both): the executor waits for it edge-triggered, and only while interrupt work
+    /// waits for this output.
+    Writable(BorrowedFd<'fd>),
+    /// The writability of the fd, of which only a *wakeup* while the executor sleeps (or
+    /// while other work is due) is a rise: not its writability when the executor starts
+    /// waiting on it with nothing else due, nor a wakeup the executor's own sends caused.
+    /// For a fd that polls writable while the device behind it is still full, and that
+    /// each kick wakes. How an executor tells those wakeups apart belongs to the device
+    /// layer (`polld_dev::tx_wakeup`).
+    WakeupOnly(BorrowedFd<'fd>),
     /// Raised by the executor from the device's model, with no fd: the simulated NIC, whose
     /// line the virtual CPU reports.
     Modelled,
@@ -226,13 +259,92 @@ pub enum TxReadyLine {
 ///
 /// A device that wraps another (middleware) implements [`Wrapper`] instead, and gets this
 /// trait from it.
+///
+/// # A minimal device
+///
+/// Frames to receive in a queue, sent frames kept, a transmit ring of four slots, and an
+/// interrupt: the readiness of a socket, whose fd [`Capabilities`] lends the executor.
+/// Everything else (transmit room, hardware drops, lending) keeps its default.
+///
+/// ```
+/// use std::collections::VecDeque;
+/// use std::os::fd::{AsFd, OwnedFd};
+/// use std::os::unix::net::UnixDatagram;
+///
+/// use polld_core::{
+///     Capabilities, Dataplane, Device, Emit, Frozen, Knobs, LinkState, PacketStage, Poller,
+///     TxFull, Verdict,
+/// };
+///
+/// struct Queue {
+///     name: String,
+///     rx: VecDeque<Vec<u8>>,
+///     tx: Vec<Vec<u8>>,
+///     interrupt: OwnedFd,
+/// }
+///
+/// impl Device for Queue {
+///     fn name(&self) -> &str {
+///         &self.name
+///     }
+///     fn capabilities(&self) -> Capabilities<'_> {
+///         Capabilities::new().with_interrupt_fd(self.interrupt.as_fd())
+///     }
+///     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
+///         let n = budget.min(self.rx.len());
+///         for mut frame in self.rx.drain(..n) {
+///             rx(&mut frame);
+///         }
+///         n
+///     }
+///     fn rx_ready(&mut self) -> bool {
+///         !self.rx.is_empty()
+///     }
+///     fn send(&mut self, frame: &[u8]) -> Result<(), TxFull> {
+///         if self.tx.len() == 4 {
+///             return Err(TxFull);
+///         }
+///         self.tx.push(frame.to_vec());
+///         Ok(())
+///     }
+///     fn flush(&mut self) {}
+///     fn check_status(&mut self) -> LinkState {
+///         LinkState::Up
+///     }
+///     fn set_interrupt(&mut self, _armed: bool) {}
+/// }
+///
+/// /// Forwards what device 0 receives to device 1.
+/// struct ToOne;
+///
+/// impl PacketStage for ToOne {
+///     fn process(&mut self, _input: usize, _frame: &mut [u8], _emit: &mut dyn Emit) -> Verdict {
+///         Verdict::Forward { out: 1 }
+///     }
+/// }
+///
+/// let queue = |name: &str, frames: usize| Queue {
+///     name: name.to_string(),
+///     rx: vec![vec![0u8; 60]; frames].into(),
+///     tx: Vec::new(),
+///     interrupt: UnixDatagram::pair().unwrap().0.into(),
+/// };
+/// let devices = vec![queue("in0", 6), queue("out1", 0)];
+/// let mut dp = Dataplane::new(Poller::new(Knobs::default()), devices, ToOne);
+/// assert!(dp.capabilities(0).interrupt_fd.is_some());
+/// // The executor found device 0's fd readable: its handler runs to completion.
+/// dp.interrupt_line(0, true);
+/// dp.step_accounted(&mut Frozen(0));
+/// assert_eq!(dp.interfaces()[1].dev().tx.len(), 4, "the output's ring took four");
+/// assert_eq!(dp.interfaces()[0].counters().forwarded, 4);
+/// ```
 pub trait Device {
     /// The interface name (`veth1`, `sim0`).
     fn name(&self) -> &str;
 
     /// What the device offers beyond its methods ([`Capabilities`]); by default nothing.
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::default()
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new()
     }
 
     /// Hands up to `budget` received frames to `rx`, in arrival order, and returns how
@@ -345,7 +457,7 @@ pub trait Wrapper {
     fn name(this: &Self) -> &str {
         this.inner().name()
     }
-    fn capabilities(this: &Self) -> Capabilities {
+    fn capabilities(this: &Self) -> Capabilities<'_> {
         this.inner().capabilities()
     }
     fn receive(this: &mut Self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
@@ -381,7 +493,7 @@ impl<W: Wrapper> Device for W {
     fn name(&self) -> &str {
         Wrapper::name(self)
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&self) -> Capabilities<'_> {
         Wrapper::capabilities(self)
     }
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

@@ -28,7 +28,8 @@ pub mod stage;
 pub mod sysctl;
 
 pub use dataplane::{
-    Clocks, Dataplane, Due, Event, IfCounters, Interface, Mode, ModeError, Step, Work,
+    Clocks, Dataplane, Due, Event, Executor, Frozen, IfCounters, Interface, Mode, ModeError, Step,
+    Work,
 };
 pub use device::{
     Capabilities, Device, HwStats, Lending, LinkState, Loan, PoolId, TxDrop, TxDrops, TxFull,

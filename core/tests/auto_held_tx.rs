@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use polld_core::{
-    Capabilities, Dataplane, Device, Emit, LinkState, Mode, PacketStage, Poller, TxFull,
+    Capabilities, Dataplane, Device, Emit, Frozen, LinkState, Mode, PacketStage, Poller, TxFull,
     TxReadyLine, Verdict,
 };
 
@@ -53,12 +53,10 @@ impl Device for Batched {
         self.name
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tx_ready: Some(TxReadyLine::Modelled),
-            tx_batch: BATCH,
-            ..Capabilities::default()
-        }
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new()
+            .with_tx_ready(TxReadyLine::Modelled)
+            .with_tx_batch(BATCH)
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
@@ -118,7 +116,7 @@ fn run_due(dp: &mut Dataplane<Batched, Forward>, now: u64) {
         dp.tx_ready_line(1, true);
     }
     while let Some(due) = dp.next_due() {
-        dp.run(due, now);
+        dp.step(due, &mut Frozen(now));
     }
 }
 

@@ -2,7 +2,9 @@
 //! its own name, only by what it grew, and conservation leaves out those the device made
 //! before handing frames up (they never reached `rx_packets`).
 
-use polld_core::{Dataplane, DropReason, Emit, HwStats, Mode, PacketStage, Poller, Verdict};
+use polld_core::{
+    Dataplane, DropReason, Emit, Frozen, HwStats, Mode, PacketStage, Poller, Verdict,
+};
 use polld_testsupport::TestDevice;
 
 /// Consumes every frame.
@@ -28,7 +30,7 @@ fn each_device_drop_folds_under_its_own_reason_and_stays_out_of_rx() {
     dp.set_mode(0, Mode::Interrupt).unwrap();
     dp.interrupt_line(0, true);
     while let Some(due) = dp.next_due() {
-        dp.run(due, 0);
+        dp.step(due, &mut Frozen(0));
     }
     dp.sync_hw_drops();
     // Totals that fall (a reopened device counts from zero again) add nothing; then growth.

@@ -4,7 +4,9 @@
 //! queue) is the copy path, and no buffer is ever lost: after each run every buffer of the
 //! pool is free again, and every frame is counted.
 
-use polld_core::{Dataplane, Device, Due, Emit, LinkState, Mode, PacketStage, Poller, Verdict};
+use polld_core::{
+    Dataplane, Device, Due, Emit, Frozen, LinkState, Mode, PacketStage, Poller, Verdict,
+};
 
 mod pool_device;
 
@@ -42,14 +44,14 @@ fn run(dp: &mut Dp) {
             dp.raise_ticks(1);
             let now = tick * 1_000_000;
             while let Some(due) = dp.next_due() {
-                dp.run(due, now);
+                dp.step(due, &mut Frozen(now));
             }
         }
     } else {
         dp.interrupt_line(0, true);
         while let Some(due) = dp.next_due() {
             assert!(!matches!(due, Due::Tick(_)));
-            dp.run(due, 0);
+            dp.step(due, &mut Frozen(0));
         }
     }
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use polld_core::{Dataplane, DropReason, LinkState, Poller};
+use polld_core::{Dataplane, DropReason, Frozen, LinkState, Poller};
 use polld_packet::{Forwarder, PacketConfig};
 use polld_testsupport::TestDevice;
 
@@ -37,7 +37,7 @@ fn fragments_count_once_and_a_refused_one_loses_the_datagram() {
     let rx = &mut dp.interface_mut(0).dev_mut().rx;
     rx.extend([from_a(&big), from_a(&padded), from_a(&plain), from_a(&big)]);
     dp.interrupt_line(0, true);
-    dp.run_accounted(0);
+    dp.step_accounted(&mut Frozen(0));
 
     let input = dp.interfaces()[0].counters();
     assert_eq!(input.rx_packets, 4);
@@ -65,7 +65,7 @@ fn fragments_for_a_link_that_is_down_are_not_sent() {
     let big = Ip::udp("10.0.1.2", "10.9.1.1", 9, 3000);
     dp.interface_mut(0).dev_mut().rx.push_back(from_a(&big));
     dp.interrupt_line(0, true);
-    dp.run_accounted(0);
+    dp.step_accounted(&mut Frozen(0));
     let input = dp.interfaces()[0].counters();
     assert_eq!(input.drops.get(DropReason::LinkDown), 1);
     assert_eq!(input.unaccounted(), 0);

@@ -21,7 +21,7 @@
 //! while the CPU has nothing else to do.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -85,7 +85,7 @@ impl IdlePoller {
     }
 
     /// The fd that turns readable when the CPU went idle: add it to the epoll set.
-    pub fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> BorrowedFd<'_> {
         self.idle.fd()
     }
 

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::num::NonZeroU64;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
@@ -46,26 +46,26 @@ impl Epoll {
         })
     }
 
-    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
-        polld_dev::sys::epoll_ctl(self.fd.as_fd(), op, fd, events, token)
+    fn add_with(&self, fd: impl AsFd, flags: epoll::EventFlags, token: u64) -> io::Result<()> {
+        epoll::add(&self.fd, fd, epoll::EventData::new_u64(token), flags)
             .map_err(|e| failed("epoll_ctl", e))
     }
 
     /// Waits for `fd` to become readable (level-triggered).
-    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, libc::EPOLLIN as u32, token)
+    pub fn add(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        self.add_with(fd, epoll::EventFlags::IN, token)
     }
 
     /// Waits for `fd` to be woken writable (edge-triggered: reported once when added if it
     /// is writable then, and after that once per wakeup that finds it writable).
-    pub fn add_writable_edge(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let events = (libc::EPOLLOUT | libc::EPOLLET) as u32;
-        self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    pub fn add_writable_edge(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        self.add_with(fd, epoll::EventFlags::OUT | epoll::EventFlags::ET, token)
     }
 
-    /// Stops waiting for `fd`. An fd already closed has left the set by itself.
-    pub fn remove(&self, fd: RawFd) {
-        let _ = self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0);
+    /// Stops waiting for `fd`. (An fd closed has left the set by itself once nothing else
+    /// holds its file.)
+    pub fn remove(&self, fd: impl AsFd) {
+        let _ = epoll::delete(&self.fd, fd);
     }
 
     /// Waits up to `timeout_ms` (-1: forever, 0: just look) and returns the tokens of
@@ -191,8 +191,8 @@ impl Timer {
         (n, now.saturating_sub(first_due))
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -254,9 +254,9 @@ impl Signals {
         read_signal(fd.as_fd())
     }
 
-    pub fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> BorrowedFd<'_> {
         match &self.source {
-            SignalSource::Signalfd(fd) => fd.as_raw_fd(),
+            SignalSource::Signalfd(fd) => fd.as_fd(),
             SignalSource::Relay(bell, _) => bell.fd(),
         }
     }

@@ -5,58 +5,16 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use polld_control::proto::{Request, Response};
-use polld_control::server::{self, EventFd};
-use polld_core::device::TxFull;
-use polld_core::{Capabilities, Dataplane, Device, LinkState, Mode, Poller};
+use polld_control::server;
+use polld_core::{Dataplane, Device, Mode, Poller};
 use polld_packet::config::PacketConfig;
 use polld_packet::Stage;
 use polld_runtime::executor::{DaemonInfo, Executor, IfInfo};
 use polld_runtime::sys::Signals;
 use polld_testsupport::eventually;
 
-/// A device whose ring is never empty, its interrupt line always raised: a flood faster
-/// than any poll thread.
-struct Flood {
-    line: EventFd,
-}
-
-impl Flood {
-    fn new() -> Flood {
-        let line = EventFd::new().unwrap();
-        line.signal();
-        Flood { line }
-    }
-}
-
-impl Device for Flood {
-    fn name(&self) -> &str {
-        "flood0"
-    }
-    fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {
-        let mut frame = [0u8; 60];
-        for _ in 0..budget {
-            rx(&mut frame);
-        }
-        budget
-    }
-    fn rx_ready(&mut self) -> bool {
-        true
-    }
-    fn send(&mut self, _frame: &[u8]) -> Result<(), TxFull> {
-        Ok(())
-    }
-    fn flush(&mut self) {}
-    fn check_status(&mut self) -> LinkState {
-        LinkState::Up
-    }
-    fn set_interrupt(&mut self, _armed: bool) {}
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            interrupt_fd: Some(self.line.fd()),
-            ..Capabilities::default()
-        }
-    }
-}
+mod common;
+use common::Burst;
 
 /// Runs an executor on one flooded interface in `mode` on a thread of its own; returns
 /// what asks it, what stops it, and what it returns when stopped (the signal and the
@@ -76,7 +34,7 @@ fn flooded(
             toml::from_str("[[interfaces]]\nname = \"flood0\"\nmac = \"02:00:00:00:00:01\"")
                 .unwrap();
         let stage = Stage::new(&config, &["flood0"]).unwrap();
-        let device: Box<dyn Device> = Box::new(Flood::new());
+        let device: Box<dyn Device> = Box::new(Burst::new("flood0", usize::MAX));
         let mut dp = Dataplane::new(Poller::default(), vec![device], stage);
         dp.set_mode(0, mode).unwrap();
         let info = vec![IfInfo {

@@ -24,7 +24,7 @@ pub struct TestDevice {
     /// What the hardware counters report (device-counted drops).
     pub hw: HwStats,
     /// What the device states it can do, read when it is registered.
-    pub capabilities: Capabilities,
+    pub capabilities: Capabilities<'static>,
 }
 
 impl TestDevice {
@@ -81,7 +81,7 @@ impl Device for TestDevice {
         self.hw
     }
 
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&self) -> Capabilities<'_> {
         self.capabilities
     }
 }

@@ -456,7 +456,11 @@ impl Sink {
             std::hint::spin_loop();
             return;
         }
-        let Some(fd) = dev.capabilities().interrupt_fd else {
+        let Some(fd) = dev
+            .capabilities()
+            .interrupt_fd
+            .map(|fd| std::os::fd::AsRawFd::as_raw_fd(&fd))
+        else {
             crate::clock::sleep_until(now_ns + NO_INTERRUPT_NAP_NS);
             return;
         };

@@ -4,7 +4,7 @@
 //! with, and the [`EventFd`] doorbell each side rings.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
@@ -23,8 +23,8 @@ impl EventFd {
         Ok(EventFd(rustix::event::eventfd(0, flags)?))
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
     }
 
     /// Makes the fd readable. The write can only fail when the counter is about to
@@ -83,7 +83,7 @@ impl AsFd for Inbox {
 impl Inbox {
     /// An eventfd that is readable while requests wait: add it to the poll thread's
     /// epoll set and call [`Inbox::answer_pending`] when it fires.
-    pub fn wake_fd(&self) -> RawFd {
+    pub fn wake_fd(&self) -> BorrowedFd<'_> {
         self.requests_wake.fd()
     }
 

@@ -5,9 +5,9 @@
 //! reports what happened — clock ticks that expired ([`Dataplane::raise_ticks`]), a look's
 //! timer ([`Dataplane::raise_look`]), interrupt
 //! lines ([`Dataplane::interrupt_line`]), transmit-ready lines
-//! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — asks
-//! [`Dataplane::next_due`] what is due, and runs it with [`Dataplane::step`], passing its
-//! clocks ([`super::step`]). The order of priorities, highest first, follows a uniprocessor FreeBSD box
+//! ([`Dataplane::tx_ready_line`]), an idle CPU ([`Dataplane::raise_idle`]) — and the
+//! loop ([`super::executor`]) asks [`Dataplane::next_due`] what is due and runs it with
+//! [`Dataplane::step`] on the executor's clocks ([`super::step`]). The order of priorities, highest first, follows a uniprocessor FreeBSD box
 //! (docs/algorithm.md: §2 the tick, §3 the poll cycle and the deferred stage between its
 //! chunks, §5 idle polling, §7 the modes):
 //!
@@ -35,10 +35,9 @@
 //!
 //! A raised interrupt line is seen as soon as the work under way returns, as a device's
 //! interrupt is taken as soon as the CPU leaves the handler it runs, and it preempts the
-//! netisr between two frames: an executor runs the batches of a running handler without
-//! reading its events (for at most [`EVENTS_EVERY_NS`]), but before any other piece
-//! ([`Due::wants_fresh_lines`]) it reads its events afresh if work ran since it last read
-//! them. So a frame that arrived meanwhile runs its handler before the input queue's next
+//! netisr between two frames: the loop runs the batches of a running handler without
+//! reading the executor's events (for at most [`EVENTS_EVERY_NS`]), but before any other
+//! piece ([`Due::wants_fresh_lines`]) it has them read afresh. So a frame that arrived meanwhile runs its handler before the input queue's next
 //! frame, which is what starves the queue under a flood in interrupt mode without
 //! fastforwarding (receive livelock, docs/algorithm.md §1): an executor that ran the queue
 //! on lines read before it would give the queue a share of the CPU the seed's kernel never
@@ -48,7 +47,7 @@ use crate::device::{Device, LinkState};
 use crate::poll::{Netisr, PollCmd, PollHandlers};
 use crate::stage::PacketStage;
 
-use super::{Dataplane, Mode, Work, BATCH};
+use super::{Dataplane, Frozen, Mode, Work, BATCH};
 
 /// The longest an executor runs interrupt work (a handler that never finds its ring empty
 /// under a flood) before it reads its events again: the tick, control requests and stop
@@ -253,10 +252,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     }
 
     /// Runs `due` at time `now` (ns of the executor's clock, which the packet stage gets
-    /// too) and returns the work done. Nothing is timed: an executor runs a piece with
-    /// [`Dataplane::step`], which times it for the `auto` window; this is for work run
-    /// without a clock (a test, [`Dataplane::run_accounted`]).
-    pub fn run(&mut self, due: Due, now: u64) -> Work {
+    /// too) and returns the work done. Nothing is timed: [`Dataplane::step`], the only
+    /// caller, does what goes around the piece.
+    pub(super) fn run(&mut self, due: Due, now: u64) -> Work {
         self.devs.stage.set_now(now);
         match due {
             Due::Tick(n) => {
@@ -348,7 +346,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             let armed = iface.interrupt_armed();
             iface.dev.set_interrupt(armed);
         }
-        self.run_accounted(now)
+        self.step_accounted(&mut Frozen(now))
     }
 
     /// At shutdown, after [`Dataplane::finish`]: kicks every output again, and says whether
@@ -362,17 +360,5 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             holding |= iface.dev.tx_room() == 0;
         }
         holding
-    }
-
-    /// Runs every piece of accounted work due now (levels 1 to 6), as in a test that
-    /// hands the dataplane some frames; returns the work done.
-    pub fn run_accounted(&mut self, now: u64) -> Work {
-        let mut total = Work::default();
-        while let Some(due) = self.next_due().filter(|d| !d.spins()) {
-            let w = self.run(due, now);
-            total.rx += w.rx;
-            total.enqueued += w.enqueued;
-        }
-        total
     }
 }

@@ -25,24 +25,32 @@
 //!
 //! # What an executor does
 //!
-//! An executor keeps only the waiting, the clock and the cost of the work; it calls:
+//! An executor keeps only the waiting, the clock and the cost of the work. It implements
+//! [`Executor`] and hands itself to [`Dataplane::drive`], the one loop every executor runs
+//! ([`executor`]); no piece of work runs but through [`Dataplane::step`]:
 //!
-//! 1. after each wait, what fired: [`Dataplane::raise_ticks`] (or
+//! 1. its wait ([`Executor::wait`]) reports what fired: [`Dataplane::raise_ticks`] (or
 //!    [`Dataplane::raise_late_ticks`]), [`Dataplane::interrupt_line`],
 //!    [`Dataplane::tx_ready_line`], [`Dataplane::raise_idle`], [`Dataplane::raise_look`],
-//!    and [`Dataplane::ran_outside`] for the time it spent on its own events;
-//! 2. [`Dataplane::next_due`], and [`Dataplane::step`] with what it returned and the
-//!    executor's [`Clocks`], until nothing is due; a [`Step`] says how long the piece took,
-//!    when the tick must come early ([`Step::repoll`]) and when to look at the devices
-//!    before the next tick ([`Step::look`]: a one-shot timer);
-//! 3. reads its events again before any piece but a running handler's next batch
-//!    ([`Due::wants_fresh_lines`]), after at most [`EVENTS_EVERY_NS`] of interrupt work,
-//!    and after one pass of spinning work ([`Due::spins`]);
-//! 4. waits on the lines that are armed ([`Dataplane::interrupt_armed`],
+//!    and [`Dataplane::ran_outside`] for the time it spent on its own events; it waits on
+//!    the lines that are armed ([`Dataplane::interrupt_armed`],
 //!    [`Dataplane::wakeup_armed`], [`Dataplane::tx_ready_armed`]), on the tick while the
 //!    [`Poller`] has handlers and is not quiet, and spins rather than sleeps while
 //!    [`Dataplane::busy_polls`];
-//! 5. at a stop, [`Dataplane::finish`].
+//! 2. the loop calls [`Dataplane::next_due`], and [`Dataplane::step`] with what it
+//!    returned on the executor's [`Clocks`], until nothing is due; it has the events read
+//!    again before any piece but a running handler's next batch
+//!    ([`Due::wants_fresh_lines`]) while a line can rise under the work, after at most
+//!    [`EVENTS_EVERY_NS`] and after one pass of spinning work ([`Due::spins`]);
+//! 3. a [`Step`] says how long the piece took ([`Executor::ran`] charges it), when the
+//!    tick must come early ([`Step::repoll`], [`Executor::tick_early`]) and when to look at
+//!    the devices before the next tick ([`Step::look`], [`Executor::look_at`]: a one-shot
+//!    timer);
+//! 4. at a stop, the executor calls [`Dataplane::finish`].
+//!
+//! What is specific to a device stays behind the device contract ([`crate::device`]): the
+//! fds an executor waits on are the device's [`crate::Capabilities`], and how a
+//! transmit-ready line rises is its [`crate::TxReadyLine`].
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
 //! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
@@ -55,12 +63,14 @@
 //! (the per-interface state machine), [`auto`] (when an `auto` interface switches),
 //! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
 //! work waiting for a full output's transmit-ready line), [`step`] (what goes around a
-//! piece of work: the `auto` window, its timing, the early tick), [`counters`] and
+//! piece of work: the `auto` window, its timing, the early tick), [`executor`] (the loop
+//! around the steps), [`counters`] and
 //! [`sysctl`] (the `kern.polling.enable`, `net.inet.ip.*` and `dev.<if>.*` tree).
 
 mod auto;
 mod counters;
 mod decision;
+pub mod executor;
 mod input_queue;
 mod modes;
 mod step;
@@ -70,14 +80,15 @@ mod tx_ready;
 
 pub use counters::IfCounters;
 pub use decision::{Due, EVENTS_EVERY_NS};
+pub use executor::Executor;
 pub use modes::{Mode, ModeError};
-pub use step::{Clocks, Step};
+pub use step::{Clocks, Frozen, Step};
 pub use sysctl::{
     interface_entry_kind, IfSettings, DEV_NODE, DROPS, ENABLE, INTERFACE_FAMILIES, IP_NODE,
     TX_DROPS,
 };
 
-use crate::device::{Capabilities, Device, HwStats, LinkState, Loan};
+use crate::device::{Capabilities, Device, HwStats, LinkState, Loan, PoolId};
 use crate::poll::{HandlerId, PollCmd, PollHandlers, Poller};
 use crate::stage::{DropReason, PacketStage};
 
@@ -162,6 +173,27 @@ pub enum Event {
     Gone { ifname: String },
 }
 
+/// What the dataplane keeps of a device's [`Capabilities`]: everything but the fds, which
+/// only an executor waits on.
+#[derive(Clone, Copy, Debug)]
+struct Facts {
+    /// It raises a transmit-ready line ([`Capabilities::signals_tx_ready`]).
+    tx_ready: bool,
+    tx_batch: usize,
+    pool: Option<PoolId>,
+}
+
+impl Facts {
+    fn of(dev: &impl Device) -> Facts {
+        let caps = dev.capabilities();
+        Facts {
+            tx_ready: caps.signals_tx_ready(),
+            tx_batch: caps.tx_batch,
+            pool: caps.pool,
+        }
+    }
+}
+
 /// Everything but the scheduler: the scheduler calls into this as its handlers.
 struct Devices<D, S> {
     ifs: Vec<Interface<D>>,
@@ -170,9 +202,9 @@ struct Devices<D, S> {
     fastforwarding: bool,
     queue: InputQueue,
     tx: TxStaging,
-    /// Per interface: its device's [`Capabilities`], read at start and after each status
-    /// check (where a wrapper may swap in a new device).
-    caps: Vec<Capabilities>,
+    /// Per interface: what the dataplane uses of its device's [`Capabilities`], read at
+    /// start and after each status check (where a wrapper may swap in a new device).
+    caps: Vec<Facts>,
     /// Per interface: `Some(frames it accepted)` since it was given frames to send,
     /// until its next flush ([`Devices::flush_waiting`]).
     unflushed: Vec<Option<usize>>,
@@ -246,7 +278,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         self.fold_hw_drops(i);
         let state = self.ifs[i].dev.check_status();
         // A device is swapped for a new one only at a status check (a reopen).
-        self.caps[i] = self.ifs[i].dev.capabilities();
+        self.caps[i] = Facts::of(&self.ifs[i].dev);
         if state == self.links[i] {
             return;
         }
@@ -340,7 +372,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A dataplane over `devices`, all in interrupt mode with interrupts armed.
     pub fn new(poller: Poller, devices: Vec<D>, stage: S) -> Dataplane<D, S> {
         let links = vec![LinkState::Up; devices.len()];
-        let caps = devices.iter().map(Device::capabilities).collect();
+        let caps = devices.iter().map(Facts::of).collect();
         let unflushed = vec![None; devices.len()];
         let output_full = vec![false; devices.len()];
         let ifs = devices
@@ -403,10 +435,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn link(&self, i: usize) -> LinkState {
         self.devs.links[i]
     }
-    /// Interface `i`'s device's [`Capabilities`], as read at registration or after its
-    /// last status check.
-    pub fn capabilities(&self, i: usize) -> &Capabilities {
-        &self.devs.caps[i]
+    /// Interface `i`'s device's [`Capabilities`], its fds borrowed from the device.
+    pub fn capabilities(&self, i: usize) -> Capabilities<'_> {
+        self.devs.ifs[i].dev.capabilities()
     }
     /// Frames waiting in the IP input queue.
     pub fn queue_len(&self) -> usize {

@@ -9,8 +9,9 @@
 //! `Pollmore` that closes a cycle kicks the outputs the cycle filled before it closes, so
 //! that the kick (on AF_XDP in copy mode, the driver's whole transmit) is timed as part of
 //! the cycle the controller meters. The executor lends it its clocks and its cost charging
-//! ([`Clocks`]); the real poll thread times the piece on the monotonic clock, the
-//! simulator's virtual CPU charges its costs on virtual time.
+//! ([`Clocks`]), through the loop ([`super::executor`]); the real poll thread times the
+//! piece on the monotonic clock, the simulator's virtual CPU charges its costs on virtual
+//! time.
 
 use crate::device::Device;
 use crate::stage::PacketStage;
@@ -36,11 +37,29 @@ pub trait Clocks {
     fn charge(&mut self, _work: Work) {}
 }
 
+/// A clock that stands at one instant, on a thread that uses no CPU: for stepping what is
+/// due where time does not matter (a test that hands the dataplane frames,
+/// [`Dataplane::finish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frozen(pub u64);
+
+impl Clocks for Frozen {
+    fn now(&mut self) -> u64 {
+        self.0
+    }
+
+    fn cpu_ns(&mut self) -> u64 {
+        0
+    }
+}
+
 /// What one step ran, for the executor's time accounts and its tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
     /// The work done.
     pub work: Work,
+    /// The executor's clock when the piece began, its wakeup included.
+    pub start: u64,
     /// The executor's clock when the piece ended.
     pub end: u64,
     /// How long the piece took on the executor's clock, its wakeup left out: what the
@@ -92,11 +111,25 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         };
         Step {
             work,
+            start,
             end,
             ns,
             repoll,
             look,
         }
+    }
+
+    /// Steps every piece of accounted work due now (levels 1 to 6 of [`Dataplane::next_due`])
+    /// on `clocks`, as a test that hands the dataplane some frames does; returns the work
+    /// done.
+    pub fn step_accounted(&mut self, clocks: &mut impl Clocks) -> Work {
+        let mut total = Work::default();
+        while let Some(due) = self.next_due().filter(|d| !d.spins()) {
+            let w = self.step(due, clocks).work;
+            total.rx += w.rx;
+            total.enqueued += w.enqueued;
+        }
+        total
     }
 
     /// Whether a `Pollmore` at `now` closes the poll cycle while outputs wait for their

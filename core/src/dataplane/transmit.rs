@@ -7,10 +7,10 @@
 //! and a loan the output refuses goes back to its lender, counted as `tx_ring_full`
 //! like a refused copy. Either way every loan is settled before the batch ends.
 
-use crate::device::{Capabilities, Device, HwStats, LinkState, Loan, TxDrop, TxFull};
+use crate::device::{Device, HwStats, LinkState, Loan, TxDrop, TxFull};
 use crate::stage::{DropReason, Emit, PacketStage, Verdict};
 
-use super::{Dataplane, Devices, IfCounters, Interface};
+use super::{Dataplane, Devices, Facts, IfCounters, Interface};
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A frame a user process sends on interface `i` (the simulator's traffic generator),
@@ -121,7 +121,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     pub(super) fn fullest_output_besides(
         &mut self,
         i: usize,
-        counts: impl Fn(&Capabilities) -> bool,
+        counts: impl Fn(&Facts) -> bool,
     ) -> Option<(usize, usize)> {
         let mut fullest: Option<(usize, usize)> = None;
         for (j, iface) in self.ifs.iter_mut().enumerate() {
@@ -136,7 +136,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     }
 
     /// Sends the staged frames. An output is flushed once a kick's worth of frames
-    /// ([`Capabilities::tx_batch`]) waits on it; the rest wait for [`Devices::flush_waiting`].
+    /// ([`crate::Capabilities::tx_batch`]) waits on it; the rest wait for [`Devices::flush_waiting`].
     pub(super) fn transmit(&mut self) {
         if self.tx.frames.is_empty() {
             return;
@@ -272,7 +272,7 @@ pub(super) fn apply(
     rx: Received<'_>,
     counters: &mut IfCounters,
     links: &[LinkState],
-    caps: &[Capabilities],
+    caps: &[Facts],
     tx: &mut TxStaging,
 ) -> bool {
     let Received { input, frame, loan } = rx;

@@ -8,10 +8,10 @@
 //! paid for it.
 //!
 //! Now interrupt work takes at most what the fullest output that raises a transmit-ready
-//! line ([`Capabilities::signals_tx_ready`]) can take. When that output can take nothing, the
+//! line ([`crate::Capabilities::signals_tx_ready`]) can take. When that output can take nothing, the
 //! work stops: its frames stay in the input's ring, the input's interrupt is masked, and
 //! the input waits for that output's line (the executor watches the output's
-//! [`Capabilities::tx_ready_fd`] for POLLOUT; the simulated NIC raises it once its transmit ring
+//! [`crate::Capabilities::tx_ready_fd`] for POLLOUT; the simulated NIC raises it once its transmit ring
 //! has drained to half). When the line rises ([`super::Due::TxReady`]) the output is
 //! flushed, so the frames it held go out, and the work resumes where it stopped: the
 //! handler runs again, the adaptive task is queued again. An output whose link goes down
@@ -31,7 +31,7 @@
 //! shared buffer would. Outputs without a line (a TAP, whose writes do not block) are not
 //! waited for: a frame one refuses is dropped and counted as `tx_ring_full`, as before.
 
-use crate::device::{Capabilities, Device, LinkState};
+use crate::device::{Device, LinkState};
 use crate::stage::PacketStage;
 
 use super::{Dataplane, Devices, Mode};
@@ -45,7 +45,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         if !self.fastforwarding {
             return Some(budget);
         }
-        match self.fullest_output_besides(i, Capabilities::signals_tx_ready) {
+        match self.fullest_output_besides(i, |f| f.tx_ready) {
             Some((out, 0)) => {
                 self.wait_for_tx(i, out);
                 None
@@ -59,7 +59,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
     /// next cycle waits for it. Taken, so that it is asked of the devices only once.
     pub(super) fn full_output_with_line(&mut self) -> Option<usize> {
         let out = self.full_out.take()?;
-        self.caps[out].signals_tx_ready().then_some(out)
+        self.caps[out].tx_ready.then_some(out)
     }
 
     /// Stops interface `i`'s interrupt work until output `out` raises its line.

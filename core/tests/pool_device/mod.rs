@@ -104,10 +104,11 @@ impl Device for PoolDevice {
     fn name(&self) -> &str {
         &self.name
     }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            pool: self.lends.then(|| self.pool.borrow().id),
-            ..Capabilities::default()
+    fn capabilities(&self) -> Capabilities<'_> {
+        let caps = Capabilities::new();
+        match self.lends {
+            true => caps.with_pool(self.pool.borrow().id),
+            false => caps,
         }
     }
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

@@ -20,7 +20,7 @@
 //!
 //! Run as root: `cargo run --release -p polld-dev --example tap_rates -- [--secs 2] [--runs 3] [--cpu 1] [--sender-cpu 0]`
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,7 +203,11 @@ fn main() {
         .unwrap_or_else(|e| panic!("{e}"));
     ns.ip(&["link", "set", TAP, "txqueuelen", "1000", "up"])
         .expect("bring the TAP up");
-    let fd = tap.capabilities().interrupt_fd.expect("a TAP has an fd");
+    let fd = tap
+        .capabilities()
+        .interrupt_fd
+        .expect("a TAP has an fd")
+        .as_raw_fd();
 
     let stop = Arc::new(AtomicBool::new(false));
     let sender = {

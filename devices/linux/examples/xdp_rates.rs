@@ -132,13 +132,14 @@ fn main() {
                 received += n as u64;
                 if n == 0 && blocking {
                     dev.set_interrupt(true);
-                    let mut pfd = libc::pollfd {
-                        fd: dev.capabilities().interrupt_fd.unwrap(),
-                        events: libc::POLLIN,
-                        revents: 0,
+                    let timeout = rustix::event::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 100_000_000,
                     };
-                    // SAFETY: poll writes only the revents of the one pollfd we own.
-                    unsafe { libc::poll(&mut pfd, 1, 100) };
+                    let caps = dev.capabilities();
+                    let fd = caps.interrupt_fd.unwrap();
+                    let mut pfd = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+                    let _ = rustix::event::poll(&mut pfd, Some(&timeout));
                     dev.set_interrupt(false);
                     wakeups += 1;
                 }

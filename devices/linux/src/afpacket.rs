@@ -40,7 +40,7 @@
 
 use std::io;
 use std::mem::size_of;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 
 use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrops, TxFull, TxReadyLine};
@@ -294,16 +294,11 @@ impl Device for AfPacket {
     /// `check_status`. The transmit-ready line is the transmit socket: writable once at
     /// most half its send buffer is held. The batch: one `sendmmsg` takes all of it; `send`
     /// refuses a frame beyond it only while the kernel pushes back.
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            interrupt_fd: Some(self.rx.fd()),
-            tx_ready: Some(TxReadyLine::Writable {
-                fd: self.tx_socket.as_raw_fd(),
-                on_wakeup_only: false,
-            }),
-            tx_batch: self.tx.capacity(),
-            pool: None,
-        }
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new()
+            .with_interrupt_fd(self.rx.socket())
+            .with_tx_ready(TxReadyLine::Writable(self.tx_socket.as_fd()))
+            .with_tx_batch(self.tx.capacity())
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

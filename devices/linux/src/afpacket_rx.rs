@@ -8,7 +8,7 @@
 //! resumed by the next `receive` from where it stopped.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::afpacket::{bind_packet_socket, packet_socket, AfPacketConfig, RingMapping};
@@ -117,10 +117,6 @@ impl RxRing {
     /// The index of the interface the ring is bound to.
     pub(crate) fn ifindex(&self) -> u32 {
         self.ifindex
-    }
-
-    pub(crate) fn fd(&self) -> RawFd {
-        self.socket.as_raw_fd()
     }
 
     pub(crate) fn socket(&self) -> BorrowedFd<'_> {

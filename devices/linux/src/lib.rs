@@ -20,4 +20,5 @@ pub mod netns;
 mod prefetch;
 pub mod sys;
 pub mod tap;
+pub mod tx_wakeup;
 pub mod xdp;

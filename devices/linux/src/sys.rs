@@ -1,6 +1,6 @@
 //! The system calls polld makes that rustix does not offer safely, each behind one safe
 //! function: scheduling policies, blocked signals read through a signalfd, a stop flag set
-//! by SIGINT and SIGTERM, epoll_ctl and poll on the descriptors devices hand out by number,
+//! by SIGINT and SIGTERM, poll on a descriptor a device hands out by number,
 //! the socket options of the socket and packet levels, and the hooks that run in a child
 //! between fork and exec. Every crate but this one forbids unsafe code and makes its system
 //! calls through rustix or through this module.
@@ -21,23 +21,9 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// `epoll_ctl(epoll, op, fd)` with `events` and `token` as the event's data. The Device
-/// trait hands out its descriptors by number (`RawFd`), which rustix cannot take safely;
-/// the kernel refuses a number that is not open.
-pub fn epoll_ctl(
-    epoll: BorrowedFd<'_>,
-    op: libc::c_int,
-    fd: RawFd,
-    events: u32,
-    token: u64,
-) -> io::Result<()> {
-    let mut event = libc::epoll_event { events, u64: token };
-    // SAFETY: `event` is valid for the call; the kernel validates `fd`.
-    check(unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, fd, &mut event) }).map(drop)
-}
-
 /// Waits up to `timeout_ms` for `fd` to become readable (a signal or the timeout just
-/// ends the wait). Like [`epoll_ctl`], it takes a device's descriptor by number.
+/// ends the wait). It takes a device's descriptor by number, for a caller that must use
+/// the device mutably while it waits; the kernel reports a number that is not open.
 pub fn poll_readable(fd: RawFd, timeout_ms: i32) {
     let mut pfd = libc::pollfd {
         fd,

@@ -29,7 +29,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use polld_core::device::{Capabilities, Device, HwStats, LinkState, TxDrop, TxDrops, TxFull};
@@ -248,11 +248,8 @@ impl Device for Tap {
 
     /// The interrupt is the TUN fd's readability; no transmit-ready line (its writes do
     /// not block).
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            interrupt_fd: Some(self.attached.tun.as_raw_fd()),
-            ..Capabilities::default()
-        }
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::new().with_interrupt_fd(self.attached.tun.as_fd())
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

@@ -283,7 +283,7 @@ fn receive_ring_overflow_is_counted_in_hw_stats() {
 /// Whether the device's interrupt fd reports an error (EPOLLERR) right now.
 fn poll_error(device: &impl Device) -> bool {
     let mut pollfd = libc::pollfd {
-        fd: device.capabilities().interrupt_fd.unwrap(),
+        fd: std::os::fd::AsRawFd::as_raw_fd(&device.capabilities().interrupt_fd.unwrap()),
         events: libc::POLLIN,
         revents: 0,
     };

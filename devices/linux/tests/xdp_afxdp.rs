@@ -158,12 +158,9 @@ fn readable(fd: BorrowedFd<'_>, timeout: Duration) -> bool {
 
 /// The device's interrupt descriptor, borrowed from it.
 fn interrupt_fd(dev: &AfXdp) -> BorrowedFd<'_> {
-    let fd = dev
-        .capabilities()
+    dev.capabilities()
         .interrupt_fd
-        .expect("AF_XDP has an interrupt fd");
-    // SAFETY: the device owns the descriptor and keeps it open while it is borrowed.
-    unsafe { BorrowedFd::borrow_raw(fd) }
+        .expect("AF_XDP has an interrupt fd")
 }
 
 /// Calls `check` until it returns true or `TIMEOUT` passes.

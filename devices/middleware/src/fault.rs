@@ -131,11 +131,10 @@ impl<D: Device> Wrapper for FaultInjector<D> {
     }
 
     /// The inner device's, but for its pool: the injector forwards by copy (below).
-    fn capabilities(this: &Self) -> Capabilities {
-        Capabilities {
-            pool: None,
-            ..this.inner.capabilities()
-        }
+    fn capabilities(this: &Self) -> Capabilities<'_> {
+        let mut caps = this.inner.capabilities();
+        caps.pool = None;
+        caps
     }
 
     /// None: a lent frame would skip the faults, and a duplicate has no buffer of its own

@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 
-use polld_core::{Dataplane, Device, Emit, IfCounters, PacketStage, Poller, PoolId, Verdict};
+use polld_core::{
+    Dataplane, Device, Emit, Frozen, IfCounters, PacketStage, Poller, PoolId, Verdict,
+};
 use polld_middleware::{FaultConfig, FaultInjector, PcapWriter};
 
 mod common;
@@ -56,7 +58,7 @@ fn forward<D: Device>(
 ) -> (Dataplane<D, Router>, [IfCounters; 2]) {
     wire_in(dp.interface_mut(0).dev_mut()).extend((0..10).map(|k| vec![64, k as u8, 0, 0]));
     dp.interrupt_line(0, true);
-    dp.run_accounted(0);
+    dp.step_accounted(&mut Frozen(0));
     let counters = [0, 1].map(|i| dp.interfaces()[i].counters());
     (dp, counters)
 }

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 
 use polld_core::{
-    Dataplane, Device, DropReason, Emit, IfCounters, PacketStage, Poller, TxDrop, Verdict,
+    Dataplane, Device, DropReason, Emit, Frozen, IfCounters, PacketStage, Poller, TxDrop, Verdict,
 };
 use polld_middleware::{FaultConfig, FaultInjector, PcapWriter};
 use polld_sim::{Arrivals, NicConfig, SimNic};
@@ -38,7 +38,7 @@ fn nic(name: &str, clock: &Rc<Cell<u64>>) -> SimNic {
 /// Runs interface 0's interrupt handler until its ring is empty.
 fn handle<D: Device>(dp: &mut Dataplane<D, ToOne>) {
     dp.interrupt_line(0, true);
-    dp.run_accounted(0);
+    dp.step_accounted(&mut Frozen(0));
     dp.sync_hw_drops();
 }
 

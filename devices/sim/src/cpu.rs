@@ -14,8 +14,11 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use polld_core::dataplane::EVENTS_EVERY_NS;
-use polld_core::{Clocks, Dataplane, Due, Emit, PacketStage, Poller, Verdict, Work};
+use std::ops::ControlFlow;
+
+use polld_core::{
+    Clocks, Dataplane, Due, Emit, Executor, PacketStage, Poller, Step, Verdict, Work,
+};
 
 use crate::nic::{Clock, SimNic};
 
@@ -131,9 +134,7 @@ pub struct Sim {
     dp: Dataplane<SimNic, SimStage>,
     costs: CpuCosts,
     user: UserTask,
-    next_tick: u64,
-    /// When the look a cycle armed is due ([`polld_core::dataplane::Step::look`]).
-    next_look: Option<u64>,
+    timers: Timers,
     pub split: CpuSplit,
     /// Frames the user generator sent.
     pub generated: u64,
@@ -141,8 +142,6 @@ pub struct Sim {
     pub gen_blocked: u64,
     /// Ticks delivered.
     pub ticks: u64,
-    /// When the interrupt lines were last read (ns).
-    lines_read_at: u64,
     /// The device work as the executor's clock times it, around each piece of work (what
     /// a step tells the `auto` window, `Step::ns`): without the wakeups before them.
     pub timed_ns: u64,
@@ -178,13 +177,11 @@ impl Sim {
             clock,
             costs,
             user,
-            next_tick: 0,
-            next_look: None,
+            timers: Timers::default(),
             split: CpuSplit::default(),
             generated: 0,
             gen_blocked: 0,
             ticks: 0,
-            lines_read_at: 0,
             timed_ns: 0,
         }
     }
@@ -202,174 +199,108 @@ impl Sim {
         self.dp.interfaces()[i].dev()
     }
 
-    fn tick_ns(&self) -> u64 {
-        self.dp.poller().tick_period_ns()
-    }
-
-    fn charge(&self, ns: u64) {
-        self.clock.set(self.clock.get() + ns);
-    }
-
-    /// Runs until virtual time `end` (ns).
+    /// Runs until virtual time `end` (ns): the dataplane's loop ([`Dataplane::drive`]) on
+    /// this CPU.
     pub fn run_until(&mut self, end: u64) {
-        while self.now() < end {
-            let start = self.now();
-            let bucket = self.step(end);
-            let spent = self.now() - start;
-            *match bucket {
-                Bucket::Intr => &mut self.split.intr_ns,
-                Bucket::Kernel => &mut self.split.kernel_ns,
-                Bucket::Busy => &mut self.split.busy_ns,
-                Bucket::User => &mut self.split.user_ns,
-                Bucket::IdlePoll => &mut self.split.idle_poll_ns,
-                Bucket::Idle => &mut self.split.idle_ns,
-            } += spent;
-        }
-        self.dp.sync_hw_drops();
-    }
-
-    /// Reports the clock and the interrupt lines to the dataplane, runs the work it says
-    /// is most urgent (or the user task, or nothing), charges its cost and says whose time
-    /// it was.
-    fn step(&mut self, end: u64) -> Bucket {
-        let now = self.now();
-        for i in 0..self.dp.interfaces().len() {
-            self.dp.interface_mut(i).dev_mut().advance();
-        }
-        if now >= self.next_tick {
-            let tick = self.tick_ns();
-            let n = (now - self.next_tick) / tick + 1;
-            self.next_tick += n * tick;
-            // Quiet polling has stopped its tick: the clock passes unseen.
-            if !self.dp.poller().state().quiet {
-                self.ticks += n;
-                self.dp.raise_ticks(n as u32);
-            }
-        }
-        if self.next_look.is_some_and(|at| now >= at) {
-            self.next_look = None;
-            self.dp.raise_look();
-        }
-        // As the real executor reads its events: before every piece of work but a running
-        // handler's next batch, and after a slice of interrupt work.
-        let slice_over = now.saturating_sub(self.lines_read_at) >= EVENTS_EVERY_NS;
-        if slice_over || self.dp.next_due().is_none_or(Due::wants_fresh_lines) {
-            self.read_lines();
-            self.lines_read_at = now;
-        }
-        let mut due = self.dp.next_due();
-        if due.is_none() || due == Some(Due::IdlePoll) {
-            let user = self.user;
-            match user {
-                UserTask::Spin => {
-                    self.idle_until(end, QUANTUM_NS);
-                    return Bucket::User;
-                }
-                UserTask::Generator { nic } if self.generate(nic) => return Bucket::User,
-                // A blocked generator sleeps until its ring has room.
-                _ => {}
-            }
-            self.dp.raise_idle();
-            due = self.dp.next_due();
-        }
-        let Some(due) = due else {
-            self.idle_until(end, u64::MAX);
-            return Bucket::Idle;
-        };
-        let mut clocks = VirtualClocks {
+        let mut cpu = Cpu {
             clock: &self.clock,
             costs: self.costs,
-            device_ns: self.split.device_ns(),
+            user: self.user,
+            end,
+            timers: &mut self.timers,
+            split: &mut self.split,
+            generated: &mut self.generated,
+            gen_blocked: &mut self.gen_blocked,
+            ticks: &mut self.ticks,
+            timed_ns: &mut self.timed_ns,
         };
-        let step = self.dp.step(due, &mut clocks);
-        let work = step.work;
-        self.timed_ns += step.ns;
-        match due {
-            Due::Tick(_) | Due::Look | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
-            Due::TxReady(o) => {
-                // The transmit-complete interrupt's own work: reclaiming the descriptors.
-                self.dp.interface_mut(o).dev_mut().tx_interrupt();
-                Bucket::Intr
-            }
-            Due::Interrupt(i) => {
-                if self.nic(i).tx_completions() > 0 && self.dp.interrupt_armed(i) {
-                    self.dp.interface_mut(i).dev_mut().tx_interrupt();
-                }
-                Bucket::Intr
-            }
-            Due::Task(_) | Due::PollChunk | Due::InputQueue => Bucket::Kernel,
-            Due::Pollmore => {
-                // As the executor does: the tick moves earlier, and the grid with it.
-                if let Some(at) = step.repoll {
-                    self.next_tick = self.next_tick.min(at);
-                }
-                // A look is a one-shot timer beside the tick.
-                if let Some(at) = step.look {
-                    self.next_look = Some(at);
-                }
-                Bucket::Kernel
-            }
-            Due::Busy(_) => {
-                if work.rx == 0 {
-                    self.idle_until(end, 1_000);
-                }
-                Bucket::Busy
-            }
-            Due::IdlePoll => {
-                if work.rx == 0 {
-                    self.idle_until(end, QUANTUM_NS);
-                }
-                Bucket::IdlePoll
-            }
-        }
+        self.dp.drive(&mut cpu);
+        self.dp.sync_hw_drops();
+    }
+}
+
+/// The virtual CPU while it runs: the simulation's clock, timers and accounts, lent to the
+/// dataplane's loop.
+struct Cpu<'a> {
+    clock: &'a Clock,
+    costs: CpuCosts,
+    user: UserTask,
+    /// Where the run ends.
+    end: u64,
+    timers: &'a mut Timers,
+    split: &'a mut CpuSplit,
+    generated: &'a mut u64,
+    gen_blocked: &'a mut u64,
+    ticks: &'a mut u64,
+    timed_ns: &'a mut u64,
+}
+
+type SimDataplane = Dataplane<SimNic, SimStage>;
+
+impl Cpu<'_> {
+    /// Adds the time since `start` to `bucket`'s share.
+    fn spent(&mut self, bucket: Bucket, start: u64) {
+        *match bucket {
+            Bucket::Intr => &mut self.split.intr_ns,
+            Bucket::Kernel => &mut self.split.kernel_ns,
+            Bucket::Busy => &mut self.split.busy_ns,
+            Bucket::User => &mut self.split.user_ns,
+            Bucket::IdlePoll => &mut self.split.idle_poll_ns,
+            Bucket::Idle => &mut self.split.idle_ns,
+        } += self.now() - start;
     }
 
     /// Reports the devices' interrupt and transmit-ready lines as they are now.
-    fn read_lines(&mut self) {
-        for i in 0..self.dp.interfaces().len() {
+    fn read_lines(&mut self, dp: &mut SimDataplane) {
+        for i in 0..dp.interfaces().len() {
+            let nic = dp.interfaces()[i].dev();
             // A quiet poller unmasks the device's interrupt for its wakeup.
-            let raised = if self.dp.wakeup_armed(i) {
-                self.nic(i).rx_backlog() > 0
+            let raised = if dp.wakeup_armed(i) {
+                nic.rx_backlog() > 0
             } else {
-                self.nic(i).interrupt_asserted()
+                nic.interrupt_asserted()
             };
-            self.dp.interrupt_line(i, raised);
-            self.dp.tx_ready_line(i, self.nic(i).tx_writable());
+            let writable = nic.tx_writable();
+            dp.interrupt_line(i, raised);
+            dp.tx_ready_line(i, writable);
         }
     }
 
     /// The generator builds and sends one frame; false if it is blocked on a full ring
     /// (counted in `gen_blocked`).
-    fn generate(&mut self, nic: usize) -> bool {
+    fn generate(&mut self, dp: &mut SimDataplane, nic: usize) -> bool {
         let frame = [0u8; 60];
-        self.charge(self.costs.gen_ns);
-        match self.dp.send_from_user(nic, &frame) {
+        self.clock.set(self.now() + self.costs.gen_ns);
+        match dp.send_from_user(nic, &frame) {
             Ok(()) => {
-                self.generated += 1;
+                *self.generated += 1;
                 true
             }
             Err(_) => {
                 // The frame's cost was spent in vain: take it back, the process blocks.
                 self.clock.set(self.now() - self.costs.gen_ns);
-                self.gen_blocked += 1;
+                *self.gen_blocked += 1;
                 false
             }
         }
     }
 
-    /// Lets time pass until the next event (a tick, an arrival, a departure), at most
-    /// `cap` ns and not past `end`.
-    fn idle_until(&mut self, end: u64, cap: u64) {
+    /// Lets time pass until the next event (a tick, a look, an arrival, a departure), at
+    /// most `cap` ns and not past the end of the run.
+    fn idle_until(&mut self, dp: &SimDataplane, cap: u64) {
         let now = self.now();
-        let next_nic = (0..self.dp.interfaces().len())
-            .map(|i| self.nic(i).next_event())
+        let next_nic = dp
+            .interfaces()
+            .iter()
+            .map(|i| i.dev().next_event())
             .min()
             .unwrap_or(u64::MAX);
         let target = self
+            .timers
             .next_tick
-            .min(self.next_look.unwrap_or(u64::MAX))
+            .min(self.timers.next_look.unwrap_or(u64::MAX))
             .min(next_nic)
-            .min(end)
+            .min(self.end)
             .min(now.saturating_add(cap));
         self.clock.set(target.max(now + 1));
     }
@@ -378,19 +309,13 @@ impl Sim {
 /// The virtual CPU's clocks as a step sees them: its device work stands for the poll
 /// thread's CPU clock, a wakeup is charged before the work (where the real executor's clock
 /// does not see it), and queueing a frame is charged after it.
-struct VirtualClocks<'a> {
-    clock: &'a Clock,
-    costs: CpuCosts,
-    device_ns: u64,
-}
-
-impl Clocks for VirtualClocks<'_> {
+impl Clocks for Cpu<'_> {
     fn now(&mut self) -> u64 {
         self.clock.get()
     }
 
     fn cpu_ns(&mut self) -> u64 {
-        self.device_ns
+        self.split.device_ns()
     }
 
     fn wake(&mut self, due: Due, start: u64) -> u64 {
@@ -408,6 +333,126 @@ impl Clocks for VirtualClocks<'_> {
         self.clock
             .set(self.clock.get() + work.enqueued * self.costs.enqueue_ns);
     }
+}
+
+impl Executor<SimNic, SimStage> for Cpu<'_> {
+    type Stop = ();
+
+    /// The hardware between two pieces: the devices' models move on to now, the clock
+    /// ticks (unseen while quiet polling has stopped the tick) and a look's timer fires.
+    fn between(&mut self, dp: &mut SimDataplane) -> ControlFlow<()> {
+        let now = self.now();
+        if now >= self.end {
+            return ControlFlow::Break(());
+        }
+        for i in 0..dp.interfaces().len() {
+            dp.interface_mut(i).dev_mut().advance();
+        }
+        let timers = &mut *self.timers;
+        if now >= timers.next_tick {
+            let tick = dp.poller().tick_period_ns();
+            let n = (now - timers.next_tick) / tick + 1;
+            timers.next_tick += n * tick;
+            if !dp.poller().state().quiet {
+                *self.ticks += n;
+                dp.raise_ticks(n as u32);
+            }
+        }
+        if timers.next_look.is_some_and(|at| now >= at) {
+            timers.next_look = None;
+            dp.raise_look();
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Reads the lines; with nothing but an idle-poll pass due, the user task runs (a
+    /// quantum of spinning, one generated frame), and if it has nothing to do the CPU is
+    /// idle: the idle poller may run, or time passes to the next event.
+    fn wait(&mut self, dp: &mut SimDataplane, _worked: bool) -> ControlFlow<(), bool> {
+        self.read_lines(dp);
+        if !dp.next_due().is_none_or(|due| due == Due::IdlePoll) {
+            return ControlFlow::Continue(true);
+        }
+        let start = self.now();
+        let user = self.user;
+        match user {
+            UserTask::Spin => {
+                self.idle_until(dp, QUANTUM_NS);
+                self.spent(Bucket::User, start);
+                return ControlFlow::Continue(false);
+            }
+            UserTask::Generator { nic } if self.generate(dp, nic) => {
+                self.spent(Bucket::User, start);
+                return ControlFlow::Continue(false);
+            }
+            // A blocked generator sleeps until its ring has room.
+            _ => {}
+        }
+        dp.raise_idle();
+        if dp.next_due().is_none() {
+            self.idle_until(dp, u64::MAX);
+            self.spent(Bucket::Idle, start);
+        }
+        ControlFlow::Continue(true)
+    }
+
+    /// A simulated device raises its lines whatever the CPU runs.
+    fn waits_on_lines(&self, _dp: &SimDataplane) -> bool {
+        true
+    }
+
+    fn ran(&mut self, dp: &mut SimDataplane, due: Due, step: &Step) -> ControlFlow<()> {
+        *self.timed_ns += step.ns;
+        let bucket = match due {
+            Due::Tick(_) | Due::Look | Due::QuietWakeup(_) | Due::Handler(_) => Bucket::Intr,
+            Due::TxReady(o) => {
+                // The transmit-complete interrupt's own work: reclaiming the descriptors.
+                dp.interface_mut(o).dev_mut().tx_interrupt();
+                Bucket::Intr
+            }
+            Due::Interrupt(i) => {
+                if dp.interfaces()[i].dev().tx_completions() > 0 && dp.interrupt_armed(i) {
+                    dp.interface_mut(i).dev_mut().tx_interrupt();
+                }
+                Bucket::Intr
+            }
+            Due::Task(_) | Due::PollChunk | Due::InputQueue | Due::Pollmore => Bucket::Kernel,
+            Due::Busy(_) => {
+                if step.work.rx == 0 {
+                    self.idle_until(dp, 1_000);
+                }
+                Bucket::Busy
+            }
+            Due::IdlePoll => {
+                if step.work.rx == 0 {
+                    self.idle_until(dp, QUANTUM_NS);
+                }
+                Bucket::IdlePoll
+            }
+        };
+        self.spent(bucket, step.start);
+        ControlFlow::Continue(())
+    }
+
+    /// The tick moves earlier, and the grid with it.
+    fn tick_early(&mut self, at: u64, _now: u64) -> ControlFlow<()> {
+        self.timers.next_tick = self.timers.next_tick.min(at);
+        ControlFlow::Continue(())
+    }
+
+    fn look_at(&mut self, at: u64, _now: u64) -> ControlFlow<()> {
+        self.timers.next_look = Some(at);
+        ControlFlow::Continue(())
+    }
+}
+
+/// The virtual CPU's timers: the tick's grid and a one-shot look.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timers {
+    /// When the next tick is due.
+    next_tick: u64,
+    /// When the look a cycle armed is due ([`Step::look`]).
+    next_look: Option<u64>,
 }
 
 enum Bucket {

@@ -416,11 +416,11 @@ impl Device for SimNic {
 
     /// No fd: its interrupt and, with `tx_ready_line`, its transmit-ready line
     /// ([`SimNic::tx_writable`]) are reported by the virtual CPU.
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            tx_ready: self.cfg.tx_ready_line.then_some(TxReadyLine::Modelled),
-            tx_batch: self.cfg.tx_batch.unwrap_or(usize::MAX),
-            ..Capabilities::default()
+    fn capabilities(&self) -> Capabilities<'_> {
+        let caps = Capabilities::new().with_tx_batch(self.cfg.tx_batch.unwrap_or(usize::MAX));
+        match self.cfg.tx_ready_line {
+            true => caps.with_tx_ready(TxReadyLine::Modelled),
+            false => caps,
         }
     }
 

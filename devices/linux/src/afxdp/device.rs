@@ -1,7 +1,7 @@
 //! An AF_XDP socket as a polld [`Device`]: receive, send, flush, the status check, its
 //! capabilities (interrupt, transmit-ready line, kick size, pool).
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 use polld_core::{Capabilities, Device, HwStats, Lending, LinkState, TxFull, TxReadyLine};
 
@@ -57,16 +57,17 @@ impl Device for AfXdp {
     /// the socket polls writable while its tx ring is at most half full, which in copy mode
     /// says nothing about the device (see the module's header). The batch is what one kick
     /// sends, so that each `sendto` carries a full budget. The pool, on a shared UMEM.
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            interrupt_fd: Some(self.socket.as_raw_fd()),
-            tx_ready: (!self.zero_copy).then(|| TxReadyLine::Writable {
-                fd: self.tx_ready_fd.as_raw_fd(),
-                on_wakeup_only: true,
-            }),
-            tx_batch: KICK_BUDGET,
-            pool: self.frames.shared.then_some(self.frames.pool),
+    fn capabilities(&self) -> Capabilities<'_> {
+        let mut caps = Capabilities::new()
+            .with_interrupt_fd(self.socket_fd())
+            .with_tx_batch(KICK_BUDGET);
+        if !self.zero_copy {
+            caps = caps.with_tx_ready(TxReadyLine::WakeupOnly(self.tx_ready_fd.as_fd()));
         }
+        if self.frames.shared {
+            caps = caps.with_pool(self.frames.pool);
+        }
+        caps
     }
 
     fn receive(&mut self, budget: usize, rx: &mut dyn FnMut(&mut [u8])) -> usize {

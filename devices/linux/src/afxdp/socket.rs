@@ -283,7 +283,7 @@ impl AfXdp {
         Ok((rx, tx, fill_completion, socket))
     }
 
-    fn socket_fd(&self) -> BorrowedFd<'_> {
+    pub(super) fn socket_fd(&self) -> BorrowedFd<'_> {
         socket_fd(&self.socket)
     }
 }
