@@ -22,6 +22,7 @@ pub mod check;
 pub mod config;
 pub mod daemon;
 pub mod device_irqs;
+pub mod error;
 pub mod executor;
 pub mod idle;
 pub mod lateness;

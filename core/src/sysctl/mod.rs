@@ -26,8 +26,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::knobs::{parse_int, within, KnobError};
-use crate::poll::SysctlEntry;
+mod error;
+
+pub use error::{in_range, parse_int, within, KnobError};
 
 /// What an entry is, for people and for Prometheus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,6 +267,16 @@ impl Reading {
     pub fn name(&self) -> String {
         format!("{}.{}", self.node, self.leaf)
     }
+}
+
+/// One entry as text, as `polld ctl -a` lists it: full name, value, description, and
+/// whether it can be written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SysctlEntry {
+    pub name: String,
+    pub value: String,
+    pub descr: String,
+    pub writable: bool,
 }
 
 impl From<Reading> for SysctlEntry {
