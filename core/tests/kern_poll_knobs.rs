@@ -1,7 +1,10 @@
 //! Knob writes (docs/algorithm.md §9, behaviour 11): FreeBSD's ranges and refusals, and
 //! every consequence of a write, knob by knob (`polld_core::poll::knob_write`).
 
-use polld_core::{KnobError, Knobs, Poller};
+use std::sync::{Arc, Mutex};
+
+use polld_core::poll::KnobHook;
+use polld_core::{HandlerId, KnobError, Knobs, PollCmd, PollHandlers, Poller};
 
 // 11. Sysctl validation, with FreeBSD's ranges and the burst_max/each_burst quirk.
 #[test]
@@ -77,4 +80,114 @@ fn knob_writes_are_validated_like_freebsd() {
         "{err}"
     );
     assert_eq!(p.knobs().hz, 20000);
+}
+
+/// A poller on `knobs` with one handler whose ring always holds more than a chunk.
+fn flooded(knobs: Knobs) -> Poller {
+    let mut p = Poller::new(knobs);
+    p.register(0).unwrap();
+    p
+}
+
+struct Flood;
+
+impl PollHandlers for Flood {
+    fn poll(&mut self, _id: HandlerId, _cmd: PollCmd, count: u32) -> u32 {
+        count
+    }
+}
+
+struct Empty;
+
+impl PollHandlers for Empty {
+    fn poll(&mut self, _id: HandlerId, _cmd: PollCmd, _count: u32) -> u32 {
+        0
+    }
+}
+
+/// One tick at `now` and its whole cycle, each chunk taking no time.
+fn tick(p: &mut Poller, now: u64, h: &mut dyn PollHandlers) {
+    p.hardclock(now, 1);
+    while p.netisr_poll(now, h) {
+        p.netisr_pollmore(now);
+    }
+}
+
+#[test]
+fn a_burst_max_write_clamps_the_burst_and_lowers_each_burst_past_it() {
+    let mut p = flooded(Knobs::freebsd());
+    for t in 0..40 {
+        tick(&mut p, t * 1_000_000, &mut Flood);
+    }
+    assert!(p.state().burst > 20, "{:?}", p.state());
+    p.set_knob("kern.polling.burst_max", "20").unwrap();
+    assert_eq!(p.state().burst, 20);
+    // each_burst (5) is within the new ceiling: kept.
+    assert_eq!(p.knobs().each_burst, 5);
+    p.set_knob("kern.polling.each_burst", "20").unwrap();
+    p.set_knob("kern.polling.burst_max", "15").unwrap();
+    assert_eq!(
+        p.knobs().each_burst,
+        10,
+        "FreeBSD's quirk: MIN_POLL_BURST_MAX"
+    );
+}
+
+#[test]
+fn a_clock_or_controller_write_starts_the_tick_at_the_knobs_period() {
+    let slowed = || {
+        let mut p = flooded(Knobs::default());
+        for t in 0..20 {
+            tick(&mut p, t * 1_000_000, &mut Flood);
+            // A tick that costs the thread 0.9 ms: far more than the share.
+            p.note_tick_cpu(900_000, 1, true);
+        }
+        assert!(p.state().stride > 1, "{:?}", p.state());
+        p
+    };
+    let mut p = slowed();
+    let stride = p.state().stride;
+    p.set_knob("kern.polling.hz", "1000").unwrap();
+    assert_eq!(p.state().stride, stride, "the same hz: nothing to restart");
+    p.set_knob("kern.polling.hz", "500").unwrap();
+    assert_eq!(p.state().stride, 1);
+    let mut p = slowed();
+    p.set_knob("kern.polling.controller", "classic").unwrap();
+    assert_eq!(p.state().stride, 1);
+}
+
+#[test]
+fn any_write_ends_a_quiet_spell_and_an_idle_poll_write_wakes_the_idle_poller() {
+    let mut p = flooded(Knobs::default());
+    p.set_knob("kern.polling.quiet_cycles", "3").unwrap();
+    for t in 0..3 {
+        tick(&mut p, t * 1_000_000, &mut Empty);
+    }
+    assert!(p.state().quiet);
+    p.set_knob("kern.polling.user_frac", "40").unwrap();
+    assert!(!p.state().quiet);
+    assert!(p.state().idlepoll_sleeping);
+    p.set_knob("kern.polling.idle_poll", "1").unwrap();
+    assert!(!p.state().idlepoll_sleeping && p.idle_poll_wanted());
+    p.set_knob("kern.polling.idle_poll", "0").unwrap();
+    assert!(p.state().idlepoll_sleeping);
+}
+
+#[test]
+fn the_hook_sees_every_write_that_changed_the_knobs_with_all_its_consequences() {
+    let seen: Arc<Mutex<Vec<Knobs>>> = Arc::default();
+    let mut p = Poller::new(Knobs::default());
+    let log = seen.clone();
+    p.on_knob_write(KnobHook::new(move |k: &Knobs| {
+        log.lock().unwrap().push(k.clone())
+    }));
+    p.set_knob("kern.polling.burst_max", "40").unwrap();
+    p.set_knob("kern.polling.burst_max", "40").unwrap(); // unchanged: not told
+    assert!(p.set_knob("kern.polling.hz", "50").is_err()); // refused: not told
+    p.set_knob("hz", "500").unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!((seen[0].burst_max, seen[0].each_burst), (40, 10));
+    assert_eq!(seen[1].hz, 500);
+    assert_eq!(&seen[1], p.knobs());
 }
