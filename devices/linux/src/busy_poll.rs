@@ -315,6 +315,16 @@ impl BusyPoll {
         }
     }
 
+    /// The busy-polling options of the socket it serves, as the kernel reports them;
+    /// `None` without a socket.
+    pub fn socket_options(&self) -> Option<io::Result<SocketBusyPoll>> {
+        let state = self.lock();
+        state
+            .socket
+            .as_ref()
+            .map(|s| socket_options(s.fd.as_raw_fd()))
+    }
+
     /// Serves AF_XDP socket `fd`, bound to `queue` of `ifname` (`ifindex`), from now on.
     /// Called in the device's namespace: the netdev socket and the sysfs check are of
     /// that namespace. Never fails the socket: without busy polling polld still polls the

@@ -32,6 +32,9 @@ pub(crate) mod report;
 pub(crate) mod services;
 pub(crate) mod umem;
 
+#[cfg(test)]
+mod knob_paths;
+
 pub use crate::error::RunError;
 
 use dataplane::open_dataplane;
