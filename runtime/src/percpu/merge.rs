@@ -4,7 +4,7 @@
 //! listed as `dev.<if>.queue<N>.*`, the threads' own entries as `polld.percpu.N.*`.
 
 use polld_control::daemon::daemon_entry;
-use polld_core::dataplane::IP_NODE;
+use polld_core::dataplane::{DEV_NODE, IP_NODE};
 use polld_core::ifpoll::per_cpu_name;
 use polld_core::{Interface, LinkState, SysctlEntry};
 
@@ -39,8 +39,8 @@ pub fn merge(per_cpu: &[CpuEntries]) -> Vec<SysctlEntry> {
     for (k, (cpu, mine, entries)) in per_cpu.iter().enumerate() {
         for e in entries {
             let queue = mine.iter().find_map(|(i, q)| {
-                let leaf = e.name.strip_prefix(&format!("dev.{i}."))?;
-                Some(format!("dev.{}.{leaf}", queue_name(i, *q)))
+                let leaf = e.name.strip_prefix(&format!("{DEV_NODE}.{i}."))?;
+                Some(format!("{DEV_NODE}.{}.{leaf}", queue_name(i, *q)))
             });
             if let Some(name) = &queue {
                 // A view of one queue: writes go to `dev.<if>.*`, which reaches every queue.
