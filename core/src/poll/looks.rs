@@ -62,7 +62,7 @@ impl Poller {
 
     /// After a cycle at light traffic that left every ring empty at `now`: arms a look at
     /// the next of the `looks` points evenly spaced between the last tick and the next,
-    /// if one more cycle like it fits there ([`Poller::one_more_fits`]).
+    /// if one more cycle like it fits there (`one_more_fits`).
     pub(super) fn arm_look(&mut self, now: u64) {
         let looks = u64::from(self.knobs.looks);
         let gap = self.tick_ns() / (looks + 1);
@@ -83,7 +83,7 @@ impl Poller {
 
     /// The look's timer fired at `now`: a cycle starts, owing nothing to the clock, if the
     /// look still belongs to this tick, no cycle is under way, and one more cycle like the
-    /// last still fits ([`Poller::one_more_fits`]). Returns whether a cycle was scheduled.
+    /// last still fits (`one_more_fits`). Returns whether a cycle was scheduled.
     pub fn look(&mut self, now: u64) -> bool {
         let current = self.look_tick.take() == Some(self.last_tick);
         if !current || self.table.is_empty() || self.state.phase != 0 || !self.one_more_fits(now) {

@@ -6,7 +6,7 @@
 //!
 //! Contracts: a cycle's budget is the devices' share of a tick (`100 - user_frac`
 //! percent) less the poll thread's own cost per tick, and never less than a tenth of the
-//! share; the tick stretches to `stride` periods of `hz` (1..=[`MAX_STRIDE`]) only under
+//! share; the tick stretches to `stride` periods of `hz` (1 to `MAX_STRIDE`) only under
 //! this controller and only while every interface polls.
 
 use crate::knobs::Controller;

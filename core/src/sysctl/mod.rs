@@ -7,9 +7,9 @@
 //! goes up and down), how to read it, for a knob how to validate and store a write, and
 //! how `/metrics` serves it ([`Metric`]). Two macros write them, so that a name is
 //! written once:
-//! - [`sysctl_struct!`] declares a struct whose fields are entries, each field with its
+//! - [`crate::sysctl_struct!`] declares a struct whose fields are entries, each field with its
 //!   default and its oid on one line;
-//! - [`sysctl_oids!`] declares entries computed from a value (a table's length, a view of
+//! - [`crate::sysctl_oids!`] declares entries computed from a value (a table's length, a view of
 //!   other state, a time account), and for a node of fixed name a module of their full
 //!   names (`polld.work_ns`), the constants the tools read them by.
 //!
@@ -18,7 +18,7 @@
 //!
 //! Oids name an entry relative to a *node*, never absolutely: the same table hangs under
 //! `kern.polling`, under `net.ifpoll.0.rx`, or under `dev.veth1`, so per-interface and
-//! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write`]),
+//! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write()`]),
 //! the control socket's typed snapshot ([`Reading`]), the Prometheus names and types and
 //! `polld ctl --save` all go through these declarations.
 
