@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use polld_core::dataplane::DEV_NODE;
 use polld_core::sysctl::{read, Metric};
 use polld_core::{sysctl_oids, Kind, Reading, SysctlEntry, Value};
 
@@ -172,14 +173,17 @@ pub const DEVICE_INTERRUPTS_PER_S: &str = "device_interrupts_per_s";
 /// `polld.percpu.N.<leaf>`: poll thread N's copy of the per-thread entry `polld.<leaf>`
 /// (`[daemon] cpus`).
 pub fn per_cpu(cpu: usize, entry: &str) -> String {
-    let leaf = entry.trim_start_matches("polld.");
-    format!("polld.percpu.{cpu}.{leaf}")
+    let node = daemon_entry::NODE;
+    let leaf = entry.trim_start_matches(&format!("{node}."));
+    format!("{node}.percpu.{cpu}.{leaf}")
 }
 
 /// The CPU and the `polld.<leaf>` entry a `polld.percpu.N.<leaf>` name is a copy of.
 pub fn split_per_cpu(name: &str) -> Option<(usize, String)> {
-    let (cpu, leaf) = name.strip_prefix("polld.percpu.")?.split_once('.')?;
-    Some((cpu.parse().ok()?, format!("polld.{leaf}")))
+    let node = daemon_entry::NODE;
+    let rest = name.strip_prefix(node)?.strip_prefix(".percpu.")?;
+    let (cpu, leaf) = rest.split_once('.')?;
+    Some((cpu.parse().ok()?, format!("{node}.{leaf}")))
 }
 
 /// How `/metrics` serves the daemon's entry `polld.<leaf>`, as declared.
@@ -201,7 +205,7 @@ impl DaemonStatus {
             allowed: None,
         });
         let device = self.device_interrupts.iter().flat_map(|(name, irqs)| {
-            let node = format!("dev.{name}");
+            let node = format!("{DEV_NODE}.{name}");
             let vectors = irqs.vectors.join(", ");
             let total = Reading {
                 node: node.clone(),

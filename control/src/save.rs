@@ -27,7 +27,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use polld_core::dataplane::{IfSettings, ENABLE};
+use polld_core::dataplane::{IfSettings, DEV_NODE, ENABLE};
 use polld_core::knobs::PROFILE_KEY;
 use polld_core::poll::NODE;
 use polld_core::{Kind, Poller, Profile, Reading, SysctlEntry};
@@ -146,7 +146,11 @@ impl Running {
             if name == ENABLE {
                 continue;
             }
-            match r.node.strip_prefix("dev.") {
+            match r
+                .node
+                .strip_prefix(DEV_NODE)
+                .and_then(|n| n.strip_prefix('.'))
+            {
                 Some(ifname) if r.leaf == IfSettings::MODE.name => {
                     running.modes.push((ifname.into(), value))
                 }

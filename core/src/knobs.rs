@@ -2,7 +2,9 @@
 //!
 //! Validation happens here, at the boundary, as in the sysctl handlers of `kern_poll.c`: a
 //! write FreeBSD would reject with EINVAL is rejected with a [`KnobError`] that names the
-//! knob, the value and the allowed range, and changes nothing.
+//! knob, the value and the allowed range, and changes nothing. A write goes through
+//! [`crate::Poller::set_knob`], whose handler for the knob applies every consequence of
+//! it ([`crate::poll::knob_write`]).
 //!
 //! # Defaults and profiles
 //!
@@ -16,11 +18,12 @@
 //! the config's `[knobs]`, gives `kern_poll.c`'s defaults ([`Knobs::freebsd`]); knob writes
 //! (the config's other `[knobs]` lines, `polld ctl`) apply over the profile.
 
-use std::fmt;
-
-use crate::poll::NODE;
-use crate::sysctl::{write, Value, Write};
+pub use crate::sysctl::{in_range, parse_int, within, KnobError};
+use crate::sysctl::{Value, Write};
 use crate::{sysctl_oids, sysctl_struct};
+
+/// The node the scheduler's knobs and other entries hang under.
+pub const NODE: &str = "kern.polling";
 
 /// `burst_max` bounds (FreeBSD's `MIN_POLL_BURST_MAX`, and `MAX_POLL_BURST_MAX` of the
 /// later trees, which raised it from 1000 to 20000).
@@ -30,8 +33,8 @@ pub const MAX_POLL_BURST_MAX: u32 = 20_000;
 pub const MIN_HZ: u32 = 100;
 pub const MAX_HZ: u32 = 20_000;
 
-/// Default `kern.polling.quiet_cycles`: 100 empty cycles, 100 ms at hz=1000. On the
-/// development VM a bare 1000 Hz timer wakeup alone costs 2.3 % of a core.
+/// Default `kern.polling.quiet_cycles`: 100 empty cycles, 100 ms at hz=1000; after that
+/// an idle box takes no timer wakeups (what one costs: docs/algorithm.md §10).
 pub const DEFAULT_QUIET_CYCLES: u32 = 100;
 /// Upper bound of `kern.polling.quiet_cycles`.
 pub const MAX_QUIET_CYCLES: u32 = 1_000_000;
@@ -53,8 +56,8 @@ pub const MAX_IDLE_WAKEUPS: u32 = 1_000_000;
 pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
 
 /// Default `kern.polling.auto_window_ticks`: `auto` judges overload over 4 ticks (4 ms at
-/// hz=1000). With 1 tick, `scripts/auto.sh` saw one switch to polling at 10 kpps in ten
-/// rounds: a single late batch filled one 1-ms window.
+/// hz=1000), so that a single late batch of frames, which can fill a window of one tick,
+/// does not switch an interface to polling (docs/algorithm.md §10).
 pub const DEFAULT_AUTO_WINDOW_TICKS: u32 = 4;
 
 /// FreeBSD's `burst_max` default (`kern_poll.c`), sized for 100 Mbit cards: at hz 1000 it
@@ -120,20 +123,16 @@ sysctl_struct! {
         /// `kern.polling.burst_max`: ceiling of `burst`, packets per interface a tick.
         /// Default the highest FreeBSD allows, [`MAX_POLL_BURST_MAX`] (FreeBSD's default:
         /// [`FREEBSD_BURST_MAX`]): FreeBSD's caps polling at `hz * burst_max`, 150 kpps,
-        /// below what one CPU forwards today; on the TAP testbed under a flood polling
-        /// then forwarded 150 kpps where interrupt mode forwarded 406, and a CPU-bound
-        /// competitor got 55/58/86 % of the CPU at user_frac 10/50/90, the CPU polld
-        /// left idle. At 20000 (20 Mpps at hz 1000) what limits polling is `user_frac`.
+        /// below what one CPU forwards today, so that under a flood the cap, not
+        /// `user_frac`, sets both the rate and the CPU left to other work
+        /// (docs/algorithm.md §10 has the run). At 20000 (20 Mpps at hz 1000) what limits
+        /// polling is `user_frac`.
         burst_max: u32 = MAX_POLL_BURST_MAX, BURST_MAX: Knob "Max Polling burst size",
             Write::Int {
                 range: |_| (MIN_POLL_BURST_MAX.into(), MAX_POLL_BURST_MAX.into()),
-                store: |k, v| {
-                    k.burst_max = v as u32;
-                    // The quirk: each_burst falls back to MIN_POLL_BURST_MAX, not burst_max.
-                    if k.each_burst > k.burst_max {
-                        k.each_burst = MIN_POLL_BURST_MAX;
-                    }
-                },
+                // Its consequences (FreeBSD's each_burst quirk, the burst clamp):
+                // `Poller::set_knob`.
+                store: |k, v| k.burst_max = v as u32,
             };
         /// `kern.polling.each_burst`: packets per handler call. Default 50 (FreeBSD's:
         /// [`FREEBSD_EACH_BURST`]; DragonFly's later ifpoll moved to 50 as well): the
@@ -150,9 +149,8 @@ sysctl_struct! {
         /// frames within the last tick (at most `looks` cycles in a row found none since
         /// one did), and left the tick's `100 - user_frac` share room for one more like
         /// it, the poller looks again at the next of `looks` points evenly spaced between
-        /// two ticks (a timer, no device interrupt). So a frame waits at most `1/((looks + 1) * hz)` while
-        /// traffic is light, where it waited a tick: at 10 kpps on the TAP testbed the
-        /// tick's wait alone was 990 µs at p99 of polling's 1/hz + 100 µs bound. Under a
+        /// two ticks (a timer, no device interrupt). So a frame waits at most
+        /// `1/((looks + 1) * hz)` while traffic is light, where it waited a tick. Under a
         /// flood the budget runs out first, and a device idle for a tick moves no frames:
         /// neither looks. 0: FreeBSD's, polls at the ticks only.
         looks: u32 = DEFAULT_LOOKS, LOOKS: Knob
@@ -301,112 +299,7 @@ sysctl_oids! {
     }
 }
 
-/// Why a knob write was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KnobError {
-    /// No such knob.
-    Unknown { name: String },
-    /// The knob can be read but not written.
-    ReadOnly { name: String },
-    /// Not a number (or not one of the allowed words).
-    NotANumber {
-        name: String,
-        value: String,
-        expected: String,
-    },
-    /// Out of range.
-    Invalid {
-        name: String,
-        value: String,
-        allowed: String,
-    },
-}
-
-impl fmt::Display for KnobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KnobError::Unknown { name } => write!(
-                f,
-                "unknown oid '{name}': list the knobs with `polld ctl -a`"
-            ),
-            KnobError::ReadOnly { name } => {
-                write!(f, "oid '{name}' is read only; nothing changed")
-            }
-            KnobError::NotANumber {
-                name,
-                value,
-                expected,
-            } => write!(
-                f,
-                "{name}: invalid value '{value}', expected {expected}; nothing changed"
-            ),
-            KnobError::Invalid {
-                name,
-                value,
-                allowed,
-            } => write!(
-                f,
-                "{name}: {value} is out of range (allowed {allowed}); nothing changed"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for KnobError {}
-
 /// Why `kern.polling.poll_in_trap` takes only 0 in polld.
 pub const POLL_IN_TRAP_REFUSAL: &str = "0 only: FreeBSD polled on every trap and system call \
     entry, which the kernel takes and a user-space poller cannot hook; for lower latency on \
     a partly idle CPU use kern.polling.idle_poll=1";
-
-/// Parses an integer knob value, naming the knob on failure.
-pub fn parse_int(name: &str, value: &str) -> Result<i64, KnobError> {
-    value
-        .trim()
-        .parse::<i64>()
-        .map_err(|_| KnobError::NotANumber {
-            name: name.to_string(),
-            value: value.to_string(),
-            expected: "an integer".to_string(),
-        })
-}
-
-/// Checks `lo..=hi`, returning the value or an error naming the knob and the range.
-pub fn within(name: &str, v: i64, lo: i64, hi: i64) -> Result<i64, KnobError> {
-    if v < lo || v > hi {
-        return Err(KnobError::Invalid {
-            name: name.to_string(),
-            value: v.to_string(),
-            allowed: format!("{lo}..{hi}"),
-        });
-    }
-    Ok(v)
-}
-
-/// [`within`] for a u32 knob (every bound passed is within u32).
-pub fn in_range(name: &str, v: i64, lo: i64, hi: i64) -> Result<u32, KnobError> {
-    within(name, v, lo, hi).map(|v| v as u32)
-}
-
-impl Knobs {
-    /// Writes `kern.polling.<name>` (the short or the full name) with FreeBSD's
-    /// validation, as its declaration says. Cross-knob side effects on the knobs
-    /// themselves (the burst_max / each_burst quirk) are in the declaration; effects on
-    /// scheduler state in [`crate::Poller`].
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), KnobError> {
-        let short = name
-            .strip_prefix(NODE)
-            .and_then(|rest| rest.strip_prefix('.'))
-            .unwrap_or(name);
-        let full = format!("{NODE}.{short}");
-        let written = write(NODE, self, Knobs::OIDS, &full, value)
-            .or_else(|| write(NODE, self, &Knobs::FIXED_OIDS, &full, value));
-        match written {
-            Some(result) => result,
-            None if crate::Poller::is_declared(&full) => Err(KnobError::ReadOnly { name: full }),
-            None => Err(KnobError::Unknown {
-                name: name.to_string(),
-            }),
-        }
-    }
-}

@@ -7,11 +7,13 @@
 //! control-loop behaviour is driven exactly on virtual time (see `polld-sim`) as well as by
 //! the real poller thread.
 //!
-//! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling;
+//! - [`poll`]: the tick hook, poll cycles, burst control, registration, idle polling, and
+//!   one handler per knob write with all its consequences;
 //! - [`ifpoll`]: DragonFly's per-CPU polling: which CPU polls which interface, `net.ifpoll.N.*`;
 //! - [`knobs`]: the `kern.polling.*` knobs, each declared once;
 //! - [`sysctl`]: the declaration of a sysctl entry (name, kind, default, validation) that
-//!   listing, writing, the control socket's snapshot, metrics and `--save` all read;
+//!   listing, writing, the control socket's snapshot, metrics and `--save` all read, and
+//!   why a write is refused ([`KnobError`]);
 //! - [`device`]: the [`Device`] trait every backend implements;
 //! - [`rng`]: a seeded generator for simulated arrivals and fault injection;
 //! - [`stage`]: what happens to a received frame ([`PacketStage`], [`Verdict`], drop reasons).

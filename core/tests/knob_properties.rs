@@ -1,13 +1,23 @@
-//! Random sequences of knob writes, interleaved with poll cycles, keep the invariants of
-//! docs/algorithm.md §9 behaviour 11; a rejected write changes nothing.
+//! Random sequences of knob writes, interleaved with poll cycles, keep the invariant chain
+//! stated at the top of `core/src/poll/mod.rs` after every write and every cycle; a
+//! refused write changes nothing.
 
-use polld_core::{PollCmd, PollHandlers, Poller};
+use polld_core::knobs::{MAX_HZ, MAX_LOOKS, MAX_POLL_BURST_MAX, MIN_HZ, MIN_POLL_BURST_MAX};
+use polld_core::{Controller, PollCmd, PollHandlers, Poller};
 use proptest::prelude::*;
 
-struct Busy;
-impl PollHandlers for Busy {
+/// Takes its whole count (`Busy`) or nothing (empty rings), by the cycle.
+struct Rings {
+    busy: bool,
+}
+
+impl PollHandlers for Rings {
     fn poll(&mut self, _: usize, _: PollCmd, count: u32) -> u32 {
-        count
+        if self.busy {
+            count
+        } else {
+            0
+        }
     }
 }
 
@@ -18,8 +28,13 @@ fn knob() -> impl Strategy<Value = (&'static str, String)> {
         "each_burst",
         "reg_frac",
         "auto_window_ticks",
+        "auto_empty_polls",
         "idle_poll",
+        "idle_wakeups",
+        "quiet_cycles",
+        "looks",
         "hz",
+        "poll_in_trap",
         "burst",
         "phase",
         "controller",
@@ -28,6 +43,7 @@ fn knob() -> impl Strategy<Value = (&'static str, String)> {
     ]);
     let values = prop_oneof![
         (-5i64..25_000).prop_map(|v| v.to_string()),
+        (0i64..12).prop_map(|v| v.to_string()),
         Just("time".to_string()),
         Just("classic".to_string()),
         Just("x".to_string()),
@@ -35,33 +51,47 @@ fn knob() -> impl Strategy<Value = (&'static str, String)> {
     (names, values)
 }
 
+/// The invariant chain of `core/src/poll/mod.rs`.
+fn chain(p: &Poller) -> Result<(), TestCaseError> {
+    let (k, s) = (p.knobs(), p.state());
+    prop_assert!((MIN_POLL_BURST_MAX..=MAX_POLL_BURST_MAX).contains(&k.burst_max));
+    prop_assert!(1 <= k.each_burst && k.each_burst <= k.burst_max, "{k:?}");
+    prop_assert!(1 <= s.burst && s.burst <= k.burst_max, "{k:?} {s:?}");
+    prop_assert!((MIN_HZ..=MAX_HZ).contains(&k.hz));
+    prop_assert!(1 <= k.reg_frac && k.reg_frac <= k.hz);
+    prop_assert!(1 <= k.auto_window_ticks && k.auto_window_ticks <= k.hz);
+    prop_assert!(k.user_frac <= 99);
+    prop_assert!(k.looks <= MAX_LOOKS);
+    prop_assert!(1 <= s.stride && s.stride <= 4, "{s:?}");
+    prop_assert!(k.controller == Controller::Time || s.stride == 1, "{s:?}");
+    prop_assert!(s.phase <= 6);
+    prop_assert!(!s.quiet || k.quiet_cycles > 0);
+    prop_assert!(k.idle_poll != 0 || s.idlepoll_sleeping);
+    Ok(())
+}
+
 proptest! {
     #[test]
-    fn knob_writes_keep_the_invariants(ops in prop::collection::vec((knob(), 0u64..3_000), 1..60)) {
+    fn knob_writes_keep_the_invariant_chain(
+        ops in prop::collection::vec((knob(), 0u64..3_000, any::<bool>(), 0u64..2_000_000), 1..60)
+    ) {
         let mut p = Poller::default();
         p.register(0).unwrap();
         let mut now = 0;
-        for ((name, value), elapsed) in ops {
+        for ((name, value), elapsed, busy, thread_cpu) in ops {
             let before = p.knobs().clone();
             if p.set_knob(name, &value).is_err() {
                 prop_assert_eq!(p.knobs(), &before);
             }
+            chain(&p)?;
             p.hardclock(now, 1);
-            while p.netisr_poll(now, &mut Busy) {
+            while p.netisr_poll(now, &mut Rings { busy }) {
                 now += elapsed;
                 p.netisr_pollmore(now);
             }
-            now += 1_000_000;
-            let (k, s) = (p.knobs(), p.state());
-            prop_assert!((10..=20_000).contains(&k.burst_max));
-            prop_assert!(1 <= k.each_burst && k.each_burst <= k.burst_max);
-            prop_assert!(1 <= s.burst && s.burst <= k.burst_max);
-            prop_assert!(k.user_frac <= 99);
-            prop_assert!(1 <= k.reg_frac && k.reg_frac <= k.hz);
-            prop_assert!(1 <= k.auto_window_ticks && k.auto_window_ticks <= k.hz);
-            prop_assert!((100..=20_000).contains(&k.hz));
-            prop_assert!(s.phase <= 6);
-            prop_assert!(s.residual_burst <= k.burst_max);
+            p.note_tick_cpu(thread_cpu, 1, true);
+            chain(&p)?;
+            now += p.tick_period_ns();
         }
     }
 }

@@ -18,7 +18,9 @@ use polld_core::{Device, LinkState, TxFull};
 
 use crate::caps;
 use crate::config::{self, Backend, RunConfig};
-use crate::daemon::{self, RunError};
+use crate::daemon::dataplane::build_dataplane;
+use crate::daemon::privileges::needed_caps;
+use crate::error::RunError;
 use crate::sys;
 
 /// What `--check` verified and what it could not.
@@ -55,7 +57,7 @@ impl Device for Unopened {
 /// The checks `run` makes before opening anything; see the module doc.
 pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
     let mut report = CheckReport::default();
-    let needed = daemon::needed_caps(config);
+    let needed = needed_caps(config);
     caps::require(&needed).map_err(RunError::Privileges)?;
     let mut names: Vec<&str> = needed.iter().map(|(c, _)| c.name()).collect();
     names.sort();
@@ -228,7 +230,7 @@ pub fn dataplanes(config: &RunConfig) -> Result<HashMap<String, String>, RunErro
             .iter()
             .map(|d| Unopened(d.name.clone()))
             .collect();
-        defaults.extend(daemon::build_dataplane(part, devices)?.1);
+        defaults.extend(build_dataplane(part, devices, None)?.1);
     }
     Ok(defaults)
 }

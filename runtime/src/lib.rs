@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: the TOML file, validated, with errors at file:line;
 //! - [`daemon`]: set-up in privilege order, then the executor, then the final counters;
+//! - [`error`]: why `polld run` could not start or stopped;
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`lateness`]: how late the tick timer wakes the poll thread;
@@ -22,6 +23,7 @@ pub mod check;
 pub mod config;
 pub mod daemon;
 pub mod device_irqs;
+pub mod error;
 pub mod executor;
 pub mod idle;
 pub mod lateness;

@@ -19,7 +19,8 @@ use polld_dev::busy_poll::BusyPoll;
 use polld_middleware::reopen::Opened;
 
 use crate::config::{DeviceConfig, RunConfig};
-use crate::daemon;
+use crate::daemon::busy_poll::busy_poll_of;
+use crate::daemon::open::{namespace_of, open_queues};
 use crate::rx_work::RxOwner;
 
 /// The queues of one interface, opened once for every poll thread that polls one.
@@ -39,8 +40,8 @@ impl QueueGroup {
         if let Some(queue) = ready.get_mut(k).and_then(Option::take) {
             return Ok(queue);
         }
-        let netns = daemon::namespace_of(&self.device).map_err(|e| e.to_string())?;
-        *ready = daemon::open_queues(&self.device, netns, &self.busy)?
+        let netns = namespace_of(&self.device).map_err(|e| e.to_string())?;
+        *ready = open_queues(&self.device, netns, &self.busy)?
             .into_iter()
             .map(Some)
             .collect();
@@ -58,7 +59,6 @@ pub(crate) struct QueueGroups(HashMap<usize, Arc<QueueGroup>>);
 impl QueueGroups {
     /// A group, with nothing opened yet, for each interface of `config` that has queues.
     pub(crate) fn of_config(config: &RunConfig) -> QueueGroups {
-        let knobs = daemon::configured_knobs(config);
         QueueGroups(
             config
                 .devices
@@ -67,7 +67,7 @@ impl QueueGroups {
                 .map(|d| {
                     let group = QueueGroup {
                         device: d.clone(),
-                        busy: daemon::busy_poll_of(config, &knobs),
+                        busy: busy_poll_of(config),
                         ready: Mutex::new(Vec::new()),
                     };
                     (d.entry, Arc::new(group))

@@ -38,14 +38,14 @@ pub fn declared_entries() -> Vec<Reading> {
 /// What each node is, in the order the page lists them.
 const NODES: [(&str, &str); 4] = [
     (
-        "kern.polling",
+        polld_core::poll::NODE,
         "The scheduler: FreeBSD's `kern.polling.*` under its names and rules, and polld's \
          own additions. With `[daemon] cpus`, `net.ifpoll.N.*` holds CPU N's copy of each \
          (`net.ifpoll.N.pollhz` is its `hz`, `net.ifpoll.N.rx.*` the rest); writing \
          `kern.polling.*` writes every CPU's.",
     ),
     (
-        "net.inet.ip",
+        polld_core::dataplane::IP_NODE,
         "The packet stage (the IPv4 router): its switches and its counters.",
     ),
     (
@@ -55,7 +55,7 @@ const NODES: [(&str, &str); 4] = [
          `dev.IF.queueN.*`, of which `dev.IF.*` are the sums.",
     ),
     (
-        "polld",
+        polld_control::daemon::daemon_entry::NODE,
         "The daemon's own: the poll thread, its CPU split and the kernel's receive work \
          (read-only). With `[daemon] cpus`, `polld.percpu.N.*` holds each poll thread's.",
     ),

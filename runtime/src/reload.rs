@@ -135,7 +135,7 @@ fn reload(current: &mut RunConfig, socket: &Path) {
 /// The writes that make the running daemon match `new`: each running interface's mode,
 /// each knob `current` set that `new` does not, back to its default, then `new`'s knobs
 /// in file order.
-fn assignments(
+pub(crate) fn assignments(
     current: &RunConfig,
     new: &RunConfig,
     defaults: &HashMap<String, String>,
@@ -174,6 +174,9 @@ fn needs_restart(current: &RunConfig, new: &RunConfig) -> Vec<&'static str> {
     }
     if current.daemon != new.daemon {
         changed.push("[daemon]");
+    }
+    if current.profile != new.profile {
+        changed.push("[knobs] profile");
     }
     changed
 }

@@ -31,7 +31,7 @@
 
 use std::fmt::Write as _;
 
-use polld_core::dataplane::{IfSettings, INTERFACE_FAMILIES};
+use polld_core::dataplane::{IfSettings, DEV_NODE, INTERFACE_FAMILIES, IP_NODE};
 use polld_core::ifpoll::kern_name;
 use polld_core::sysctl::Metric;
 use polld_core::{Kind, Knobs, LinkState, Mode, Reading, SysctlEntry};
@@ -160,7 +160,11 @@ pub fn exposition_of(readings: &[Reading]) -> String {
     for r in readings {
         let (leaf, kind, help) = (r.leaf.as_str(), r.kind, r.descr.as_str());
         let number = r.value.int().map(|n| n.to_string());
-        if let Some(ifname) = r.node.strip_prefix("dev.") {
+        let interface = r
+            .node
+            .strip_prefix(DEV_NODE)
+            .and_then(|n| n.strip_prefix('.'));
+        if let Some(ifname) = interface {
             let interface = || ("interface", ifname.to_string());
             let choices = if leaf == IfSettings::MODE.name {
                 Some(("mode", "Interface mode: 1 for the current one", &modes[..]))
@@ -195,12 +199,12 @@ pub fn exposition_of(readings: &[Reading]) -> String {
         } else if r.node == daemon_entry::NODE {
             daemon_metric(&mut families, r);
         } else if let Some((cpu, kern)) = kern_name(&r.name()) {
-            let leaf = kern.trim_start_matches("kern.polling.");
+            let leaf = kern.trim_start_matches(&format!("{}.", polld_core::poll::NODE));
             let cpu = vec![("cpu", cpu.to_string())];
             let base = format!("polld_ifpoll_{leaf}");
             add_by_node(&mut families, base, r, label_of(leaf), cpu);
         } else if let Some((cpu, account)) = split_per_cpu(&r.name()) {
-            let account = account.trim_start_matches("polld.");
+            let account = account.trim_start_matches(&format!("{}.", daemon_entry::NODE));
             if let (Some(Metric::Seconds { name, help }), Some(ns)) =
                 (metric_of(account), r.value.int())
             {
@@ -215,7 +219,7 @@ pub fn exposition_of(readings: &[Reading]) -> String {
         } else {
             let prefix = match r.node.as_str() {
                 polld_core::poll::NODE => "polling",
-                "net.inet.ip" => "ip",
+                IP_NODE => "ip",
                 _ => continue,
             };
             let base = format!("polld_{prefix}_{leaf}");

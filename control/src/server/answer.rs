@@ -5,9 +5,12 @@
 //! `net.inet.ip.*`, `dev.<if>.*`) and the daemon's own entries ([`crate::daemon`]), so
 //! `polld ctl` and `polld ifconfig` always show the same names and values.
 
-use polld_core::dataplane::{interface_entry_kind, INTERFACE_FAMILIES, IP_NODE};
+use polld_core::dataplane::{interface_entry_kind, DEV_NODE, INTERFACE_FAMILIES, IP_NODE};
 use polld_core::poll::NODE;
-use polld_core::{Dataplane, Device, Kind, PacketStage, Poller, Reading, SysctlEntry, Value};
+use polld_core::sysctl::Oid;
+use polld_core::{
+    Dataplane, Device, Emit, Kind, PacketStage, Poller, Reading, SysctlEntry, Value, Verdict,
+};
 
 use crate::daemon::{split_per_cpu, DaemonStatus, DEVICE_INTERRUPTS_PER_S};
 use crate::proto::{IfStatus, Response, SetResult};
@@ -113,14 +116,24 @@ fn declared_name(name: &str) -> String {
     }
 }
 
-/// `net.inet.ip.*` read-only entries that are levels (the dataplane's declarations are
-/// generic over its devices and stage); the stage's others count.
-const IP_GAUGES: [&str; 1] = ["intr_queue_len"];
+/// A stage that names the dataplane's `net.inet.ip.*` declarations, which do not depend
+/// on the stage (they are generic over it): it takes no frame.
+struct Declarations;
 
+impl PacketStage for Declarations {
+    fn process(&mut self, _input: usize, _frame: &mut [u8], _emit: &mut dyn Emit) -> Verdict {
+        Verdict::Consumed
+    }
+}
+
+/// The kind of an entry the dataplane declares generically, from its node and leaf:
+/// `net.inet.ip.*` by the dataplane's declarations (the stage's own entries count), an
+/// interface's by its declarations too.
 fn undeclared_kind(node: &str, leaf: &str) -> Kind {
+    let ip_oids = Dataplane::<Box<dyn Device>, Declarations>::IP_OIDS;
     let counts = if node == IP_NODE {
-        !IP_GAUGES.contains(&leaf)
-    } else if node.starts_with("dev.") {
+        Oid::find_leaf(&ip_oids, leaf).is_none_or(|oid| oid.kind == Kind::Counter)
+    } else if node.starts_with(&format!("{DEV_NODE}.")) {
         // A setting listed read-only (a queue's copy) is a level.
         match interface_entry_kind(leaf) {
             Some(kind) => kind == Kind::Counter,
@@ -139,11 +152,12 @@ fn undeclared_kind(node: &str, leaf: &str) -> Kind {
 /// Splits a full name into its node and leaf: `dev.<if>.<leaf>` (an interface name may
 /// hold dots; a leaf is one word, or a family's `drops.<reason>`), else at the last dot.
 fn split_name(name: &str) -> (&str, &str) {
-    let at = match name.strip_prefix("dev.") {
+    let dev = format!("{DEV_NODE}.");
+    let at = match name.strip_prefix(&dev) {
         Some(rest) => INTERFACE_FAMILIES
             .iter()
             .find_map(|family| rest.rfind(&format!(".{}.", family.name)))
-            .map(|i| i + "dev.".len()),
+            .map(|i| i + dev.len()),
         None => None,
     };
     match at.or_else(|| name.rfind('.')) {
@@ -184,7 +198,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
     addresses: Vec<String>,
 ) -> IfStatus {
     let name = dp.interfaces()[i].dev().name().to_string();
-    let prefix = format!("dev.{name}.");
+    let prefix = format!("{DEV_NODE}.{name}.");
     let mut status = IfStatus {
         name,
         backend: backend.to_string(),

@@ -27,7 +27,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::irq_defer::{
@@ -121,7 +121,10 @@ pub struct BusyPoll(Arc<Shared>);
 
 #[derive(Debug)]
 struct Shared {
-    config: BusyPollConfig,
+    /// The settings in force; [`BusyPoll::reconfigure`] replaces them.
+    config: Mutex<BusyPollConfig>,
+    /// The socket's `SO_BUSY_POLL_BUDGET` as last set.
+    napi_budget: AtomicU32,
     /// Read before each receive call: whether it runs the NAPI poll.
     polls_napi: AtomicBool,
     state: Mutex<State>,
@@ -201,8 +204,6 @@ impl Eq for BusyPoll {}
 #[derive(Debug)]
 pub struct Attached {
     busy: BusyPoll,
-    /// The socket's `SO_BUSY_POLL_BUDGET` as last set.
-    napi_budget: u16,
 }
 
 impl Attached {
@@ -225,11 +226,12 @@ impl Attached {
     /// frame, not for a whole chunk whose frames the full ring or the short fill ring would
     /// drop. A socket whose budget cannot be set keeps the one it has.
     pub fn poll_napi(&mut self, fd: BorrowedFd<'_>, frames: usize) {
-        let want = frames.clamp(1, usize::from(self.busy.0.config.budget)) as u16;
-        if want != self.napi_budget
-            && setsockopt_int(fd, SO_BUSY_POLL_BUDGET, u32::from(want)).is_ok()
+        let want = frames.clamp(1, usize::from(self.busy.config().budget)) as u32;
+        let set = &self.busy.0.napi_budget;
+        if want != set.load(Ordering::Relaxed)
+            && setsockopt_int(fd, SO_BUSY_POLL_BUDGET, want).is_ok()
         {
-            self.napi_budget = want;
+            set.store(want, Ordering::Relaxed);
         }
         let _ = rustix::net::recv(fd, &mut [0u8; 0], rustix::net::RecvFlags::DONTWAIT);
     }
@@ -248,7 +250,8 @@ impl Drop for Attached {
 impl BusyPoll {
     pub fn new(config: BusyPollConfig) -> BusyPoll {
         BusyPoll(Arc::new(Shared {
-            config,
+            config: Mutex::new(config),
+            napi_budget: AtomicU32::new(0),
             polls_napi: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             siblings: Mutex::new(Vec::new()),
@@ -263,13 +266,54 @@ impl BusyPoll {
         }
         let mut siblings = self.0.siblings.lock().unwrap_or_else(|e| e.into_inner());
         while siblings.len() < k {
-            siblings.push(BusyPoll::new(self.0.config));
+            siblings.push(BusyPoll::new(self.config()));
         }
         siblings[k - 1].clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> BusyPollConfig {
+        *self.0.config.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts `config` in force (the knobs it follows were written): the socket's budget is
+    /// set again, and a deferral in force is written again with the new flush timeout.
+    /// Only this socket's: each queue of an interface follows its own poll thread's knobs.
+    pub fn reconfigure(&self, config: BusyPollConfig) {
+        let old = std::mem::replace(
+            &mut *self.0.config.lock().unwrap_or_else(|e| e.into_inner()),
+            config,
+        );
+        if old == config {
+            return;
+        }
+        let mut state = self.lock();
+        if let Some(socket) = &state.socket {
+            let budget = u32::from(config.budget);
+            if setsockopt_int(socket.fd.as_fd(), SO_BUSY_POLL_BUDGET, budget).is_ok() {
+                self.0.napi_budget.store(budget, Ordering::Relaxed);
+            }
+        }
+        if (old.gro_flush_timeout_ns, old.choice) != (config.gro_flush_timeout_ns, config.choice) {
+            // The old values come back, then the new ones are written.
+            state.deferral = None;
+            state.defer_failed = None;
+            self.update(&mut state);
+        }
+    }
+
+    /// The busy-polling options of the socket it serves, as the kernel reports them;
+    /// `None` without a socket.
+    pub fn socket_options(&self) -> Option<io::Result<SocketBusyPoll>> {
+        let state = self.lock();
+        state
+            .socket
+            .as_ref()
+            .map(|s| socket_options(s.fd.as_fd()))
     }
 
     /// Serves AF_XDP socket `fd`, bound to `queue` of `ifname` (`ifindex`), from now on.
@@ -281,9 +325,11 @@ impl BusyPoll {
         state.refused = None;
         state.defer_failed = None;
         state.deferral = None;
+        let budget = self.config().budget;
         match fd.try_clone_to_owned() {
             Ok(dup) => {
-                if let Err(e) = set_socket_options(fd, self.0.config.budget) {
+                self.0.napi_budget.store(budget.into(), Ordering::Relaxed);
+                if let Err(e) = set_socket_options(fd, budget) {
                     state.refused = Some(format!(
                         "{ifname}: busy-polling socket options: {e} (SO_BUSY_POLL_BUDGET needs CAP_NET_ADMIN)"
                     ));
@@ -314,10 +360,7 @@ impl BusyPoll {
             "polld: af_xdp: `{ifname}` queue {queue}: {}",
             self.status().detail
         );
-        Attached {
-            busy: self.clone(),
-            napi_budget: self.0.config.budget,
-        }
+        Attached { busy: self.clone() }
     }
 
     /// The interface polls from now on (or no longer): the deferral follows.
@@ -384,7 +427,7 @@ impl BusyPoll {
 
     /// Writes the deferral the chosen way.
     fn defer(&self, socket: &Socket, napi_id: u32) -> Result<Deferral, String> {
-        let config = &self.0.config;
+        let config = self.config();
         let sysfs = socket.sysfs.as_ref().map(|_| ()).map_err(Clone::clone);
         let path = irq_defer::choose(config.choice, socket.netlink_offer(napi_id), sysfs)
             .map_err(|e| format!("{}: cannot defer its interrupts: {e}", socket.ifname))?;
@@ -402,8 +445,8 @@ impl BusyPoll {
 
     /// What is in force, for `polld ifconfig` and the log.
     pub fn status(&self) -> BusyPollStatus {
+        let config = self.config();
         let state = self.lock();
-        let config = &self.0.config;
         let socket = state.socket.as_ref();
         let napi_id = socket.and_then(Socket::napi_id);
         let in_budget = self.polls_napi();

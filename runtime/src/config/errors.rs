@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use super::keys::{DEVICE_KEYS, RUN_FILE_KEYS};
 use super::locate::{field_line, key_line};
-use super::parse::{DEVICE_KEYS, RUN_FILE_KEYS};
 use super::RunConfig;
 
 /// A configuration problem, with its place in the file.

@@ -79,6 +79,7 @@ use serde::Deserialize;
 
 mod cpus;
 mod errors;
+mod keys;
 mod locate;
 mod netns;
 mod parse;

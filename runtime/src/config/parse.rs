@@ -4,87 +4,17 @@
 use std::path::Path;
 
 use polld_core::knobs::PROFILE_KEY;
-use polld_core::{Mode, Profile};
+use polld_core::Profile;
 use polld_middleware::FaultConfig;
 use polld_packet::{ConfigError, PacketConfig};
-use serde::Deserialize;
 
 use super::cpus::{assign_cpus, check_shared_umem};
 use super::errors::{described, typed};
+use super::keys::{DeviceKeys, RunFile, DEVICE_KEYS};
 use super::locate::{field_line, key_line, line_of_offset};
 use super::netns::{in_namespace_of, kernel_mac, kernel_mtu, no_such_interface};
 use super::queues::queue_keys;
-use super::{Backend, DaemonConfig, DeviceConfig, KnobSetting, RunConfig, RunConfigError};
-
-/// The file as serde sees it: the daemon's tables, and the rest for the packet stage.
-#[derive(Deserialize)]
-struct RunFile {
-    #[serde(default)]
-    daemon: DaemonConfig,
-    #[serde(default)]
-    knobs: toml::Table,
-    #[serde(default)]
-    interfaces: Vec<toml::Table>,
-    #[serde(flatten)]
-    packet: toml::Table,
-}
-
-/// The keys of an `[[interfaces]]` entry that belong to the device, not the stage.
-#[derive(Deserialize)]
-pub(super) struct DeviceKeys {
-    #[serde(default)]
-    pub(super) backend: Backend,
-    #[serde(default)]
-    mode: ModeName,
-    #[serde(default)]
-    queue: u32,
-    #[serde(default)]
-    netns: Option<String>,
-    #[serde(default)]
-    cpu: Option<usize>,
-    #[serde(default)]
-    pub(super) queues: Option<QueueList>,
-    #[serde(default)]
-    pub(super) fanout: Option<u32>,
-    #[serde(default)]
-    cpus: Option<Vec<usize>>,
-    fault: Option<FaultConfig>,
-}
-
-/// `queues = N` (queues 0..N) or `queues = [ids]`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(super) enum QueueList {
-    Count(u32),
-    Ids(Vec<u32>),
-}
-
-struct ModeName(Mode);
-
-impl Default for ModeName {
-    /// FreeBSD's default: polling is off until asked for.
-    fn default() -> Self {
-        ModeName(Mode::Interrupt)
-    }
-}
-
-impl<'de> Deserialize<'de> for ModeName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map(ModeName).map_err(|_| {
-            serde::de::Error::custom(format!(
-                "unknown mode {s:?}; use interrupt, polling, adaptive, busy or auto"
-            ))
-        })
-    }
-}
-
-/// The keys [`RunFile`] reads itself; every other top-level key is the packet stage's.
-pub(super) const RUN_FILE_KEYS: [&str; 3] = ["daemon", "knobs", "interfaces"];
-
-pub(super) const DEVICE_KEYS: [&str; 9] = [
-    "backend", "mode", "queue", "netns", "cpu", "fault", "queues", "fanout", "cpus",
-];
+use super::{Backend, DeviceConfig, KnobSetting, RunConfig, RunConfigError};
 
 impl RunConfig {
     /// Reads and validates `path`.

@@ -2,7 +2,7 @@
 //! (AF_PACKET) expanded into queue numbers, checked against its backend and other keys.
 
 use super::errors::interface_error;
-use super::parse::{DeviceKeys, QueueList};
+use super::keys::{DeviceKeys, QueueList};
 use super::Backend;
 
 /// The queues of an `[[interfaces]]` entry (`queues` on AF_XDP, `fanout` on AF_PACKET),

@@ -7,9 +7,9 @@
 //! goes up and down), how to read it, for a knob how to validate and store a write, and
 //! how `/metrics` serves it ([`Metric`]). Two macros write them, so that a name is
 //! written once:
-//! - [`sysctl_struct!`] declares a struct whose fields are entries, each field with its
+//! - [`crate::sysctl_struct!`] declares a struct whose fields are entries, each field with its
 //!   default and its oid on one line;
-//! - [`sysctl_oids!`] declares entries computed from a value (a table's length, a view of
+//! - [`crate::sysctl_oids!`] declares entries computed from a value (a table's length, a view of
 //!   other state, a time account), and for a node of fixed name a module of their full
 //!   names (`polld.work_ns`), the constants the tools read them by.
 //!
@@ -18,7 +18,7 @@
 //!
 //! Oids name an entry relative to a *node*, never absolutely: the same table hangs under
 //! `kern.polling`, under `net.ifpoll.0.rx`, or under `dev.veth1`, so per-interface and
-//! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write`]),
+//! per-CPU names need nothing but the node's name. Listing ([`read`]), writing ([`write()`]),
 //! the control socket's typed snapshot ([`Reading`]), the Prometheus names and types and
 //! `polld ctl --save` all go through these declarations.
 
@@ -26,8 +26,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::knobs::{parse_int, within, KnobError};
-use crate::poll::SysctlEntry;
+mod error;
+
+pub use error::{in_range, parse_int, within, KnobError};
 
 /// What an entry is, for people and for Prometheus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,6 +267,16 @@ impl Reading {
     pub fn name(&self) -> String {
         format!("{}.{}", self.node, self.leaf)
     }
+}
+
+/// One entry as text, as `polld ctl -a` lists it: full name, value, description, and
+/// whether it can be written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SysctlEntry {
+    pub name: String,
+    pub value: String,
+    pub descr: String,
+    pub writable: bool,
 }
 
 impl From<Reading> for SysctlEntry {

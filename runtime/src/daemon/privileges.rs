@@ -1,0 +1,64 @@
+//! The capabilities `polld run` needs to set up its interfaces, and those it keeps once
+//! set up, to reopen an interface that went away.
+
+use crate::caps::{self, Cap, CapSet};
+use crate::config::{Backend, RunConfig};
+
+/// The capabilities set-up needs, with why.
+pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
+    let mut needed = Vec::new();
+    for d in &config.devices {
+        let why = |what: &str| format!("to {what} {} ({})", d.name, d.backend.name());
+        match d.backend {
+            Backend::AfPacket => needed.push((Cap::NetRaw, why("open"))),
+            Backend::AfXdp => {
+                needed.push((Cap::NetRaw, why("open an XDP socket on")));
+                needed.push((Cap::Bpf, why("load the XDP redirect program for")));
+                needed.push((Cap::NetAdmin, why("attach the XDP program to")));
+            }
+            Backend::Tap => needed.push((Cap::NetAdmin, why("create or attach"))),
+        }
+        if let Some(ns) = &d.netns {
+            needed.push((
+                Cap::SysAdmin,
+                format!("to enter network namespace {ns:?} for {}", d.name),
+            ));
+        }
+    }
+    if config.daemon.realtime {
+        needed.push((
+            Cap::SysNice,
+            "for `realtime = true` (SCHED_FIFO); or set it to false".to_string(),
+        ));
+    }
+    needed
+}
+
+/// What must stay after set-up: reopening interfaces that disappear and return.
+pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
+    let mut keep = Vec::new();
+    for d in &config.devices {
+        match d.backend {
+            Backend::AfPacket => keep.push(Cap::NetRaw),
+            Backend::AfXdp => keep.extend([Cap::NetRaw, Cap::Bpf, Cap::NetAdmin]),
+            Backend::Tap => keep.push(Cap::NetAdmin),
+        }
+        // Reopening an interface of another namespace enters that namespace again.
+        if d.netns.is_some() {
+            keep.push(Cap::SysAdmin);
+        }
+        // Reopening an AF_XDP interface split into queues registers a UMEM per queue at
+        // once: without CAP_IPC_LOCK they count against RLIMIT_MEMLOCK (8 MiB here, one
+        // UMEM) and the second fails with ENOBUFS. Kept if polld has it.
+        let has_ipc_lock = || caps::effective().is_ok_and(|c| c.contains(Cap::IpcLock));
+        if d.backend == Backend::AfXdp && !d.queues.is_empty() && has_ipc_lock() {
+            keep.push(Cap::IpcLock);
+        }
+    }
+    // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
+    // (see the executor's module doc).
+    if config.daemon.realtime {
+        keep.push(Cap::SysNice);
+    }
+    CapSet::of(&keep)
+}
