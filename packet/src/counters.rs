@@ -168,7 +168,7 @@ pub struct StageStats {
     pub counters: StageCounters,
     /// Hits per rule, in rule order, and of the default action.
     pub rules: RuleHits,
-    /// The ARP cache (router) or the MAC table (bridge).
+    /// The ARP cache and the IPv6 neighbour table (router), or the MAC table (bridge).
     pub table: TableStats,
 }
 

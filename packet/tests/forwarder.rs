@@ -643,7 +643,7 @@ fn oversize_with_df_gets_frag_needed() {
 #[test]
 fn unknown_ethertype() {
     let mut rig = Rig::new();
-    let mut frame = eth_frame(host_a(), r1(), 0x86DD, &[0x60; 40]);
+    let mut frame = eth_frame(host_a(), r1(), 0x88CC, &[0; 46]);
     assert_eq!(
         rig.process(0, &mut frame),
         PacketDrop::UnknownEthertype.verdict()

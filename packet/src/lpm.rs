@@ -1,0 +1,409 @@
+//! Longest-prefix match over fixed-width keys: a multibit trie with 8-bit strides and
+//! controlled prefix expansion, updated in place.
+//!
+//! A node covers one byte of the key and has 256 slots. A prefix of length `L > 0` lives
+//! in the node at depth `(L - 1) / 8` on its path and is expanded over the
+//! `2^(8 - r)` slots it covers there (`r` its length within that byte; `/0` covers every
+//! slot of the root). Each slot holds the longest prefix stored in its node that covers
+//! it, and the child node for the next byte, if any. A lookup reads one slot per byte
+//! of the key until there is no child, remembering the last prefix seen: at most 4
+//! slot reads for IPv4 and 16 for IPv6, however many prefixes the table holds.
+//!
+//! Inserting or removing one prefix touches one node's slots (at most 256) plus the
+//! nodes on its path; a node left without prefixes or children is freed. The prefixes
+//! themselves are kept in a hash map by (length, network), which answers exact-match
+//! queries and, on removal, which shorter prefix of the node now covers a slot.
+
+use crate::fasthash::FastMap;
+
+/// A key type: an unsigned integer read most significant byte first.
+pub trait LpmKey: Copy + Eq + std::hash::Hash + std::fmt::Debug {
+    /// Key width in bits (a multiple of 8).
+    const BITS: u8;
+    /// The byte at `depth` (0 = most significant).
+    fn byte(self, depth: u8) -> u8;
+    /// The key with all but the first `len` bits cleared.
+    fn masked(self, len: u8) -> Self;
+    /// The key with the byte at `depth` replaced by `byte`.
+    fn with_byte(self, depth: u8, byte: u8) -> Self;
+}
+
+impl LpmKey for u32 {
+    const BITS: u8 = 32;
+    fn byte(self, depth: u8) -> u8 {
+        (self >> (24 - 8 * u32::from(depth))) as u8
+    }
+    fn masked(self, len: u8) -> u32 {
+        self & crate::net::mask(len)
+    }
+    fn with_byte(self, depth: u8, byte: u8) -> u32 {
+        let shift = 24 - 8 * u32::from(depth);
+        (self & !(0xFF << shift)) | (u32::from(byte) << shift)
+    }
+}
+
+impl LpmKey for u128 {
+    const BITS: u8 = 128;
+    fn byte(self, depth: u8) -> u8 {
+        (self >> (120 - 8 * u32::from(depth))) as u8
+    }
+    fn masked(self, len: u8) -> u128 {
+        self & crate::net::mask6(len)
+    }
+    fn with_byte(self, depth: u8, byte: u8) -> u128 {
+        let shift = 120 - 8 * u32::from(depth);
+        (self & !(0xFF << shift)) | (u128::from(byte) << shift)
+    }
+}
+
+const NONE: u32 = u32::MAX;
+const STRIDE: u8 = 8;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Index into `Lpm::entries` of the longest prefix of this node covering the slot.
+    best: u32,
+    /// Index into `Lpm::nodes` of the node for the next byte.
+    child: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    slots: Box<[Slot; 256]>,
+    /// Prefixes stored in this node plus children: the node is freed at zero.
+    used: u32,
+}
+
+impl Node {
+    fn new() -> Node {
+        Node {
+            slots: Box::new(
+                [Slot {
+                    best: NONE,
+                    child: NONE,
+                }; 256],
+            ),
+            used: 0,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Entry<K, V> {
+    key: K,
+    len: u8,
+    value: V,
+}
+
+/// The depth of the node a prefix of length `len` lives in, and its length within
+/// that node's byte (0 only for the empty prefix).
+fn place(len: u8) -> (u8, u8) {
+    if len == 0 {
+        (0, 0)
+    } else {
+        let depth = (len - 1) / STRIDE;
+        (depth, len - depth * STRIDE)
+    }
+}
+
+/// A longest-prefix-match table from prefixes of `K` to values `V`.
+#[derive(Clone, Debug)]
+pub struct Lpm<K, V> {
+    nodes: Vec<Node>,
+    free_nodes: Vec<u32>,
+    entries: Vec<Option<Entry<K, V>>>,
+    free_entries: Vec<u32>,
+    by_prefix: FastMap<(u8, K), u32>,
+}
+
+impl<K: LpmKey, V> Default for Lpm<K, V> {
+    fn default() -> Self {
+        Lpm {
+            nodes: vec![Node::new()],
+            free_nodes: Vec::new(),
+            entries: Vec::new(),
+            free_entries: Vec::new(),
+            by_prefix: FastMap::default(),
+        }
+    }
+}
+
+impl<K: LpmKey, V> Lpm<K, V> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_prefix.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_prefix.is_empty()
+    }
+
+    /// Trie nodes allocated (each 256 slots), for memory accounting.
+    pub fn nodes(&self) -> usize {
+        self.nodes.len() - self.free_nodes.len()
+    }
+
+    /// The value stored for exactly this prefix.
+    pub fn get(&self, key: K, len: u8) -> Option<&V> {
+        let &i = self.by_prefix.get(&(len, key.masked(len)))?;
+        self.entries[i as usize].as_ref().map(|e| &e.value)
+    }
+
+    /// The longest prefix covering `key`: its network, length and value.
+    pub fn lookup(&self, key: K) -> Option<(K, u8, &V)> {
+        let mut node = 0u32;
+        let mut best = NONE;
+        for depth in 0..K::BITS / STRIDE {
+            let slot = self.nodes[node as usize].slots[usize::from(key.byte(depth))];
+            if slot.best != NONE {
+                best = slot.best;
+            }
+            if slot.child == NONE {
+                break;
+            }
+            node = slot.child;
+        }
+        if best == NONE {
+            return None;
+        }
+        let e = self.entries[best as usize]
+            .as_ref()
+            .expect("slots name live entries");
+        Some((e.key, e.len, &e.value))
+    }
+
+    /// Stores `value` for the prefix (`key` with host bits ignored, `len` at most
+    /// `K::BITS`), returning the value it replaces.
+    pub fn insert(&mut self, key: K, len: u8, value: V) -> Option<V> {
+        assert!(len <= K::BITS, "prefix length {len} above {}", K::BITS);
+        let key = key.masked(len);
+        if let Some(&i) = self.by_prefix.get(&(len, key)) {
+            let e = self.entries[i as usize]
+                .as_mut()
+                .expect("mapped entries live");
+            return Some(std::mem::replace(&mut e.value, value));
+        }
+        let index = match self.free_entries.pop() {
+            Some(i) => {
+                self.entries[i as usize] = Some(Entry { key, len, value });
+                i
+            }
+            None => {
+                self.entries.push(Some(Entry { key, len, value }));
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.by_prefix.insert((len, key), index);
+        let (depth, rel) = place(len);
+        let node = self.node_for(key, depth);
+        self.nodes[node as usize].used += 1;
+        let (first, count) = Self::span(key, depth, rel);
+        for s in first..first + count {
+            let slot = &mut self.nodes[node as usize].slots[s];
+            let longer = slot.best == NONE
+                || self.entries[slot.best as usize]
+                    .as_ref()
+                    .is_some_and(|e| e.len <= len);
+            if longer {
+                slot.best = index;
+            }
+        }
+        None
+    }
+
+    /// Removes the prefix, returning its value.
+    pub fn remove(&mut self, key: K, len: u8) -> Option<V> {
+        let key = key.masked(len);
+        let index = self.by_prefix.remove(&(len, key))?;
+        let entry = self.entries[index as usize]
+            .take()
+            .expect("mapped entries live");
+        self.free_entries.push(index);
+        let (depth, rel) = place(len);
+        let path = self.path(key, depth).expect("a stored prefix has its node");
+        let node = *path.last().expect("the root is on every path");
+        let (first, count) = Self::span(key, depth, rel);
+        for s in first..first + count {
+            if self.nodes[node as usize].slots[s].best == index {
+                self.nodes[node as usize].slots[s].best = self.covering(key, depth, s as u8);
+            }
+        }
+        self.release(key, &path);
+        Some(entry.value)
+    }
+
+    /// The first slot and the number of slots a prefix of length `rel` within the byte
+    /// at `depth` covers.
+    fn span(key: K, depth: u8, rel: u8) -> (usize, usize) {
+        let count = 1usize << (STRIDE - rel);
+        let first = usize::from(key.byte(depth)) & !(count - 1);
+        (first, count)
+    }
+
+    /// The longest remaining prefix of the node at `depth` on `key`'s path that covers
+    /// slot `s`.
+    fn covering(&self, key: K, depth: u8, s: u8) -> u32 {
+        let with_slot = key.with_byte(depth, s);
+        let shortest = if depth == 0 { 0 } else { 1 };
+        (shortest..=STRIDE)
+            .rev()
+            .find_map(|rel| {
+                let len = STRIDE * depth + rel;
+                self.by_prefix.get(&(len, with_slot.masked(len))).copied()
+            })
+            .unwrap_or(NONE)
+    }
+
+    /// The node at `depth` on `key`'s path, created with the nodes above it as needed.
+    fn node_for(&mut self, key: K, depth: u8) -> u32 {
+        let mut node = 0u32;
+        for d in 0..depth {
+            let b = usize::from(key.byte(d));
+            let child = self.nodes[node as usize].slots[b].child;
+            node = if child != NONE {
+                child
+            } else {
+                let new = match self.free_nodes.pop() {
+                    Some(n) => {
+                        self.nodes[n as usize] = Node::new();
+                        n
+                    }
+                    None => {
+                        self.nodes.push(Node::new());
+                        (self.nodes.len() - 1) as u32
+                    }
+                };
+                let parent = &mut self.nodes[node as usize];
+                parent.slots[b].child = new;
+                parent.used += 1;
+                new
+            };
+        }
+        node
+    }
+
+    /// The nodes from the root down to depth `depth` on `key`'s path, if they exist.
+    fn path(&self, key: K, depth: u8) -> Option<Vec<u32>> {
+        let mut path = vec![0u32];
+        for d in 0..depth {
+            let child = self.nodes[*path.last()? as usize].slots[usize::from(key.byte(d))].child;
+            if child == NONE {
+                return None;
+            }
+            path.push(child);
+        }
+        Some(path)
+    }
+
+    /// Drops one use of the last node of `path` and frees the nodes the removal left
+    /// empty, bottom up (never the root).
+    fn release(&mut self, key: K, path: &[u32]) {
+        let mut depth = path.len() - 1;
+        self.nodes[path[depth] as usize].used -= 1;
+        while depth > 0 && self.nodes[path[depth] as usize].used == 0 {
+            self.free_nodes.push(path[depth]);
+            let parent = &mut self.nodes[path[depth - 1] as usize];
+            parent.slots[usize::from(key.byte(depth as u8 - 1))].child = NONE;
+            parent.used -= 1;
+            depth -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn insert_lookup_replace_remove() {
+        let mut t: Lpm<u32, u8> = Lpm::new();
+        assert_eq!(t.insert(0, 0, 0), None);
+        assert_eq!(t.insert(0x0A00_0000, 8, 1), None);
+        assert_eq!(t.insert(0x0A01_0000, 16, 2), None);
+        assert_eq!(t.insert(0x0A01_0203, 32, 3), None);
+        assert_eq!(t.insert(0x0A01_0000, 16, 4), Some(2));
+        let hit = |t: &Lpm<u32, u8>, k| t.lookup(k).map(|(_, l, v)| (l, *v));
+        assert_eq!(hit(&t, 0x0A01_0203), Some((32, 3)));
+        assert_eq!(hit(&t, 0x0A01_0204), Some((16, 4)));
+        assert_eq!(hit(&t, 0x0A02_0000), Some((8, 1)));
+        assert_eq!(hit(&t, 0xC0A8_0001), Some((0, 0)));
+        assert_eq!(t.remove(0x0A01_0000, 16), Some(4));
+        assert_eq!(hit(&t, 0x0A01_0204), Some((8, 1)));
+        assert_eq!(t.remove(0x0A01_0203, 32), Some(3));
+        assert_eq!(t.remove(0x0A01_0203, 32), None);
+        assert_eq!(hit(&t, 0x0A01_0203), Some((8, 1)));
+        assert_eq!(t.nodes(), 1, "emptied nodes are freed");
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.get(0x0A00_0000, 8), Some(&1));
+    }
+
+    /// The reference: the longest stored prefix covering `key`, by a scan.
+    fn naive<K: LpmKey>(stored: &[(K, u8, usize)], key: K) -> Option<(u8, usize)> {
+        stored
+            .iter()
+            .filter(|(k, l, _)| key.masked(*l) == *k)
+            .max_by_key(|(_, l, _)| *l)
+            .map(|&(_, l, v)| (l, v))
+    }
+
+    /// Applies `ops` (insert when the flag is set, else remove) to a table and to the
+    /// reference, and compares lookups of `probes` after every operation.
+    fn check<K: LpmKey>(ops: &[(K, u8, bool)], probes: &[K]) -> Result<(), TestCaseError> {
+        let mut table: Lpm<K, usize> = Lpm::new();
+        let mut stored: Vec<(K, u8, usize)> = Vec::new();
+        for (n, &(key, len, insert)) in ops.iter().enumerate() {
+            let key = key.masked(len);
+            let at = stored.iter().position(|&(k, l, _)| (k, l) == (key, len));
+            if insert {
+                let old = table.insert(key, len, n);
+                prop_assert_eq!(old, at.map(|i| stored[i].2));
+                match at {
+                    Some(i) => stored[i].2 = n,
+                    None => stored.push((key, len, n)),
+                }
+            } else {
+                let old = table.remove(key, len);
+                prop_assert_eq!(old, at.map(|i| stored.remove(i).2));
+            }
+            prop_assert_eq!(table.len(), stored.len());
+            for &p in probes {
+                let got = table.lookup(p).map(|(_, l, v)| (l, *v));
+                prop_assert_eq!(got, naive(&stored, p));
+            }
+        }
+        if stored.is_empty() {
+            prop_assert_eq!(table.nodes(), 1);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// IPv4-width keys from a small space so that prefixes nest, collide and are
+        /// removed again.
+        #[test]
+        fn v4_agrees_with_a_scan(
+            ops in proptest::collection::vec((0u32..64, 0u8..=32, proptest::bool::weighted(0.7)), 0..60),
+            probes in proptest::collection::vec(0u32..64, 1..20),
+        ) {
+            let spread = |x: u32| x.rotate_right(6) | (x & 3) << 8;
+            let ops: Vec<(u32, u8, bool)> = ops.into_iter().map(|(k, l, i)| (spread(k), l, i)).collect();
+            let probes: Vec<u32> = probes.into_iter().map(spread).collect();
+            check(&ops, &probes)?;
+        }
+
+        #[test]
+        fn v6_agrees_with_a_scan(
+            ops in proptest::collection::vec((0u128..64, 0u8..=128, proptest::bool::weighted(0.7)), 0..60),
+            probes in proptest::collection::vec(0u128..64, 1..20),
+        ) {
+            let spread = |x: u128| x.rotate_right(6) | (x & 3) << 60;
+            let ops: Vec<(u128, u8, bool)> = ops.into_iter().map(|(k, l, i)| (spread(k), l, i)).collect();
+            let probes: Vec<u128> = probes.into_iter().map(spread).collect();
+            check(&ops, &probes)?;
+        }
+    }
+}
