@@ -3,8 +3,8 @@
 
 use polld_core::Emit;
 use polld_packet::wire::ethernet::ethertype;
-use polld_packet::wire::{ArpPacket, EthernetFrame, Ipv4Packet, MacAddr};
-use std::net::Ipv4Addr;
+use polld_packet::wire::{ArpPacket, EthernetFrame, Ipv4Packet, Ipv6Packet, MacAddr};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub const SEC: u64 = 1_000_000_000;
 
@@ -158,4 +158,113 @@ pub fn arp_frame(
     let mut body = [0u8; 28];
     ArpPacket::new_unchecked(&mut body[..]).fill(op, sender, target);
     eth_frame(sender.0, eth_dst, ethertype::ARP, &body)
+}
+
+pub fn ip6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// The ICMPv6 checksum of `message` (checksum field included) from `src` to `dst`,
+/// summed the slow, obvious way: true when it verifies.
+pub fn naive_icmpv6_checksum_ok(src: Ipv6Addr, dst: Ipv6Addr, message: &[u8]) -> bool {
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&src.octets());
+    pseudo.extend_from_slice(&dst.octets());
+    pseudo.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(message);
+    naive_checksum_ok(&pseudo)
+}
+
+/// An IPv6 packet to build: the fixed header, then `ext` (extension headers, already
+/// encoded, the first of type `next_header`) and the upper-layer `payload`.
+#[derive(Clone, Debug)]
+pub struct Ip6 {
+    pub src: Ipv6Addr,
+    pub dst: Ipv6Addr,
+    pub hop_limit: u8,
+    pub next_header: u8,
+    pub ext: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+impl Ip6 {
+    /// A UDP datagram with `data_len` bytes of data, checksum left zero.
+    pub fn udp(src: &str, dst: &str, dst_port: u16, data_len: usize) -> Ip6 {
+        let len = 8 + data_len;
+        let mut payload = vec![0u8; len];
+        payload[0..2].copy_from_slice(&40000u16.to_be_bytes());
+        payload[2..4].copy_from_slice(&dst_port.to_be_bytes());
+        payload[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+        for (i, b) in payload[8..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        Ip6::with_payload(src, dst, 17, payload)
+    }
+
+    /// An ICMPv6 message with a valid checksum.
+    pub fn icmp(src: &str, dst: &str, msg_type: u8, rest: u32, data: &[u8]) -> Ip6 {
+        let mut payload = vec![msg_type, 0, 0, 0];
+        payload.extend_from_slice(&rest.to_be_bytes());
+        payload.extend_from_slice(data);
+        let mut p = Ip6::with_payload(src, dst, 58, payload);
+        p.fix_icmp_checksum();
+        p
+    }
+
+    /// Recomputes the ICMPv6 checksum of a payload that is an ICMPv6 message.
+    pub fn fix_icmp_checksum(&mut self) {
+        self.payload[2..4].copy_from_slice(&[0, 0]);
+        let sum = polld_packet::wire::checksum::add(
+            polld_packet::wire::icmpv6::pseudo_header_sum(
+                self.src,
+                self.dst,
+                self.payload.len() as u32,
+            ),
+            polld_packet::wire::checksum::ones_sum(&self.payload),
+        );
+        self.payload[2..4].copy_from_slice(&(!sum).to_be_bytes());
+    }
+
+    pub fn with_payload(src: &str, dst: &str, next_header: u8, payload: Vec<u8>) -> Ip6 {
+        Ip6 {
+            src: ip6(src),
+            dst: ip6(dst),
+            hop_limit: 64,
+            next_header,
+            ext: Vec::new(),
+            payload,
+        }
+    }
+
+    /// Puts an extension header of type `kind` (its next header is the current one)
+    /// with `body` (its length a multiple of 8, minus 2) in front of the chain.
+    pub fn with_ext(mut self, kind: u8, body: &[u8]) -> Ip6 {
+        let mut header = vec![self.next_header, ((body.len() + 2) / 8 - 1) as u8];
+        header.extend_from_slice(body);
+        header.extend_from_slice(&self.ext);
+        self.ext = header;
+        self.next_header = kind;
+        self
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        let payload_len = self.ext.len() + self.payload.len();
+        let mut buf = vec![0u8; 40 + payload_len];
+        let mut p = Ipv6Packet::new_unchecked(&mut buf[..]);
+        p.set_version();
+        p.set_payload_len(payload_len as u16);
+        p.set_next_header(self.next_header);
+        p.set_hop_limit(self.hop_limit);
+        p.set_src_addr(self.src);
+        p.set_dst_addr(self.dst);
+        buf[40..40 + self.ext.len()].copy_from_slice(&self.ext);
+        buf[40 + self.ext.len()..].copy_from_slice(&self.payload);
+        buf
+    }
+
+    /// The packet in an Ethernet frame from `src` to `dst`, padded to 60 bytes.
+    pub fn frame(&self, src: MacAddr, dst: MacAddr) -> Vec<u8> {
+        eth_frame(src, dst, ethertype::IPV6, &self.bytes())
+    }
 }
