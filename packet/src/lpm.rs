@@ -63,30 +63,15 @@ const STRIDE: u8 = 8;
 struct Slot {
     /// Index into `Lpm::entries` of the longest prefix of this node covering the slot.
     best: u32,
-    /// Index into `Lpm::nodes` of the node for the next byte.
+    /// The node for the next byte.
     child: u32,
 }
 
-#[derive(Clone, Debug)]
-struct Node {
-    slots: Box<[Slot; 256]>,
-    /// Prefixes stored in this node plus children: the node is freed at zero.
-    used: u32,
-}
-
-impl Node {
-    fn new() -> Node {
-        Node {
-            slots: Box::new(
-                [Slot {
-                    best: NONE,
-                    child: NONE,
-                }; 256],
-            ),
-            used: 0,
-        }
-    }
-}
+const EMPTY: Slot = Slot {
+    best: NONE,
+    child: NONE,
+};
+const SLOTS: usize = 256;
 
 #[derive(Clone, Debug)]
 struct Entry<K, V> {
@@ -109,7 +94,11 @@ fn place(len: u8) -> (u8, u8) {
 /// A longest-prefix-match table from prefixes of `K` to values `V`.
 #[derive(Clone, Debug)]
 pub struct Lpm<K, V> {
-    nodes: Vec<Node>,
+    /// The slots of every node, node `n` at `n * 256`: one array, so that a lookup
+    /// costs one memory access per byte.
+    slots: Vec<Slot>,
+    /// Per node, its prefixes plus its children: the node is freed at zero.
+    used: Vec<u32>,
     free_nodes: Vec<u32>,
     entries: Vec<Option<Entry<K, V>>>,
     free_entries: Vec<u32>,
@@ -119,7 +108,8 @@ pub struct Lpm<K, V> {
 impl<K: LpmKey, V> Default for Lpm<K, V> {
     fn default() -> Self {
         Lpm {
-            nodes: vec![Node::new()],
+            slots: vec![EMPTY; SLOTS],
+            used: vec![0],
             free_nodes: Vec::new(),
             entries: Vec::new(),
             free_entries: Vec::new(),
@@ -143,7 +133,7 @@ impl<K: LpmKey, V> Lpm<K, V> {
 
     /// Trie nodes allocated (each 256 slots), for memory accounting.
     pub fn nodes(&self) -> usize {
-        self.nodes.len() - self.free_nodes.len()
+        self.used.len() - self.free_nodes.len()
     }
 
     /// The value stored for exactly this prefix.
@@ -157,7 +147,7 @@ impl<K: LpmKey, V> Lpm<K, V> {
         let mut node = 0u32;
         let mut best = NONE;
         for depth in 0..K::BITS / STRIDE {
-            let slot = self.nodes[node as usize].slots[usize::from(key.byte(depth))];
+            let slot = self.slots[node as usize * SLOTS + usize::from(key.byte(depth))];
             if slot.best != NONE {
                 best = slot.best;
             }
@@ -199,10 +189,10 @@ impl<K: LpmKey, V> Lpm<K, V> {
         self.by_prefix.insert((len, key), index);
         let (depth, rel) = place(len);
         let node = self.node_for(key, depth);
-        self.nodes[node as usize].used += 1;
+        self.used[node as usize] += 1;
         let (first, count) = Self::span(key, depth, rel);
         for s in first..first + count {
-            let slot = &mut self.nodes[node as usize].slots[s];
+            let slot = &mut self.slots[node as usize * SLOTS + s];
             let longer = slot.best == NONE
                 || self.entries[slot.best as usize]
                     .as_ref()
@@ -227,8 +217,9 @@ impl<K: LpmKey, V> Lpm<K, V> {
         let node = *path.last().expect("the root is on every path");
         let (first, count) = Self::span(key, depth, rel);
         for s in first..first + count {
-            if self.nodes[node as usize].slots[s].best == index {
-                self.nodes[node as usize].slots[s].best = self.covering(key, depth, s as u8);
+            let at = node as usize * SLOTS + s;
+            if self.slots[at].best == index {
+                self.slots[at].best = self.covering(key, depth, s as u8);
             }
         }
         self.release(key, &path);
@@ -262,23 +253,24 @@ impl<K: LpmKey, V> Lpm<K, V> {
         let mut node = 0u32;
         for d in 0..depth {
             let b = usize::from(key.byte(d));
-            let child = self.nodes[node as usize].slots[b].child;
+            let child = self.slots[node as usize * SLOTS + b].child;
             node = if child != NONE {
                 child
             } else {
                 let new = match self.free_nodes.pop() {
                     Some(n) => {
-                        self.nodes[n as usize] = Node::new();
+                        let at = n as usize * SLOTS;
+                        self.slots[at..at + SLOTS].fill(EMPTY);
                         n
                     }
                     None => {
-                        self.nodes.push(Node::new());
-                        (self.nodes.len() - 1) as u32
+                        self.slots.resize(self.slots.len() + SLOTS, EMPTY);
+                        self.used.push(0);
+                        (self.used.len() - 1) as u32
                     }
                 };
-                let parent = &mut self.nodes[node as usize];
-                parent.slots[b].child = new;
-                parent.used += 1;
+                self.slots[node as usize * SLOTS + b].child = new;
+                self.used[node as usize] += 1;
                 new
             };
         }
@@ -289,7 +281,8 @@ impl<K: LpmKey, V> Lpm<K, V> {
     fn path(&self, key: K, depth: u8) -> Option<Vec<u32>> {
         let mut path = vec![0u32];
         for d in 0..depth {
-            let child = self.nodes[*path.last()? as usize].slots[usize::from(key.byte(d))].child;
+            let node = *path.last()? as usize;
+            let child = self.slots[node * SLOTS + usize::from(key.byte(d))].child;
             if child == NONE {
                 return None;
             }
@@ -302,12 +295,12 @@ impl<K: LpmKey, V> Lpm<K, V> {
     /// empty, bottom up (never the root).
     fn release(&mut self, key: K, path: &[u32]) {
         let mut depth = path.len() - 1;
-        self.nodes[path[depth] as usize].used -= 1;
-        while depth > 0 && self.nodes[path[depth] as usize].used == 0 {
+        self.used[path[depth] as usize] -= 1;
+        while depth > 0 && self.used[path[depth] as usize] == 0 {
             self.free_nodes.push(path[depth]);
-            let parent = &mut self.nodes[path[depth - 1] as usize];
-            parent.slots[usize::from(key.byte(depth as u8 - 1))].child = NONE;
-            parent.used -= 1;
+            let parent = path[depth - 1] as usize;
+            self.slots[parent * SLOTS + usize::from(key.byte(depth as u8 - 1))].child = NONE;
+            self.used[parent] -= 1;
             depth -= 1;
         }
     }

@@ -100,6 +100,12 @@ impl RouteTable {
     pub fn is_empty(&self) -> bool {
         self.v4.is_empty() && self.v6.is_empty()
     }
+
+    /// The trie nodes of both families, 256 slots of 8 bytes each: the table's memory
+    /// beyond the routes themselves.
+    pub fn trie_nodes(&self) -> usize {
+        self.v4.nodes() + self.v6.nodes()
+    }
 }
 
 #[cfg(test)]
