@@ -1,7 +1,7 @@
 //! How the route table's lookup rate depends on its size: lookups per second of random
 //! destinations with 10 routes and with 1,000,000 random IPv4 routes (and 200,000 IPv6
-//! ones) of realistic prefix lengths, with the time to load them, the rate of in-place
-//! replacements, and the trie's size. It prints; it asserts nothing about speed.
+//! ones) of realistic prefix lengths, with the time to load them, the trie's size and the
+//! rate of in-place replacements. It prints; it asserts nothing about speed.
 //!
 //! `cargo run --release -p polld-packet --example lpm_scale [-- ROUTES]`
 
@@ -71,6 +71,11 @@ fn rate6(table: &RouteTable, probes: &[Ipv6Addr], rounds: usize) -> f64 {
     (probes.len() * rounds) as f64 / start.elapsed().as_secs_f64()
 }
 
+/// The trie's slots in megabytes (256 slots of 8 bytes per node).
+fn megabytes(table: &RouteTable) -> usize {
+    (table.trie_nodes() * 256 * 8) >> 20
+}
+
 fn main() {
     let big: usize = std::env::args()
         .nth(1)
@@ -117,12 +122,14 @@ fn main() {
     let load = start.elapsed();
     let big_rate = rate(&table, &probes, 8);
     println!(
-        "IPv4, {:>9} routes: {:>6.1} M lookups/s ({:.2}x the 10-route rate); loaded in {:.2} s",
+        "IPv4, {:>9} routes: {:>6.1} M lookups/s ({:.2}x the 10-route rate); loaded in {:.2} s; {} MB of trie",
         table.len(),
         big_rate / 1e6,
         big_rate / small_rate,
-        load.as_secs_f64()
+        load.as_secs_f64(),
+        megabytes(&table)
     );
+    let v4_megabytes = megabytes(&table);
 
     let start = Instant::now();
     let mut v6 = 0;
@@ -138,10 +145,11 @@ fn main() {
     }
     let load6 = start.elapsed();
     println!(
-        "IPv6, {:>9} routes: {:>6.1} M lookups/s; loaded in {:.2} s",
+        "IPv6, {:>9} routes: {:>6.1} M lookups/s; loaded in {:.2} s; {} MB of trie",
         table.len6(),
         rate6(&table, &probes6, 4) / 1e6,
-        load6.as_secs_f64()
+        load6.as_secs_f64(),
+        megabytes(&table) - v4_megabytes
     );
 
     // Replace routes in place: remove one random /24 and put it back, as a route change.
@@ -161,10 +169,5 @@ fn main() {
     println!(
         "in-place changes: {:.2} M remove+insert pairs/s",
         changes as f64 / start.elapsed().as_secs_f64() / 1e6
-    );
-    println!(
-        "trie: {} nodes, {} MB of slots",
-        table.trie_nodes(),
-        table.trie_nodes() * 256 * 8 >> 20
     );
 }

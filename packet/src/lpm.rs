@@ -4,10 +4,12 @@
 //! A node covers one byte of the key and has 256 slots. A prefix of length `L > 0` lives
 //! in the node at depth `(L - 1) / 8` on its path and is expanded over the
 //! `2^(8 - r)` slots it covers there (`r` its length within that byte; `/0` covers every
-//! slot of the root). Each slot holds the longest prefix stored in its node that covers
-//! it, and the child node for the next byte, if any. A lookup reads one slot per byte
-//! of the key until there is no child, remembering the last prefix seen: at most 4
-//! slot reads for IPv4 and 16 for IPv6, however many prefixes the table holds.
+//! slot of the root). Each slot holds the length and value of the longest prefix stored
+//! in its node that covers it, and the child node for the next byte, if any. A lookup
+//! reads one slot per byte of the key until there is no child, remembering the last
+//! prefix seen: at most 4 slot reads for IPv4 and 16 for IPv6, however many prefixes the
+//! table holds. Values are stored once each however many prefixes share them (routes
+//! share a few next hops), so the value a lookup ends at is usually in cache.
 //!
 //! Inserting or removing one prefix touches one node's slots (at most 256) plus the
 //! nodes on its path; a node left without prefixes or children is freed. The prefixes
@@ -61,7 +63,8 @@ const STRIDE: u8 = 8;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    /// Index into `Lpm::entries` of the longest prefix of this node covering the slot.
+    /// The longest prefix of this node covering the slot: its value's index in
+    /// `Lpm::values` above 8 bits, its length below ([`pack`]).
     best: u32,
     /// The node for the next byte.
     child: u32,
@@ -73,11 +76,15 @@ const EMPTY: Slot = Slot {
 };
 const SLOTS: usize = 256;
 
-#[derive(Clone, Debug)]
-struct Entry<K, V> {
-    key: K,
-    len: u8,
-    value: V,
+/// The most distinct values a table holds: their index has 24 bits in a slot.
+pub const MAX_VALUES: usize = (1 << 24) - 1;
+
+fn pack(value: u32, len: u8) -> u32 {
+    (value << 8) | u32::from(len)
+}
+
+fn unpack(best: u32) -> (usize, u8) {
+    ((best >> 8) as usize, best as u8)
 }
 
 /// The depth of the node a prefix of length `len` lives in, and its length within
@@ -100,25 +107,29 @@ pub struct Lpm<K, V> {
     /// Per node, its prefixes plus its children: the node is freed at zero.
     used: Vec<u32>,
     free_nodes: Vec<u32>,
-    entries: Vec<Option<Entry<K, V>>>,
-    free_entries: Vec<u32>,
+    /// Each distinct value once, with the number of prefixes holding it (0: free).
+    values: Vec<(V, u32)>,
+    value_index: FastMap<V, u32>,
+    free_values: Vec<u32>,
+    /// Every prefix, by (length, network), to its value's index.
     by_prefix: FastMap<(u8, K), u32>,
 }
 
-impl<K: LpmKey, V> Default for Lpm<K, V> {
+impl<K: LpmKey, V: Clone + Eq + std::hash::Hash> Default for Lpm<K, V> {
     fn default() -> Self {
         Lpm {
             slots: vec![EMPTY; SLOTS],
             used: vec![0],
             free_nodes: Vec::new(),
-            entries: Vec::new(),
-            free_entries: Vec::new(),
+            values: Vec::new(),
+            value_index: FastMap::default(),
+            free_values: Vec::new(),
             by_prefix: FastMap::default(),
         }
     }
 }
 
-impl<K: LpmKey, V> Lpm<K, V> {
+impl<K: LpmKey, V: Clone + Eq + std::hash::Hash> Lpm<K, V> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -139,7 +150,7 @@ impl<K: LpmKey, V> Lpm<K, V> {
     /// The value stored for exactly this prefix.
     pub fn get(&self, key: K, len: u8) -> Option<&V> {
         let &i = self.by_prefix.get(&(len, key.masked(len)))?;
-        self.entries[i as usize].as_ref().map(|e| &e.value)
+        Some(&self.values[i as usize].0)
     }
 
     /// The longest prefix covering `key`: its network, length and value.
@@ -159,10 +170,43 @@ impl<K: LpmKey, V> Lpm<K, V> {
         if best == NONE {
             return None;
         }
-        let e = self.entries[best as usize]
-            .as_ref()
-            .expect("slots name live entries");
-        Some((e.key, e.len, &e.value))
+        let (value, len) = unpack(best);
+        Some((key.masked(len), len, &self.values[value].0))
+    }
+
+    /// The index of `value`, stored if new, with one more prefix holding it.
+    fn hold(&mut self, value: V) -> u32 {
+        if let Some(&i) = self.value_index.get(&value) {
+            self.values[i as usize].1 += 1;
+            return i;
+        }
+        let i = match self.free_values.pop() {
+            Some(i) => {
+                self.values[i as usize] = (value.clone(), 1);
+                i
+            }
+            None => {
+                assert!(
+                    self.values.len() < MAX_VALUES,
+                    "more than {MAX_VALUES} distinct values"
+                );
+                self.values.push((value.clone(), 1));
+                (self.values.len() - 1) as u32
+            }
+        };
+        self.value_index.insert(value, i);
+        i
+    }
+
+    /// One prefix fewer holds value `i`; returns the value.
+    fn release_value(&mut self, i: u32) -> V {
+        let (value, holders) = &mut self.values[i as usize];
+        *holders -= 1;
+        if *holders == 0 {
+            self.value_index.remove(value);
+            self.free_values.push(i);
+        }
+        value.clone()
     }
 
     /// Stores `value` for the prefix (`key` with host bits ignored, `len` at most
@@ -170,60 +214,45 @@ impl<K: LpmKey, V> Lpm<K, V> {
     pub fn insert(&mut self, key: K, len: u8, value: V) -> Option<V> {
         assert!(len <= K::BITS, "prefix length {len} above {}", K::BITS);
         let key = key.masked(len);
-        if let Some(&i) = self.by_prefix.get(&(len, key)) {
-            let e = self.entries[i as usize]
-                .as_mut()
-                .expect("mapped entries live");
-            return Some(std::mem::replace(&mut e.value, value));
-        }
-        let index = match self.free_entries.pop() {
-            Some(i) => {
-                self.entries[i as usize] = Some(Entry { key, len, value });
-                i
-            }
-            None => {
-                self.entries.push(Some(Entry { key, len, value }));
-                (self.entries.len() - 1) as u32
-            }
-        };
-        self.by_prefix.insert((len, key), index);
+        let index = self.hold(value);
+        let previous = self.by_prefix.insert((len, key), index);
         let (depth, rel) = place(len);
-        let node = self.node_for(key, depth);
-        self.used[node as usize] += 1;
+        let node = match previous {
+            Some(_) => self.path(key, depth).and_then(|p| p.last().copied()),
+            None => None,
+        };
+        let node = node.unwrap_or_else(|| {
+            let node = self.node_for(key, depth);
+            self.used[node as usize] += 1;
+            node
+        });
         let (first, count) = Self::span(key, depth, rel);
-        for s in first..first + count {
-            let slot = &mut self.slots[node as usize * SLOTS + s];
-            let longer = slot.best == NONE
-                || self.entries[slot.best as usize]
-                    .as_ref()
-                    .is_some_and(|e| e.len <= len);
-            if longer {
-                slot.best = index;
+        for slot in &mut self.slots[node as usize * SLOTS + first..][..count] {
+            if slot.best == NONE || unpack(slot.best).1 <= len {
+                slot.best = pack(index, len);
             }
         }
-        None
+        previous.map(|old| self.release_value(old))
     }
 
     /// Removes the prefix, returning its value.
     pub fn remove(&mut self, key: K, len: u8) -> Option<V> {
         let key = key.masked(len);
         let index = self.by_prefix.remove(&(len, key))?;
-        let entry = self.entries[index as usize]
-            .take()
-            .expect("mapped entries live");
-        self.free_entries.push(index);
+        let value = self.release_value(index);
         let (depth, rel) = place(len);
         let path = self.path(key, depth).expect("a stored prefix has its node");
         let node = *path.last().expect("the root is on every path");
         let (first, count) = Self::span(key, depth, rel);
         for s in first..first + count {
+            // Of the prefixes of this node covering the slot, one has each length.
             let at = node as usize * SLOTS + s;
-            if self.slots[at].best == index {
+            if self.slots[at].best != NONE && unpack(self.slots[at].best).1 == len {
                 self.slots[at].best = self.covering(key, depth, s as u8);
             }
         }
         self.release(key, &path);
-        Some(entry.value)
+        Some(value)
     }
 
     /// The first slot and the number of slots a prefix of length `rel` within the byte
@@ -243,7 +272,8 @@ impl<K: LpmKey, V> Lpm<K, V> {
             .rev()
             .find_map(|rel| {
                 let len = STRIDE * depth + rel;
-                self.by_prefix.get(&(len, with_slot.masked(len))).copied()
+                let value = self.by_prefix.get(&(len, with_slot.masked(len)))?;
+                Some(pack(*value, len))
             })
             .unwrap_or(NONE)
     }
@@ -352,11 +382,13 @@ mod tests {
             let key = key.masked(len);
             let at = stored.iter().position(|&(k, l, _)| (k, l) == (key, len));
             if insert {
-                let old = table.insert(key, len, n);
+                // Few distinct values, shared by many prefixes, as routes share next hops.
+                let value = n % 3;
+                let old = table.insert(key, len, value);
                 prop_assert_eq!(old, at.map(|i| stored[i].2));
                 match at {
-                    Some(i) => stored[i].2 = n,
-                    None => stored.push((key, len, n)),
+                    Some(i) => stored[i].2 = value,
+                    None => stored.push((key, len, value)),
                 }
             } else {
                 let old = table.remove(key, len);
@@ -370,6 +402,7 @@ mod tests {
         }
         if stored.is_empty() {
             prop_assert_eq!(table.nodes(), 1);
+            prop_assert!(table.value_index.is_empty());
         }
         Ok(())
     }

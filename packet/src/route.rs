@@ -9,7 +9,7 @@ use crate::net::{Ipv4Net, Ipv6Net};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Where a route sends packets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NextHop<A = Ipv4Addr> {
     /// The destination is on the output interface's link.
     Connected,
@@ -18,7 +18,7 @@ pub enum NextHop<A = Ipv4Addr> {
 }
 
 /// A route: the output interface (device index) and the next hop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Route<A = Ipv4Addr> {
     pub out: usize,
     pub next_hop: NextHop<A>,
