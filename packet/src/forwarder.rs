@@ -566,10 +566,7 @@ impl Forwarder {
         if !request.verify_checksum() {
             return PacketDrop::BadChecksum.verdict();
         }
-        let link = Link {
-            src: self.interfaces[input].mac,
-            dst: EthernetFrame::new_unchecked(frame).src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         let header = IcmpHeader {
             msg_type: icmp_type::ECHO_REPLY,
             code: 0,
@@ -588,6 +585,15 @@ impl Forwarder {
         emit.emit(input, &self.scratch);
         self.counters.generated.icmp_echo_replies += 1;
         Verdict::Consumed
+    }
+
+    /// The link-layer addressing of a message answering `frame`, received on `input`:
+    /// back to its sender from the input interface.
+    fn reply_link(&self, input: usize, frame: &[u8]) -> Link {
+        Link {
+            src: self.interfaces[input].mac,
+            dst: EthernetFrame::new_unchecked(frame).src_addr(),
+        }
     }
 
     /// Sends an ICMP error about `frame` (already validated as IPv4) back where it came
@@ -621,10 +627,7 @@ impl Forwarder {
             return;
         }
         let quoted_len = (ip.header_len() + QUOTED_PAYLOAD).min(ip.packet().len());
-        let link = Link {
-            src: iface.mac,
-            dst: eth.src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         self.next_ident = self.next_ident.wrapping_add(1);
         frames::icmp(
             &mut self.scratch,

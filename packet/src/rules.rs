@@ -156,15 +156,8 @@ impl FiveTuple {
     pub fn of<T: AsRef<[u8]>>(packet: &Ipv4Packet<T>) -> FiveTuple {
         let proto = packet.protocol();
         let payload = packet.payload();
-        // Read the ports straight from the first four bytes: a first fragment's UDP
-        // length covers the whole datagram, so a checked UDP view would refuse it.
-        let ports = match payload {
-            [a, b, c, d, ..]
-                if (proto == protocol::TCP || proto == protocol::UDP)
-                    && packet.frag_offset() == 0 =>
-            {
-                Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])))
-            }
+        let ports = match packet.frag_offset() {
+            0 => ports(proto, payload),
             _ => None,
         };
         FiveTuple {
@@ -180,21 +173,27 @@ impl FiveTuple {
     /// the start of its TCP or UDP header.
     pub fn of_ipv6<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>, chain: &Chain) -> FiveTuple {
         let proto = chain.protocol;
-        let upper = chain
+        let ports = chain
             .upper_offset
-            .and_then(|at| packet.payload().get(at..at + 4));
-        let ports = match upper {
-            Some([a, b, c, d]) if proto == next_header::TCP || proto == next_header::UDP => {
-                Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])))
-            }
-            _ => None,
-        };
+            .and_then(|at| ports(proto, &packet.payload()[at..]));
         FiveTuple {
             protocol: proto,
             src: packet.src_addr().into(),
             dst: packet.dst_addr().into(),
             ports,
         }
+    }
+}
+
+/// The ports of a TCP or UDP header starting `upper`, read straight from its first four
+/// bytes: a first fragment's UDP length covers the whole datagram, so a checked UDP view
+/// would refuse it. (IPv6 numbers TCP and UDP as IPv4 does.)
+fn ports(proto: u8, upper: &[u8]) -> Option<(u16, u16)> {
+    match upper {
+        [a, b, c, d, ..] if proto == protocol::TCP || proto == protocol::UDP => {
+            Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])))
+        }
+        _ => None,
     }
 }
 

@@ -33,7 +33,7 @@
 
 use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
-use crate::frames::{self, IcmpHeader, Link};
+use crate::frames::{self, IcmpHeader};
 use crate::net::Ipv6Class;
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
@@ -184,10 +184,7 @@ impl Forwarder {
         if !request.verify_checksum_over(pseudo_header_sum(src, dst, len)) {
             return PacketDrop::BadChecksum.verdict();
         }
-        let link = Link {
-            src: self.interfaces[input].mac,
-            dst: EthernetFrame::new_unchecked(frame).src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         let header = IcmpHeader {
             msg_type: icmpv6_type::ECHO_REPLY,
             code: 0,
@@ -306,10 +303,7 @@ impl Forwarder {
             .packet()
             .len()
             .min(MIN_MTU - HEADER - IcmpPacket::<&[u8]>::HEADER_LEN);
-        let link = Link {
-            src: iface.mac,
-            dst: eth.src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         frames::icmpv6(
             &mut self.scratch,
             link,

@@ -62,6 +62,20 @@ pub fn naive_checksum_ok(data: &[u8]) -> bool {
     sum == 0xFFFF
 }
 
+/// A UDP header from port 40000 to `dst_port` and `data_len` bytes of counting data,
+/// checksum left zero.
+fn udp_datagram(dst_port: u16, data_len: usize) -> Vec<u8> {
+    let len = 8 + data_len;
+    let mut payload = vec![0u8; len];
+    payload[0..2].copy_from_slice(&40000u16.to_be_bytes());
+    payload[2..4].copy_from_slice(&dst_port.to_be_bytes());
+    payload[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    for (i, b) in payload[8..].iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    payload
+}
+
 /// An IPv4 packet to build.
 #[derive(Clone, Debug)]
 pub struct Ip {
@@ -79,15 +93,7 @@ pub struct Ip {
 impl Ip {
     /// A UDP datagram with `data_len` bytes of data, checksum left zero.
     pub fn udp(src: &str, dst: &str, dst_port: u16, data_len: usize) -> Ip {
-        let len = 8 + data_len;
-        let mut payload = vec![0u8; len];
-        payload[0..2].copy_from_slice(&40000u16.to_be_bytes());
-        payload[2..4].copy_from_slice(&dst_port.to_be_bytes());
-        payload[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-        for (i, b) in payload[8..].iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        Ip::with_payload(src, dst, 17, payload)
+        Ip::with_payload(src, dst, 17, udp_datagram(dst_port, data_len))
     }
 
     /// An ICMP message with a valid checksum.
@@ -191,15 +197,7 @@ pub struct Ip6 {
 impl Ip6 {
     /// A UDP datagram with `data_len` bytes of data, checksum left zero.
     pub fn udp(src: &str, dst: &str, dst_port: u16, data_len: usize) -> Ip6 {
-        let len = 8 + data_len;
-        let mut payload = vec![0u8; len];
-        payload[0..2].copy_from_slice(&40000u16.to_be_bytes());
-        payload[2..4].copy_from_slice(&dst_port.to_be_bytes());
-        payload[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-        for (i, b) in payload[8..].iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        Ip6::with_payload(src, dst, 17, payload)
+        Ip6::with_payload(src, dst, 17, udp_datagram(dst_port, data_len))
     }
 
     /// An ICMPv6 message with a valid checksum.
