@@ -1,9 +1,11 @@
-//! Test support: frame builders, an `Emit` that records, and an independent checksum.
+//! Test support: frame builders, an `Emit` that records, a two-port router rig, and an
+//! independent checksum.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
-use polld_core::Emit;
+use polld_core::{Emit, PacketStage, Verdict};
 use polld_packet::wire::ethernet::ethertype;
 use polld_packet::wire::{ArpPacket, EthernetFrame, Ipv4Packet, Ipv6Packet, MacAddr};
+use polld_packet::{Forwarder, PacketConfig, PacketDrop};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub const SEC: u64 = 1_000_000_000;
@@ -42,6 +44,97 @@ impl Sent {
 
 pub fn mac(last: u8, iface: u8) -> MacAddr {
     MacAddr([2, 0, 0, 0, iface, last])
+}
+
+// A two-port router's MACs; host A sits behind port 0, gateway G behind port 1.
+pub fn r1() -> MacAddr {
+    mac(1, 1)
+}
+pub fn host_a() -> MacAddr {
+    mac(2, 1)
+}
+pub fn r2() -> MacAddr {
+    mac(1, 2)
+}
+pub fn gw() -> MacAddr {
+    mac(2, 2)
+}
+
+/// A packet that can be put in an Ethernet frame.
+pub trait Framed {
+    fn frame(&self, src: MacAddr, dst: MacAddr) -> Vec<u8>;
+}
+
+impl Framed for Ip {
+    fn frame(&self, src: MacAddr, dst: MacAddr) -> Vec<u8> {
+        Ip::frame(self, src, dst)
+    }
+}
+
+impl Framed for Ip6 {
+    fn frame(&self, src: MacAddr, dst: MacAddr) -> Vec<u8> {
+        Ip6::frame(self, src, dst)
+    }
+}
+
+/// A forwarder on devices `veth1` and `veth2` with what it emitted; on drop it checks
+/// that its counters add up.
+pub struct Rig {
+    pub fwd: Forwarder,
+    pub sent: Sent,
+    pub calls: u64,
+}
+
+impl Rig {
+    pub fn of(config: &str) -> Rig {
+        let config: PacketConfig = toml::from_str(config).unwrap();
+        Rig {
+            fwd: Forwarder::new(&config, &["veth1", "veth2"]).unwrap(),
+            sent: Sent::default(),
+            calls: 0,
+        }
+    }
+
+    pub fn process(&mut self, input: usize, frame: &mut [u8]) -> Verdict {
+        self.calls += 1;
+        self.fwd.process(input, frame, &mut self.sent)
+    }
+
+    /// Sends `packet` from host A into port 0; returns the verdict and the frame as the
+    /// forwarder left it.
+    pub fn send_from_a(&mut self, packet: &impl Framed) -> (Verdict, Vec<u8>) {
+        let mut frame = packet.frame(host_a(), r1());
+        let verdict = self.process(0, &mut frame);
+        (verdict, frame)
+    }
+
+    pub fn verdict_from_a(&mut self, packet: &impl Framed) -> Verdict {
+        self.send_from_a(packet).0
+    }
+
+    pub fn drop_from_a(&mut self, packet: &impl Framed) -> PacketDrop {
+        match self.verdict_from_a(packet) {
+            Verdict::Drop(reason) => PacketDrop::try_from(reason)
+                .unwrap_or_else(|r| panic!("expected a stage reason, got {r:?}")),
+            other => panic!("expected a drop, got {other:?}"),
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let c = self.fwd.counters();
+        assert_eq!(c.received, self.calls, "every frame is counted once");
+        c.check_conservation().unwrap();
+        assert_eq!(
+            c.generated.total(),
+            self.sent.total,
+            "every emitted frame is counted"
+        );
+    }
 }
 
 pub fn ip(s: &str) -> Ipv4Addr {
