@@ -1,8 +1,8 @@
 //! Per-stage counters and the conservation check.
 //!
-//! Every frame handed to a stage gets exactly one verdict, so
+//! Every frame handed to a stage gets exactly one verdict, IPv4 and IPv6 alike, so
 //! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
-//! (ARP requests and replies, ICMP messages, the extra copies of a flooded frame) are
+//! (ARP requests and replies, ICMP and ICMPv6 messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
 //! left as; the fragments are counted apart (`ofragments`).
@@ -57,9 +57,9 @@ pub struct StageCounters {
     /// they became (FreeBSD's `ips_fragmented`, `ips_ofragments`).
     pub fragmented: u64,
     pub ofragments: u64,
-    /// Datagrams larger than the output MTU that could not be fragmented: DF set
-    /// (`oversize`), or fragments that would end past the largest datagram
-    /// (`fragment`). FreeBSD's `ips_cantfrag`.
+    /// Datagrams larger than the output MTU that could not be fragmented: IPv4 with DF
+    /// set and every IPv6 packet (`oversize`), or fragments that would end past the
+    /// largest datagram (`fragment`). FreeBSD's `ips_cantfrag`.
     pub cantfrag: u64,
     /// Forwarded frames that arrived with link-layer padding or a trailer after the IP
     /// total length, and left without it.
