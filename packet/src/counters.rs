@@ -27,6 +27,8 @@ pub struct GeneratedCounters {
     pub arp_replies: u64,
     pub icmp_echo_replies: u64,
     pub icmp_errors: u64,
+    /// Neighbour advertisements for polld's IPv6 addresses.
+    pub nd_adverts: u64,
     /// Copies of flooded frames beyond the one returned as the verdict (bridge).
     pub flood_copies: u64,
 }
@@ -37,6 +39,7 @@ impl GeneratedCounters {
             + self.arp_replies
             + self.icmp_echo_replies
             + self.icmp_errors
+            + self.nd_adverts
             + self.flood_copies
     }
 }

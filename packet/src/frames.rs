@@ -16,7 +16,7 @@ const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 const IP: usize = Ipv4Packet::<&[u8]>::HEADER_LEN;
 const IP6: usize = Ipv6Packet::<&[u8]>::HEADER_LEN;
 /// TTL and hop limit of the packets polld originates (the Linux and FreeBSD default).
-const TTL: u8 = 64;
+pub(crate) const TTL: u8 = 64;
 
 /// Link-layer addressing of a generated frame.
 #[derive(Clone, Copy, Debug)]
@@ -86,11 +86,17 @@ pub(crate) fn icmp(
     message.fill_checksum();
 }
 
-/// An IPv6/ICMPv6 packet carrying `data` after the 8-byte ICMPv6 header.
+/// The hop limit of neighbour discovery messages (RFC 4861), which proves to the
+/// receiver that they come from the link.
+pub(crate) const ND_HOP_LIMIT: u8 = 255;
+
+/// An IPv6/ICMPv6 packet carrying `data` after the 8-byte ICMPv6 header, with the
+/// originating hop limit (or [`ND_HOP_LIMIT`] for neighbour discovery).
 pub(crate) fn icmpv6(
     buf: &mut Vec<u8>,
     link: Link,
     (src, dst): (Ipv6Addr, Ipv6Addr),
+    hop_limit: u8,
     header: IcmpHeader,
     data: &[u8],
 ) {
@@ -100,7 +106,7 @@ pub(crate) fn icmpv6(
     ip.set_version();
     ip.set_payload_len(icmp_len as u16);
     ip.set_next_header(next_header::ICMPV6);
-    ip.set_hop_limit(TTL);
+    ip.set_hop_limit(hop_limit);
     ip.set_src_addr(src);
     ip.set_dst_addr(dst);
     let mut message = IcmpPacket::new_unchecked(&mut buf[ETH + IP6..ETH + IP6 + icmp_len]);

@@ -1,9 +1,9 @@
 //! The IPv6 neighbour table: next hop → MAC, from static entries and from the neighbour
 //! discovery messages polld hands up to the host (RFC 4861), which resolves them.
 //!
-//! polld sends no neighbour solicitations: the host's stack does neighbour discovery,
-//! and the advertisements that answer it pass through polld on their way up, which
-//! learns from them. An entry learned is usable for the ARP cache's `max_age`; static
+//! polld sends no neighbour solicitations (it only answers those for its own
+//! addresses): the host's stack resolves next hops, and the advertisements that answer
+//! it pass through polld on their way up, which learns from them. An entry learned is usable for the ARP cache's `max_age`; static
 //! entries never age and learning never overrides them. Entries can be added and
 //! removed one at a time while the table is in use, so a control plane can mirror the
 //! host's neighbour table into it.

@@ -511,6 +511,59 @@ fn unknown_neighbour_is_address_unreachable_until_learned() {
 }
 
 #[test]
+fn solicitations_for_our_addresses_are_answered_and_teach_the_sender() {
+    let mut rig = Rig::new();
+    let target = "2001:db8:1::1";
+    let mut body = ip6(target).octets().to_vec();
+    body.extend_from_slice(&[1, 1, 2, 0, 0, 0, 1, 2]); // source link-layer address: A
+    let mut ns = Ip6::icmp(A, "ff02::1:ff00:1", icmpv6_type::NEIGHBOR_SOLICIT, 0, &body);
+    ns.hop_limit = 255;
+    let mut frame = ns.frame(host_a(), MacAddr([0x33, 0x33, 0xff, 0, 0, 1]));
+    assert_eq!(rig.process(0, &mut frame), Verdict::Consumed);
+    let sent = rig.sent.take();
+    assert_eq!(sent.len(), 1);
+    let m = parse_icmp6(&sent[0].1);
+    assert_eq!((m.msg_type, m.code), (icmpv6_type::NEIGHBOR_ADVERT, 0));
+    assert_eq!(m.rest, 0xE000_0000, "router, solicited, override");
+    assert_eq!((m.src, m.dst, m.hop_limit), (ip6(target), ip6(A), 255));
+    assert_eq!((m.eth_src, m.eth_dst), (r1(), host_a()));
+    let mut expect = ip6(target).octets().to_vec();
+    expect.extend_from_slice(&[2, 1]);
+    expect.extend_from_slice(&r1().0);
+    assert_eq!(m.data, expect, "the target and our MAC");
+    assert_eq!(rig.fwd.neighbour_lookup(ip6(A)), Some(host_a()));
+    assert_eq!(rig.fwd.counters().generated.nd_adverts, 1);
+    // Duplicate address detection of our address: defended to all nodes.
+    let mut dad = Ip6::icmp(
+        "::",
+        "ff02::1:ff00:1",
+        icmpv6_type::NEIGHBOR_SOLICIT,
+        0,
+        &body[..16],
+    );
+    dad.hop_limit = 255;
+    let mut frame = dad.frame(host_a(), MacAddr([0x33, 0x33, 0xff, 0, 0, 1]));
+    assert_eq!(rig.process(0, &mut frame), Verdict::Consumed);
+    let m = parse_icmp6(&rig.sent.take()[0].1);
+    assert_eq!((m.dst, m.rest), (ip6("ff02::1"), 0xA000_0000));
+    assert_eq!(m.eth_dst, MacAddr([0x33, 0x33, 0, 0, 0, 1]));
+    // A solicitation for someone else goes up.
+    let mut other = body.clone();
+    other[15] = 9;
+    let mut ns = Ip6::icmp(
+        A,
+        "ff02::1:ff00:9",
+        icmpv6_type::NEIGHBOR_SOLICIT,
+        0,
+        &other,
+    );
+    ns.hop_limit = 255;
+    let mut frame = ns.frame(host_a(), MacAddr([0x33, 0x33, 0xff, 0, 0, 9]));
+    assert_eq!(rig.process(0, &mut frame), Verdict::Local);
+    rig.no_icmp();
+}
+
+#[test]
 fn neighbour_messages_off_link_or_forwarded_teach_nothing() {
     let mut rig = Rig::new();
     let neighbour = "2001:db8:2::98";

@@ -13,8 +13,10 @@
 //! 5. Local delivery (`Local`): multicast destinations (neighbour discovery, MLD: polld
 //!    is no multicast router) and polld's own addresses, its link-local address (from
 //!    the MAC, EUI-64) included. Pings to them are answered by polld when
-//!    `icmp.answer_echo` is set (`Consumed`). Neighbour advertisements and
-//!    solicitations on the way up teach the neighbour table (RFC 4861 §7.2.5, §7.2.3).
+//!    `icmp.answer_echo` is set (`Consumed`). Neighbour solicitations for polld's
+//!    addresses are answered with an advertisement (`Consumed`), as ARP requests are;
+//!    other neighbour advertisements and solicitations on the way up teach the
+//!    neighbour table (RFC 4861 §7.2.5, §7.2.3).
 //! 6. Forwarding: a unicast destination received as link-layer multicast → `Martian`;
 //!    a link-local destination not polld's → `LinkLocal`; a link-local source →
 //!    `LinkLocal` + ICMPv6 destination unreachable, beyond scope of source address; a
@@ -33,7 +35,7 @@
 
 use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
-use crate::frames::{self, IcmpHeader};
+use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
@@ -45,8 +47,6 @@ use std::net::Ipv6Addr;
 const HEADER: usize = Ipv6Packet::<&[u8]>::HEADER_LEN;
 /// The IPv6 minimum MTU (RFC 8200 §5): an ICMPv6 error never exceeds it.
 const MIN_MTU: usize = 1280;
-/// The hop limit of neighbour discovery messages, which proves they are from the link.
-const ND_HOP_LIMIT: u8 = 255;
 
 impl Forwarder {
     fn is_own6(&self, ip: Ipv6Addr) -> bool {
@@ -94,8 +94,7 @@ impl Forwarder {
             return PacketDrop::Filtered.verdict();
         }
         if dst_class == Ipv6Class::Multicast {
-            self.snoop_neighbour_discovery(input, frame, &chain);
-            return Verdict::Local;
+            return self.neighbour_discovery(input, frame, &chain, emit);
         }
         if self.is_own6(dst) || dst == self.interfaces[input].link_local {
             return self.local6(input, frame, &chain, emit);
@@ -170,7 +169,9 @@ impl Forwarder {
         chain: &Chain,
         emit: &mut dyn Emit,
     ) -> Verdict {
-        self.snoop_neighbour_discovery(input, frame, chain);
+        if self.neighbour_discovery(input, frame, chain, emit) == Verdict::Consumed {
+            return Verdict::Consumed;
+        }
         let ip = Ipv6Packet::new_unchecked(&frame[ETH..]);
         if !self.answer_echo || ip.next_header() != next_header::ICMPV6 {
             return Verdict::Local;
@@ -190,67 +191,151 @@ impl Forwarder {
             code: 0,
             rest: request.rest_of_header(),
         };
-        frames::icmpv6(&mut self.scratch, link, (dst, src), header, request.data());
+        frames::icmpv6(
+            &mut self.scratch,
+            link,
+            (dst, src),
+            TTL,
+            header,
+            request.data(),
+        );
         emit.emit(input, &self.scratch);
         self.counters.generated.icmp_echo_replies += 1;
         Verdict::Consumed
     }
 
-    /// Learns the link-layer address a neighbour advertisement (target) or solicitation
-    /// (source) carries, when it comes from the link (hop limit 255, valid checksum) and
-    /// names an address on one of the input interface's prefixes.
-    fn snoop_neighbour_discovery(&mut self, input: usize, frame: &[u8], chain: &Chain) {
+    /// Neighbour discovery from the link (hop limit 255, a valid checksum): a
+    /// solicitation for one of polld's addresses on the input interface is answered
+    /// (`Consumed`); otherwise the link-layer address an advertisement (target) or a
+    /// solicitation (source) carries is learned, when it names an address on one of the
+    /// input interface's prefixes, and the message goes up (`Local`).
+    fn neighbour_discovery(
+        &mut self,
+        input: usize,
+        frame: &[u8],
+        chain: &Chain,
+        emit: &mut dyn Emit,
+    ) -> Verdict {
+        let Some((target, option)) = self.neighbour_message(frame, chain) else {
+            return Verdict::Local;
+        };
+        let ip = Ipv6Packet::new_unchecked(&frame[ETH..]);
+        let (src, kind) = (ip.src_addr(), ip.payload()[0]);
+        let iface = &self.interfaces[input];
+        let address = match kind {
+            icmpv6_type::NEIGHBOR_ADVERT => target,
+            _ => src,
+        };
+        let on_link = iface.addresses6.iter().any(|n| n.contains(address));
+        let ours =
+            target == iface.link_local || iface.addresses6.iter().any(|n| n.addr() == target);
+        if let Some(mac) = option.filter(|m| m.is_unicast()) {
+            if on_link && !self.is_own6(address) {
+                self.neighbours.learn(address, mac, self.now_ns);
+            }
+        }
+        if kind == icmpv6_type::NEIGHBOR_SOLICIT && ours {
+            return self.advertise(input, frame, target, emit);
+        }
+        Verdict::Local
+    }
+
+    /// Answers a solicitation for `target`, polld's, with a solicited advertisement
+    /// carrying the input interface's MAC, or, for duplicate address detection (from
+    /// `::`), an unsolicited one to all nodes (RFC 4861 §7.2.4).
+    fn advertise(
+        &mut self,
+        input: usize,
+        frame: &[u8],
+        target: Ipv6Addr,
+        emit: &mut dyn Emit,
+    ) -> Verdict {
+        let src = Ipv6Packet::new_unchecked(&frame[ETH..]).src_addr();
+        let mac = self.interfaces[input].mac;
+        const ROUTER: u32 = 1 << 31;
+        const SOLICITED: u32 = 1 << 30;
+        const OVERRIDE: u32 = 1 << 29;
+        let (dst, rest, link) = if src.is_unspecified() {
+            let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+            let link = frames::Link {
+                src: mac,
+                dst: MacAddr([0x33, 0x33, 0, 0, 0, 1]),
+            };
+            (all_nodes, ROUTER | OVERRIDE, link)
+        } else {
+            (
+                src,
+                ROUTER | SOLICITED | OVERRIDE,
+                self.reply_link(input, frame),
+            )
+        };
+        let mut data = target.octets().to_vec();
+        data.extend_from_slice(&[2, 1]);
+        data.extend_from_slice(&mac.0);
+        let header = IcmpHeader {
+            msg_type: icmpv6_type::NEIGHBOR_ADVERT,
+            code: 0,
+            rest,
+        };
+        frames::icmpv6(
+            &mut self.scratch,
+            link,
+            (target, dst),
+            ND_HOP_LIMIT,
+            header,
+            &data,
+        );
+        emit.emit(input, &self.scratch);
+        self.counters.generated.nd_adverts += 1;
+        Verdict::Consumed
+    }
+
+    /// A neighbour solicitation or advertisement from the link, checked: its target and
+    /// the link-layer address its option carries (source for a solicitation, target for
+    /// an advertisement), if any.
+    fn neighbour_message(
+        &self,
+        frame: &[u8],
+        chain: &Chain,
+    ) -> Option<(Ipv6Addr, Option<MacAddr>)> {
         let ip = Ipv6Packet::new_unchecked(&frame[ETH..]);
         if chain.protocol != next_header::ICMPV6
             || chain.upper_offset != Some(0)
             || ip.hop_limit() != ND_HOP_LIMIT
         {
-            return;
+            return None;
         }
-        let Ok(message) = IcmpPacket::new_checked(ip.payload()) else {
-            return;
-        };
+        let message = IcmpPacket::new_checked(ip.payload()).ok()?;
         // Type, code, checksum, 4 reserved bytes, the 16-byte target, then options.
         const OPTIONS_AT: usize = 24;
-        let (address, wanted_option) = match message.msg_type() {
-            icmpv6_type::NEIGHBOR_ADVERT if message.as_bytes().len() >= OPTIONS_AT => {
-                let mut target = [0u8; 16];
-                target.copy_from_slice(&message.as_bytes()[8..24]);
-                (Ipv6Addr::from(target), 2)
-            }
-            icmpv6_type::NEIGHBOR_SOLICIT if message.as_bytes().len() >= OPTIONS_AT => {
-                (ip.src_addr(), 1)
-            }
-            _ => return,
+        let wanted_option = match message.msg_type() {
+            icmpv6_type::NEIGHBOR_SOLICIT => 1,
+            icmpv6_type::NEIGHBOR_ADVERT => 2,
+            _ => return None,
         };
-        let on_link = self.interfaces[input]
-            .addresses6
-            .iter()
-            .any(|n| n.contains(address));
         let len = ip.payload().len() as u32;
-        if !on_link
-            || self.is_own6(address)
+        if message.code() != 0
+            || message.as_bytes().len() < OPTIONS_AT
             || !message.verify_checksum_over(pseudo_header_sum(ip.src_addr(), ip.dst_addr(), len))
         {
-            return;
+            return None;
         }
+        let mut target = [0u8; 16];
+        target.copy_from_slice(&message.as_bytes()[8..OPTIONS_AT]);
         let mut options = &message.as_bytes()[OPTIONS_AT..];
+        let mut mac = None;
         while let [kind, units, ..] = *options {
             let len = usize::from(units) * 8;
             if len == 0 || len > options.len() {
-                return;
+                // RFC 4861 §7.1.1: an option of length 0 makes the message invalid.
+                return None;
             }
             if kind == wanted_option && len == 8 {
-                let mut mac = [0u8; 6];
-                mac.copy_from_slice(&options[2..8]);
-                let mac = MacAddr(mac);
-                if mac.is_unicast() {
-                    self.neighbours.learn(address, mac, self.now_ns);
-                }
-                return;
+                mac = Some(MacAddr(options[2..8].try_into().expect("6 bytes")));
             }
             options = &options[len..];
         }
+        Some((Ipv6Addr::from(target), mac))
     }
 
     /// Sends an ICMPv6 error about `frame` (a checked IPv6 packet whose chain is
@@ -308,6 +393,7 @@ impl Forwarder {
             &mut self.scratch,
             link,
             (our_addr, src),
+            TTL,
             header,
             &ip.packet()[..quoted_len],
         );
