@@ -1,8 +1,8 @@
 #!/bin/sh
-# Fuzzes the forwarder's frame path and the control protocol on stable Rust: each
-# fuzzer mutates a seed corpus with a seeded generator, checks its invariants after
-# every input, prints its count, time and seed, and exits non-zero on a finding (with
-# the input). Replay a finding with the seed it printed.
+# Fuzzes the forwarder's frame path (IPv4 and IPv6 frames) and the control protocol on
+# stable Rust: each fuzzer mutates a seed corpus with a seeded generator, checks its
+# invariants after every input, prints its count, time and seed, and exits non-zero on
+# a finding (with the input). Replay a finding with the seed it printed.
 #
 #   scripts/fuzz.sh [ITERATIONS [SEED]]     default: 10^7 inputs each, a fresh seed
 set -eu

@@ -334,9 +334,10 @@ fn malformed_frames_are_counted_by_reason_and_polld_keeps_forwarding() {
         ),
         (
             "unknown_ethertype",
+            // 0x88B5: IEEE 802 local experimental, which polld does not handle.
             frame(&l, 18, |f| {
-                f[12] = 0x86;
-                f[13] = 0xdd
+                f[12] = 0x88;
+                f[13] = 0xb5
             }),
         ),
     ];

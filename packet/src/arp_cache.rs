@@ -148,11 +148,7 @@ impl ArpCache {
     }
 
     pub fn stats(&self) -> TableStats {
-        let learned = self.learned.stats();
-        TableStats {
-            entries: learned.entries + self.statics.len(),
-            ..learned
-        }
+        self.learned.stats_with(self.statics.len())
     }
 }
 

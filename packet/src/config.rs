@@ -19,14 +19,22 @@
 //! [[interfaces]]
 //! name = "veth2"
 //! mac = "02:00:00:00:02:01"
-//! addresses = ["10.0.2.1/24"]
+//! addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]  # IPv4 and IPv6
 //!
 //! [[routes]]
 //! prefix = "10.9.0.0/16"
 //! gateway = "10.0.2.2"       # picks veth2, whose network holds it
 //!
-//! [[static_arp]]
+//! [[routes]]
+//! prefix = "2001:db8:9::/48"
+//! gateway = "2001:db8:2::2"
+//!
+//! [[static_arp]]             # a neighbour: ARP for IPv4, neighbour discovery for IPv6
 //! ip = "10.0.2.2"
+//! mac = "02:00:00:00:02:02"
+//!
+//! [[static_arp]]
+//! ip = "2001:db8:2::2"
 //! mac = "02:00:00:00:02:02"
 //!
 //! [arp]
@@ -51,18 +59,18 @@
 //! dst_ports = 22             # or "1024-65535"; tcp/udp only
 //! ```
 
-use crate::net::{is_martian_source, Ipv4Net};
+use crate::net::{is_martian_source, IpNet, Ipv4Net, Ipv6Class, Ipv6Net};
 use crate::rules::{Action, Rule};
 use crate::wire::MacAddr;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// What the stage does with frames.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// IPv4 forwarding with ARP and ICMP ([`crate::Forwarder`]).
+    /// IPv4 and IPv6 forwarding with ARP and ICMP/ICMPv6 ([`crate::Forwarder`]).
     #[default]
     Router,
     /// An L2 learning bridge over all interfaces ([`crate::Bridge`]).
@@ -100,7 +108,8 @@ pub struct PacketConfig {
     /// interface addresses.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
-    /// Permanent ARP entries (router mode).
+    /// Permanent neighbour entries (router mode): ARP entries for IPv4 addresses,
+    /// neighbour-discovery entries for IPv6 ones.
     #[serde(default)]
     pub static_arp: Vec<StaticArpConfig>,
     #[serde(default)]
@@ -126,10 +135,11 @@ pub struct InterfaceConfig {
     /// the bridge).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<MacAddr>,
-    /// The interface's addresses with their prefix lengths (router mode).
+    /// The interface's IPv4 and IPv6 addresses with their prefix lengths (router mode).
     #[serde(default)]
-    pub addresses: Vec<Ipv4Net>,
-    /// The IP MTU: the largest IPv4 packet sent out of this interface. `polld run`
+    pub addresses: Vec<IpNet>,
+    /// The IP MTU: the largest IPv4 or IPv6 packet sent out of this interface (at least
+    /// 1280 on an interface with IPv6 addresses). `polld run`
     /// takes the kernel's MTU of the interface when the key is absent.
     #[serde(default = "default_mtu")]
     pub mtu: u16,
@@ -142,16 +152,19 @@ fn default_mtu() -> u16 {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
-    /// The destination prefix, host bits zero (`0.0.0.0/0` for a default route).
-    pub prefix: Ipv4Net,
-    /// The next hop; must be on a connected network, which picks the output interface.
-    pub gateway: Ipv4Addr,
+    /// The destination prefix, host bits zero (`0.0.0.0/0` or `::/0` for a default
+    /// route).
+    pub prefix: IpNet,
+    /// The next hop, of the prefix's family; must be on a connected network, which picks
+    /// the output interface.
+    pub gateway: IpAddr,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StaticArpConfig {
-    pub ip: Ipv4Addr,
+    /// An IPv4 (ARP) or IPv6 (neighbour discovery) address on a connected network.
+    pub ip: IpAddr,
     pub mac: MacAddr,
 }
 
@@ -276,6 +289,17 @@ impl PacketConfig {
                 );
             }
         }
+        for (i, iface) in self.interfaces.iter().enumerate() {
+            if iface.mtu < 1280 && iface.addresses.iter().any(|a| a.v6().is_some()) {
+                return fail(
+                    format!("interfaces[{i}].mtu"),
+                    format!(
+                        "{} is below the IPv6 minimum of 1280 (RFC 8200) on an interface with IPv6 addresses",
+                        iface.mtu
+                    ),
+                );
+            }
+        }
         for (i, rule) in self.rules.iter().enumerate() {
             validate_rule(i, rule)?;
         }
@@ -355,6 +379,15 @@ impl PacketConfig {
                     ),
                 );
             }
+            if route.prefix.addr().is_ipv4() != route.gateway.is_ipv4() {
+                return fail(
+                    format!("{field}.gateway"),
+                    format!(
+                        "{} is not of {}'s address family; route IPv4 prefixes via IPv4 gateways and IPv6 via IPv6",
+                        route.gateway, route.prefix
+                    ),
+                );
+            }
             if self.connected_interface(route.gateway).is_none() {
                 return fail(
                     format!("{field}.gateway"),
@@ -414,34 +447,13 @@ impl PacketConfig {
         Ok(())
     }
 
-    fn validate_address(&self, i: usize, k: usize, net: Ipv4Net) -> Result<(), ConfigError> {
+    fn validate_address(&self, i: usize, k: usize, net: IpNet) -> Result<(), ConfigError> {
         let field = format!("interfaces[{i}].addresses[{k}]");
+        match net {
+            IpNet::V4(v4) => validate_ipv4_address(&field, v4)?,
+            IpNet::V6(v6) => validate_ipv6_address(&field, v6)?,
+        }
         let addr = net.addr();
-        if net.prefix_len() == 0 {
-            return fail(
-                field,
-                format!(
-                    "{net} covers every address; give the link's prefix length, e.g. {addr}/24"
-                ),
-            );
-        }
-        if is_martian_source(addr) {
-            return fail(
-                field,
-                format!(
-                    "{addr} is not a usable host address (0/8, loopback, multicast or reserved)"
-                ),
-            );
-        }
-        if net.broadcast().is_some() && (net.is_network() || net.broadcast() == Some(addr)) {
-            return fail(
-                field,
-                format!(
-                    "{addr} is the network or broadcast address of {}; pick a host address",
-                    net.network()
-                ),
-            );
-        }
         for (j, other) in self.interfaces.iter().enumerate() {
             for (l, o) in other.addresses.iter().enumerate() {
                 if (j, l) >= (i, k) {
@@ -535,14 +547,14 @@ impl PacketConfig {
     }
 
     /// Every (interface index, address) pair.
-    pub(crate) fn connected(&self) -> impl Iterator<Item = (usize, Ipv4Net)> + '_ {
+    pub(crate) fn connected(&self) -> impl Iterator<Item = (usize, IpNet)> + '_ {
         self.interfaces
             .iter()
             .enumerate()
             .flat_map(|(i, f)| f.addresses.iter().map(move |a| (i, *a)))
     }
 
-    fn connected_interface(&self, ip: Ipv4Addr) -> Option<usize> {
+    fn connected_interface(&self, ip: IpAddr) -> Option<usize> {
         self.connected()
             .find(|(_, net)| net.contains(ip))
             .map(|(i, _)| i)
@@ -560,9 +572,70 @@ impl PacketConfig {
         }
     }
 
-    fn is_own_address(&self, ip: Ipv4Addr) -> bool {
+    fn is_own_address(&self, ip: IpAddr) -> bool {
         self.connected().any(|(_, net)| net.addr() == ip)
     }
+}
+
+fn validate_ipv4_address(field: &str, net: Ipv4Net) -> Result<(), ConfigError> {
+    let addr = net.addr();
+    if net.prefix_len() == 0 {
+        return fail(
+            field,
+            format!("{net} covers every address; give the link's prefix length, e.g. {addr}/24"),
+        );
+    }
+    if is_martian_source(addr) {
+        return fail(
+            field,
+            format!("{addr} is not a usable host address (0/8, loopback, multicast or reserved)"),
+        );
+    }
+    if net.broadcast().is_some() && (net.is_network() || net.broadcast() == Some(addr)) {
+        return fail(
+            field,
+            format!(
+                "{addr} is the network or broadcast address of {}; pick a host address",
+                net.network()
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn validate_ipv6_address(field: &str, net: Ipv6Net) -> Result<(), ConfigError> {
+    let addr = net.addr();
+    if net.prefix_len() == 0 {
+        return fail(
+            field,
+            format!("{net} covers every address; give the link's prefix length, e.g. {addr}/64"),
+        );
+    }
+    match Ipv6Class::of(addr) {
+        Ipv6Class::Unicast => {}
+        Ipv6Class::LinkLocal => {
+            return fail(
+                field,
+                format!("{addr} is link-local; polld's link-local address is fe80:: with the interface's MAC (EUI-64), list global or unique-local addresses"),
+            )
+        }
+        _ => {
+            return fail(
+                field,
+                format!("{addr} is not a usable unicast address (unspecified, loopback, multicast or IPv4-embedded)"),
+            )
+        }
+    }
+    if net.prefix_len() < 127 && net.is_network() {
+        return fail(
+            field,
+            format!(
+                "{addr} is the subnet-router anycast address of {} (RFC 4291 §2.6.1); pick a host address",
+                net.network()
+            ),
+        );
+    }
+    Ok(())
 }
 
 fn validate_rule(i: usize, rule: &Rule) -> Result<(), ConfigError> {
@@ -571,9 +644,10 @@ fn validate_rule(i: usize, rule: &Rule) -> Result<(), ConfigError> {
             return fail(
                 format!("rules[{i}].{name}"),
                 format!(
-                    "{net} has host bits set; write {} (or {}/32 for one host)",
+                    "{net} has host bits set; write {} (or {}/{} for one host)",
                     net.network(),
-                    net.addr()
+                    net.addr(),
+                    net.host_len()
                 ),
             );
         }
@@ -706,6 +780,60 @@ mod tests {
         assert_eq!(error_of(&c).field, "interfaces[0].mac");
         c.interfaces[0].mac = Some(MacAddr::BROADCAST);
         assert!(error_of(&c).message.contains("unicast"));
+    }
+
+    #[test]
+    fn ipv6_addresses_routes_and_neighbours() {
+        let mut c = router();
+        c.interfaces[1]
+            .addresses
+            .push("2001:db8:2::1/64".parse().unwrap());
+        c.routes.push(RouteConfig {
+            prefix: "2001:db8:9::/48".parse().unwrap(),
+            gateway: "2001:db8:2::2".parse().unwrap(),
+        });
+        c.static_arp.push(StaticArpConfig {
+            ip: "2001:db8:2::2".parse().unwrap(),
+            mac: "02:00:00:00:02:02".parse().unwrap(),
+        });
+        c.validate().unwrap();
+        let mut small = c.clone();
+        small.interfaces[1].mtu = 1279;
+        assert_eq!(error_of(&small).field, "interfaces[1].mtu");
+        let text = toml::to_string(&c).unwrap();
+        assert_eq!(toml::from_str::<PacketConfig>(&text).unwrap(), c);
+        let mut bad = c.clone();
+        bad.routes[1].gateway = "10.0.2.2".parse().unwrap();
+        assert!(
+            error_of(&bad).message.contains("address family"),
+            "{}",
+            error_of(&bad)
+        );
+        let mut bad = c.clone();
+        bad.routes[1].gateway = "2001:db8:3::2".parse().unwrap();
+        assert_eq!(error_of(&bad).field, "routes[1].gateway");
+        for (addr, why) in [
+            ("fe80::1/64", "link-local"),
+            ("ff02::1/64", "not a usable unicast"),
+            ("::1/128", "not a usable unicast"),
+            ("2001:db8:2::/64", "subnet-router anycast"),
+            ("::/0", "covers every address"),
+        ] {
+            let mut bad = c.clone();
+            bad.interfaces[1].addresses[1] = addr.parse().unwrap();
+            let e = error_of(&bad);
+            assert_eq!(e.field, "interfaces[1].addresses[1]");
+            assert!(e.message.contains(why), "{addr}: {e}");
+        }
+        let mut bad = c.clone();
+        bad.interfaces[0]
+            .addresses
+            .push("2001:db8:2::9/64".parse().unwrap());
+        assert!(
+            error_of(&bad).message.contains("overlaps"),
+            "{}",
+            error_of(&bad)
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Per-stage counters and the conservation check.
 //!
-//! Every frame handed to a stage gets exactly one verdict, so
+//! Every frame handed to a stage gets exactly one verdict, IPv4 and IPv6 alike, so
 //! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
-//! (ARP requests and replies, ICMP messages, the extra copies of a flooded frame) are
+//! (ARP requests and replies, ICMP and ICMPv6 messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
 //! left as; the fragments are counted apart (`ofragments`).
@@ -27,6 +27,8 @@ pub struct GeneratedCounters {
     pub arp_replies: u64,
     pub icmp_echo_replies: u64,
     pub icmp_errors: u64,
+    /// Neighbour advertisements for polld's IPv6 addresses.
+    pub nd_adverts: u64,
     /// Copies of flooded frames beyond the one returned as the verdict (bridge).
     pub flood_copies: u64,
 }
@@ -37,6 +39,7 @@ impl GeneratedCounters {
             + self.arp_replies
             + self.icmp_echo_replies
             + self.icmp_errors
+            + self.nd_adverts
             + self.flood_copies
     }
 }
@@ -57,9 +60,9 @@ pub struct StageCounters {
     /// they became (FreeBSD's `ips_fragmented`, `ips_ofragments`).
     pub fragmented: u64,
     pub ofragments: u64,
-    /// Datagrams larger than the output MTU that could not be fragmented: DF set
-    /// (`oversize`), or fragments that would end past the largest datagram
-    /// (`fragment`). FreeBSD's `ips_cantfrag`.
+    /// Datagrams larger than the output MTU that could not be fragmented: IPv4 with DF
+    /// set and every IPv6 packet (`oversize`), or fragments that would end past the
+    /// largest datagram (`fragment`). FreeBSD's `ips_cantfrag`.
     pub cantfrag: u64,
     /// Forwarded frames that arrived with link-layer padding or a trailer after the IP
     /// total length, and left without it.
@@ -168,7 +171,7 @@ pub struct StageStats {
     pub counters: StageCounters,
     /// Hits per rule, in rule order, and of the default action.
     pub rules: RuleHits,
-    /// The ARP cache (router) or the MAC table (bridge).
+    /// The ARP cache and the IPv6 neighbour table (router), or the MAC table (bridge).
     pub table: TableStats,
 }
 

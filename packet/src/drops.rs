@@ -1,5 +1,7 @@
-//! Why the packet stages drop a frame: the IPv4 and Ethernet reasons (RFC 1812 checks,
-//! routing, ARP, rules), each its own counter `dev.<if>.drops.<name>`.
+//! Why the packet stages drop a frame: the Ethernet, IPv4 and IPv6 reasons (RFC 1812 and
+//! RFC 8200 / RFC 4291 checks, routing, neighbours, rules), each its own counter
+//! `dev.<if>.drops.<name>`. A reason both families share (a bad length, no route, a
+//! filter, an exhausted TTL or hop limit) is one counter.
 //!
 //! The core counts them without knowing them: [`PacketDrop::TABLE`] is what the router
 //! and the bridge declare as their [`PacketStage::drop_reasons`], and a `PacketDrop`
@@ -14,17 +16,18 @@ use polld_core::{DropReason, StageDrop, Verdict};
 pub enum PacketDrop {
     /// Shorter than the headers it claims.
     Truncated,
-    /// Longer than the output MTU, and not to be fragmented (DF set).
+    /// Longer than the output MTU, and not to be fragmented (IPv4 with DF set, or IPv6,
+    /// which routers never fragment).
     Oversize,
     /// An ethertype polld does not handle.
     UnknownEthertype,
     /// An 802.1Q tag on a routed interface.
     Vlan,
-    /// IP version other than 4.
+    /// IP version other than the ethertype's (4 or 6).
     BadVersion,
     /// IHL below 5 or beyond the frame.
     BadIhl,
-    /// IPv4 total length inconsistent with the frame.
+    /// IPv4 total length or IPv6 payload length inconsistent with the frame.
     BadLength,
     /// IPv4 header checksum wrong.
     BadChecksum,
@@ -35,7 +38,8 @@ pub enum PacketDrop {
     IpOptions,
     /// A fragment polld does not reassemble or forward.
     Fragment,
-    /// TTL reached zero (an ICMP time-exceeded may have been sent).
+    /// TTL or hop limit reached zero (an ICMP or ICMPv6 time exceeded may have been
+    /// sent).
     TtlExceeded,
     /// No route to the destination.
     NoRoute,
@@ -43,11 +47,30 @@ pub enum PacketDrop {
     Unresolved,
     /// A deny rule matched.
     Filtered,
+    /// An IPv6 packet with a multicast source (RFC 4291 §2.7).
+    MulticastSource,
+    /// An IPv6 packet to a unicast destination with the unspecified source `::`
+    /// (RFC 4291 §2.5.2).
+    UnspecifiedSource,
+    /// An IPv6 packet from or to the loopback address `::1` (RFC 4291 §2.5.3).
+    Loopback,
+    /// An IPv6 packet to forward from a link-local source, or to a link-local
+    /// destination not polld's (RFC 4291 §2.5.6): it may not leave its link.
+    LinkLocal,
+    /// An IPv6 packet to forward with a hop-by-hop options header, which polld does
+    /// not process.
+    HopByHop,
+    /// An IPv6 extension-header chain that runs past the payload, is too long, or is out
+    /// of order.
+    ExtHeaders,
+    /// An IPv6 next hop without a neighbour entry (polld does not run neighbour
+    /// discovery itself; an ICMPv6 address unreachable may have been sent).
+    NeighbourUnknown,
 }
 
 impl PacketDrop {
     /// Every reason, in counter order.
-    pub const ALL: [PacketDrop; 15] = [
+    pub const ALL: [PacketDrop; 22] = [
         PacketDrop::Truncated,
         PacketDrop::Oversize,
         PacketDrop::UnknownEthertype,
@@ -63,11 +86,18 @@ impl PacketDrop {
         PacketDrop::NoRoute,
         PacketDrop::Unresolved,
         PacketDrop::Filtered,
+        PacketDrop::MulticastSource,
+        PacketDrop::UnspecifiedSource,
+        PacketDrop::Loopback,
+        PacketDrop::LinkLocal,
+        PacketDrop::HopByHop,
+        PacketDrop::ExtHeaders,
+        PacketDrop::NeighbourUnknown,
     ];
 
     /// The stages' table of reasons, for the core ([`polld_core::PacketStage::drop_reasons`]).
-    pub const TABLE: [StageDrop; 15] = {
-        let mut table = [StageDrop::new(0, ""); 15];
+    pub const TABLE: [StageDrop; 22] = {
+        let mut table = [StageDrop::new(0, ""); 22];
         let mut i = 0;
         while i < table.len() {
             table[i] = StageDrop::new(i as u8, PacketDrop::ALL[i].name());
@@ -94,6 +124,13 @@ impl PacketDrop {
             PacketDrop::NoRoute => "no_route",
             PacketDrop::Unresolved => "unresolved",
             PacketDrop::Filtered => "filtered",
+            PacketDrop::MulticastSource => "multicast_source",
+            PacketDrop::UnspecifiedSource => "unspecified_source",
+            PacketDrop::Loopback => "loopback",
+            PacketDrop::LinkLocal => "link_local",
+            PacketDrop::HopByHop => "hop_by_hop",
+            PacketDrop::ExtHeaders => "ext_headers",
+            PacketDrop::NeighbourUnknown => "neighbour_unknown",
         }
     }
 

@@ -1,11 +1,12 @@
-//! The IPv4 forwarder: FreeBSD's `ether_input` → `ip_input` → `ip_tryforward` on one
-//! frame, with ARP and the ICMP messages a router owes its neighbours (RFC 1812).
+//! The router: FreeBSD's `ether_input` → `ip_input` → `ip_tryforward` on one frame, with
+//! ARP and the ICMP messages a router owes its neighbours (RFC 1812). IPv6 takes its own
+//! path ([`ipv6`](self::ipv6): RFC 8200, RFC 4291, RFC 4443) after the Ethernet checks.
 //!
 //! The path of a frame, and the verdict at each exit:
 //!
 //! 1. Ethernet: truncated → `Truncated`; a group or zero source MAC, or a unicast frame
 //!    for another station (seen in promiscuous capture) → `Martian`; 802.1Q/802.1ad tag
-//!    → `Vlan`; neither IPv4 nor ARP → `UnknownEthertype` (IPv6 included).
+//!    → `Vlan`; IPv6 → its own path; neither IPv4, IPv6 nor ARP → `UnknownEthertype`.
 //! 2. ARP is handled entirely here (verdict `Consumed`): requests for the input
 //!    interface's addresses are answered; the sender is learned when the packet is for us,
 //!    and refreshed (RFC 826 merge) when it already has an entry. No proxy ARP.
@@ -63,7 +64,10 @@ use crate::config::{ConfigError, Mode, PacketConfig};
 use crate::counters::{StageCounters, StageStats};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, Link};
-use crate::net::{is_martian_destination, is_martian_source, Ipv4Net};
+use crate::neighbours::Neighbours;
+use crate::net::{
+    is_martian_destination, is_martian_source, link_local_of, IpNet, Ipv4Net, Ipv6Net,
+};
 use crate::options::{self, Malformed, Recorder};
 use crate::ratelimit::TokenBucket;
 use crate::route::{NextHop, Route, RouteTable};
@@ -76,6 +80,7 @@ use crate::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
 use polld_core::sysctl::read;
 use polld_core::{DropReason, Emit, PacketStage, Reading, StageDrop, Verdict};
 use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv6Addr};
 
 const ETH: usize = EthernetFrame::<&[u8]>::HEADER_LEN;
 /// Bytes of the offending packet's payload an ICMP error quotes after its header.
@@ -84,11 +89,16 @@ const NS_PER_MS: u64 = 1_000_000;
 /// The largest IPv4 datagram: where the last fragment must end.
 const MAX_DATAGRAM: usize = 65_535;
 
+mod ipv6;
+
 /// A configured interface, stored at its device index.
 #[derive(Clone, Debug)]
 struct Interface {
     mac: MacAddr,
     addresses: Vec<Ipv4Net>,
+    addresses6: Vec<Ipv6Net>,
+    /// The interface's IPv6 link-local address, from its MAC.
+    link_local: Ipv6Addr,
     mtu: u16,
 }
 
@@ -108,16 +118,19 @@ impl Interface {
     }
 }
 
-/// The IPv4 router stage.
+/// The IPv4 and IPv6 router stage.
 #[derive(Debug)]
 pub struct Forwarder {
     interfaces: Vec<Interface>,
     routes: RouteTable,
     arp: ArpCache,
+    neighbours: Neighbours,
     rules: RuleSet,
     icmp_limit: TokenBucket,
     answer_echo: bool,
     own_addresses: Vec<Ipv4Addr>,
+    /// The global IPv6 addresses of every interface (link-local ones are per interface).
+    own_addresses6: Vec<Ipv6Addr>,
     directed_broadcasts: Vec<Ipv4Addr>,
     now_ns: u64,
     /// Wall-clock minus monotonic time, for timestamp options.
@@ -143,9 +156,12 @@ impl Forwarder {
             .iter()
             .map(|&i| {
                 let c = &config.interfaces[i];
+                let mac = c.mac.expect("validated: router interfaces have a MAC");
                 Interface {
-                    mac: c.mac.expect("validated: router interfaces have a MAC"),
-                    addresses: c.addresses.clone(),
+                    mac,
+                    addresses: c.addresses.iter().filter_map(|a| a.v4()).collect(),
+                    addresses6: c.addresses.iter().filter_map(|a| a.v6()).collect(),
+                    link_local: link_local_of(mac.0),
                     mtu: c.mtu,
                 }
             })
@@ -159,38 +175,68 @@ impl Forwarder {
                 };
                 routes.insert(net.network(), route);
             }
+            for net in &iface.addresses6 {
+                let route = Route {
+                    out,
+                    next_hop: NextHop::Connected,
+                };
+                routes.insert6(net.network(), route);
+            }
         }
-        let device_on_link = |ip: Ipv4Addr| {
+        let device_on_link = |ip: IpAddr| {
             interfaces
                 .iter()
-                .position(|f| f.addresses.iter().any(|n| n.contains(ip)))
+                .position(|f| match ip {
+                    IpAddr::V4(ip) => f.addresses.iter().any(|n| n.contains(ip)),
+                    IpAddr::V6(ip) => f.addresses6.iter().any(|n| n.contains(ip)),
+                })
                 .expect("validated: gateways are on a connected network")
         };
         for r in &config.routes {
-            let route = Route {
-                out: device_on_link(r.gateway),
-                next_hop: NextHop::Gateway(r.gateway),
-            };
-            routes.insert(r.prefix, route);
+            let out = device_on_link(r.gateway);
+            match (r.prefix, r.gateway) {
+                (IpNet::V4(prefix), IpAddr::V4(gw)) => {
+                    let next_hop = NextHop::Gateway(gw);
+                    routes.insert(prefix, Route { out, next_hop });
+                }
+                (IpNet::V6(prefix), IpAddr::V6(gw)) => {
+                    let next_hop = NextHop::Gateway(gw);
+                    routes.insert6(prefix, Route { out, next_hop });
+                }
+                _ => unreachable!("validated: a route's gateway is of its prefix's family"),
+            }
         }
         let mut arp = ArpCache::new(
             config.arp.capacity,
             config.arp.max_age_ms.saturating_mul(NS_PER_MS),
             config.arp.retry_ms.saturating_mul(NS_PER_MS),
         );
+        let mut neighbours = Neighbours::new(
+            config.arp.capacity,
+            config.arp.max_age_ms.saturating_mul(NS_PER_MS),
+        );
         for entry in &config.static_arp {
-            arp.add_static(entry.ip, entry.mac);
+            match entry.ip {
+                IpAddr::V4(ip) => arp.add_static(ip, entry.mac),
+                IpAddr::V6(ip) => neighbours.add_static(ip, entry.mac),
+            }
         }
         let nets = || interfaces.iter().flat_map(|f| f.addresses.iter());
         let own_addresses = nets().map(|n| n.addr()).collect();
+        let own_addresses6 = interfaces
+            .iter()
+            .flat_map(|f| f.addresses6.iter().map(|n| n.addr()))
+            .collect();
         let directed_broadcasts = nets().filter_map(|n| n.broadcast()).collect();
         Ok(Forwarder {
             routes,
             arp,
+            neighbours,
             rules: RuleSet::new(config.rules.clone(), config.default_action),
             icmp_limit: TokenBucket::new(config.icmp.rate_per_sec, config.icmp.burst),
             answer_echo: config.icmp.answer_echo,
             own_addresses,
+            own_addresses6,
             directed_broadcasts,
             interfaces,
             now_ns: 0,
@@ -221,7 +267,13 @@ impl Forwarder {
         StageStats {
             counters: self.counters,
             rules: self.rules.hits().clone(),
-            table: self.arp.stats(),
+            table: {
+                let (arp, nd) = (self.arp.stats(), self.neighbours.stats());
+                crate::table::TableStats {
+                    entries: arp.entries + nd.entries,
+                    evictions: arp.evictions + nd.evictions,
+                }
+            },
         }
     }
 
@@ -233,6 +285,26 @@ impl Forwarder {
     /// The route `dst` takes, with the matched prefix.
     pub fn route(&self, dst: Ipv4Addr) -> Option<(Ipv4Net, Route)> {
         self.routes.lookup(dst).map(|(net, r)| (net, *r))
+    }
+
+    /// The IPv6 route `dst` takes, with the matched prefix.
+    pub fn route6(&self, dst: Ipv6Addr) -> Option<(Ipv6Net, Route<Ipv6Addr>)> {
+        self.routes.lookup6(dst).map(|(net, r)| (net, *r))
+    }
+
+    /// The routing table, for a control plane that adds and removes routes in place.
+    pub fn routes_mut(&mut self) -> &mut RouteTable {
+        &mut self.routes
+    }
+
+    /// The IPv6 neighbour table, for a control plane that mirrors the host's.
+    pub fn neighbours_mut(&mut self) -> &mut Neighbours {
+        &mut self.neighbours
+    }
+
+    /// The MAC the IPv6 neighbour table holds for `ip` now.
+    pub fn neighbour_lookup(&self, ip: Ipv6Addr) -> Option<MacAddr> {
+        self.neighbours.lookup(ip, self.now_ns)
     }
 
     fn is_own(&self, ip: Ipv4Addr) -> bool {
@@ -259,6 +331,7 @@ impl Forwarder {
         let link_group = dst_mac.is_multicast();
         match eth.ethertype() {
             ethertype::IPV4 => self.ipv4(input, frame, link_group, emit),
+            ethertype::IPV6 => self.ipv6(input, frame, link_group, emit),
             ethertype::ARP => self.arp(input, frame, emit),
             _ if eth.is_vlan_tagged() => PacketDrop::Vlan.verdict(),
             _ => PacketDrop::UnknownEthertype.verdict(),
@@ -493,10 +566,7 @@ impl Forwarder {
         if !request.verify_checksum() {
             return PacketDrop::BadChecksum.verdict();
         }
-        let link = Link {
-            src: self.interfaces[input].mac,
-            dst: EthernetFrame::new_unchecked(frame).src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         let header = IcmpHeader {
             msg_type: icmp_type::ECHO_REPLY,
             code: 0,
@@ -515,6 +585,15 @@ impl Forwarder {
         emit.emit(input, &self.scratch);
         self.counters.generated.icmp_echo_replies += 1;
         Verdict::Consumed
+    }
+
+    /// The link-layer addressing of a message answering `frame`, received on `input`:
+    /// back to its sender from the input interface.
+    fn reply_link(&self, input: usize, frame: &[u8]) -> Link {
+        Link {
+            src: self.interfaces[input].mac,
+            dst: EthernetFrame::new_unchecked(frame).src_addr(),
+        }
     }
 
     /// Sends an ICMP error about `frame` (already validated as IPv4) back where it came
@@ -548,10 +627,7 @@ impl Forwarder {
             return;
         }
         let quoted_len = (ip.header_len() + QUOTED_PAYLOAD).min(ip.packet().len());
-        let link = Link {
-            src: iface.mac,
-            dst: eth.src_addr(),
-        };
+        let link = self.reply_link(input, frame);
         self.next_ident = self.next_ident.wrapping_add(1);
         frames::icmp(
             &mut self.scratch,

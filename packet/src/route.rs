@@ -1,32 +1,32 @@
-//! The longest-prefix-match routing table.
+//! The routing tables: IPv4 and IPv6 prefixes to routes, by longest-prefix match.
 //!
-//! One hash map per prefix length, probed from the longest length present down to the
-//! shortest: a lookup costs one probe per distinct prefix length in the table (two or three
-//! in a typical router config), independent of the number of routes.
+//! Each family is a [`crate::lpm::Lpm`] multibit trie: a lookup reads at most 4 (IPv4)
+//! or 16 (IPv6) slots whatever the number of routes, and one route is added or removed in
+//! place, so a control plane can follow route changes while the table serves lookups.
 
-use crate::fasthash::FastMap;
-use crate::net::Ipv4Net;
-use std::net::Ipv4Addr;
+use crate::lpm::Lpm;
+use crate::net::{Ipv4Net, Ipv6Net};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Where a route sends packets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NextHop {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NextHop<A = Ipv4Addr> {
     /// The destination is on the output interface's link.
     Connected,
     /// Via this gateway on the output interface's link.
-    Gateway(Ipv4Addr),
+    Gateway(A),
 }
 
 /// A route: the output interface (device index) and the next hop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Route<A = Ipv4Addr> {
     pub out: usize,
-    pub next_hop: NextHop,
+    pub next_hop: NextHop<A>,
 }
 
-impl Route {
-    /// The address to resolve with ARP for a packet to `dst`.
-    pub fn next_hop_addr(&self, dst: Ipv4Addr) -> Ipv4Addr {
+impl<A: Copy> Route<A> {
+    /// The neighbour to resolve (ARP or neighbour table) for a packet to `dst`.
+    pub fn next_hop_addr(&self, dst: A) -> A {
         match self.next_hop {
             NextHop::Connected => dst,
             NextHop::Gateway(gw) => gw,
@@ -34,53 +34,77 @@ impl Route {
     }
 }
 
+/// The IPv4 and IPv6 routes.
 #[derive(Clone, Debug, Default)]
 pub struct RouteTable {
-    /// Index = prefix length; key = the network address as a u32.
-    by_len: Vec<FastMap<u32, Route>>,
-    /// Prefix lengths that hold routes, longest first.
-    lengths: Vec<u8>,
+    v4: Lpm<u32, Route>,
+    v6: Lpm<u128, Route<Ipv6Addr>>,
 }
 
 impl RouteTable {
     pub fn new() -> Self {
-        RouteTable {
-            by_len: vec![FastMap::default(); 33],
-            lengths: Vec::new(),
-        }
+        Self::default()
     }
 
     /// Adds a route for `prefix` (host bits are ignored), replacing and returning any
     /// route for the same prefix.
     pub fn insert(&mut self, prefix: Ipv4Net, route: Route) -> Option<Route> {
-        let len = prefix.prefix_len();
-        let key = u32::from(prefix.network().addr());
-        let previous = self.by_len[usize::from(len)].insert(key, route);
-        if !self.lengths.contains(&len) {
-            self.lengths.push(len);
-            self.lengths.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        previous
+        self.v4
+            .insert(u32::from(prefix.addr()), prefix.prefix_len(), route)
+    }
+
+    /// Removes the route for `prefix` (host bits are ignored).
+    pub fn remove(&mut self, prefix: Ipv4Net) -> Option<Route> {
+        self.v4
+            .remove(u32::from(prefix.addr()), prefix.prefix_len())
     }
 
     /// The most specific route covering `dst`, with its prefix.
     pub fn lookup(&self, dst: Ipv4Addr) -> Option<(Ipv4Net, &Route)> {
-        let dst = u32::from(dst);
-        self.lengths.iter().find_map(|&len| {
-            let key = dst & crate::net::mask(len);
-            self.by_len[usize::from(len)].get(&key).map(|route| {
-                let prefix = Ipv4Net::new(Ipv4Addr::from(key), len).expect("length <= 32");
-                (prefix, route)
-            })
+        self.v4.lookup(u32::from(dst)).map(|(key, len, route)| {
+            let prefix = Ipv4Net::new(Ipv4Addr::from(key), len).expect("length <= 32");
+            (prefix, route)
         })
     }
 
+    /// [`RouteTable::insert`] for IPv6.
+    pub fn insert6(&mut self, prefix: Ipv6Net, route: Route<Ipv6Addr>) -> Option<Route<Ipv6Addr>> {
+        self.v6
+            .insert(u128::from(prefix.addr()), prefix.prefix_len(), route)
+    }
+
+    /// [`RouteTable::remove`] for IPv6.
+    pub fn remove6(&mut self, prefix: Ipv6Net) -> Option<Route<Ipv6Addr>> {
+        self.v6
+            .remove(u128::from(prefix.addr()), prefix.prefix_len())
+    }
+
+    /// [`RouteTable::lookup`] for IPv6.
+    pub fn lookup6(&self, dst: Ipv6Addr) -> Option<(Ipv6Net, &Route<Ipv6Addr>)> {
+        self.v6.lookup(u128::from(dst)).map(|(key, len, route)| {
+            let prefix = Ipv6Net::new(Ipv6Addr::from(key), len).expect("length <= 128");
+            (prefix, route)
+        })
+    }
+
+    /// IPv4 routes held.
     pub fn len(&self) -> usize {
-        self.by_len.iter().map(FastMap::len).sum()
+        self.v4.len()
+    }
+
+    /// IPv6 routes held.
+    pub fn len6(&self) -> usize {
+        self.v6.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.lengths.is_empty()
+        self.v4.is_empty() && self.v6.is_empty()
+    }
+
+    /// The trie nodes of both families, 256 slots of 8 bytes each: the table's memory
+    /// beyond the routes themselves.
+    pub fn trie_nodes(&self) -> usize {
+        self.v4.nodes() + self.v6.nodes()
     }
 }
 
@@ -109,6 +133,33 @@ mod tests {
         assert_eq!(out([10, 1, 9, 9]), 2);
         assert_eq!(out([10, 1, 2, 3]), 3);
         assert_eq!(t.len(), 4);
+    }
+
+    #[test]
+    fn ipv6_routes_and_removal_in_place() {
+        let mut t = RouteTable::new();
+        let net = |s: &str| s.parse::<Ipv6Net>().unwrap();
+        let route6 = |out| Route::<Ipv6Addr> {
+            out,
+            next_hop: NextHop::Connected,
+        };
+        t.insert6(net("::/0"), route6(0));
+        t.insert6(net("2001:db8::/32"), route6(1));
+        t.insert6(net("2001:db8:9::/48"), route6(2));
+        let out = |t: &RouteTable, ip: &str| t.lookup6(ip.parse().unwrap()).unwrap().1.out;
+        assert_eq!(out(&t, "2001:db8:9::1"), 2);
+        assert_eq!(out(&t, "2001:db8:8::1"), 1);
+        assert_eq!(out(&t, "2001:db9::1"), 0);
+        assert_eq!(t.remove6(net("2001:db8:9::/48")), Some(route6(2)));
+        assert_eq!(out(&t, "2001:db8:9::1"), 1);
+        assert_eq!((t.len(), t.len6()), (0, 2));
+        assert!(
+            t.lookup([10, 0, 0, 1].into()).is_none(),
+            "the families are apart"
+        );
+        t.insert("10.0.0.0/8".parse().unwrap(), route(3));
+        assert_eq!(t.remove("10.0.0.0/8".parse().unwrap()), Some(route(3)));
+        assert!(t.lookup([10, 0, 0, 1].into()).is_none());
     }
 
     #[test]

@@ -1,16 +1,20 @@
-//! ipfw-style allow/deny rules on the IPv4 5-tuple: ordered, first match wins, a default
-//! action when none matches, and a hit counter per rule.
+//! ipfw-style allow/deny rules on the IPv4 and IPv6 5-tuple: ordered, first match wins, a
+//! default action when none matches, and a hit counter per rule.
+//!
+//! A prefix matches addresses of its own family; `any` (a prefix of length 0) matches
+//! both. `proto = "icmp"` matches ICMP in IPv4 and ICMPv6 in IPv6.
 //!
 //! Ports are known only for TCP and UDP packets that carry the start of their transport
 //! header (not for non-first fragments, which polld does not reassemble): a rule with a
 //! port condition never matches a packet whose ports are unknown, exactly like ipfw.
 
-use crate::net::Ipv4Net;
+use crate::net::{IpNet, Ipv4Net};
 use crate::wire::ipv4::protocol;
-use crate::wire::Ipv4Packet;
+use crate::wire::ipv6::{next_header, Chain};
+use crate::wire::{Ipv4Packet, Ipv6Packet};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::str::FromStr;
 
 /// What a rule does with the packets it matches.
@@ -39,7 +43,7 @@ impl Proto {
             Proto::Any => true,
             Proto::Tcp => number == protocol::TCP,
             Proto::Udp => number == protocol::UDP,
-            Proto::Icmp => number == protocol::ICMP,
+            Proto::Icmp => number == protocol::ICMP || number == next_header::ICMPV6,
         }
     }
 
@@ -119,25 +123,30 @@ pub struct Rule {
     #[serde(default)]
     pub proto: Proto,
     #[serde(default = "any_net")]
-    pub src: Ipv4Net,
+    pub src: IpNet,
     #[serde(default = "any_net")]
-    pub dst: Ipv4Net,
+    pub dst: IpNet,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src_ports: Option<PortRange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dst_ports: Option<PortRange>,
 }
 
-fn any_net() -> Ipv4Net {
-    Ipv4Net::ANY
+fn any_net() -> IpNet {
+    IpNet::V4(Ipv4Net::ANY)
+}
+
+/// Whether a rule's prefix matches `ip`: `any` (length 0) matches either family.
+fn net_matches(net: IpNet, ip: IpAddr) -> bool {
+    net.prefix_len() == 0 || net.contains(ip)
 }
 
 /// The fields rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FiveTuple {
     pub protocol: u8,
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+    pub src: IpAddr,
+    pub dst: IpAddr,
     /// Source and destination port, when the packet carries them.
     pub ports: Option<(u16, u16)>,
 }
@@ -147,23 +156,44 @@ impl FiveTuple {
     pub fn of<T: AsRef<[u8]>>(packet: &Ipv4Packet<T>) -> FiveTuple {
         let proto = packet.protocol();
         let payload = packet.payload();
-        // Read the ports straight from the first four bytes: a first fragment's UDP
-        // length covers the whole datagram, so a checked UDP view would refuse it.
-        let ports = match payload {
-            [a, b, c, d, ..]
-                if (proto == protocol::TCP || proto == protocol::UDP)
-                    && packet.frag_offset() == 0 =>
-            {
-                Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])))
-            }
+        let ports = match packet.frag_offset() {
+            0 => ports(proto, payload),
             _ => None,
         };
         FiveTuple {
             protocol: proto,
-            src: packet.src_addr(),
-            dst: packet.dst_addr(),
+            src: packet.src_addr().into(),
+            dst: packet.dst_addr().into(),
             ports,
         }
+    }
+
+    /// Reads the tuple of a checked IPv6 packet whose extension headers were walked:
+    /// the protocol is the upper layer's, the ports are known when the packet carries
+    /// the start of its TCP or UDP header.
+    pub fn of_ipv6<T: AsRef<[u8]>>(packet: &Ipv6Packet<T>, chain: &Chain) -> FiveTuple {
+        let proto = chain.protocol;
+        let ports = chain
+            .upper_offset
+            .and_then(|at| ports(proto, &packet.payload()[at..]));
+        FiveTuple {
+            protocol: proto,
+            src: packet.src_addr().into(),
+            dst: packet.dst_addr().into(),
+            ports,
+        }
+    }
+}
+
+/// The ports of a TCP or UDP header starting `upper`, read straight from its first four
+/// bytes: a first fragment's UDP length covers the whole datagram, so a checked UDP view
+/// would refuse it. (IPv6 numbers TCP and UDP as IPv4 does.)
+fn ports(proto: u8, upper: &[u8]) -> Option<(u16, u16)> {
+    match upper {
+        [a, b, c, d, ..] if proto == protocol::TCP || proto == protocol::UDP => {
+            Some((u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d])))
+        }
+        _ => None,
     }
 }
 
@@ -174,8 +204,8 @@ impl Rule {
             Some(range) => t.ports.is_some_and(|p| range.contains(pick(p))),
         };
         self.proto.matches(t.protocol)
-            && self.src.contains(t.src)
-            && self.dst.contains(t.dst)
+            && net_matches(self.src, t.src)
+            && net_matches(self.dst, t.dst)
             && port_ok(self.src_ports, |p| p.0)
             && port_ok(self.dst_ports, |p| p.1)
     }
@@ -240,8 +270,8 @@ mod tests {
     fn tuple(protocol: u8, src: [u8; 4], dst: [u8; 4], ports: Option<(u16, u16)>) -> FiveTuple {
         FiveTuple {
             protocol,
-            src: src.into(),
-            dst: dst.into(),
+            src: std::net::Ipv4Addr::from(src).into(),
+            dst: std::net::Ipv4Addr::from(dst).into(),
             ports,
         }
     }
@@ -250,7 +280,7 @@ mod tests {
         Rule {
             action,
             proto,
-            src: Ipv4Net::ANY,
+            src: any_net(),
             dst: dst.parse().unwrap(),
             src_ports: None,
             dst_ports: dst_ports.map(|p| p.parse().unwrap()),
@@ -307,6 +337,28 @@ mod tests {
         assert_eq!(set.evaluate(&dns), Action::Deny);
         assert_eq!(set.hits().rules, vec![1]);
         assert_eq!(set.hits().default, 1);
+    }
+
+    #[test]
+    fn prefixes_match_their_family_and_any_matches_both() {
+        let mut set = RuleSet::new(
+            vec![
+                rule(Action::Deny, Proto::Icmp, "2001:db8:9::/48", None),
+                rule(Action::Deny, Proto::Udp, "10.0.0.0/8", None),
+                rule(Action::Allow, Proto::Any, "any", None),
+            ],
+            Action::Deny,
+        );
+        let v6 = |proto, dst: &str| FiveTuple {
+            protocol: proto,
+            src: "2001:db8:1::2".parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            ports: None,
+        };
+        assert_eq!(set.evaluate(&v6(58, "2001:db8:9::1")), Action::Deny);
+        assert_eq!(set.evaluate(&v6(58, "2001:db8:8::1")), Action::Allow);
+        assert_eq!(set.evaluate(&v6(17, "::ffff:10.0.0.1")), Action::Allow);
+        assert_eq!(set.hits().rules, vec![1, 0, 2]);
     }
 
     #[test]

@@ -83,8 +83,13 @@ impl<K: Hash + Eq + Copy, V> AgingMap<K, V> {
     }
 
     pub fn stats(&self) -> TableStats {
+        self.stats_with(0)
+    }
+
+    /// [`AgingMap::stats`] of a table that holds `statics` permanent entries besides.
+    pub fn stats_with(&self, statics: usize) -> TableStats {
         TableStats {
-            entries: self.entries.len(),
+            entries: self.entries.len() + statics,
             evictions: self.evictions,
         }
     }

@@ -19,5 +19,9 @@ fn two_hundred_thousand_mutated_frames_keep_every_invariant() {
             "the corpus reaches forwarding: {summary:?}"
         );
         assert!(summary.fragments > 100, "and fragmentation: {summary:?}");
+        assert!(
+            summary.forwarded6 > 1_000,
+            "and IPv6 forwarding: {summary:?}"
+        );
     }
 }

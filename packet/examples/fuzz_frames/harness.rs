@@ -1,20 +1,27 @@
-//! The frame-path fuzzer: mutates a seed corpus of frames with a seeded generator and
-//! feeds them to a three-port forwarder (a jumbo-MTU port, a 1500 one and a 576 one),
-//! checking after every frame that:
+//! The frame-path fuzzer: mutates a seed corpus of IPv4 and IPv6 frames with a seeded
+//! generator and feeds them to a three-port forwarder (a jumbo-MTU port, a 1500 one and a
+//! 576 one, IPv4 only), checking after every frame that:
 //! - nothing panics;
-//! - every frame it emits parses (Ethernet, then ARP or IPv4 with a valid header
-//!   checksum, and ICMP with a valid checksum);
-//! - a forwarded datagram leaves within the output MTU, without padding, with a valid
-//!   header checksum; its fragments tile the input's payload exactly (8-byte offsets,
-//!   MF on all but the last, which keeps the input's);
+//! - every frame it emits parses (Ethernet, then ARP, IPv4 with a valid header checksum
+//!   and ICMP with a valid checksum, or IPv6 with ICMPv6 whose checksum over the
+//!   pseudo-header verifies, within the IPv6 minimum MTU);
+//! - a forwarded IPv4 datagram leaves within the output MTU, without padding, with a
+//!   valid header checksum; its fragments tile the input's payload exactly (8-byte
+//!   offsets, MF on all but the last, which keeps the input's);
+//! - a forwarded IPv6 packet leaves whole, unfragmented, within the output MTU, without
+//!   padding, its hop limit one less and nothing else changed;
 //! - the counters add up: one verdict per frame, every emitted frame counted.
 
-use crate::common::{arp_frame, eth_frame, ip, mac, naive_checksum_ok, Ip};
+use crate::common::{
+    arp_frame, eth_frame, ip, mac, naive_checksum_ok, naive_icmpv6_checksum_ok, Ip, Ip6,
+};
 use polld_core::{Emit, PacketStage, Verdict};
 use polld_packet::wire::arp::operation;
 use polld_packet::wire::ethernet::ethertype;
 use polld_packet::wire::icmp::icmp_type;
-use polld_packet::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
+use polld_packet::wire::icmpv6::icmpv6_type;
+use polld_packet::wire::ipv6::next_header;
+use polld_packet::wire::{ArpPacket, EthernetFrame, IcmpPacket, Ipv4Packet, Ipv6Packet, MacAddr};
 use polld_packet::{Forwarder, PacketConfig};
 use polld_sim::nic::Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -23,13 +30,13 @@ const CONFIG: &str = r#"
 [[interfaces]]
 name = "jumbo0"
 mac = "02:00:00:00:01:01"
-addresses = ["10.0.1.1/24"]
+addresses = ["10.0.1.1/24", "2001:db8:1::1/64"]
 mtu = 9000
 
 [[interfaces]]
 name = "eth1"
 mac = "02:00:00:00:02:01"
-addresses = ["10.0.2.1/24"]
+addresses = ["10.0.2.1/24", "2001:db8:2::1/64"]
 mtu = 1500
 
 [[interfaces]]
@@ -45,6 +52,14 @@ gateway = "10.0.2.2"
 [[routes]]
 prefix = "10.8.0.0/16"
 gateway = "10.0.3.2"
+
+[[routes]]
+prefix = "2001:db8:9::/48"
+gateway = "2001:db8:2::2"
+
+[[static_arp]]
+ip = "2001:db8:2::2"
+mac = "02:00:00:00:02:02"
 
 [[static_arp]]
 ip = "10.0.2.2"
@@ -71,6 +86,8 @@ const MTU: [usize; 3] = [9000, 1500, 576];
 pub struct Summary {
     pub inputs: u64,
     pub forwarded: u64,
+    /// Of `forwarded`, the IPv6 packets.
+    pub forwarded6: u64,
     pub fragments: u64,
     pub generated: u64,
 }
@@ -79,8 +96,8 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} inputs, {} forwarded, {} extra fragments, {} generated",
-            self.inputs, self.forwarded, self.fragments, self.generated
+            "{} inputs, {} forwarded ({} IPv6), {} extra fragments, {} generated",
+            self.inputs, self.forwarded, self.forwarded6, self.fragments, self.generated
         )
     }
 }
@@ -226,7 +243,66 @@ fn corpus() -> Vec<Vec<u8>> {
         ),
     ];
     seeds.push(eth_frame(host, port_mac(0), ethertype::VLAN, &[0; 50]));
+    seeds.extend(corpus6().iter().map(|p| p.frame(host, port_mac(0))));
     seeds
+}
+
+/// IPv6 packets from host A on port 0 reaching every IPv6 path: forwarding, extension
+/// headers, fragments, too big, hop limit, echo, neighbour discovery, address rules.
+fn corpus6() -> Vec<Ip6> {
+    const A: &str = "2001:db8:1::2";
+    let udp = |dst: &str, len: usize| Ip6::udp(A, dst, 9, len);
+    let opts = [1, 4, 0, 0, 0, 0];
+    let mut na_body = "2001:db8:1::7"
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets()
+        .to_vec();
+    na_body.extend_from_slice(&[2, 1, 2, 0, 0, 0, 1, 7]);
+    let mut na = Ip6::icmp(
+        "2001:db8:1::7",
+        "2001:db8:1::1",
+        icmpv6_type::NEIGHBOR_ADVERT,
+        0,
+        &na_body,
+    );
+    na.hop_limit = 255;
+    vec![
+        udp("2001:db8:9::1", 32),
+        udp("2001:db8:9::1", 2000),
+        udp("2001:db8:2::2", 8),
+        udp("2001:db8:2::99", 8),
+        udp("2001:db8:1::7", 8),
+        udp("2001:db8:7::1", 8),
+        udp("2001:db8:9::1", 32).with_ext(next_header::DEST_OPTIONS, &opts),
+        udp("2001:db8:9::1", 32)
+            .with_ext(next_header::FRAGMENT, &[0, 1, 0, 0, 0, 5])
+            .with_ext(next_header::ROUTING, &[0, 0, 0, 0, 0, 0]),
+        udp("2001:db8:9::1", 32).with_ext(next_header::HOP_BY_HOP, &[5, 2, 0, 0, 1, 0]),
+        udp("2001:db8:9::1", 32).with_ext(next_header::AUTH, &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+        Ip6 {
+            hop_limit: 1,
+            ..udp("2001:db8:9::1", 32)
+        },
+        Ip6::icmp(A, "2001:db8:1::1", icmpv6_type::ECHO_REQUEST, 1, &[7; 56]),
+        Ip6::icmp(
+            A,
+            "2001:db8:9::1",
+            icmpv6_type::PACKET_TOO_BIG,
+            1280,
+            &[0x60; 48],
+        ),
+        Ip6::icmp(
+            "fe80::2",
+            "fe80::ff:fe00:101",
+            icmpv6_type::ECHO_REQUEST,
+            1,
+            &[7; 8],
+        ),
+        Ip6::udp("fe80::2", "2001:db8:9::1", 9, 8),
+        Ip6::udp("::", "ff02::1:ff00:2", 9, 8),
+        na,
+    ]
 }
 
 /// Option-like byte strings the mutator writes into headers.
@@ -257,7 +333,7 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
         } else {
             hot
         };
-        match below(rng, 9) {
+        match below(rng, 10) {
             0 | 1 => {
                 if let Some(b) = frame.get_mut(at) {
                     *b = rng.next_u64() as u8;
@@ -287,6 +363,25 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
                     }
                 }
             }
+            8 if is_ipv6(&frame) && frame.len() >= 54 => {
+                // Payload length, next header, hop limit, or an extension header's
+                // next-header and length bytes.
+                let len = below(rng, frame.len() + 16) as u16;
+                match below(rng, 4) {
+                    0 => frame[18..20].copy_from_slice(&len.to_be_bytes()),
+                    1 => frame[20] = NEXT_HEADERS[below(rng, NEXT_HEADERS.len())],
+                    2 => frame[21] = below(rng, 3) as u8,
+                    _ => {
+                        if let Some(b) = frame.get_mut(54 + below(rng, 2)) {
+                            *b = if below(rng, 2) == 0 {
+                                NEXT_HEADERS[below(rng, NEXT_HEADERS.len())]
+                            } else {
+                                rng.next_u64() as u8
+                            };
+                        }
+                    }
+                }
+            }
             7 => {
                 // Flags and fragment offset.
                 if frame.len() > 22 {
@@ -303,9 +398,46 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
         }
     }
     if below(rng, 2) == 0 {
-        fix_header_checksum(&mut frame);
+        if is_ipv6(&frame) {
+            fix_icmpv6_checksum(&mut frame);
+        } else {
+            fix_header_checksum(&mut frame);
+        }
     }
     frame
+}
+
+/// Next-header values the mutator writes: every extension header and a few upper layers.
+const NEXT_HEADERS: [u8; 9] = [
+    next_header::HOP_BY_HOP,
+    next_header::ROUTING,
+    next_header::FRAGMENT,
+    next_header::DEST_OPTIONS,
+    next_header::AUTH,
+    next_header::ESP,
+    next_header::NO_NEXT_HEADER,
+    next_header::ICMPV6,
+    next_header::UDP,
+];
+
+fn is_ipv6(frame: &[u8]) -> bool {
+    frame.len() >= 14 && frame[12..14] == ethertype::IPV6.to_be_bytes()
+}
+
+/// Recomputes the checksum of an ICMPv6 message right after the fixed header, so that
+/// the checks past it see the damage.
+fn fix_icmpv6_checksum(frame: &mut [u8]) {
+    let Ok(ip) = Ipv6Packet::new_checked(&frame[14..]) else {
+        return;
+    };
+    if ip.next_header() != next_header::ICMPV6 || ip.payload().len() < 8 {
+        return;
+    }
+    let (src, dst, len) = (ip.src_addr(), ip.dst_addr(), ip.payload().len());
+    let mut message = IcmpPacket::new_unchecked(&mut frame[54..54 + len]);
+    message.fill_checksum_over(polld_packet::wire::icmpv6::pseudo_header_sum(
+        src, dst, len as u32,
+    ));
 }
 
 fn fix_header_checksum(frame: &mut [u8]) {
@@ -349,6 +481,24 @@ fn check_generated(out: usize, frame: &[u8]) -> Result<(), String> {
         ethertype::ARP => ArpPacket::new_checked(eth.payload())
             .map(|_| ())
             .map_err(|e| format!("generated ARP: {e}")),
+        ethertype::IPV6 => {
+            let ip =
+                Ipv6Packet::new_checked(eth.payload()).map_err(|e| format!("emitted IPv6: {e}"))?;
+            let exact = frame.len() == 14 + ip.packet().len();
+            if !(exact || frame.len() == 60) {
+                return Err(format!("generated IPv6 frame of {} bytes", frame.len()));
+            }
+            if ip.next_header() != next_header::ICMPV6
+                || !naive_icmpv6_checksum_ok(ip.src_addr(), ip.dst_addr(), ip.payload())
+            {
+                return Err("generated ICMPv6 without a valid checksum".into());
+            }
+            let icmp = IcmpPacket::new_checked(ip.payload()).map_err(|e| format!("ICMPv6: {e}"))?;
+            if icmpv6_type::is_error(icmp.msg_type()) && ip.packet().len() > 1280 {
+                return Err(format!("ICMPv6 error of {} bytes", ip.packet().len()));
+            }
+            Ok(())
+        }
         ethertype::IPV4 => {
             let ip = check_ipv4(frame, true)?;
             let icmp = IcmpPacket::new_checked(ip.payload()).map_err(|e| format!("ICMP: {e}"))?;
@@ -364,8 +514,29 @@ fn check_generated(out: usize, frame: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Checks the one frame a forwarded IPv6 packet left as against the input packet.
+fn check_forwarded6(input: &[u8], out: usize, parts: &[&[u8]]) -> Result<(), String> {
+    let original = Ipv6Packet::new_checked(&input[14..]).map_err(|e| format!("input: {e}"))?;
+    let [part] = parts else {
+        return Err(format!("IPv6 forwarded as {} frames", parts.len()));
+    };
+    let ip = Ipv6Packet::new_checked(&part[14..]).map_err(|e| format!("forwarded IPv6: {e}"))?;
+    if part.len() != 14 + ip.packet().len() || ip.packet().len() > MTU[out] {
+        return Err(format!("forwarded IPv6 frame of {} bytes", part.len()));
+    }
+    let mut expect = original.packet().to_vec();
+    expect[7] = original.hop_limit().wrapping_sub(1);
+    if original.hop_limit() <= 1 || ip.packet() != &expect[..] {
+        return Err("forwarded IPv6 packet changed beyond its hop limit".into());
+    }
+    Ok(())
+}
+
 /// Checks the frames a forwarded datagram left as against the input datagram.
 fn check_forwarded(input: &[u8], out: usize, parts: &[&[u8]]) -> Result<(), String> {
+    if is_ipv6(input) {
+        return check_forwarded6(input, out, parts);
+    }
     let original = Ipv4Packet::new_checked(&input[14..]).map_err(|e| format!("input: {e}"))?;
     let mut data = Vec::new();
     for (n, part) in parts.iter().enumerate() {
@@ -467,6 +638,7 @@ pub fn run(
             Verdict::Forward { .. } | Verdict::ForwardEmitted { .. }
         ) {
             summary.forwarded += 1;
+            summary.forwarded6 += u64::from(is_ipv6(&frame));
             summary.fragments += parts.len().saturating_sub(1) as u64;
         }
         let c = fwd.counters();

@@ -8,6 +8,7 @@ use std::str::FromStr;
 pub mod ethertype {
     pub const IPV4: u16 = 0x0800;
     pub const ARP: u16 = 0x0806;
+    pub const IPV6: u16 = 0x86DD;
     /// 802.1Q customer VLAN tag.
     pub const VLAN: u16 = 0x8100;
     /// 802.1ad service VLAN tag (Q-in-Q).

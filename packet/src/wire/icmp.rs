@@ -1,4 +1,4 @@
-//! ICMP messages (RFC 792).
+//! ICMP messages (RFC 792); the view serves ICMPv6 too ([`super::icmpv6`]).
 
 use super::{checksum, read_u16, write_u16, WireError};
 
@@ -77,7 +77,13 @@ impl<T: AsRef<[u8]>> IcmpPacket<T> {
     }
 
     pub fn verify_checksum(&self) -> bool {
-        checksum::ones_sum(self.buffer.as_ref()) == 0xFFFF
+        self.verify_checksum_over(0)
+    }
+
+    /// Whether the message's checksum verifies with a pseudo-header of sum `pseudo`
+    /// (ICMPv6, [`super::icmpv6::pseudo_header_sum`]; 0 for ICMP, which has none).
+    pub fn verify_checksum_over(&self, pseudo: u16) -> bool {
+        checksum::add(pseudo, checksum::ones_sum(self.buffer.as_ref())) == 0xFFFF
     }
 
     /// The whole message.
@@ -101,8 +107,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
 
     /// Computes the checksum over the whole buffer and stores it.
     pub fn fill_checksum(&mut self) {
+        self.fill_checksum_over(0);
+    }
+
+    /// Computes the checksum with a pseudo-header of sum `pseudo` and stores it.
+    pub fn fill_checksum_over(&mut self, pseudo: u16) {
         write_u16(self.buffer.as_mut(), 2, 0);
-        let sum = checksum::checksum(self.buffer.as_ref());
+        let sum = !checksum::add(pseudo, checksum::ones_sum(self.buffer.as_ref()));
         write_u16(self.buffer.as_mut(), 2, sum);
     }
 

@@ -1,4 +1,5 @@
-//! Zero-copy typed views over frame bytes, in the style of smoltcp.
+//! Zero-copy typed views over frame bytes, in the style of smoltcp: Ethernet, ARP, IPv4
+//! and IPv6 (with its extension-header walk), UDP, ICMP and ICMPv6.
 //!
 //! Each view wraps a buffer `T: AsRef<[u8]>` (read) or `T: AsRef<[u8]> + AsMut<[u8]>`
 //! (rewrite in place). `new_checked` validates lengths and the fields that the accessors
@@ -11,13 +12,16 @@ pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod udp;
 
 pub use arp::ArpPacket;
 pub use ethernet::{EthernetFrame, MacAddr};
 pub use icmp::IcmpPacket;
 pub use ipv4::Ipv4Packet;
+pub use ipv6::Ipv6Packet;
 pub use udp::UdpPacket;
 
 use crate::drops::PacketDrop;
@@ -28,7 +32,7 @@ use std::fmt;
 pub enum WireError {
     /// Shorter than the fixed header (or the length a header field claims).
     Truncated,
-    /// IPv4 version field other than 4.
+    /// IP version field other than the ethertype's (4 or 6).
     BadVersion,
     /// IPv4 IHL below 5, or a header longer than the buffer.
     BadIhl,
@@ -38,6 +42,9 @@ pub enum WireError {
     BadChecksum,
     /// ARP for a hardware/protocol pair other than Ethernet/IPv4.
     UnsupportedArp,
+    /// An IPv6 extension-header chain that runs past the payload, is too long, or is
+    /// out of order ([`Ipv6Packet::walk`]).
+    BadExtHeader,
 }
 
 impl WireError {
@@ -52,6 +59,7 @@ impl WireError {
             // An ARP variant polld does not speak is, like an unknown ethertype, a
             // protocol it does not handle.
             WireError::UnsupportedArp => PacketDrop::UnknownEthertype,
+            WireError::BadExtHeader => PacketDrop::ExtHeaders,
         }
     }
 }
@@ -60,11 +68,14 @@ impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = match self {
             WireError::Truncated => "buffer shorter than the header",
-            WireError::BadVersion => "IP version is not 4",
+            WireError::BadVersion => "IP version does not match the ethertype",
             WireError::BadIhl => "IPv4 IHL below 5 or beyond the buffer",
             WireError::BadLength => "length field inconsistent with the buffer",
             WireError::BadChecksum => "checksum does not verify",
             WireError::UnsupportedArp => "ARP is not Ethernet/IPv4",
+            WireError::BadExtHeader => {
+                "IPv6 extension headers past the payload, too many or out of order"
+            }
         };
         f.write_str(text)
     }

@@ -2,7 +2,7 @@
 //! config split into the part each CPU runs; and the check that a shared UMEM has a poll
 //! thread with two AF_XDP interfaces to share it.
 
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use polld_packet::PacketConfig;
 
@@ -209,7 +209,7 @@ impl RunConfig {
                     .iter()
                     .map(|d| d.cpu == Some(cpu) || d.queue_cpus.contains(&cpu))
                     .collect();
-                let on_mine = |ip: Ipv4Addr| {
+                let on_mine = |ip: IpAddr| {
                     self.packet
                         .interfaces
                         .iter()

@@ -1,0 +1,83 @@
+//! The IPv6 neighbour table: next hop → MAC, from static entries and from the neighbour
+//! discovery messages polld hands up to the host (RFC 4861), which resolves them.
+//!
+//! polld sends no neighbour solicitations (it only answers those for its own
+//! addresses): the host's stack resolves next hops, and the advertisements that answer
+//! it pass through polld on their way up, which learns from them. An entry learned is usable for the ARP cache's `max_age`; static
+//! entries never age and learning never overrides them. Entries can be added and
+//! removed one at a time while the table is in use, so a control plane can mirror the
+//! host's neighbour table into it.
+
+use crate::fasthash::FastMap;
+use crate::table::{AgingMap, TableStats};
+use crate::wire::MacAddr;
+use std::net::Ipv6Addr;
+
+#[derive(Clone, Debug)]
+pub struct Neighbours {
+    learned: AgingMap<Ipv6Addr, MacAddr>,
+    statics: FastMap<Ipv6Addr, MacAddr>,
+}
+
+impl Neighbours {
+    /// `capacity` bounds the learned entries (statics are extra).
+    pub fn new(capacity: usize, max_age_ns: u64) -> Self {
+        Neighbours {
+            learned: AgingMap::new(capacity, max_age_ns),
+            statics: FastMap::default(),
+        }
+    }
+
+    /// A permanent entry, replacing any other for `ip`.
+    pub fn add_static(&mut self, ip: Ipv6Addr, mac: MacAddr) {
+        self.statics.insert(ip, mac);
+    }
+
+    /// Removes the permanent entry for `ip`, returning its MAC.
+    pub fn remove_static(&mut self, ip: Ipv6Addr) -> Option<MacAddr> {
+        self.statics.remove(&ip)
+    }
+
+    /// Records that `ip` is at `mac`, seen at `now_ns` (static entries stay).
+    pub fn learn(&mut self, ip: Ipv6Addr, mac: MacAddr, now_ns: u64) {
+        if !self.statics.contains_key(&ip) {
+            self.learned.insert(ip, mac, now_ns);
+        }
+    }
+
+    /// The MAC `ip` is at now, if known and fresh.
+    pub fn lookup(&self, ip: Ipv6Addr, now_ns: u64) -> Option<MacAddr> {
+        if let Some(&mac) = self.statics.get(&ip) {
+            return Some(mac);
+        }
+        self.learned.get(&ip, now_ns).map(|(mac, _)| *mac)
+    }
+
+    pub fn stats(&self) -> TableStats {
+        self.learned.stats_with(self.statics.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statics_win_and_learned_entries_age() {
+        let mut n = Neighbours::new(4, 100);
+        let (a, b): (Ipv6Addr, Ipv6Addr) = (
+            "2001:db8::a".parse().unwrap(),
+            "2001:db8::b".parse().unwrap(),
+        );
+        let (m1, m2) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+        n.add_static(a, m1);
+        n.learn(a, m2, 0);
+        n.learn(b, m2, 0);
+        assert_eq!(n.lookup(a, 50), Some(m1));
+        assert_eq!(n.lookup(b, 100), Some(m2));
+        assert_eq!(n.lookup(b, 101), None);
+        assert_eq!(n.remove_static(a), Some(m1));
+        assert_eq!(n.lookup(a, 0), None, "the learned answer was never stored");
+        assert_eq!(n.stats().entries, 1);
+    }
+}
