@@ -32,7 +32,7 @@ use polld_packet::{PacketDrop, Stage};
 
 use crate::caps::{self, Cap, CapSet};
 use crate::check;
-use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigError};
+use crate::config::{check_shared_umem, Backend, DeviceConfig, RunConfig, RunConfigErrors};
 use crate::executor::{self, DaemonInfo, Executor, IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
 use crate::reload::{self, Reloader};
@@ -71,7 +71,8 @@ pub struct RunArgs {
 /// Why `polld run` could not start or stopped with an error.
 #[derive(Debug)]
 pub enum RunError {
-    Config(RunConfigError),
+    /// Every mistake found in the configuration file, each at its line.
+    Config(RunConfigErrors),
     Privileges(caps::MissingCaps),
     /// Anything else during set-up, with what was being done.
     Setup(String),
@@ -590,10 +591,14 @@ pub(crate) fn open_dataplane(
     for d in &config.devices {
         let i = d.entry;
         let fail = |key: &str, e: String| {
-            RunError::Config(config.error_at_field(
-                &format!("interfaces[{i}].{key}"),
-                format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
-            ))
+            RunError::Config(
+                config
+                    .error_at_field(
+                        &format!("interfaces[{i}].{key}"),
+                        format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
+                    )
+                    .into(),
+            )
         };
         // Only the interfaces the UMEM was sized for bind to it; the rest copy into their own.
         let member = umem.as_ref().filter(|_| umem_names.contains(&d.name));
@@ -737,14 +742,17 @@ pub(crate) fn build_dataplane<D: Device>(
         dp.set_mode(i, d.mode)
             .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
     }
-    for knob in &config.knobs {
-        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
-            RunError::Config(RunConfigError {
-                path: config.path.clone(),
-                line: Some(knob.line),
-                message: e.to_string(),
-            })
-        })?;
+    let writable: Vec<&str> = defaults.iter().map(|(name, _)| name.as_str()).collect();
+    let refused: Vec<_> = config
+        .knobs
+        .iter()
+        .filter_map(|knob| {
+            let e = dp.sysctl_set(&knob.name, &knob.value).err()?;
+            Some(config.knob_error(knob, &e, &writable))
+        })
+        .collect();
+    if let Some(errors) = RunConfigErrors::new(refused) {
+        return Err(RunError::Config(errors));
     }
     Ok((dp, defaults))
 }

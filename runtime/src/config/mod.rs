@@ -58,11 +58,13 @@
 //! gateway = "10.0.2.2"
 //! ```
 //!
-//! Every error names the file and the line, says what is wrong and how to fix it.
+//! Every error names the file, the line and the field, says what is wrong and how to fix
+//! it; a file with several mistakes is refused with all of them.
 
 //! The parts, one job each:
 //! - `parse`: reading the file into a [`RunConfig`];
-//! - `errors`: [`RunConfigError`], and serde's messages as a user reads them;
+//! - `errors`: [`RunConfigError`] and [`RunConfigErrors`], and serde's messages as a
+//!   user reads them;
 //! - `locate`: the line a field or key is written on;
 //! - `queues`: `queues` and `fanout` expanded into an interface's queues;
 //! - `cpus`: the poll CPUs assigned, and the part of the config each one runs;
@@ -85,7 +87,7 @@ mod parse;
 mod queues;
 
 pub(crate) use cpus::check_shared_umem;
-pub use errors::RunConfigError;
+pub use errors::{RunConfigError, RunConfigErrors};
 pub use netns::{in_namespace_of, no_such_interface};
 
 /// The commented example file of this module's documentation, every key with what it
@@ -193,7 +195,11 @@ fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sock
             let port = u16::try_from(port)
                 .ok()
                 .filter(|&p| p != 0)
-                .ok_or_else(|| E::custom(format!("port {port} is out of range 1..65535")))?;
+                .ok_or_else(|| {
+                    E::custom(format!(
+                        "port {port} is out of range; write a port from 1 to 65535"
+                    ))
+                })?;
             Ok(Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))))
         }
         fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
