@@ -383,8 +383,8 @@ fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
     );
 }
 
-/// A network namespace of this test's own with one veth interface `k0` (MTU 9000,
-/// 10.0.1.1/24 given to the kernel), deleted when dropped.
+/// A network namespace of this test's own with one TAP `k0` (MTU 9000, 10.0.1.1/24
+/// given to the kernel), deleted when dropped.
 struct KernelSide(String);
 
 impl KernelSide {
@@ -399,9 +399,8 @@ impl KernelSide {
         };
         ip(&["netns", "add", &ns]);
         let side = KernelSide(ns.clone());
-        ip(&[
-            "-n", &ns, "link", "add", "k0", "mtu", "9000", "type", "veth", "peer", "name", "k1",
-        ]);
+        ip(&["-n", &ns, "tuntap", "add", "dev", "k0", "mode", "tap"]);
+        ip(&["-n", &ns, "link", "set", "k0", "mtu", "9000"]);
         ip(&["-n", &ns, "addr", "add", "10.0.1.1/24", "dev", "k0"]);
         side
     }
@@ -416,12 +415,12 @@ impl Drop for KernelSide {
 }
 
 #[test]
-fn an_interface_takes_the_kernels_mtu_and_mac_and_may_not_take_its_address() {
+fn an_interface_takes_the_kernels_mtu_and_mac_and_a_tap_may_not_take_its_address() {
     polld_testsupport::require_root!("needs root to create a network namespace");
     let side = KernelSide::new("mtu");
     let entry = |extra: &str| {
         format!(
-            "[[interfaces]]\nname = \"k0\"\nnetns = \"{}\"\naddresses = [\"10.0.1.2/24\"]\n{extra}",
+            "[[interfaces]]\nname = \"k0\"\nnetns = \"{}\"\nbackend = \"tap\"\naddresses = [\"10.0.1.2/24\"]\n{extra}",
             side.0
         )
     };
@@ -432,12 +431,12 @@ fn an_interface_takes_the_kernels_mtu_and_mac_and_may_not_take_its_address() {
         parse(&entry("mtu = 1400")).unwrap().packet.interfaces[0].mtu,
         1400
     );
-    // The kernel's own address on that interface: both would answer ARP for it.
+    // The address of the TAP's kernel end: the link would have it twice.
     let taken = entry("").replace("10.0.1.2/24", "10.0.1.1/24");
     let err = parse(&taken).unwrap_err();
     assert!(
         err.contains(
-            "fwd.toml:4: interfaces[0].addresses[0]: the kernel already has 10.0.1.1 on k0"
+            "fwd.toml:5: interfaces[0].addresses[0]: the kernel already has 10.0.1.1 on k0"
         ),
         "{err}"
     );
@@ -595,5 +594,32 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         let err = parse(&text).unwrap_err();
         assert!(err.contains(want), "{err}\nwanted: {want}");
         assert!(err.starts_with("fwd.toml:"), "{err}");
+    }
+}
+
+#[test]
+fn the_annotated_example_of_every_key_is_a_valid_file() {
+    // docs/config.md and polld.toml(5) show it: a reader copies it.
+    let example = polld_runtime::config::annotated_example();
+    let c = parse(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
+    assert_eq!(c.daemon.cpus, vec![0, 1]);
+    assert_eq!(c.devices.len(), 4);
+    assert_eq!(c.knobs.len(), 3);
+    assert_eq!(c.profile, Profile::FreeBsd);
+    for key in [
+        "socket",
+        "realtime",
+        "metrics_public",
+        "irq_deferral",
+        "queue",
+        "fanout",
+        "netns",
+        "mtu",
+        "seed",
+    ] {
+        assert!(
+            example.contains(&format!("\n{key} = ")),
+            "{key} is not shown"
+        );
     }
 }

@@ -600,7 +600,7 @@ impl Report<'_> {
 
     /// What the file leaves to the kernel (an interface's MAC and MTU) read from it, and
     /// what the file asks of an interface checked against it: its name, its namespace,
-    /// and that its addresses are not the kernel's on that interface. Returns the
+    /// and that a TAP's addresses are not the kernel's on its other end. Returns the
     /// interfaces refused before their MAC could be read.
     fn read_the_kernel(
         &mut self,
@@ -649,7 +649,10 @@ impl Report<'_> {
                     packet.interfaces[i].mtu = mtu;
                 }
             }
-            if matches!(exists, Some(Ok(true))) {
+            // A TAP's kernel end is polld's neighbour on the link: an address it has
+            // would be on the link twice. (AF_PACKET and AF_XDP share the interface with
+            // the kernel, whose address there is the testbed's kernel-forwarding set-up.)
+            if dev.backend == Backend::Tap && matches!(exists, Some(Ok(true))) {
                 let kernel = kernel_addresses(dev);
                 for (k, net) in packet.interfaces[i].addresses.iter().enumerate() {
                     if kernel.contains(&net.addr()) {
@@ -657,9 +660,10 @@ impl Report<'_> {
                         self.at_field(
                             &field,
                             format!(
-                                "{field}: the kernel already has {} on {}, and both would \
-                                 answer for it; give polld another address of {}, or take it \
-                                 from the kernel (`ip addr del {net} dev {}`)",
+                                "{field}: the kernel already has {} on {}, the TAP's other \
+                                 end, so the link would have it twice; give polld another \
+                                 address of {}, or take it from the kernel (`ip addr del {net} \
+                                 dev {}`)",
                                 net.addr(),
                                 dev.name,
                                 net.network(),
