@@ -76,14 +76,6 @@ impl From<RunConfigError> for RunConfigErrors {
     }
 }
 
-impl<'a> IntoIterator for &'a RunConfigErrors {
-    type Item = &'a RunConfigError;
-    type IntoIter = std::slice::Iter<'a, RunConfigError>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
 /// One problem a line.
 impl fmt::Display for RunConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,5 +1,8 @@
 //! Reading the file: the daemon's tables and each interface's device keys taken out,
-//! the rest handed to the packet stage, everything validated into a [`RunConfig`].
+//! the rest handed to the packet stage, everything validated into a [`RunConfig`]. Each
+//! table, interface entry, list entry and knob is read on its own, so that one mistake
+//! does not hide the next; the checks that read the whole file run once each part was
+//! read whole.
 
 use std::path::Path;
 
@@ -196,14 +199,10 @@ struct Interfaces {
 impl Report<'_> {
     /// `message` about `field`, at its line.
     fn at_field(&mut self, field: &str, message: String) {
-        let line = locate(self.doc, self.source, field);
-        self.errors.push(RunConfigError {
-            path: self.path.to_path_buf(),
-            line,
-            message,
-        });
+        self.at_line(locate(self.doc, self.source, field), message);
     }
 
+    /// `message` at `line` (`None`: the file as a whole).
     fn at_line(&mut self, line: Option<usize>, message: String) {
         self.errors.push(RunConfigError {
             path: self.path.to_path_buf(),
@@ -212,6 +211,7 @@ impl Report<'_> {
         });
     }
 
+    /// Each `(field, message)` at its field's line.
     fn all(&mut self, problems: Vec<(String, String)>) {
         for (field, message) in problems {
             self.at_field(&field, message);
