@@ -88,17 +88,17 @@ fn check_refuses_what_run_would_and_opens_nothing() {
         (
             "af_packet",
             Box::new(|c| c.replacen("[[interfaces]]", "[knobs]\n\"kern.polling.user_frac\" = 100\n\n[[interfaces]]", 1)),
-            "kern.polling.user_frac: 100 is out of range (allowed 0..99)".into(),
+            "knobs.\"kern.polling.user_frac\": 100 is out of range (allowed 0..99); write a value in 0..99".into(),
         ),
         (
             "af_packet",
             Box::new(|c| c.replacen("[[interfaces]]", "[knobs]\n\"kern.polling.nonsense\" = 1\n\n[[interfaces]]", 1)),
-            "unknown oid 'kern.polling.nonsense'".into(),
+            "knobs.\"kern.polling.nonsense\": there is no knob kern.polling.nonsense; the knobs of kern.polling are".into(),
         ),
         (
             "af_packet",
             Box::new(move |c| c.replacen("[daemon]", &format!("[daemon]\ncpu = {bad_cpu}"), 1)),
-            format!("[daemon] cpu = {bad_cpu}"),
+            format!("daemon.cpu: CPU {bad_cpu}: "),
         ),
         (
             "af_xdp",

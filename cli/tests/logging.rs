@@ -41,8 +41,8 @@ fn errors_keep_their_wording_on_stderr_even_with_minus_qq() {
     std::fs::write(&path, "[[interfaces]]\nname = \"x0\"\ncpu = -1\n").unwrap();
     let path = path.to_str().unwrap();
     let expected = format!(
-        "polld: {path}:3: interfaces[0].cpu: -1 is not a CPU number (0, 1, ...: a CPU polld may \
-         run on)\n"
+        "polld: {path}:3: interfaces[0].cpu: -1 is not a CPU number; write one of the CPUs \
+         polld may run on: 0, 1, ...\n"
     );
     for quiet in [&[][..], &["-qq"]] {
         let args = [quiet, &["run", "--check", "-c", path]].concat();

@@ -112,7 +112,10 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     );
     std::fs::write(&path, refused).unwrap();
     hangup(&polld);
-    let logged = wait_logged(&log, "kern.polling.user_frac: 150");
+    let logged = wait_logged(
+        &log,
+        "knobs.\"kern.polling.user_frac\": 150 is out of range",
+    );
     assert_eq!(logged.matches("the file is refused").count(), 2, "{logged}");
     assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
     assert_eq!(

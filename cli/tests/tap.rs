@@ -126,11 +126,11 @@ fn a_missing_namespace_a_non_tap_and_a_busy_tap_are_refused_by_name() {
         + 1;
     assert!(err.contains(&format!("bad.toml:{line}:")), "{err}");
 
-    // gen's loopback is no TAP.
+    // gen's loopback is no TAP, nor any interface polld polls.
     let not_tap = config_with(&tb, &dir, "name = \"tap0\"", "name = \"lo\"");
     let err = refused(&tb, &not_tap, "tap-lo");
     assert!(
-        err.contains("lo") && err.contains("not a TAP interface"),
+        err.contains("interfaces[0].name: \"lo\" is the loopback interface"),
         "{err}"
     );
 

@@ -1,8 +1,8 @@
 //! Configuration of the packet stage, as embedded in `polld run`'s TOML (under a table
 //! such as `[packet]`), and its validation.
 //!
-//! Validation reports the first problem as a [`ConfigError`] naming the field (relative
-//! to the packet table, e.g. `routes[1].gateway`) and saying how to fix it.
+//! Validation reports every problem as a [`ConfigError`] naming the field (relative to
+//! the packet table, e.g. `routes[1].gateway`) and saying how to fix it.
 //!
 //! A router, with every optional table at its default value:
 //!
@@ -244,205 +244,240 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn fail<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
-    Err(ConfigError {
+fn problem(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
         field: field.into(),
         message: message.into(),
-    })
+    }
+}
+
+fn fail<T>(field: impl Into<String>, message: impl Into<String>) -> Result<T, ConfigError> {
+    Err(problem(field, message))
+}
+
+/// Adds the problem of one checked item, if it has one.
+fn collect(out: &mut Vec<ConfigError>, checked: Result<(), ConfigError>) {
+    out.extend(checked.err());
 }
 
 impl PacketConfig {
-    /// Checks the configuration for the selected mode.
+    /// Checks the configuration for the selected mode: the first problem of
+    /// [`PacketConfig::problems`].
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.interfaces.is_empty() {
-            return fail(
-                "interfaces",
-                "no interfaces; add one [[interfaces]] entry per dataplane device",
-            );
-        }
-        for (i, iface) in self.interfaces.iter().enumerate() {
-            if iface.name.is_empty() {
-                return fail(
-                    format!("interfaces[{i}].name"),
-                    "empty; set it to the device name, e.g. \"veth1\"",
-                );
-            }
-            if let Some(j) = self.interfaces[..i]
-                .iter()
-                .position(|o| o.name == iface.name)
-            {
-                return fail(
-                    format!("interfaces[{i}].name"),
-                    format!(
-                        "{:?} is already interfaces[{j}]; each device appears once",
-                        iface.name
-                    ),
-                );
-            }
-            if iface.mtu < 68 {
-                return fail(
-                    format!("interfaces[{i}].mtu"),
-                    format!(
-                        "{} is below the IPv4 minimum of 68; use 1500 for Ethernet",
-                        iface.mtu
-                    ),
-                );
-            }
-        }
-        for (i, iface) in self.interfaces.iter().enumerate() {
-            if iface.mtu < 1280 && iface.addresses.iter().any(|a| a.v6().is_some()) {
-                return fail(
-                    format!("interfaces[{i}].mtu"),
-                    format!(
-                        "{} is below the IPv6 minimum of 1280 (RFC 8200) on an interface with IPv6 addresses",
-                        iface.mtu
-                    ),
-                );
-            }
-        }
-        for (i, rule) in self.rules.iter().enumerate() {
-            validate_rule(i, rule)?;
-        }
-        match self.mode {
-            Mode::Router => self.validate_router(),
-            Mode::Bridge => self.validate_bridge(),
-        }
+        self.problems().into_iter().next().map_or(Ok(()), Err)
     }
 
-    fn validate_router(&self) -> Result<(), ConfigError> {
+    /// Every problem of the configuration for the selected mode, in the order of its
+    /// fields: each interface, route, static ARP entry and rule is checked on its own, so
+    /// one mistake does not hide the next.
+    pub fn problems(&self) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        if self.interfaces.is_empty() {
+            out.push(problem(
+                "interfaces",
+                "no interfaces; add one [[interfaces]] entry per dataplane device",
+            ));
+        }
+        for i in 0..self.interfaces.len() {
+            collect(&mut out, self.validate_interface(i));
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            collect(&mut out, validate_rule(i, rule));
+        }
+        match self.mode {
+            Mode::Router => self.validate_router(&mut out),
+            Mode::Bridge => self.validate_bridge(&mut out),
+        }
+        out
+    }
+
+    fn validate_interface(&self, i: usize) -> Result<(), ConfigError> {
+        let iface = &self.interfaces[i];
+        if iface.name.is_empty() {
+            return fail(
+                format!("interfaces[{i}].name"),
+                "empty; set it to the device name, e.g. \"veth1\"",
+            );
+        }
+        if let Some(j) = self.interfaces[..i]
+            .iter()
+            .position(|o| o.name == iface.name)
+        {
+            return fail(
+                format!("interfaces[{i}].name"),
+                format!(
+                    "{:?} is already interfaces[{j}]; each device appears once",
+                    iface.name
+                ),
+            );
+        }
+        if iface.mtu < 68 {
+            return fail(
+                format!("interfaces[{i}].mtu"),
+                format!(
+                    "{} is below the IPv4 minimum of 68; use 1500 for Ethernet",
+                    iface.mtu
+                ),
+            );
+        }
+        if iface.mtu < 1280 && iface.addresses.iter().any(|a| a.v6().is_some()) {
+            return fail(
+                format!("interfaces[{i}].mtu"),
+                format!(
+                    "{} is below the IPv6 minimum of 1280 (RFC 8200) on an interface with IPv6 addresses",
+                    iface.mtu
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    fn validate_router(&self, out: &mut Vec<ConfigError>) {
         let mut seen_macs: Vec<(MacAddr, usize)> = Vec::new();
         for (i, iface) in self.interfaces.iter().enumerate() {
-            let Some(mac) = iface.mac else {
-                return fail(
+            match iface.mac {
+                None => out.push(problem(
                     format!("interfaces[{i}].mac"),
                     "missing; router mode needs the MAC peers reach this interface at, e.g. mac = \"02:00:00:00:00:01\"",
-                );
-            };
-            if !mac.is_unicast() {
-                return fail(
+                )),
+                Some(mac) if !mac.is_unicast() => out.push(problem(
                     format!("interfaces[{i}].mac"),
                     format!(
                         "{mac} is not a unicast address; clear the lowest bit of the first byte"
                     ),
-                );
+                )),
+                Some(mac) => match seen_macs.iter().find(|(m, _)| *m == mac) {
+                    Some(&(_, j)) => out.push(problem(
+                        format!("interfaces[{i}].mac"),
+                        format!("{mac} is also interfaces[{j}]'s MAC; give each interface its own"),
+                    )),
+                    None => seen_macs.push((mac, i)),
+                },
             }
-            if let Some(&(_, j)) = seen_macs.iter().find(|(m, _)| *m == mac) {
-                return fail(
-                    format!("interfaces[{i}].mac"),
-                    format!("{mac} is also interfaces[{j}]'s MAC; give each interface its own"),
-                );
-            }
-            seen_macs.push((mac, i));
             for (k, addr) in iface.addresses.iter().enumerate() {
-                self.validate_address(i, k, *addr)?;
+                collect(out, self.validate_address(i, k, *addr));
             }
         }
-        for (i, route) in self.routes.iter().enumerate() {
-            let field = format!("routes[{i}]");
-            if !route.prefix.is_network() {
-                return fail(
-                    format!("{field}.prefix"),
-                    format!(
-                        "{} has host bits set; write {}",
-                        route.prefix,
-                        route.prefix.network()
-                    ),
-                );
-            }
-            if let Some(j) = self.routes[..i]
-                .iter()
-                .position(|r| r.prefix == route.prefix)
-            {
-                return fail(
-                    format!("{field}.prefix"),
-                    format!("{} is already routes[{j}]; keep one", route.prefix),
-                );
-            }
-            if let Some((iface, _)) = self
-                .connected()
-                .find(|(_, net)| net.network() == route.prefix)
-            {
-                return fail(
-                    format!("{field}.prefix"),
-                    format!(
-                        "{} is the connected network of interfaces[{iface}]; remove the route",
-                        route.prefix
-                    ),
-                );
-            }
-            if self.is_own_address(route.gateway) {
-                return fail(
-                    format!("{field}.gateway"),
-                    format!(
-                        "{} is one of polld's own addresses; use the neighbour's address",
-                        route.gateway
-                    ),
-                );
-            }
-            if route.prefix.addr().is_ipv4() != route.gateway.is_ipv4() {
-                return fail(
-                    format!("{field}.gateway"),
-                    format!(
-                        "{} is not of {}'s address family; route IPv4 prefixes via IPv4 gateways and IPv6 via IPv6",
-                        route.gateway, route.prefix
-                    ),
-                );
-            }
-            if self.connected_interface(route.gateway).is_none() {
-                return fail(
-                    format!("{field}.gateway"),
-                    format!("{} is not on a connected network ({}); use a neighbour's address on one of them", route.gateway, self.connected_list()),
-                );
-            }
+        for i in 0..self.routes.len() {
+            collect(out, self.validate_route(i));
         }
-        for (i, entry) in self.static_arp.iter().enumerate() {
-            let field = format!("static_arp[{i}]");
-            if !entry.mac.is_unicast() {
-                return fail(
-                    format!("{field}.mac"),
-                    format!("{} is not a unicast address", entry.mac),
-                );
-            }
-            if self.is_own_address(entry.ip) {
-                return fail(
-                    format!("{field}.ip"),
-                    format!(
-                        "{} is one of polld's own addresses; static entries are for neighbours",
-                        entry.ip
-                    ),
-                );
-            }
-            if self.connected_interface(entry.ip).is_none() {
-                return fail(
-                    format!("{field}.ip"),
-                    format!(
-                        "{} is not on a connected network ({}); only neighbours need ARP entries",
-                        entry.ip,
-                        self.connected_list()
-                    ),
-                );
-            }
-            if let Some(j) = self.static_arp[..i].iter().position(|e| e.ip == entry.ip) {
-                return fail(
-                    format!("{field}.ip"),
-                    format!("{} is already static_arp[{j}]; keep one", entry.ip),
-                );
-            }
+        for i in 0..self.static_arp.len() {
+            collect(out, self.validate_static_arp(i));
         }
         if self.arp.capacity == 0 {
-            return fail(
+            out.push(problem(
                 "arp.capacity",
                 "0 leaves no room to resolve next hops; use at least 1 (default 1024)",
-            );
+            ));
         }
         if self.arp.max_age_ms == 0 {
-            return fail(
+            out.push(problem(
                 "arp.max_age_ms",
                 "0 expires entries at once; use e.g. 60000",
-            );
+            ));
         }
         if self.icmp.rate_per_sec > 0 && self.icmp.burst == 0 {
-            return fail("icmp.burst", "0 with a non-zero rate sends nothing; use at least 1, or set rate_per_sec = 0 to disable ICMP errors");
+            out.push(problem("icmp.burst", "0 with a non-zero rate sends nothing; use at least 1, or set rate_per_sec = 0 to disable ICMP errors"));
+        }
+    }
+
+    fn validate_route(&self, i: usize) -> Result<(), ConfigError> {
+        let route = &self.routes[i];
+        let field = format!("routes[{i}]");
+        if !route.prefix.is_network() {
+            return fail(
+                format!("{field}.prefix"),
+                format!(
+                    "{} has host bits set; write {}",
+                    route.prefix,
+                    route.prefix.network()
+                ),
+            );
+        }
+        if let Some(j) = self.routes[..i]
+            .iter()
+            .position(|r| r.prefix == route.prefix)
+        {
+            return fail(
+                format!("{field}.prefix"),
+                format!("{} is already routes[{j}]; keep one", route.prefix),
+            );
+        }
+        if let Some((iface, _)) = self
+            .connected()
+            .find(|(_, net)| net.network() == route.prefix)
+        {
+            return fail(
+                format!("{field}.prefix"),
+                format!(
+                    "{} is the connected network of interfaces[{iface}]; remove the route",
+                    route.prefix
+                ),
+            );
+        }
+        if self.is_own_address(route.gateway) {
+            return fail(
+                format!("{field}.gateway"),
+                format!(
+                    "{} is one of polld's own addresses; use the neighbour's address",
+                    route.gateway
+                ),
+            );
+        }
+        if route.prefix.addr().is_ipv4() != route.gateway.is_ipv4() {
+            return fail(
+                format!("{field}.gateway"),
+                format!(
+                    "{} is not of {}'s address family; route IPv4 prefixes via IPv4 gateways and IPv6 via IPv6",
+                    route.gateway, route.prefix
+                ),
+            );
+        }
+        if self.connected_interface(route.gateway).is_none() {
+            return fail(
+                format!("{field}.gateway"),
+                format!("{} is not on a connected network ({}); use a neighbour's address on one of them", route.gateway, self.connected_list()),
+            );
+        }
+        Ok(())
+    }
+
+    fn validate_static_arp(&self, i: usize) -> Result<(), ConfigError> {
+        let entry = &self.static_arp[i];
+        let field = format!("static_arp[{i}]");
+        if !entry.mac.is_unicast() {
+            return fail(
+                format!("{field}.mac"),
+                format!(
+                    "{} is not a unicast address; clear the lowest bit of the first byte",
+                    entry.mac
+                ),
+            );
+        }
+        if self.is_own_address(entry.ip) {
+            return fail(
+                format!("{field}.ip"),
+                format!(
+                    "{} is one of polld's own addresses; static entries are for neighbours",
+                    entry.ip
+                ),
+            );
+        }
+        if self.connected_interface(entry.ip).is_none() {
+            return fail(
+                format!("{field}.ip"),
+                format!(
+                    "{} is not on a connected network ({}); only neighbours need ARP entries",
+                    entry.ip,
+                    self.connected_list()
+                ),
+            );
+        }
+        if let Some(j) = self.static_arp[..i].iter().position(|e| e.ip == entry.ip) {
+            return fail(
+                format!("{field}.ip"),
+                format!("{} is already static_arp[{j}]; keep one", entry.ip),
+            );
         }
         Ok(())
     }
@@ -456,7 +491,8 @@ impl PacketConfig {
         let addr = net.addr();
         for (j, other) in self.interfaces.iter().enumerate() {
             for (l, o) in other.addresses.iter().enumerate() {
-                if (j, l) >= (i, k) {
+                // An address refused for itself (0 bits of prefix) overlaps everything.
+                if (j, l) >= (i, k) || o.prefix_len() == 0 {
                     continue;
                 }
                 if o.addr() == addr {
@@ -465,7 +501,7 @@ impl PacketConfig {
                 if j != i && o.overlaps(net) {
                     return fail(
                         field,
-                        format!("{} overlaps {} on interfaces[{j}]; connected networks of different interfaces must be disjoint", net.network(), o.network()),
+                        format!("{} overlaps {} on interfaces[{j}]; connected networks of different interfaces must be disjoint: give each interface a network of its own", net.network(), o.network()),
                     );
                 }
             }
@@ -473,44 +509,43 @@ impl PacketConfig {
         Ok(())
     }
 
-    fn validate_bridge(&self) -> Result<(), ConfigError> {
+    fn validate_bridge(&self, out: &mut Vec<ConfigError>) {
         if self.interfaces.len() < 2 {
-            return fail(
+            out.push(problem(
                 "interfaces",
-                "a bridge needs at least two interfaces to forward between",
-            );
+                "a bridge needs at least two interfaces to forward between; add another [[interfaces]] entry",
+            ));
         }
         if let Some(i) = self.interfaces.iter().position(|f| !f.addresses.is_empty()) {
-            return fail(
+            out.push(problem(
                 format!("interfaces[{i}].addresses"),
                 "the bridge has no IP addresses; remove them or set mode = \"router\"",
-            );
+            ));
         }
         if !self.routes.is_empty() {
-            return fail(
+            out.push(problem(
                 "routes",
                 "routes are for router mode; remove them or set mode = \"router\"",
-            );
+            ));
         }
         if !self.static_arp.is_empty() {
-            return fail(
+            out.push(problem(
                 "static_arp",
                 "static ARP entries are for router mode; remove them or set mode = \"router\"",
-            );
+            ));
         }
         if self.bridge.capacity == 0 {
-            return fail(
+            out.push(problem(
                 "bridge.capacity",
                 "0 leaves no room to learn stations; use at least 1 (default 4096)",
-            );
+            ));
         }
         if self.bridge.max_age_ms == 0 {
-            return fail(
+            out.push(problem(
                 "bridge.max_age_ms",
                 "0 forgets stations at once; use e.g. 300000",
-            );
+            ));
         }
-        Ok(())
     }
 
     /// Maps each dataplane device (by position in `devices`) to its entry in
@@ -656,7 +691,7 @@ fn validate_rule(i: usize, rule: &Rule) -> Result<(), ConfigError> {
     if has_ports && !rule.proto.has_ports() {
         return fail(
             format!("rules[{i}].proto"),
-            "port conditions need proto = \"tcp\" or \"udp\"",
+            "port conditions need proto = \"tcp\" or \"udp\"; set proto = \"tcp\" or \"udp\", or remove src_ports and dst_ports",
         );
     }
     Ok(())
@@ -736,6 +771,20 @@ mod tests {
         assert!(err.contains("a.b.c.d/len"), "{err}");
         let typo = ROUTER.replace("capacity = 256", "capacty = 256");
         assert!(toml::from_str::<PacketConfig>(&typo).is_err());
+    }
+
+    #[test]
+    fn every_problem_is_reported_not_only_the_first() {
+        let mut c = router();
+        c.interfaces[0].mac = None;
+        c.routes[0].gateway = "10.0.3.2".parse().unwrap();
+        c.arp.capacity = 0;
+        let fields: Vec<String> = c.problems().into_iter().map(|e| e.field).collect();
+        assert_eq!(
+            fields,
+            ["interfaces[0].mac", "routes[0].gateway", "arp.capacity"],
+        );
+        assert_eq!(error_of(&c).field, "interfaces[0].mac");
     }
 
     #[test]

@@ -71,7 +71,9 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
         if let Some(Err(e)) = d.netns.as_deref().map(polld_dev::iface::Namespace::named) {
             let field = format!("interfaces[{i}].netns");
             let message = format!("{field}: {e}");
-            return Err(RunError::Config(config.error_at_field(&field, message)));
+            return Err(RunError::Config(
+                config.error_at_field(&field, message).into(),
+            ));
         }
         if d.backend == Backend::Tap {
             report.not_checked.push(format!(
@@ -84,11 +86,17 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
         let exists = config::in_namespace_of(d, || polld_dev::iface::exists(&d.name))
             .unwrap_or(Ok(false))
             .map_err(|e| {
-                RunError::Config(config.error_at_field(&field, format!("{field}: {e}")))
+                RunError::Config(
+                    config
+                        .error_at_field(&field, format!("{field}: {e}"))
+                        .into(),
+                )
             })?;
         if !exists {
             return Err(RunError::Config(
-                config.error_at_field(&field, config::no_such_interface(i, d)),
+                config
+                    .error_at_field(&field, config::no_such_interface(i, d))
+                    .into(),
             ));
         }
         let place = d.netns.as_ref().map_or_else(
@@ -115,7 +123,9 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     if let Some(cpu) = config.daemon.cpu {
         scratch_thread(|| sys::pin_to_cpu(cpu)).map_err(|e| {
             RunError::Config(
-                config.error_at_key("cpu", cpu_error(&format!("[daemon] cpu = {cpu}"), &e)),
+                config
+                    .error_at_key("cpu", cpu_error(&format!("daemon.cpu: CPU {cpu}"), &e))
+                    .into(),
             )
         })?;
         report.checked.push(format!("[daemon] cpu = {cpu}"));
@@ -123,7 +133,9 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     for &cpu in &config.daemon.cpus {
         scratch_thread(|| sys::pin_to_cpu(cpu)).map_err(|e| {
             RunError::Config(
-                config.error_at_key("cpus", cpu_error(&format!("[daemon] cpus: CPU {cpu}"), &e)),
+                config
+                    .error_at_key("cpus", cpu_error(&format!("daemon.cpus: CPU {cpu}"), &e))
+                    .into(),
             )
         })?;
     }
@@ -135,7 +147,10 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     if config.daemon.realtime {
         scratch_thread(sys::make_realtime).map_err(|e| {
             RunError::Config(
-                config.error_at_key("realtime", format!("[daemon] realtime = true: {e}")),
+                config.error_at_key(
+                    "realtime",
+                    format!("daemon.realtime: SCHED_FIFO is refused: {e}; run polld with CAP_SYS_NICE, or set realtime = false"),
+                ).into(),
             )
         })?;
         report
@@ -163,12 +178,19 @@ fn check_queue(config: &RunConfig, i: usize, report: &mut CheckReport) -> Result
         .map(|q| q.to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let queues = polld_dev::iface::rx_queues(&d.name)
-        .map_err(|e| RunError::Config(config.error_at_field(&field, format!("{field}: {e}"))))?;
+    let queues = polld_dev::iface::rx_queues(&d.name).map_err(|e| {
+        RunError::Config(
+            config
+                .error_at_field(&field, format!("{field}: {e}"))
+                .into(),
+        )
+    })?;
     match queues {
-        Some(n) if wanted.iter().any(|&q| q >= n) => Err(RunError::Config(config.error_at_field(
-            &field,
-            format!(
+        Some(n) if wanted.iter().any(|&q| q >= n) => Err(RunError::Config(
+            config
+                .error_at_field(
+                    &field,
+                    format!(
                 "{field}: {} has {n} receive queue(s), 0..{}, and queue {} is not one; pick \
                  among them, or give it more (`ethtool -l {}`, `ethtool -L {} rx N tx N`; a \
                  veth: `ip link add ... numrxqueues N numtxqueues N`)",
@@ -178,7 +200,9 @@ fn check_queue(config: &RunConfig, i: usize, report: &mut CheckReport) -> Result
                 d.name,
                 d.name
             ),
-        ))),
+                )
+                .into(),
+        )),
         Some(n) => {
             report.checked.push(format!(
                 "interfaces[{i}]: queue(s) {listed} of {}'s {n} receive queue(s)",
@@ -236,10 +260,31 @@ pub fn dataplanes(config: &RunConfig) -> Result<HashMap<String, String>, RunErro
 }
 
 /// `polld run --check`: [`preflight`], then the stage, the modes and the knobs applied
-/// to a dataplane on unopened devices.
+/// to a dataplane on unopened devices. A missing capability does not hide the file's
+/// mistakes: the knobs are checked all the same, and every error is reported at the line
+/// that asks for what failed.
 pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
-    let mut report = preflight(config, socket)?;
-    dataplanes(config)?;
+    let mut errors = Vec::new();
+    if let Err(missing) = caps::require(&needed_caps(config)) {
+        errors.extend(missing_caps_errors(config, &missing));
+    }
+    errors.extend(socket_directory_error(config, socket));
+    let mut report = CheckReport::default();
+    if errors.is_empty() {
+        match preflight(config, socket) {
+            Ok(checked) => report = checked,
+            Err(RunError::Config(e)) => errors.extend(e.into_vec()),
+            Err(e) => return Err(e),
+        }
+    }
+    match dataplanes(config) {
+        Ok(_) => {}
+        Err(RunError::Config(e)) => errors.extend(e.into_vec()),
+        Err(e) => return Err(e),
+    }
+    if let Some(errors) = config::RunConfigErrors::new(errors) {
+        return Err(RunError::Config(errors));
+    }
     report.checked.push(format!(
         "the packet stage, {} interface mode(s) and {} knob(s), applied as `run` applies them",
         config.devices.len(),
@@ -252,7 +297,7 @@ pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError>
                 "daemon.metrics: cannot listen on {addr}: {e}; choose another address, or stop \
                  what serves there"
             );
-            RunError::Config(config.error_at_field("daemon.metrics", message))
+            RunError::Config(config.error_at_field("daemon.metrics", message).into())
         })?;
         report
             .checked
@@ -261,9 +306,58 @@ pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError>
     Ok(report)
 }
 
-/// What `--check` found, as text (the report; an error is `run`'s to print) or with
+/// Each missing capability as an error at the key that needs it: an interface's
+/// `backend` or `netns`, or `[daemon] realtime`.
+fn missing_caps_errors(
+    config: &RunConfig,
+    missing: &caps::MissingCaps,
+) -> Vec<config::RunConfigError> {
+    missing
+        .missing
+        .iter()
+        .map(|(cap, why)| {
+            let device = config.devices.iter().enumerate().find(|(_, d)| {
+                why.contains(&format!(" {} ", d.name)) || why.ends_with(&format!(" {}", d.name))
+            });
+            let field = match device {
+                Some((i, d)) if d.netns.is_some() && why.contains("namespace") => {
+                    format!("interfaces[{i}].netns")
+                }
+                Some((i, _)) => format!("interfaces[{i}].backend"),
+                None => "daemon.realtime".to_string(),
+            };
+            let message = format!(
+                "{field}: {} is missing, and it is needed {why}; run polld as root, or with \
+                 {} among its capabilities (the unit's AmbientCapabilities=)",
+                cap.name(),
+                cap.name()
+            );
+            config.error_at_field(&field, message)
+        })
+        .collect()
+}
+
+/// A control socket in a directory that does not exist cannot be created.
+fn socket_directory_error(config: &RunConfig, socket: &Path) -> Option<config::RunConfigError> {
+    let dir = socket.parent().filter(|d| !d.as_os_str().is_empty())?;
+    if dir.is_dir() {
+        return None;
+    }
+    let message = format!(
+        "daemon.socket: the directory {} does not exist, so the control socket {} cannot be \
+         created; create it (`mkdir -p {}`; the unit's RuntimeDirectory= makes /run/polld), or \
+         put the socket in a directory that exists",
+        dir.display(),
+        socket.display(),
+        dir.display()
+    );
+    Some(config.error_at_field("daemon.socket", message))
+}
+
+/// What `--check` found, as text (the report; the errors are `run`'s to print) or with
 /// `json` as one JSON object either way: `ok`, and `checked` and `not_checked`, or
-/// `errors`, each with its `path`, `line`, `field`, `message` and `fix`.
+/// `errors`, every one of them, each with its `path`, `line`, `field`, `message` and
+/// `fix`, none of them null.
 pub fn print(
     path: &Path,
     result: &Result<CheckReport, RunError>,
@@ -292,25 +386,36 @@ pub fn print(
             }),
         ),
         (Err(e), true) => {
-            let error = match e {
-                RunError::Config(e) => {
-                    let (field, message, fix) = e.parts();
-                    serde_json::json!({
-                        "path": e.path, "line": e.line, "field": field,
+            let errors: Vec<serde_json::Value> = match e {
+                RunError::Config(errors) => errors.iter().map(json_error).collect(),
+                e => {
+                    // Not about a line of the file: the file as a whole (line 0), under
+                    // what failed.
+                    let text = e.to_string();
+                    let (field, rest) = text.split_once(": ").unwrap_or(("polld", &text));
+                    let (message, fix) = rest.split_once("; ").unwrap_or((rest, ""));
+                    vec![serde_json::json!({
+                        "path": path, "line": 0, "field": field,
                         "message": message, "fix": fix,
-                    })
+                    })]
                 }
-                e => serde_json::json!({
-                    "path": path, "line": null, "field": null,
-                    "message": e.to_string(), "fix": null,
-                }),
             };
             json_line(
                 out,
-                serde_json::json!({ "ok": false, "config": path, "errors": [error] }),
+                serde_json::json!({ "ok": false, "config": path, "errors": errors }),
             )
         }
     }
+}
+
+/// One configuration error as `--check --json` gives it: every field filled, the line 0
+/// when the error is about the file as a whole (it cannot be read).
+fn json_error(e: &config::RunConfigError) -> serde_json::Value {
+    let (field, message, fix) = e.parts();
+    serde_json::json!({
+        "path": e.path, "line": e.line.unwrap_or(0), "field": field.unwrap_or("file"),
+        "message": message, "fix": fix.unwrap_or(""),
+    })
 }
 
 fn json_line(out: &mut dyn Write, value: serde_json::Value) -> std::io::Result<()> {

@@ -3,12 +3,13 @@
 use std::fmt;
 
 use crate::caps;
-use crate::config::RunConfigError;
+use crate::config::RunConfigErrors;
 
 /// Why `polld run` could not start or stopped with an error.
 #[derive(Debug)]
 pub enum RunError {
-    Config(RunConfigError),
+    /// Every mistake found in the configuration file, each at its line.
+    Config(RunConfigErrors),
     Privileges(caps::MissingCaps),
     /// Anything else during set-up, with what was being done.
     Setup(String),

@@ -68,8 +68,9 @@ pub fn config_markdown() -> String {
          `polld run -c FILE` reads a TOML file: the daemon's settings, the knobs applied at \
          start, the interfaces, and the packet stage's tables. Every key is optional but \
          each interface's `name`. `polld run --check -c FILE` checks a file without opening \
-         anything (`--json` for scripts); a mistake is reported as `FILE:LINE: field: what \
-         is wrong; the fix`, and an unknown key with the valid keys of its table. SIGHUP \
+         anything (`--json` for scripts); every mistake of a file is reported, each as \
+         `FILE:LINE: field: what is wrong; the fix`, and an unknown key or knob with the \
+         nearest valid name. The first example below is a valid file. SIGHUP \
          makes a running polld read its file again and apply its modes and knobs. The knobs \
          are in [knobs.md](knobs.md); `examples/` has complete files. This page is \
          generated from the code (`cargo test -p polld --test reference` fails when it \

@@ -71,13 +71,13 @@ fn mistakes_are_reported_at_file_and_line_with_the_fix() {
         // (replace this, with that, expect this in the error)
         ("backend = \"af_xdp\"", "backend = \"dpdk\"", "fwd.toml:13: interfaces[0].backend: unknown variant `dpdk`"),
         ("mode = \"polling\"", "mode = \"poll\"", "fwd.toml:14: interfaces[0].mode: unknown mode \"poll\"; use interrupt, polling, adaptive, busy or auto"),
-        ("cpu = 1", "cpuz = 1", "fwd.toml:4: unknown key `cpuz` in daemon; did you mean `cpu`? the valid keys are af_xdp_shared_umem, cpu, cpus, irq_deferral, metrics, metrics_public, realtime, socket"),
-        ("cpu = 1", "cpus = 1", "fwd.toml:4: daemon.cpus: 1 is not a list of CPU numbers, e.g. [0, 1]"),
+        ("cpu = 1", "cpuz = 1", "fwd.toml:4: daemon.cpuz: unknown key `cpuz` in daemon; did you mean `cpu`? the valid keys are af_xdp_shared_umem, cpu, cpus, irq_deferral, metrics, metrics_public, realtime, socket"),
+        ("cpu = 1", "cpus = 1", "fwd.toml:4: daemon.cpus: 1 is not a list of CPU numbers; write e.g. cpus = [0, 1]"),
         ("cpu = 1", "cpus = [0, 0]", "fwd.toml:4: daemon.cpus: CPU 0 is listed twice"),
         ("cpu = 1", "cpus = [0, 1, 2]", "fwd.toml:4: daemon.cpus: CPU 2 polls no interface"),
         ("queue = 0", "cpu = 0", "fwd.toml:15: interfaces[0].cpu: there is one poll thread; list the poll CPUs in [daemon] cpus"),
         ("gateway = \"10.0.2.2\"", "gateway = \"10.0.9.9\"", "fwd.toml:26: routes[0].gateway: 10.0.9.9 is not on a connected network"),
-        ("[[routes]]", "[[rotues]]", "fwd.toml:24: unknown key `rotues` at the top of the file; did you mean `routes`? the valid keys are arp, bridge, daemon, default_action, icmp, interfaces, knobs, mode, routes, rules, static_arp"),
+        ("[[routes]]", "[[rotues]]", "fwd.toml:24: rotues: unknown key `rotues` at the top of the file; did you mean `routes`? the valid keys are arp, bridge, daemon, default_action, icmp, interfaces, knobs, mode, routes, rules, static_arp"),
         ("addresses = [\"10.0.1.2/24\"]", "addresses = [\"10.0.1.2/33\"]", "fwd.toml:17:"),
         ("mac = \"02:00:00:00:02:01\"", "mac = \"02:00:00:00:01:02\"", "fwd.toml:21: interfaces[1].mac"),
         ("socket = \"/tmp/polld-test.sock\"", "socket = ", "fwd.toml:3:"),
@@ -112,13 +112,13 @@ fn the_knobs_profile_is_read_apart_from_the_knobs_and_checked() {
 fn type_errors_name_the_field_and_say_what_is_expected() {
     let cases: &[(&str, &str, &str)] = &[
         // (replace this, with that, the whole error)
-        ("queue = 0", "cpu = -1", "fwd.toml:15: interfaces[0].cpu: -1 is not a CPU number (0, 1, ...: a CPU polld may run on)"),
-        ("cpu = 1", "cpu = -1", "fwd.toml:4: daemon.cpu: -1 is not a CPU number (0, 1, ...: a CPU polld may run on)"),
-        ("mac = \"02:00:00:00:02:01\"", "mtu = 1000000", "fwd.toml:21: interfaces[1].mtu: 1000000 is not an MTU from 68 to 65535"),
-        ("mac = \"02:00:00:00:02:01\"", "mtu = \"big\"", "fwd.toml:21: interfaces[1].mtu: \"big\" is not an MTU from 68 to 65535"),
-        ("queue = 0", "queue = true", "fwd.toml:15: interfaces[0].queue: true is not a receive queue number (0, 1, ...)"),
-        ("queue = 0", "queues = \"all\"", "fwd.toml:15: interfaces[0].queues: not a queue count or a list of queue numbers (queues = 2 or [0, 1])"),
-        ("socket = \"/tmp/polld-test.sock\"", "realtime = 1", "fwd.toml:3: daemon.realtime: 1 is not a boolean"),
+        ("queue = 0", "cpu = -1", "fwd.toml:15: interfaces[0].cpu: -1 is not a CPU number; write one of the CPUs polld may run on: 0, 1, ..."),
+        ("cpu = 1", "cpu = -1", "fwd.toml:4: daemon.cpu: -1 is not a CPU number; write one of the CPUs polld may run on: 0, 1, ..."),
+        ("mac = \"02:00:00:00:02:01\"", "mtu = 1000000", "fwd.toml:21: interfaces[1].mtu: 1000000 is not an MTU from 68 to 65535; use 1500 for Ethernet"),
+        ("mac = \"02:00:00:00:02:01\"", "mtu = \"big\"", "fwd.toml:21: interfaces[1].mtu: \"big\" is not an MTU from 68 to 65535; use 1500 for Ethernet"),
+        ("queue = 0", "queue = true", "fwd.toml:15: interfaces[0].queue: true is not a receive queue number; write 0, 1, ..."),
+        ("queue = 0", "queues = \"all\"", "fwd.toml:15: interfaces[0].queues: not a queue count or a list of queue numbers; write queues = 2 or queues = [0, 1]"),
+        ("socket = \"/tmp/polld-test.sock\"", "realtime = 1", "fwd.toml:3: daemon.realtime: 1 is not a boolean; write true or false, without quotes"),
     ];
     for (from, to, expected) in cases {
         assert!(GOOD.contains(from), "bad case {from}");
@@ -132,7 +132,7 @@ fn a_missing_name_points_at_its_own_entry() {
     let err = parse(&GOOD.replace("name = \"veth2\"\n", "")).unwrap_err();
     assert_eq!(
         err,
-        "fwd.toml:19: interfaces[1]: `name` is missing; add name = \"IFNAME\", the interface this entry is for"
+        "fwd.toml:19: interfaces[1].name: `name` is missing; add name = \"IFNAME\", the interface this entry is for"
     );
 }
 
@@ -145,7 +145,7 @@ fn an_unknown_key_lists_every_valid_key_of_its_table_and_the_nearest() {
     .unwrap_err();
     assert_eq!(
         err,
-        "fwd.toml:22: unknown key `adresses` in interfaces[1]; did you mean `addresses`? the valid \
+        "fwd.toml:22: interfaces[1].adresses: unknown key `adresses` in interfaces[1]; did you mean `addresses`? the valid \
          keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, queue, \
          queues"
     );
@@ -153,7 +153,7 @@ fn an_unknown_key_lists_every_valid_key_of_its_table_and_the_nearest() {
     let err = parse(&GOOD.replace("cpu = 1", "xyzzy = 1")).unwrap_err();
     assert!(
         err.starts_with(
-            "fwd.toml:4: unknown key `xyzzy` in daemon; the valid keys are af_xdp_shared_umem,"
+            "fwd.toml:4: daemon.xyzzy: unknown key `xyzzy` in daemon; the valid keys are af_xdp_shared_umem,"
         ),
         "{err}"
     );
@@ -256,11 +256,14 @@ fn interfaces_go_to_their_cpu_or_round_robin_and_each_cpu_gets_its_routes_and_kn
 fn cpu_mistakes_name_the_field_and_the_fix() {
     let err = parse(&two_cpus().replace("cpu = 0\n", "cpu = 5\n")).unwrap_err();
     assert!(
-        err.contains("interfaces[1].cpu = 5 is not a poll CPU; the poll CPUs are [0, 1]"),
+        err.contains("interfaces[1].cpu: CPU 5 is not a poll CPU; the poll CPUs are [0, 1]"),
         "{err}"
     );
     let err = parse(&two_cpus().replace("cpus = [0, 1]", "cpus = [0, 1]\ncpu = 1")).unwrap_err();
-    assert!(err.contains("daemon.cpu and daemon.cpus"), "{err}");
+    assert!(
+        err.contains("daemon.cpu: `cpu` pins the one poll thread, and `cpus` starts one per CPU"),
+        "{err}"
+    );
     let bridge = "mode = \"bridge\"\n[daemon]\ncpus = [0, 1]\n\n[[interfaces]]\nname = \"veth1\"\n\n[[interfaces]]\nname = \"veth2\"\n";
     let err = parse(bridge).unwrap_err();
     assert!(err.contains("a bridge floods to every port"), "{err}");
@@ -272,7 +275,7 @@ fn an_unreadable_file_names_the_path() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with("/nonexistent/polld.toml: cannot read"),
+        err.starts_with("/nonexistent/polld.toml: file: cannot read"),
         "{err}"
     );
 }
@@ -375,24 +378,69 @@ fn a_fault_table_is_read_and_its_mistakes_are_refused_at_their_line() {
     );
     let err = parse(&with_fault("rx_drops = 5\n")).unwrap_err();
     assert!(
-        err.starts_with("fwd.toml:20: unknown key `rx_drops` in interfaces[0].fault; did you mean `rx_drop`? the valid keys are rx_corrupt, rx_drop,"),
+        err.starts_with("fwd.toml:20: interfaces[0].fault.rx_drops: unknown key `rx_drops` in interfaces[0].fault; did you mean `rx_drop`? the valid keys are rx_corrupt, rx_drop,"),
         "{err}"
     );
 }
 
+/// A network namespace of this test's own with one TAP `k0` (MTU 9000, 10.0.1.1/24
+/// given to the kernel), deleted when dropped.
+struct KernelSide(String);
+
+impl KernelSide {
+    fn new(tag: &str) -> KernelSide {
+        let ns = format!("polld-cfg-{tag}-{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let ok = std::process::Command::new("ip")
+                .args(args)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "ip {args:?}");
+        };
+        ip(&["netns", "add", &ns]);
+        let side = KernelSide(ns.clone());
+        ip(&["-n", &ns, "tuntap", "add", "dev", "k0", "mode", "tap"]);
+        ip(&["-n", &ns, "link", "set", "k0", "mtu", "9000"]);
+        ip(&["-n", &ns, "addr", "add", "10.0.1.1/24", "dev", "k0"]);
+        side
+    }
+}
+
+impl Drop for KernelSide {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .status();
+    }
+}
+
 #[test]
-fn an_interface_without_mtu_takes_the_kernels() {
-    let lo = |mtu: &str| {
+fn an_interface_takes_the_kernels_mtu_and_mac_and_a_tap_may_not_take_its_address() {
+    polld_testsupport::require_root!("needs root to create a network namespace");
+    let side = KernelSide::new("mtu");
+    let entry = |extra: &str| {
         format!(
-            "[[interfaces]]\nname = \"lo\"\nmac = \"02:00:00:00:00:01\"\naddresses = [\"10.0.1.1/24\"]\n{mtu}"
+            "[[interfaces]]\nname = \"k0\"\nnetns = \"{}\"\nbackend = \"tap\"\naddresses = [\"10.0.1.2/24\"]\n{extra}",
+            side.0
         )
     };
-    // Loopback's MTU is 65536, more than an IPv4 datagram can be: the largest one.
-    assert_eq!(parse(&lo("")).unwrap().packet.interfaces[0].mtu, 65535);
+    let c = parse(&entry("")).unwrap();
+    assert_eq!(c.packet.interfaces[0].mtu, 9000);
+    assert!(c.packet.interfaces[0].mac.is_some());
     assert_eq!(
-        parse(&lo("mtu = 1400")).unwrap().packet.interfaces[0].mtu,
+        parse(&entry("mtu = 1400")).unwrap().packet.interfaces[0].mtu,
         1400
     );
+    // The address of the TAP's kernel end: the link would have it twice.
+    let taken = entry("").replace("10.0.1.2/24", "10.0.1.1/24");
+    let err = parse(&taken).unwrap_err();
+    assert!(
+        err.contains(
+            "fwd.toml:5: interfaces[0].addresses[0]: the kernel already has 10.0.1.1 on k0"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("`ip addr del 10.0.1.1/24 dev k0`"), "{err}");
     // An interface this namespace does not have keeps the default.
     let c = parse(GOOD).unwrap();
     assert!(c.packet.interfaces.iter().all(|i| i.mtu == 1500));
@@ -494,11 +542,11 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         ),
         (
             queued("", "backend = \"tap\"\nqueues = 2"),
-            "interfaces[1].queues: a TAP here has one queue: for several CPUs use several TAPs",
+            "interfaces[1].queues: a TAP here has one queue; for several CPUs use several TAPs",
         ),
         (
             queued("", "backend = \"tap\"\nfanout = 2"),
-            "interfaces[1].fanout: a TAP here has one queue: for several CPUs use several TAPs",
+            "interfaces[1].fanout: a TAP here has one queue; for several CPUs use several TAPs",
         ),
         (
             queued("queues = [0, 1, 2]", ""),
@@ -518,7 +566,7 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         ),
         (
             queued("queues = 2\ncpu = 1", ""),
-            "interfaces[0].cpu: with `queues` each queue has its own CPU: write `cpus = [..]`",
+            "interfaces[0].cpu: with `queues` each queue has its own CPU; write `cpus = [..]`",
         ),
         (
             queued("queues = 2", "").replace("cpus = [0, 1]", "cpu = 1"),
@@ -531,7 +579,7 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         // On AF_PACKET the errors name `fanout`, the key the file gave.
         (
             queued("", "fanout = 2\ncpu = 1"),
-            "interfaces[1].cpu: with `fanout` each queue has its own CPU: write `cpus = [..]`",
+            "interfaces[1].cpu: with `fanout` each queue has its own CPU; write `cpus = [..]`",
         ),
         (
             queued("", "fanout = 3"),
@@ -546,5 +594,32 @@ fn queue_mistakes_name_the_field_and_the_fix() {
         let err = parse(&text).unwrap_err();
         assert!(err.contains(want), "{err}\nwanted: {want}");
         assert!(err.starts_with("fwd.toml:"), "{err}");
+    }
+}
+
+#[test]
+fn the_annotated_example_of_every_key_is_a_valid_file() {
+    // docs/config.md and polld.toml(5) show it: a reader copies it.
+    let example = polld_runtime::config::annotated_example();
+    let c = parse(&example).unwrap_or_else(|e| panic!("{e}\n{example}"));
+    assert_eq!(c.daemon.cpus, vec![0, 1]);
+    assert_eq!(c.devices.len(), 4);
+    assert_eq!(c.knobs.len(), 3);
+    assert_eq!(c.profile, Profile::FreeBsd);
+    for key in [
+        "socket",
+        "realtime",
+        "metrics_public",
+        "irq_deferral",
+        "queue",
+        "fanout",
+        "netns",
+        "mtu",
+        "seed",
+    ] {
+        assert!(
+            example.contains(&format!("\n{key} = ")),
+            "{key} is not shown"
+        );
     }
 }

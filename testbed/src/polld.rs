@@ -66,7 +66,11 @@ fn config_text(pairs: &[(&Layout, Option<usize>)], setup: &PolldSetup) -> String
     if !setup.knobs.is_empty() {
         let _ = writeln!(c, "\n[knobs]");
         for (name, value) in setup.knobs {
-            let _ = writeln!(c, "{name:?} = {value:?}");
+            // A number as a TOML integer, a word as a string: as the knob takes it.
+            let _ = match value.parse::<i64>() {
+                Ok(n) => writeln!(c, "{name:?} = {n}"),
+                Err(_) => writeln!(c, "{name:?} = {value:?}"),
+            };
         }
     }
     for (layout, cpu) in pairs {

@@ -213,7 +213,7 @@ mod tests {
         let text = ConfigFile::new()
             .socket("/tmp/a \"quoted\" dir/polld.sock")
             .knob("kern.polling.user_frac", 17)
-            .knob("kern.polling.burst_max", "300")
+            .knob("kern.polling.controller", "time")
             .interface(
                 Interface::new("eth10")
                     .backend("af_xdp")
@@ -248,7 +248,7 @@ mod tests {
             knobs,
             [
                 ("kern.polling.user_frac", "17"),
-                ("kern.polling.burst_max", "300")
+                ("kern.polling.controller", "time")
             ],
             "in the order given"
         );

@@ -138,7 +138,10 @@ fn main() {
                     };
                     let caps = dev.capabilities();
                     let fd = caps.interrupt_fd.unwrap();
-                    let mut pfd = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+                    let mut pfd = [rustix::event::PollFd::new(
+                        &fd,
+                        rustix::event::PollFlags::IN,
+                    )];
                     let _ = rustix::event::poll(&mut pfd, Some(&timeout));
                     dev.set_interrupt(false);
                     wakeups += 1;

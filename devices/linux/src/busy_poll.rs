@@ -310,10 +310,7 @@ impl BusyPoll {
     /// `None` without a socket.
     pub fn socket_options(&self) -> Option<io::Result<SocketBusyPoll>> {
         let state = self.lock();
-        state
-            .socket
-            .as_ref()
-            .map(|s| socket_options(s.fd.as_fd()))
+        state.socket.as_ref().map(|s| socket_options(s.fd.as_fd()))
     }
 
     /// Serves AF_XDP socket `fd`, bound to `queue` of `ifname` (`ifindex`), from now on.

@@ -43,7 +43,7 @@ pub(crate) fn check_shared_umem(
         others.join(", ")
     };
     Err(format!(
-        "daemon.af_xdp_shared_umem = true: a UMEM is shared by AF_XDP sockets only, and needs \
+        "daemon.af_xdp_shared_umem: true, and a UMEM is shared by AF_XDP sockets only, and needs \
          two or more interfaces with backend = \"af_xdp\" polled by one thread ({why}); \
          use backend = \"af_xdp\", or remove af_xdp_shared_umem"
     ))
@@ -74,8 +74,8 @@ pub(super) fn assign_cpus(
         return Ok(());
     }
     if daemon.cpu.is_some() {
-        let message = "daemon.cpu and daemon.cpus: `cpu` pins the one poll thread, `cpus` \
-                       starts one per CPU; keep one of them"
+        let message = "daemon.cpu: `cpu` pins the one poll thread, and `cpus` starts one per \
+                       CPU; keep one of them"
             .to_string();
         return Err(("daemon.cpu".to_string(), message));
     }
@@ -94,14 +94,10 @@ pub(super) fn assign_cpus(
             _ => "daemon.cpus".to_string(),
         };
         let message = match e {
-            polld_core::ifpoll::AssignError::NotAPollCpu { index, cpu, cpus } => {
-                polld_core::ifpoll::AssignError::NotAPollCpu {
-                    index: whole[index],
-                    cpu,
-                    cpus,
-                }
-                .to_string()
-            }
+            polld_core::ifpoll::AssignError::NotAPollCpu { cpu, cpus, .. } => format!(
+                "{field}: CPU {cpu} is not a poll CPU; the poll CPUs are {cpus:?} ([daemon] \
+                 cpus): add {cpu} there or pick one of them"
+            ),
             e => format!("daemon.cpus: {e}"),
         };
         (field, message)
@@ -126,7 +122,7 @@ pub(super) fn assign_cpus(
             let key = devices[i].backend.queues_key();
             let why = format!(
                 "a bridge floods to every port and polld does not hand frames between poll \
-                 CPUs, so a bridge port is polled whole by one CPU: remove `{key}` from {}",
+                 CPUs, so a bridge port is polled whole by one CPU; remove `{key}` from {}",
                 devices[i].name
             );
             return Err(interface_error(i, key, why));

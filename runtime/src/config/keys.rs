@@ -1,24 +1,11 @@
-//! The keys of the file as serde reads them: the daemon's tables, and the keys of an
-//! `[[interfaces]]` entry that belong to the device, not the packet stage.
+//! The keys of the file the daemon reads itself: the top-level tables that are not the
+//! packet stage's, and the keys of an `[[interfaces]]` entry that belong to the device.
 
 use polld_core::Mode;
 use polld_middleware::FaultConfig;
 use serde::Deserialize;
 
-use super::{Backend, DaemonConfig};
-
-/// The file as serde sees it: the daemon's tables, and the rest for the packet stage.
-#[derive(Deserialize)]
-pub(super) struct RunFile {
-    #[serde(default)]
-    pub(super) daemon: DaemonConfig,
-    #[serde(default)]
-    pub(super) knobs: toml::Table,
-    #[serde(default)]
-    pub(super) interfaces: Vec<toml::Table>,
-    #[serde(flatten)]
-    pub(super) packet: toml::Table,
-}
+use super::Backend;
 
 /// The keys of an `[[interfaces]]` entry that belong to the device, not the stage.
 #[derive(Deserialize)]
@@ -70,7 +57,7 @@ impl<'de> Deserialize<'de> for ModeName {
     }
 }
 
-/// The keys [`RunFile`] reads itself; every other top-level key is the packet stage's.
+/// The top-level keys the daemon reads itself; every other top-level key is the packet stage's.
 pub(super) const RUN_FILE_KEYS: [&str; 3] = ["daemon", "knobs", "interfaces"];
 
 pub(super) const DEVICE_KEYS: [&str; 9] = [

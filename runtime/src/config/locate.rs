@@ -50,3 +50,61 @@ pub(super) fn field_line(
     }
     span.map(|s| line_of_offset(source, s.start))
 }
+
+/// The field written on `line` (1-based) of `source`, for an error the parser gives only
+/// a place to: the key there under its table (`daemon.cpu`, `interfaces[1].mac`), or the
+/// table a header there opens; the enclosing table for any other line, `file` at the
+/// top.
+pub(super) fn field_on_line(source: &str, line: usize) -> String {
+    let mut table = String::new();
+    let mut entries: Vec<(String, usize)> = Vec::new();
+    let text_of = |l: &str| l.split('#').next().unwrap_or("").trim().to_string();
+    for (n, raw) in source.lines().enumerate().take(line) {
+        let l = text_of(raw);
+        let header = if let Some(name) = l.strip_prefix("[[") {
+            let name = name.split("]]").next().unwrap_or("").trim().to_string();
+            let k = match entries.iter_mut().find(|(t, _)| *t == name) {
+                Some((_, k)) => {
+                    *k += 1;
+                    *k
+                }
+                None => {
+                    entries.push((name.clone(), 0));
+                    0
+                }
+            };
+            Some(format!("{name}[{k}]"))
+        } else {
+            l.strip_prefix('[')
+                .map(|name| name.split(']').next().unwrap_or("").trim().to_string())
+        };
+        if let Some(header) = header {
+            table = header;
+            if n + 1 == line {
+                return table;
+            }
+            continue;
+        }
+        if n + 1 == line {
+            // `key = value`, or the key a mistyped line starts with.
+            let written = l.split_once('=').map_or(l.as_str(), |(k, _)| k).trim();
+            let key = written
+                .split_whitespace()
+                .next()
+                .map(|k| k.trim_matches('"').to_string())
+                .filter(|k| !k.is_empty());
+            return match (key, table.is_empty()) {
+                (Some(k), true) => k,
+                (Some(k), false) if k.contains('.') => format!("{table}.\"{k}\""),
+                (Some(k), false) => format!("{table}.{k}"),
+                (None, false) => table,
+                (None, true) => "file".to_string(),
+            };
+        }
+    }
+    if table.is_empty() {
+        "file".to_string()
+    } else {
+        table
+    }
+}

@@ -5,21 +5,23 @@
 //!
 //! ```toml
 //! [daemon]                       # all optional
-//! socket = "/run/polld/polld.sock"
-//! cpu = 1                        # pin the poll thread to this CPU
-//! cpus = [0, 1]                  # or: one poll thread per CPU, each pinned, each with
-//!                                # its own poller (net.ifpoll.N.*); not with `cpu`
+//! socket = "/run/polld/polld.sock"   # an absolute path, in a directory that exists
+//! cpus = [0, 1]                  # one poll thread per CPU, each pinned, each with its
+//!                                # own poller (net.ifpoll.N.*); without `cpus`, one
+//!                                # poll thread, pinned by `cpu = 1` if given (not both)
 //! realtime = true                # SCHED_FIFO: the poll thread, the control thread above it
 //! metrics = "127.0.0.1:9101"     # serve GET /metrics (Prometheus); a port number or
 //!                                # `true` (port 9101) mean loopback
 //! metrics_public = false         # true allows a non-loopback metrics address
 //! af_xdp_shared_umem = true      # the af_xdp interfaces of a poll thread share one UMEM:
 //!                                # forwarded frames leave without a user-space copy
+//!                                # (true needs two of them on one poll thread)
 //! irq_deferral = "auto"          # af_xdp while polling: how the device's interrupt is
 //!                                # kept masked: "auto" (per-NAPI netlink on Linux 6.13+,
 //!                                # else the device's sysfs), "netlink" or "sysfs"
 //!
-//! [knobs]                        # any writable sysctl, applied in order at start
+//! [knobs]                        # any writable sysctl, applied in order at start; quote
+//!                                # the dotted names, give integers or words
 //! profile = "freebsd"            # the defaults they apply over: polld (default) or
 //!                                # freebsd (kern_poll.c's: classic, burst_max 150, ...)
 //! "kern.polling.user_frac" = 50
@@ -27,24 +29,14 @@
 //! "net.inet.ip.fastforwarding" = 1
 //!
 //! [[interfaces]]
-//! name = "veth1"
+//! name = "veth1"                 # at most 15 bytes, as Linux names interfaces
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
-//! netns = "gen"                  # the network namespace the interface lives in
-//!                                # (`ip netns list`); default: polld's own
 //! mode = "polling"               # interrupt (default), polling, adaptive, busy or auto
 //! queue = 0                      # af_xdp: the receive queue
 //! cpu = 1                        # with [daemon] cpus: the CPU that polls it (default:
 //!                                # round-robin over `cpus` in file order)
-//! queues = [0, 1]                # af_xdp, with [daemon] cpus: one socket per receive
-//!                                # queue (or `queues = 2`: 0 and 1), each polled by its
-//!                                # own CPU; not with `queue` or `cpu`
-//! fanout = 2                     # af_packet, with [daemon] cpus: that many sockets in
-//!                                # one PACKET_FANOUT group (hash), each polled by its
-//!                                # own CPU
-//! cpus = [1, 0]                  # with queues or fanout: the CPU of each (default: the
-//!                                # first of [daemon] cpus for the first, and so on)
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
-//! addresses = ["10.0.1.2/24"]
+//! addresses = ["10.0.1.2/24"]    # not one the kernel has on the interface
 //! mtu = 1500                     # the largest IP packet sent out of it (default: the
 //!                                # kernel's MTU of the interface, else 1500); bigger ones
 //!                                # are fragmented (DF clear) or refused with ICMP (DF set)
@@ -53,16 +45,48 @@
 //! seed = 1                       # per mille, each counted by name (see polld-middleware)
 //! rx_drop = 10                   # also rx_truncate, rx_corrupt, rx_duplicate, tx_fail
 //!
+//! [[interfaces]]
+//! name = "veth2"
+//! backend = "af_xdp"
+//! mode = "polling"
+//! cpu = 1                        # with veth1 on CPU 1: their frames share one UMEM
+//! mac = "02:00:00:00:02:01"
+//! addresses = ["10.0.2.1/24"]
+//!
+//! [[interfaces]]
+//! name = "veth3"
+//! backend = "af_xdp"
+//! mode = "polling"
+//! queues = [0, 1]                # af_xdp, with [daemon] cpus: one socket per receive
+//!                                # queue (or `queues = 2`: 0 and 1), each polled by its
+//!                                # own CPU; not with `queue` or `cpu`
+//! cpus = [1, 0]                  # with queues or fanout: the CPU of each (default: the
+//!                                # first of [daemon] cpus for the first, and so on)
+//! mac = "02:00:00:00:03:01"
+//! addresses = ["10.0.3.1/24"]
+//!
+//! [[interfaces]]
+//! name = "eth0"
+//! netns = "gen"                  # the network namespace the interface lives in
+//!                                # (`ip netns list`); default: polld's own
+//! fanout = 2                     # af_packet, with [daemon] cpus: that many sockets in
+//!                                # one PACKET_FANOUT group (hash), each polled by its
+//!                                # own CPU
+//! mac = "02:00:00:00:04:01"
+//! addresses = ["10.0.4.1/24"]
+//!
 //! [[routes]]
 //! prefix = "0.0.0.0/0"
 //! gateway = "10.0.2.2"
 //! ```
 //!
-//! Every error names the file and the line, says what is wrong and how to fix it.
+//! Every error names the file, the line and the field, says what is wrong and how to fix
+//! it; a file with several mistakes is refused with all of them.
 
 //! The parts, one job each:
 //! - `parse`: reading the file into a [`RunConfig`];
-//! - `errors`: [`RunConfigError`], and serde's messages as a user reads them;
+//! - `errors`: [`RunConfigError`] and [`RunConfigErrors`], and serde's messages as a
+//!   user reads them;
 //! - `locate`: the line a field or key is written on;
 //! - `queues`: `queues` and `fanout` expanded into an interface's queues;
 //! - `cpus`: the poll CPUs assigned, and the part of the config each one runs;
@@ -86,7 +110,7 @@ mod parse;
 mod queues;
 
 pub(crate) use cpus::check_shared_umem;
-pub use errors::RunConfigError;
+pub use errors::{RunConfigError, RunConfigErrors};
 pub use netns::{in_namespace_of, no_such_interface};
 
 /// The commented example file of this module's documentation, every key with what it
@@ -194,7 +218,11 @@ fn metrics_address<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Sock
             let port = u16::try_from(port)
                 .ok()
                 .filter(|&p| p != 0)
-                .ok_or_else(|| E::custom(format!("port {port} is out of range 1..65535")))?;
+                .ok_or_else(|| {
+                    E::custom(format!(
+                        "port {port} is out of range; write a port from 1 to 65535"
+                    ))
+                })?;
             Ok(Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))))
         }
         fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {

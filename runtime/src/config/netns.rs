@@ -1,5 +1,5 @@
 //! What the config reads from an interface's network namespace: whether it exists, its
-//! MAC and its MTU.
+//! MAC, its MTU and its IPv4 addresses.
 
 use super::DeviceConfig;
 
@@ -46,4 +46,29 @@ pub(super) fn kernel_mac(dev: &DeviceConfig) -> Option<polld_packet::wire::MacAd
 pub(super) fn kernel_mtu(dev: &DeviceConfig) -> Option<u16> {
     let mtu = in_namespace_of(dev, || polld_dev::iface::mtu(&dev.name).ok()).flatten()?;
     (mtu >= 68).then(|| mtu.min(u32::from(u16::MAX)) as u16)
+}
+
+/// The addresses (IPv4 and IPv6) the kernel has on the interface, in its namespace, as `ip` lists
+/// them; none when they cannot be read.
+pub(super) fn kernel_addresses(dev: &DeviceConfig) -> Vec<std::net::IpAddr> {
+    // `ip` runs in the namespace of the thread that starts it.
+    let listed = in_namespace_of(dev, || {
+        std::process::Command::new("ip")
+            .args(["-o", "addr", "show", "dev", &dev.name])
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    })
+    .flatten();
+    let Some(out) = listed.filter(|o| o.status.success()) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            words.find(|w| *w == "inet" || *w == "inet6")?;
+            words.next()?.split('/').next()?.parse().ok()
+        })
+        .collect()
 }

@@ -14,7 +14,7 @@ pub(super) fn queue_keys(
     given: &toml::Table,
 ) -> Result<Vec<u32>, (String, String)> {
     let refuse = |key: &str, why: String| Err(interface_error(i, key, why));
-    let several_taps = "a TAP here has one queue: for several CPUs use several TAPs, one \
+    let several_taps = "a TAP here has one queue; for several CPUs use several TAPs, one \
                         [[interfaces]] entry each with its own `cpu`";
     if given.contains_key("queue") && keys.backend != Backend::AfXdp {
         let why = match keys.backend {
@@ -118,8 +118,8 @@ pub(super) fn queue_keys(
         return refuse(
             "cpu",
             format!(
-                "with `{}` each queue has its own CPU: write `cpus = [..]`, one per queue, or \
-                 leave it out (round-robin)",
+                "with `{}` each queue has its own CPU; write `cpus = [..]`, one per queue, or \
+                 leave `cpu` out (round-robin)",
                 keys.backend.queues_key()
             ),
         );

@@ -9,7 +9,7 @@ use polld_middleware::reopen::Opener;
 use polld_middleware::Reopener;
 use polld_packet::Stage;
 
-use crate::config::{DeviceConfig, RunConfig, RunConfigError};
+use crate::config::{DeviceConfig, RunConfig, RunConfigErrors};
 use crate::error::RunError;
 use crate::executor::{IfInfo, RealDataplane};
 use crate::queues::QueueGroups;
@@ -51,10 +51,14 @@ pub(crate) fn open_dataplane(
     for d in &config.devices {
         let i = d.entry;
         let fail = |key: &str, e: String| {
-            RunError::Config(config.error_at_field(
-                &format!("interfaces[{i}].{key}"),
-                format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
-            ))
+            RunError::Config(
+                config
+                    .error_at_field(
+                        &format!("interfaces[{i}].{key}"),
+                        format!("interfaces[{i}] ({}, {}): {e}", d.name, d.backend.name()),
+                    )
+                    .into(),
+            )
         };
         // Only the interfaces the UMEM was sized for bind to it; the rest copy into their own.
         let member = umem.as_ref().filter(|_| umem_names.contains(&d.name));
@@ -129,14 +133,17 @@ pub(crate) fn build_dataplane<D: Device>(
         dp.set_mode(i, d.mode)
             .map_err(|e| RunError::Setup(format!("{}: {}: {e}", config.path.display(), d.name)))?;
     }
-    for knob in &config.knobs {
-        dp.sysctl_set(&knob.name, &knob.value).map_err(|e| {
-            RunError::Config(RunConfigError {
-                path: config.path.clone(),
-                line: Some(knob.line),
-                message: e.to_string(),
-            })
-        })?;
+    let writable: Vec<&str> = defaults.iter().map(|(name, _)| name.as_str()).collect();
+    let refused: Vec<_> = config
+        .knobs
+        .iter()
+        .filter_map(|knob| {
+            let e = dp.sysctl_set(&knob.name, &knob.value).err()?;
+            Some(config.knob_error(knob, &e, &writable))
+        })
+        .collect();
+    if let Some(errors) = RunConfigErrors::new(refused) {
+        return Err(RunError::Config(errors));
     }
     Ok((dp, defaults))
 }
