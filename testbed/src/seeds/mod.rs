@@ -21,6 +21,8 @@
 //!   every thread on the path.
 //! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
 //!   interrupt mode, under a flood.
+//! - `sleep`: seed 003's `usleep(1)` and `nanosleep(1)`, timed at the default timer slack,
+//!   a 1-ns slack and SCHED_FIFO ([`crate::sleep`]); no testbed traffic.
 //!
 //! `--devices vm` runs the curve and the share steps on the VM testbed instead: polld in a
 //! qemu guest between two virtio-net NICs, a polld of its own for each trial, `polld gen`
@@ -112,6 +114,7 @@ impl SeedsDevices {
                 Step::Screens,
                 Step::Tcp,
                 Step::Share,
+                Step::Sleep,
             ],
             SeedsDevices::Vm => &[Step::Curve, Step::Share],
         }
@@ -127,6 +130,7 @@ pub enum Step {
     Screens,
     Tcp,
     Share,
+    Sleep,
 }
 
 fn failed(what: String) -> TestbedError {
@@ -211,6 +215,7 @@ pub fn run_seeds(
                 Step::Table,
                 Step::Screens,
                 Step::Tcp,
+                Step::Sleep,
             ] {
                 if !steps.contains(&step) {
                     continue;
@@ -221,6 +226,7 @@ pub fn run_seeds(
                     Step::Table => bench.table()?,
                     Step::Screens => bench.screens()?,
                     Step::Tcp => bench.tcp()?,
+                    Step::Sleep => bench.sleep()?,
                 }
             }
             Ok(bench.report)

@@ -220,6 +220,10 @@ pub(super) fn write_text(report: &SeedsReport, out: &mut dyn Write) {
             );
         }
     }
+    if !report.sleep.is_empty() {
+        let _ = writeln!(out, "\nSeed 003 (PF_RING: active against passive polling): how long a sleep of 1 us and of 1 ns lasts on this machine");
+        let _ = write!(out, "{}", crate::sleep::render(&report.sleep));
+    }
     let _ = writeln!(out);
     for line in &report.findings {
         let _ = writeln!(out, "{line}");

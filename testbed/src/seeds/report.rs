@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::Machine;
 use crate::plateau::Plateau;
 use crate::share::ShareRow;
+use crate::sleep::{Call, Setting, SleepRow};
 use crate::TestbedError;
 
 fn failed(what: String) -> TestbedError {
@@ -105,6 +106,8 @@ pub struct SeedsReport {
     pub screens: Vec<Screen>,
     pub tcp: Vec<TcpRow>,
     pub share: Vec<ShareRow>,
+    /// Seed 003: how long a sleep of 1 µs and of 1 ns lasted.
+    pub sleep: Vec<SleepRow>,
     /// The curve's livelock, if the curve ran: the bench fails when it did not reproduce.
     pub livelock: Option<Livelock>,
     /// Sentences decided by the numbers above.
@@ -221,6 +224,7 @@ fn curve_findings(curve: &[CurveSeries], plateau: Option<&Plateau>) -> Vec<Strin
 
 pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
     let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
+    lines.extend(sleep_finding(&report.sleep));
     for r in &report.share {
         let line = match r.mode.as_str() {
             "interrupt" => format!(
@@ -271,6 +275,31 @@ pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
         )
     });
     lines
+}
+
+/// Seed 003's finding: a sleep of 1 µs at the default timer slack lasts tens of µs, so a
+/// passive poller that sleeps between empty reads lets hundreds of frames of a 10 Gbit/s
+/// link pass; reproduced when it lasts at least ten times what was asked.
+fn sleep_finding(rows: &[SleepRow]) -> Option<String> {
+    let at = |setting| {
+        rows.iter()
+            .find(|r| r.setting == setting && r.call == Call::Usleep1)
+    };
+    let default = at(Setting::DefaultSlack)?;
+    let reproduced = default.mean_us >= 10.0;
+    Some(format!(
+        "Seed 003: usleep(1) lasted {:.1} us on average at the default timer slack (seed: {:.1} us), {} with a 1-ns slack, {} under SCHED_FIFO; sleeping 1 us between empty reads lets {:.0} frames of a 10 Gbit/s link pass: {}.",
+        default.mean_us,
+        Call::Usleep1.seed_us(),
+        at(Setting::Slack1ns).map_or("-".into(), |r| format!("{:.1} us", r.mean_us)),
+        at(Setting::Fifo).map_or("-".into(), |r| format!("{:.1} us", r.mean_us)),
+        default.frames_at_10g,
+        if reproduced {
+            "reproduced (a sleep of 1 us lasts at least 10 us)"
+        } else {
+            "NOT reproduced (a sleep of 1 us lasted under 10 us)"
+        }
+    ))
 }
 
 #[cfg(test)]

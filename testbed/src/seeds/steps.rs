@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::plan::{Knobs, Timing, CURVE_USER_FRAC, DEFAULT_USER_FRAC, NO_FASTFORWARDING};
 use super::report::{CurveSeries, SeedsReport, TableRow};
-use super::seed;
+use super::{failed, seed};
 use crate::plateau::{self, Plateau};
 use crate::share::{measure_share, ShareRow, ShareTrial};
 use crate::streams::ExtraStream;
@@ -281,4 +281,14 @@ impl Bench<'_> {
         }
         Ok(delivered)
     }
+
+    /// Seed 003's sleeps, [`SLEEP_SAMPLES`] of each call in each setting.
+    pub(super) fn sleep(&mut self) -> Result<(), TestbedError> {
+        self.say("seed 003: timing usleep(1) and nanosleep(1)");
+        self.report.sleep = crate::sleep::measure(SLEEP_SAMPLES).map_err(failed)?;
+        Ok(())
+    }
 }
+
+/// How many sleeps of each call in each setting: enough for a 99th percentile.
+const SLEEP_SAMPLES: usize = 2000;
