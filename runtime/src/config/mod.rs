@@ -104,6 +104,7 @@ use serde::Deserialize;
 mod cpus;
 mod errors;
 mod keys;
+mod knobs;
 mod locate;
 mod netns;
 mod parse;

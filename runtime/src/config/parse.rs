@@ -6,8 +6,6 @@
 
 use std::path::Path;
 
-use polld_core::knobs::PROFILE_KEY;
-use polld_core::{Mode, Profile};
 use polld_middleware::FaultConfig;
 use polld_packet::config::{InterfaceConfig, RouteConfig, StaticArpConfig};
 use polld_packet::{PacketConfig, Rule};
@@ -15,10 +13,10 @@ use polld_packet::{PacketConfig, Rule};
 use super::cpus::{assign_cpus, check_shared_umem};
 use super::errors::{locate, typed_all, RunConfigErrors};
 use super::keys::{DeviceKeys, DEVICE_KEYS};
-use super::locate::{field_on_line, key_line, line_of_offset};
+use super::locate::{field_on_line, line_of_offset};
 use super::netns::{in_namespace_of, kernel_addresses, kernel_mac, kernel_mtu, no_such_interface};
 use super::queues::queue_keys;
-use super::{Backend, DaemonConfig, DeviceConfig, KnobSetting, RunConfig, RunConfigError};
+use super::{Backend, DaemonConfig, DeviceConfig, RunConfig, RunConfigError};
 
 impl RunConfig {
     /// Reads and validates `path`.
@@ -120,33 +118,33 @@ fn syntax_error(
 }
 
 /// The errors of one file, each at its line.
-struct Report<'a> {
-    path: &'a Path,
-    source: &'a str,
-    doc: &'a toml_edit::ImDocument<String>,
-    errors: Vec<RunConfigError>,
+pub(super) struct Report<'a> {
+    pub(super) path: &'a Path,
+    pub(super) source: &'a str,
+    pub(super) doc: &'a toml_edit::ImDocument<String>,
+    pub(super) errors: Vec<RunConfigError>,
 }
 
 /// The `[[interfaces]]` entries, read.
-struct Interfaces {
-    devices: Vec<DeviceConfig>,
+pub(super) struct Interfaces {
+    pub(super) devices: Vec<DeviceConfig>,
     /// Each entry's keys for the packet stage.
     stage: Vec<toml::Value>,
     /// Whether each entry gives `mtu` (else it is the kernel's) and `mode`.
     explicit_mtu: Vec<bool>,
-    explicit_mode: Vec<bool>,
+    pub(super) explicit_mode: Vec<bool>,
     /// Whether every entry is a table (`[interfaces]`, one table, counts as one entry).
     whole: bool,
 }
 
 impl Report<'_> {
     /// `message` about `field`, at its line.
-    fn at_field(&mut self, field: &str, message: String) {
+    pub(super) fn at_field(&mut self, field: &str, message: String) {
         self.at_line(locate(self.doc, self.source, field), message);
     }
 
     /// `message` at `line` (`None`: the file as a whole).
-    fn at_line(&mut self, line: Option<usize>, message: String) {
+    pub(super) fn at_line(&mut self, line: Option<usize>, message: String) {
         self.errors.push(RunConfigError {
             path: self.path.to_path_buf(),
             line,
@@ -155,7 +153,7 @@ impl Report<'_> {
     }
 
     /// Each `(field, message)` at its field's line.
-    fn all(&mut self, problems: Vec<(String, String)>) {
+    pub(super) fn all(&mut self, problems: Vec<(String, String)>) {
         for (field, message) in problems {
             self.at_field(&field, message);
         }
@@ -271,98 +269,6 @@ impl Report<'_> {
                 );
             }
         }
-    }
-
-    /// `[knobs]` as a table: `[[knobs]]` (a list of tables) is refused, its tables read
-    /// as one so that their knobs are checked too.
-    fn knobs_table(&mut self, value: toml::Value) -> toml::Table {
-        match value {
-            toml::Value::Table(t) => t,
-            toml::Value::Array(items) => {
-                self.at_field(
-                    "knobs",
-                    "knobs: [[knobs]] makes a list of tables, and [knobs] is one table of \
-                     \"NAME\" = VALUE; write the header with single brackets: [knobs]"
-                        .to_string(),
-                );
-                items
-                    .into_iter()
-                    .filter_map(|v| match v {
-                        toml::Value::Table(t) => Some(t),
-                        _ => None,
-                    })
-                    .flatten()
-                    .collect()
-            }
-            other => {
-                self.at_field(
-                    "knobs",
-                    format!(
-                        "knobs: {} is not a table; write the header [knobs] on a line of its \
-                         own, then one \"NAME\" = VALUE a line",
-                        kind_of(&other)
-                    ),
-                );
-                toml::Table::new()
-            }
-        }
-    }
-
-    /// The profile and the knob writes of `[knobs]`, in file order; each value that is
-    /// not a number or a word, and each dotted name TOML read as tables, reported.
-    fn knobs(&mut self, table: toml::Table) -> (Profile, Vec<KnobSetting>) {
-        let mut profile = Profile::default();
-        let mut knobs = Vec::new();
-        let mut flat = Vec::new();
-        flatten(String::new(), toml::Value::Table(table), false, &mut flat);
-        for (name, value, dotted) in flat {
-            let line = key_line(self.source, &name);
-            let field = format!("knobs.\"{name}\"");
-            if dotted {
-                let shown = match &value {
-                    toml::Value::String(s) => format!("{s:?}"),
-                    v => v.to_string(),
-                };
-                self.at_line(
-                    line,
-                    format!(
-                        "{field}: the name is not quoted, so TOML reads its dots as tables; \
-                         quote the dotted name: \"{name}\" = {shown}"
-                    ),
-                );
-                continue;
-            }
-            if name == PROFILE_KEY {
-                match value.as_str().and_then(Profile::named) {
-                    Some(p) => profile = p,
-                    None => {
-                        let names: Vec<String> = Profile::ALL
-                            .iter()
-                            .map(|p| format!("\"{}\"", p.name()))
-                            .collect();
-                        self.at_line(
-                            line,
-                            format!(
-                                "knobs.profile: {value} is not a profile; write profile = {}",
-                                names.join(" or ")
-                            ),
-                        );
-                    }
-                }
-                continue;
-            }
-            match knob_value(&name, &value) {
-                Ok(value) => knobs.push(KnobSetting {
-                    line: line.unwrap_or(0),
-                    name,
-                    value,
-                }),
-                Err(why) => self.at_line(line, format!("{field}: {why}")),
-            }
-        }
-        // Apply in file order, as a user reading the file expects.
-        knobs.sort_by_key(|k| k.line);
-        (profile, knobs)
     }
 
     /// The `[[interfaces]]` entries: each one's device keys read and checked; an entry
@@ -506,41 +412,6 @@ impl Report<'_> {
         packet.filter(|_| !failed)
     }
 
-    /// A `dev.IF.mode` knob that says otherwise than the `mode` of IF's entry.
-    fn mode_knobs(&mut self, interfaces: &Interfaces, knobs: &[KnobSetting]) {
-        for k in knobs {
-            let Some(ifname) = k
-                .name
-                .strip_prefix("dev.")
-                .and_then(|rest| rest.strip_suffix(".mode"))
-            else {
-                continue;
-            };
-            let Some(d) = interfaces
-                .devices
-                .iter()
-                .find(|d| d.name == ifname && interfaces.explicit_mode[d.entry])
-            else {
-                continue;
-            };
-            // A word that is no mode is refused by the knob itself.
-            if k.value.parse::<Mode>().is_ok_and(|mode| mode != d.mode) {
-                self.at_line(
-                    Some(k.line),
-                    format!(
-                        "knobs.\"{}\": {:?} contradicts interfaces[{}].mode = \"{}\", and the \
-                         knob is applied after it; keep one: remove the knob, or set the mode \
-                         in [[interfaces]] only",
-                        k.name,
-                        k.value,
-                        d.entry,
-                        d.mode.name()
-                    ),
-                );
-            }
-        }
-    }
-
     /// What the file leaves to the kernel (an interface's MAC and MTU) read from it, and
     /// what the file asks of an interface checked against it: its name, its namespace,
     /// and that a TAP's addresses are not the kernel's on its other end. Returns the
@@ -643,7 +514,7 @@ fn bad_name(name: &str) -> Option<String> {
 }
 
 /// What a TOML value is, in words.
-fn kind_of(value: &toml::Value) -> &'static str {
+pub(super) fn kind_of(value: &toml::Value) -> &'static str {
     match value {
         toml::Value::String(_) => "a string",
         toml::Value::Integer(_) => "an integer",
@@ -652,56 +523,5 @@ fn kind_of(value: &toml::Value) -> &'static str {
         toml::Value::Datetime(_) => "a date",
         toml::Value::Array(_) => "a list",
         toml::Value::Table(_) => "a table",
-    }
-}
-
-/// The names and values of `[knobs]`, with whether a name was written unquoted with
-/// dots (TOML then reads `kern.polling.hz = 1` as nested tables).
-fn flatten(
-    name: String,
-    value: toml::Value,
-    nested: bool,
-    out: &mut Vec<(String, toml::Value, bool)>,
-) {
-    match value {
-        toml::Value::Table(t) => {
-            let inner = !name.is_empty();
-            for (k, v) in t {
-                let full = match inner {
-                    true => format!("{name}.{k}"),
-                    false => k,
-                };
-                flatten(full, v, inner, out);
-            }
-        }
-        v => out.push((name, v, nested)),
-    }
-}
-
-/// A `[knobs]` value as the knob takes it: an integer, or a word; anything else refused
-/// with why and the fix.
-fn knob_value(name: &str, value: &toml::Value) -> Result<String, String> {
-    match value {
-        toml::Value::Integer(n) => Ok(n.to_string()),
-        toml::Value::String(s) if s.trim().parse::<i64>().is_ok() => Err(format!(
-            "{s:?} is a string, and a number knob takes an integer; write it without quotes: \
-             \"{name}\" = {}",
-            s.trim()
-        )),
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Float(f) => Err(format!(
-            "{f} is fractional, and a knob takes an integer; write a whole number, e.g. \
-             \"{name}\" = {}",
-            f.round()
-        )),
-        toml::Value::Boolean(b) => Err(format!(
-            "{b} is a boolean, and a knob takes an integer or a word; write \"{name}\" = {} \
-             for {b}",
-            u8::from(*b)
-        )),
-        other => Err(format!(
-            "{} is not a number or a word; write e.g. \"{name}\" = 50",
-            kind_of(other)
-        )),
     }
 }
