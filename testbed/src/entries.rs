@@ -44,9 +44,7 @@ pub fn drop_reason<'n>(name: &'n str, iface: &str) -> Option<&'n str> {
     DROPS.key(leaf)
 }
 
-/// `net.inet.ip.fastforwarding`, written out once here: its declaration is among the
-/// generic `Dataplane`'s oids, whose full names core does not write out as constants.
-pub const FASTFORWARDING: &str = "net.inet.ip.fastforwarding";
+pub use polld_core::dataplane::ip_entry::FASTFORWARDING;
 
 /// `kern.polling.<leaf>`: the scheduler's entry `leaf` (a `Knobs` or `PollState` oid's
 /// name).

@@ -84,8 +84,8 @@ pub use executor::Executor;
 pub use modes::{Mode, ModeError};
 pub use step::{Clocks, Frozen, Step};
 pub use sysctl::{
-    interface_entry_kind, IfSettings, DEV_NODE, DROPS, ENABLE, INTERFACE_FAMILIES, IP_NODE,
-    TX_DROPS,
+    interface_entry_kind, ip_entry, IfSettings, DEV_NODE, DROPS, ENABLE, INTERFACE_FAMILIES,
+    IP_NODE, TX_DROPS,
 };
 
 use crate::device::{Capabilities, Device, HwStats, LinkState, Loan, PoolId};

@@ -16,7 +16,7 @@ use super::{Dataplane, IfCounters, Interface, Mode};
 /// The global polling switch: a view of the interfaces' modes, so the dataplane's.
 pub const ENABLE: &str = "kern.polling.enable";
 /// The node of the IP layer's entries.
-pub const IP_NODE: &str = "net.inet.ip";
+pub const IP_NODE: &str = ip_entry::NODE;
 /// The node of each interface's entries is `dev.<name>`.
 pub const DEV_NODE: &str = "dev";
 
@@ -126,7 +126,7 @@ sysctl_oids! {
 
 sysctl_oids! {
     /// The dataplane's own `net.inet.ip.*` entries (the stage adds its counters).
-    impl Dataplane<D: Device, S: PacketStage>: IP_OIDS {
+    impl Dataplane<D: Device, S: PacketStage>: IP_OIDS, names ip_entry under "net.inet.ip" {
         FASTFORWARDING = "fastforwarding": Knob
             "Process frames in the receive handler instead of the input queue",
             |dp| Value::from(dp.devs.fastforwarding),
