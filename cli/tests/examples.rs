@@ -28,7 +28,9 @@ fn gen_into_sink(tb: &Testbed, extra: &[&str]) -> (Value, Value) {
     let l = tb.layout();
     let sink = Command::new(POLLD)
         .args(["sink", "veth3", "--netns", &l.sink_ns, "-i", "1", "--json"])
-        .args(["--duration", "3"])
+        // Long enough for the generator's second to fall inside it also when a loaded
+        // machine starts the generator late.
+        .args(["--duration", "8"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
