@@ -81,13 +81,7 @@ fn synopsis(name: &str, cmd: &clap::Command) -> Vec<Inline> {
         if arg.is_positional() {
             line.push(italic(value));
         } else {
-            let flags: Vec<String> = arg
-                .get_short()
-                .map(|s| format!("-{s}"))
-                .into_iter()
-                .chain(arg.get_long().map(|l| format!("--{l}")))
-                .collect();
-            line.push(bold(flags.join("|")));
+            line.push(bold(flags(arg).join("|")));
             if takes_value {
                 line.push(roman(" "));
                 line.push(italic(value));
@@ -105,6 +99,15 @@ fn synopsis(name: &str, cmd: &clap::Command) -> Vec<Inline> {
         line.push(italic("COMMAND"));
     }
     line
+}
+
+/// An option's spellings: `-c` and `--config`.
+fn flags(arg: &clap::Arg) -> Vec<String> {
+    arg.get_short()
+        .map(|s| format!("-{s}"))
+        .into_iter()
+        .chain(arg.get_long().map(|l| format!("--{l}")))
+        .collect()
 }
 
 /// polld-SUBCOMMAND(8): the command's declarations, as clap_mangen renders them, under a
@@ -277,15 +280,9 @@ fn main_page(cmd: &clap::Command) -> String {
     }
     page.control("SH", ["OPTIONS"]);
     for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
-        let flags: Vec<String> = arg
-            .get_short()
-            .map(|s| format!("-{s}"))
-            .into_iter()
-            .chain(arg.get_long().map(|l| format!("--{l}")))
-            .collect();
         let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
         page.control("TP", [])
-            .text([bold(flags.join(", "))])
+            .text([bold(flags(arg).join(", "))])
             .text([roman(help)]);
     }
     for (heading, paragraphs) in &MAIN_SECTIONS[2..] {
