@@ -1,6 +1,7 @@
 //! SIGHUP: a running polld reads its config file again and applies the modes and knobs
 //! that changed; a bad file is refused with a logged error and polld goes on with the
-//! config it has (root only; CI runs as root).
+//! config it has (root only; CI runs as root). `polld ctl reload` does the same and waits
+//! for the outcome, failing with the file's mistakes.
 
 mod common;
 
@@ -132,6 +133,87 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     // Still running, and stops as usual.
     signal(&polld.0, Signal::INT);
     let mut polld = polld;
+    let status = polld.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+/// `polld ctl reload` against `socket`.
+fn ctl_reload(socket: &str) -> std::process::Output {
+    Command::new(POLLD)
+        .args(["ctl", "reload"])
+        .env("POLLD_SOCKET", socket)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ctl_reload_applies_a_good_file_and_fails_naming_the_mistake_of_a_bad_one() {
+    require_root!();
+    let ns = polld_dev::netns::Netns::create("ctlreload").unwrap();
+    let dir = Dir::new("ctlreload");
+    let socket_path = dir.0.join("polld.sock");
+    let socket = socket_path.to_str().unwrap();
+    let path = dir.0.join("polld.toml");
+    std::fs::write(&path, two_taps(&socket_path, "interrupt", &[])).unwrap();
+    let mut polld = Running(
+        Command::new(POLLD)
+            .args(["run", "--netns", ns.name(), "-c"])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    eventually(
+        "polld's control socket exists",
+        Duration::from_secs(20),
+        || std::path::Path::new(socket).exists(),
+    );
+    assert_eq!(ctl(socket, "polld.reloads"), "0");
+    assert_eq!(ctl(socket, "polld.reload_time"), "0");
+
+    // A good file: applied by the time the command returns.
+    let good = two_taps(&socket_path, "polling", &[("kern.polling.user_frac", 17)]);
+    std::fs::write(&path, &good).unwrap();
+    let out = ctl_reload(socket);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with(": reloaded\n"),
+        "{out:?}"
+    );
+    assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
+    assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
+    assert_eq!(ctl(socket, "polld.reloads"), "1");
+    assert_ne!(ctl(socket, "polld.reload_time"), "0");
+
+    // A bad file: the command fails with the mistake, and polld goes on as it was.
+    let bad = two_taps(
+        &socket_path,
+        "interrupt",
+        &[("kern.polling.user_frac", 150)],
+    );
+    std::fs::write(&path, bad).unwrap();
+    let out = ctl_reload(socket);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr.contains("knobs.\"kern.polling.user_frac\": 150 is out of range")
+            && stderr.contains("the file is refused"),
+        "{stderr}"
+    );
+    assert_eq!(ctl(socket, "polld.reload_failures"), "1");
+    assert_eq!(ctl(socket, "polld.reloads"), "1");
+    assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
+    assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
+
+    // The file mended: the next reload applies it and clears the error.
+    std::fs::write(&path, &good.replace("17", "18")).unwrap();
+    let out = ctl_reload(socket);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(ctl(socket, "kern.polling.user_frac"), "18");
+    assert_eq!(ctl(socket, "polld.reload_error"), "");
+
+    signal(&polld.0, Signal::INT);
     let status = polld.0.wait().unwrap();
     assert!(status.success(), "{status}");
 }
