@@ -9,7 +9,8 @@
 //! addresses, routes, `[daemon]`) is named in a warning, and the rest is applied.
 //!
 //! SIGHUP is blocked in every thread ([`block_hangup`], before the first one starts) and
-//! read by the reload thread from a signalfd of its own. `polld ctl reload` sends SIGHUP
+//! read by the reload thread from a signalfd of its own. The service manager is told
+//! RELOADING=1 before and READY=1 after each reload ([`crate::notify`]). `polld ctl reload` sends SIGHUP
 //! too, and reads the outcome back from the `polld.reload*` entries ([`status`]).
 
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ use rustix::event::{PollFd, PollFlags};
 
 use crate::check;
 use crate::config::{DeviceConfig, RunConfig};
+use crate::notify;
 use crate::sys;
 
 /// The reloads of this process so far, as the `polld.reload*` entries show them.
@@ -119,11 +121,13 @@ fn serve(hangups: &OwnedFd, stop: &EventFd, mut current: RunConfig, socket: &Pat
 /// Reads `current`'s file again and applies its modes and knobs; `current` becomes the
 /// new config once applied. The outcome is logged and counted ([`status`]).
 fn reload(current: &mut RunConfig, socket: &Path) {
+    notify::reloading();
     let outcome = apply(current, socket);
     if let Err(e) = &outcome {
         log::error!("SIGHUP: {e}");
     }
     record(outcome);
+    notify::ready();
 }
 
 /// Applies the file; `Err` says why it was refused, or which writes were.
