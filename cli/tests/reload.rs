@@ -207,7 +207,7 @@ fn ctl_reload_applies_a_good_file_and_fails_naming_the_mistake_of_a_bad_one() {
     assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
 
     // The file mended: the next reload applies it and clears the error.
-    std::fs::write(&path, &good.replace("17", "18")).unwrap();
+    std::fs::write(&path, good.replace("17", "18")).unwrap();
     let out = ctl_reload(socket);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(ctl(socket, "kern.polling.user_frac"), "18");
