@@ -1,6 +1,7 @@
 //! dist/polld.service: a Type=notify unit whose polld sends READY=1 once its interfaces
 //! are open, RELOADING=1 and READY=1 around a reload, and WATCHDOG=1 while its poll
-//! threads make progress (root only for the runs; CI runs as root).
+//! threads make progress (root only for the runs; CI runs as root); run by a user of its
+//! own, which `systemd-analyze` verifies and rates at most 3.0 exposed.
 
 mod common;
 
@@ -26,15 +27,24 @@ fn setting(key: &str) -> Vec<&'static str> {
 }
 
 #[test]
-fn the_unit_is_type_notify_and_bounds_polld_to_the_capabilities_it_may_need() {
+fn the_unit_is_type_notify_with_a_watchdog_and_a_reload_that_waits_for_polld() {
     assert_eq!(setting("Type"), ["notify"]);
-    assert_eq!(setting("ExecReload"), ["/bin/kill", "-HUP", "$MAINPID"]);
-    let mut all: Vec<&str> = Cap::ALL.iter().map(|c| c.name()).collect();
-    all.sort();
-    for key in ["CapabilityBoundingSet", "AmbientCapabilities"] {
-        let mut listed = setting(key);
-        listed.sort();
-        assert_eq!(listed, all, "{key}");
+    assert_eq!(
+        setting("ExecReload"),
+        ["/usr/local/bin/polld", "ctl", "reload"]
+    );
+    assert_eq!(setting("User"), ["polld"]);
+    assert_eq!(setting("RuntimeDirectoryPreserve"), ["yes"]);
+    // Above two status ticks (runtime/src/notify.rs).
+    let watchdog = setting("WatchdogSec")[0];
+    let secs: u64 = watchdog.strip_suffix('s').unwrap().parse().unwrap();
+    assert!(secs >= 1, "{watchdog}");
+    // The capabilities it grants are ones polld may need, the same in both lines.
+    let all: Vec<&str> = Cap::ALL.iter().map(|c| c.name()).collect();
+    let bounding = setting("CapabilityBoundingSet");
+    assert_eq!(setting("AmbientCapabilities"), bounding);
+    for cap in &bounding {
+        assert!(all.contains(cap), "{cap} is not one polld uses");
     }
     // It checks the file before starting, and runs the same file.
     let config = "/etc/polld/polld.toml";
@@ -43,6 +53,67 @@ fn the_unit_is_type_notify_and_bounds_polld_to_the_capabilities_it_may_need() {
         ["run", "--check", "-c", config]
     );
     assert_eq!(setting("ExecStart")[1..], ["run", "-c", config]);
+    // The user the unit runs as is the one dist/polld.sysusers creates.
+    let sysusers = include_str!("../../dist/polld.sysusers");
+    assert!(
+        sysusers.lines().any(|l| l.starts_with("u polld ")),
+        "{sysusers}"
+    );
+}
+
+/// The unit with the binary under test in place of /usr/local/bin/polld, in `dir`.
+fn unit_under_test(dir: &Dir) -> std::path::PathBuf {
+    let path = dir.0.join("polld.service");
+    std::fs::write(&path, UNIT.replace("/usr/local/bin/polld", POLLD)).unwrap();
+    path
+}
+
+/// Whether `systemd-analyze` runs here (see [`polld_testsupport::skip::skip_unless`]).
+fn have_systemd_analyze() -> bool {
+    let runs = Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    polld_testsupport::skip::skip_unless(runs, "needs systemd-analyze (systemd)")
+}
+
+#[test]
+fn systemd_analyze_verifies_the_unit() {
+    if !have_systemd_analyze() {
+        return;
+    }
+    let dir = Dir::new("verify");
+    let unit = unit_under_test(&dir);
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&unit)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!said.contains("polld.service"), "{said}");
+}
+
+#[test]
+fn systemd_analyze_rates_the_unit_exposure_at_most_3() {
+    if !have_systemd_analyze() {
+        return;
+    }
+    let dir = Dir::new("security");
+    let unit = unit_under_test(&dir);
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes"])
+        .arg(&unit)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let level: f64 = text
+        .lines()
+        .find_map(|l| l.split_once("Overall exposure level for polld.service: "))
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no exposure level in {text}"));
+    assert!(level <= 3.0, "exposure {level}:\n{text}");
 }
 
 #[test]
