@@ -4,22 +4,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
 
-use common::{two_taps, Dir, POLLD};
-use polld_testsupport::{eventually, Edit};
+use common::{two_taps, Dir, Polld, POLLD};
+use polld_testsupport::Edit;
 use serde_json::Value;
-
-/// A polld started by the test, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `polld run --check [--json] -c PATH --netns NS`.
 fn check(path: &std::path::Path, ns: &str, json: bool) -> Output {
@@ -44,20 +33,7 @@ fn check_beside_a_running_polld_skips_what_it_holds_and_checks_the_rest() {
         .daemon("metrics", metrics)
         .to_toml();
     std::fs::write(&path, &text).unwrap();
-    let _polld = Running(
-        Command::new(POLLD)
-            .args(["run", "--netns", ns.name(), "-c"])
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    eventually(
-        "polld's control socket exists",
-        Duration::from_secs(20),
-        || socket.exists(),
-    );
+    let _polld = Polld::start_in(ns.name(), &path, &socket, &[]);
 
     let out = check(&path, ns.name(), false);
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -8,7 +8,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{signal, two_taps, Dir, POLLD};
+use common::{signal, two_taps, Dir, Polld, POLLD};
 use polld_testsupport::eventually;
 use rustix::process::Signal;
 
@@ -137,63 +137,32 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     assert!(status.success(), "{status}");
 }
 
-/// `polld ctl reload` against `socket`.
-fn ctl_reload(socket: &str) -> std::process::Output {
-    Command::new(POLLD)
-        .args(["ctl", "reload"])
-        .env("POLLD_SOCKET", socket)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn ctl_reload_applies_a_good_file_and_fails_naming_the_mistake_of_a_bad_one() {
     require_root!();
     let ns = polld_dev::netns::Netns::create("ctlreload").unwrap();
     let dir = Dir::new("ctlreload");
-    let socket_path = dir.0.join("polld.sock");
-    let socket = socket_path.to_str().unwrap();
+    let socket = dir.0.join("polld.sock");
     let path = dir.0.join("polld.toml");
-    std::fs::write(&path, two_taps(&socket_path, "interrupt", &[])).unwrap();
-    let mut polld = Running(
-        Command::new(POLLD)
-            .args(["run", "--netns", ns.name(), "-c"])
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    eventually(
-        "polld's control socket exists",
-        Duration::from_secs(20),
-        || std::path::Path::new(socket).exists(),
-    );
-    assert_eq!(ctl(socket, "polld.reloads"), "0");
-    assert_eq!(ctl(socket, "polld.reload_time"), "0");
+    std::fs::write(&path, two_taps(&socket, "interrupt", &[])).unwrap();
+    let polld = Polld::start_in(ns.name(), &path, &socket, &[]);
+    let read = |name: &str| polld.ok(&["ctl", "-n", name]).trim().to_string();
+    assert_eq!(read("polld.reloads"), "0");
+    assert_eq!(read("polld.reload_time"), "0");
 
     // A good file: applied by the time the command returns.
-    let good = two_taps(&socket_path, "polling", &[("kern.polling.user_frac", 17)]);
+    let good = two_taps(&socket, "polling", &[("kern.polling.user_frac", 17)]);
     std::fs::write(&path, &good).unwrap();
-    let out = ctl_reload(socket);
-    assert!(out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).ends_with(": reloaded\n"),
-        "{out:?}"
-    );
-    assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
-    assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
-    assert_eq!(ctl(socket, "polld.reloads"), "1");
-    assert_ne!(ctl(socket, "polld.reload_time"), "0");
+    assert!(polld.ok(&["ctl", "reload"]).ends_with(": reloaded\n"));
+    assert_eq!(read("kern.polling.user_frac"), "17");
+    assert_eq!(read("dev.tap0.mode"), "polling");
+    assert_eq!(read("polld.reloads"), "1");
+    assert_ne!(read("polld.reload_time"), "0");
 
     // A bad file: the command fails with the mistake, and polld goes on as it was.
-    let bad = two_taps(
-        &socket_path,
-        "interrupt",
-        &[("kern.polling.user_frac", 150)],
-    );
+    let bad = two_taps(&socket, "interrupt", &[("kern.polling.user_frac", 150)]);
     std::fs::write(&path, bad).unwrap();
-    let out = ctl_reload(socket);
+    let out = polld.run(&["ctl", "reload"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
@@ -201,19 +170,15 @@ fn ctl_reload_applies_a_good_file_and_fails_naming_the_mistake_of_a_bad_one() {
             && stderr.contains("the file is refused"),
         "{stderr}"
     );
-    assert_eq!(ctl(socket, "polld.reload_failures"), "1");
-    assert_eq!(ctl(socket, "polld.reloads"), "1");
-    assert_eq!(ctl(socket, "kern.polling.user_frac"), "17");
-    assert_eq!(ctl(socket, "dev.tap0.mode"), "polling");
+    assert_eq!(read("polld.reload_failures"), "1");
+    assert_eq!(read("polld.reloads"), "1");
+    assert_eq!(read("kern.polling.user_frac"), "17");
+    assert_eq!(read("dev.tap0.mode"), "polling");
 
     // The file mended: the next reload applies it and clears the error.
     std::fs::write(&path, good.replace("17", "18")).unwrap();
-    let out = ctl_reload(socket);
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(ctl(socket, "kern.polling.user_frac"), "18");
-    assert_eq!(ctl(socket, "polld.reload_error"), "");
-
-    signal(&polld.0, Signal::INT);
-    let status = polld.0.wait().unwrap();
-    assert!(status.success(), "{status}");
+    polld.ok(&["ctl", "reload"]);
+    assert_eq!(read("kern.polling.user_frac"), "18");
+    assert_eq!(read("polld.reload_error"), "");
+    polld.stop();
 }

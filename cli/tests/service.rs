@@ -61,53 +61,44 @@ fn the_unit_is_type_notify_with_a_watchdog_and_a_reload_that_waits_for_polld() {
     );
 }
 
-/// The unit with the binary under test in place of /usr/local/bin/polld, in `dir`.
-fn unit_under_test(dir: &Dir) -> std::path::PathBuf {
-    let path = dir.0.join("polld.service");
-    std::fs::write(&path, UNIT.replace("/usr/local/bin/polld", POLLD)).unwrap();
-    path
-}
-
-/// Whether `systemd-analyze` runs here (see [`polld_testsupport::skip::skip_unless`]).
-fn have_systemd_analyze() -> bool {
+/// `systemd-analyze ARGS UNIT` on the unit with the binary under test in place of
+/// /usr/local/bin/polld; `None` when systemd-analyze does not run here (see
+/// [`polld_testsupport::skip::skip_unless`]).
+fn analyze(args: &[&str]) -> Option<std::process::Output> {
     let runs = Command::new("systemd-analyze")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    polld_testsupport::skip::skip_unless(runs, "needs systemd-analyze (systemd)")
+    if !polld_testsupport::skip::skip_unless(runs, "needs systemd-analyze (systemd)") {
+        return None;
+    }
+    let dir = Dir::new(args[0]);
+    let unit = dir.0.join("polld.service");
+    std::fs::write(&unit, UNIT.replace("/usr/local/bin/polld", POLLD)).unwrap();
+    let out = Command::new("systemd-analyze")
+        .args(args)
+        .arg(&unit)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    Some(out)
 }
 
 #[test]
 fn systemd_analyze_verifies_the_unit() {
-    if !have_systemd_analyze() {
+    let Some(out) = analyze(&["verify", "--man=no"]) else {
         return;
-    }
-    let dir = Dir::new("verify");
-    let unit = unit_under_test(&dir);
-    let out = Command::new("systemd-analyze")
-        .args(["verify", "--man=no"])
-        .arg(&unit)
-        .output()
-        .unwrap();
+    };
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{out:?}");
     assert!(!said.contains("polld.service"), "{said}");
 }
 
 #[test]
 fn systemd_analyze_rates_the_unit_exposure_at_most_3() {
-    if !have_systemd_analyze() {
+    let Some(out) = analyze(&["security", "--offline=yes"]) else {
         return;
-    }
-    let dir = Dir::new("security");
-    let unit = unit_under_test(&dir);
-    let out = Command::new("systemd-analyze")
-        .args(["security", "--offline=yes"])
-        .arg(&unit)
-        .output()
-        .unwrap();
+    };
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
     let level: f64 = text
         .lines()
         .find_map(|l| l.split_once("Overall exposure level for polld.service: "))
@@ -181,32 +172,31 @@ impl Notifications {
 
     /// Every message received within `within`, each as its lines.
     fn during(&self, within: Duration) -> Vec<String> {
-        let start = Instant::now();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 256];
-        while start.elapsed() < within {
-            if let Ok(n) = self.0.recv(&mut buf) {
-                got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
-            }
-        }
-        got
+        self.read(within, |_| false)
     }
 
     /// Reads until a message has the line `line`, for at most `within`; returns every
     /// message read.
     fn until(&self, line: &str, within: Duration) -> Vec<String> {
+        let got = self.read(within, |m| m.lines().any(|l| l == line));
+        assert!(has(&got, line), "no {line} in {within:?}: {got:?}");
+        got
+    }
+
+    /// The messages received within `within`, up to the first that is `last`.
+    fn read(&self, within: Duration, last: impl Fn(&str) -> bool) -> Vec<String> {
         let start = Instant::now();
         let mut got = Vec::new();
         let mut buf = [0u8; 256];
         while start.elapsed() < within {
             if let Ok(n) = self.0.recv(&mut buf) {
                 got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
-                if got.last().unwrap().lines().any(|l| l == line) {
-                    return got;
+                if last(got.last().unwrap()) {
+                    break;
                 }
             }
         }
-        panic!("no {line} in {within:?}: {got:?}");
+        got
     }
 }
 
