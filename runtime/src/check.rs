@@ -69,9 +69,9 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
     Ok(report)
 }
 
-/// Beside a running polld: its pid, the control socket it serves skipped in `report`;
-/// else the socket checked free.
-fn socket_beside(socket: &Path, report: &mut CheckReport) -> Result<Option<i32>, RunError> {
+/// Beside a running polld: the control socket it serves skipped in `report`, and who
+/// serves there (`the polld serving PATH (pid N)`); else the socket checked free.
+fn socket_beside(socket: &Path, report: &mut CheckReport) -> Result<Option<String>, RunError> {
     match polld_control::server::check_socket_path(socket) {
         Ok(_) => {
             report
@@ -80,12 +80,12 @@ fn socket_beside(socket: &Path, report: &mut CheckReport) -> Result<Option<i32>,
             Ok(None)
         }
         Err(polld_control::server::ControlError::InUse { pid, .. }) => {
-            let pid = pid.unwrap_or(0);
+            let pid = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
             report.skipped.push(format!(
-                "control socket {}: a polld is serving there (pid {pid})",
+                "control socket {}: a polld is serving there{pid}",
                 socket.display()
             ));
-            Ok(Some(pid))
+            Ok(Some(format!("the polld serving {}{pid}", socket.display())))
         }
         Err(e) => Err(RunError::Setup(format!("control socket: {e}"))),
     }
@@ -332,11 +332,9 @@ pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError>
             (Ok(_), _) => report
                 .checked
                 .push(format!("the metrics address {addr} is free")),
-            (Err(e), Some(pid)) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            (Err(e), Some(running)) if e.kind() == std::io::ErrorKind::AddrInUse => {
                 report.skipped.push(format!(
-                    "the metrics address {addr}: in use, as the polld serving {} (pid {pid}) \
-                     holds it",
-                    socket.display()
+                    "the metrics address {addr}: in use, as {running} holds it"
                 ))
             }
             (Err(e), _) => {
