@@ -188,7 +188,9 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
              value written with polld ctl and not saved (polld ctl --save) is undone. The \
              interfaces themselves, their addresses, the routes and [daemon] change only \
              with a restart; a reload names what it did not apply. A file with a mistake \
-             is refused as a whole and polld goes on as it was.",
+             is refused as a whole and polld goes on as it was. polld ctl reload sends \
+             SIGHUP and waits for the outcome (polld.reloads, polld.reload_failures, \
+             polld.reload_error), failing with the file's mistakes when it is refused.",
             "SIGINT, SIGTERM\nStop: polld drains its queues, prints every interface's \
              counters (as JSON with --json) and exits.",
         ],
@@ -222,7 +224,13 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
              debug, trace; per module as in RUST_LOG=polld_runtime=debug); default info.",
             "POLLD_SOCKET\nThe control socket of polld ctl, ifconfig and stat.",
             "NOTIFY_SOCKET\nSet by systemd for a Type=notify unit: polld sends READY=1 once \
-             its interfaces are open and its control socket answers.",
+             its interfaces are open and its control socket answers, and RELOADING=1 \
+             (with MONOTONIC_USEC) before a reload and READY=1 after it.",
+            "WATCHDOG_USEC, WATCHDOG_PID\nSet by systemd for WatchdogSec=: unless \
+             WATCHDOG_PID names another process, polld sends WATCHDOG=1 every half \
+             WATCHDOG_USEC while every poll thread makes progress; a stuck poll thread \
+             stops it, and systemd restarts polld. Its poll threads pass at least every \
+             200 ms, so WatchdogSec= must be above 0.4 s.",
             "JOURNAL_STREAM\nSet by systemd: when it names standard error, each log line \
              starts with its syslog priority, so journalctl -p filters by level.",
         ],
@@ -236,6 +244,11 @@ const EXAMPLES: &[(&str, &str)] = &[
         "polld run --check -c /etc/polld/polld.toml",
     ),
     ("Run the daemon:", "polld run -c /etc/polld/polld.toml"),
+    (
+        "Check a changed file beside the running daemon, then apply it:",
+        "polld run --check -c /etc/polld/polld.toml",
+    ),
+    ("", "polld ctl reload"),
     (
         "Poll an interface, and back to interrupts:",
         "polld ifconfig eth1 polling",
@@ -348,7 +361,9 @@ fn config_page() -> String {
             italic("FILE"),
             roman(
                 " checks a file without opening anything, and with --json prints the \
-                 outcome as JSON. SIGHUP applies the file's modes and knobs to a running \
+                 outcome as JSON; beside a running polld it skips what that polld holds \
+                 (its control socket and metrics address) and says so. SIGHUP or polld ctl \
+                 reload applies the file's modes and knobs to a running \
                  polld; the interfaces, their addresses, the tables and [daemon] change \
                  only with a restart.",
             ),

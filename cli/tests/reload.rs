@@ -1,13 +1,14 @@
 //! SIGHUP: a running polld reads its config file again and applies the modes and knobs
 //! that changed; a bad file is refused with a logged error and polld goes on with the
-//! config it has (root only; CI runs as root).
+//! config it has (root only; CI runs as root). `polld ctl reload` does the same and waits
+//! for the outcome, failing with the file's mistakes.
 
 mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{signal, two_taps, Dir, POLLD};
+use common::{signal, two_taps, Dir, Polld, POLLD};
 use polld_testsupport::eventually;
 use rustix::process::Signal;
 
@@ -134,4 +135,50 @@ fn sighup_applies_mode_and_knob_changes_and_refuses_a_bad_file() {
     let mut polld = polld;
     let status = polld.0.wait().unwrap();
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn ctl_reload_applies_a_good_file_and_fails_naming_the_mistake_of_a_bad_one() {
+    require_root!();
+    let ns = polld_dev::netns::Netns::create("ctlreload").unwrap();
+    let dir = Dir::new("ctlreload");
+    let socket = dir.0.join("polld.sock");
+    let path = dir.0.join("polld.toml");
+    std::fs::write(&path, two_taps(&socket, "interrupt", &[])).unwrap();
+    let polld = Polld::start_in(ns.name(), &path, &socket, &[]);
+    let read = |name: &str| polld.ok(&["ctl", "-n", name]).trim().to_string();
+    assert_eq!(read("polld.reloads"), "0");
+    assert_eq!(read("polld.reload_time"), "0");
+
+    // A good file: applied by the time the command returns.
+    let good = two_taps(&socket, "polling", &[("kern.polling.user_frac", 17)]);
+    std::fs::write(&path, &good).unwrap();
+    assert!(polld.ok(&["ctl", "reload"]).ends_with(": reloaded\n"));
+    assert_eq!(read("kern.polling.user_frac"), "17");
+    assert_eq!(read("dev.tap0.mode"), "polling");
+    assert_eq!(read("polld.reloads"), "1");
+    assert_ne!(read("polld.reload_time"), "0");
+
+    // A bad file: the command fails with the mistake, and polld goes on as it was.
+    let bad = two_taps(&socket, "interrupt", &[("kern.polling.user_frac", 150)]);
+    std::fs::write(&path, bad).unwrap();
+    let out = polld.run(&["ctl", "reload"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        stderr.contains("knobs.\"kern.polling.user_frac\": 150 is out of range")
+            && stderr.contains("the file is refused"),
+        "{stderr}"
+    );
+    assert_eq!(read("polld.reload_failures"), "1");
+    assert_eq!(read("polld.reloads"), "1");
+    assert_eq!(read("kern.polling.user_frac"), "17");
+    assert_eq!(read("dev.tap0.mode"), "polling");
+
+    // The file mended: the next reload applies it and clears the error.
+    std::fs::write(&path, good.replace("17", "18")).unwrap();
+    polld.ok(&["ctl", "reload"]);
+    assert_eq!(read("kern.polling.user_frac"), "18");
+    assert_eq!(read("polld.reload_error"), "");
+    polld.stop();
 }

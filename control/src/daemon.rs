@@ -37,6 +37,20 @@ pub struct TickLateness {
     pub max_ns: u64,
 }
 
+/// The config reloads since start (SIGHUP or `polld ctl reload`): `polld.reloads`,
+/// `polld.reload_failures`, `polld.reload_time`, `polld.reload_error`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReloadStatus {
+    /// Reloads whose file was applied.
+    pub applied: u64,
+    /// Reloads whose file was refused.
+    pub refused: u64,
+    /// When the last reload ended, in seconds since the epoch; 0 before the first.
+    pub time_s: u64,
+    /// Why the last reload was refused; empty when it was applied (or none ran).
+    pub error: String,
+}
+
 /// What the daemon adds to the dataplane's entries, under `polld.` (declared below, their
 /// names in [`daemon_entry`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,6 +72,7 @@ pub struct DaemonStatus {
     /// The receive interrupts of each interface whose device has vectors, by the
     /// interface's name: `dev.<if>.device_interrupts` and `device_interrupts_per_s`.
     pub device_interrupts: Vec<(String, DeviceInterrupts)>,
+    pub reload: ReloadStatus,
 }
 
 sysctl_oids! {
@@ -157,6 +172,23 @@ sysctl_oids! {
         KERNEL_RX_FOUND_BY = "kernel_rx_found_by": Gauge
             "How the kernel receive threads were found: netlink, thread names or none",
             |d| Value::from(d.kernel_rx.found_by.as_str()), metric Metric::Labelled("method");
+        /// Config reloads whose file was applied (SIGHUP, `polld ctl reload`).
+        RELOADS = "reloads": Counter "Config reloads applied (SIGHUP, polld ctl reload)",
+            |d| Value::from(d.reload.applied), metric Metric::Labelled("value");
+        /// Config reloads whose file was refused; polld went on with the config it had.
+        RELOAD_FAILURES = "reload_failures": Counter
+            "Config reloads refused (polld went on with the config it had)",
+            |d| Value::from(d.reload.refused), metric Metric::Labelled("value");
+        /// When the last reload ended, applied or refused, in seconds since the epoch (0
+        /// before the first).
+        RELOAD_TIME = "reload_time": Gauge
+            "When the last config reload ended, seconds since the epoch (0: none yet)",
+            |d| Value::from(d.reload.time_s),
+            metric Metric::Named("polld_last_reload_timestamp_seconds");
+        /// Why the last reload was refused, as logged; empty when it was applied.
+        RELOAD_ERROR = "reload_error": Gauge
+            "Why the last config reload was refused (empty: applied)",
+            |d| Value::from(d.reload.error.as_str()), metric Metric::Hidden;
     }
 }
 

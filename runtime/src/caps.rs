@@ -99,7 +99,10 @@ impl fmt::Display for MissingCaps {
             .collect();
         write!(
             f,
-            "\nrun polld as root, or grant them: setcap {}+ep $(command -v polld)",
+            "\nrun polld through its unit (dist/polld.service grants them to the polld user \
+             only, AmbientCapabilities=) or as root; or setcap {}+ep on a polld binary only \
+             a trusted group may execute (chgrp GROUP; chmod 0750), never on one every user \
+             may run",
             lower.join(",")
         )
     }

@@ -8,6 +8,8 @@
 //! knob `run` would refuse fails here at its line, and binds the metrics address and lets
 //! it go. What cannot be checked without side effects (loading and attaching XDP programs,
 //! creating TAP devices, allocating rings) is listed in the report as not checked.
+//! Beside a running polld (one answers on the control socket), `--check` skips what that
+//! daemon holds, its control socket and a metrics address in use, and says so.
 //! [`print`] writes the outcome as text or, with `--json`, as one JSON object.
 
 use std::collections::HashMap;
@@ -28,6 +30,8 @@ use crate::sys;
 pub struct CheckReport {
     pub checked: Vec<String>,
     pub not_checked: Vec<String>,
+    /// What a running polld holds, so `--check` left it alone.
+    pub skipped: Vec<String>,
 }
 
 /// A device `--check` does not open: it has the interface's name, receives nothing and
@@ -56,6 +60,39 @@ impl Device for Unopened {
 
 /// The checks `run` makes before opening anything; see the module doc.
 pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError> {
+    let mut report = preflight_but_socket(config)?;
+    polld_control::server::check_socket_path(socket)
+        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
+    report
+        .checked
+        .push(format!("control socket {} is free", socket.display()));
+    Ok(report)
+}
+
+/// Beside a running polld: the control socket it serves skipped in `report`, and who
+/// serves there (`the polld serving PATH (pid N)`); else the socket checked free.
+fn socket_beside(socket: &Path, report: &mut CheckReport) -> Result<Option<String>, RunError> {
+    match polld_control::server::check_socket_path(socket) {
+        Ok(_) => {
+            report
+                .checked
+                .push(format!("control socket {} is free", socket.display()));
+            Ok(None)
+        }
+        Err(polld_control::server::ControlError::InUse { pid, .. }) => {
+            let pid = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+            report.skipped.push(format!(
+                "control socket {}: a polld is serving there{pid}",
+                socket.display()
+            ));
+            Ok(Some(format!("the polld serving {}{pid}", socket.display())))
+        }
+        Err(e) => Err(RunError::Setup(format!("control socket: {e}"))),
+    }
+}
+
+/// [`preflight`] but for the control socket.
+fn preflight_but_socket(config: &RunConfig) -> Result<CheckReport, RunError> {
     let mut report = CheckReport::default();
     let needed = needed_caps(config);
     caps::require(&needed).map_err(RunError::Privileges)?;
@@ -157,11 +194,6 @@ pub fn preflight(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunEr
             .checked
             .push("[daemon] realtime = true (SCHED_FIFO)".to_string());
     }
-    polld_control::server::check_socket_path(socket)
-        .map_err(|e| RunError::Setup(format!("control socket: {e}")))?;
-    report
-        .checked
-        .push(format!("control socket {} is free", socket.display()));
     Ok(report)
 }
 
@@ -270,9 +302,13 @@ pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError>
     }
     errors.extend(socket_directory_error(config, socket));
     let mut report = CheckReport::default();
+    let mut running = None;
     if errors.is_empty() {
-        match preflight(config, socket) {
-            Ok(checked) => report = checked,
+        match preflight_but_socket(config) {
+            Ok(checked) => {
+                report = checked;
+                running = socket_beside(socket, &mut report)?;
+            }
             Err(RunError::Config(e)) => errors.extend(e.into_vec()),
             Err(e) => return Err(e),
         }
@@ -292,16 +328,25 @@ pub fn check(config: &RunConfig, socket: &Path) -> Result<CheckReport, RunError>
     ));
     if let Some(addr) = config.daemon.metrics {
         // Bound and let go at once: the address is free now.
-        std::net::TcpListener::bind(addr).map_err(|e| {
-            let message = format!(
-                "daemon.metrics: cannot listen on {addr}: {e}; choose another address, or stop \
-                 what serves there"
-            );
-            RunError::Config(config.error_at_field("daemon.metrics", message).into())
-        })?;
-        report
-            .checked
-            .push(format!("the metrics address {addr} is free"));
+        match (std::net::TcpListener::bind(addr), running) {
+            (Ok(_), _) => report
+                .checked
+                .push(format!("the metrics address {addr} is free")),
+            (Err(e), Some(running)) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                report.skipped.push(format!(
+                    "the metrics address {addr}: in use, as {running} holds it"
+                ))
+            }
+            (Err(e), _) => {
+                let message = format!(
+                    "daemon.metrics: cannot listen on {addr}: {e}; choose another address, or \
+                     stop what serves there"
+                );
+                return Err(RunError::Config(
+                    config.error_at_field("daemon.metrics", message).into(),
+                ));
+            }
+        }
     }
     Ok(report)
 }
@@ -355,7 +400,8 @@ fn socket_directory_error(config: &RunConfig, socket: &Path) -> Option<config::R
 }
 
 /// What `--check` found, as text (the report; the errors are `run`'s to print) or with
-/// `json` as one JSON object either way: `ok`, and `checked` and `not_checked`, or
+/// `json` as one JSON object either way: `ok`, and `checked`, `not_checked` and
+/// `skipped` (what a running polld holds), or
 /// `errors`, every one of them, each with its `path`, `line`, `field`, `message` and
 /// `fix`, none of them null.
 pub fn print(
@@ -373,6 +419,9 @@ pub fn print(
             for line in &report.not_checked {
                 writeln!(out, "  not checked (opening it has side effects): {line}")?;
             }
+            for line in &report.skipped {
+                writeln!(out, "  skipped (a running polld holds it): {line}")?;
+            }
             Ok(())
         }
         (Err(_), false) => Ok(()),
@@ -383,6 +432,7 @@ pub fn print(
                 "config": path,
                 "checked": report.checked,
                 "not_checked": report.not_checked,
+                "skipped": report.skipped,
             }),
         ),
         (Err(e), true) => {

@@ -27,6 +27,7 @@ pub mod error;
 pub mod executor;
 pub mod idle;
 pub mod lateness;
+pub mod notify;
 pub mod percpu;
 pub mod queues;
 pub mod reference;

@@ -9,23 +9,58 @@
 //! addresses, routes, `[daemon]`) is named in a warning, and the rest is applied.
 //!
 //! SIGHUP is blocked in every thread ([`block_hangup`], before the first one starts) and
-//! read by the reload thread from a signalfd of its own.
+//! read by the reload thread from a signalfd of its own. The service manager is told
+//! RELOADING=1 before and READY=1 after each reload ([`crate::notify`]). `polld ctl reload` sends SIGHUP
+//! too, and reads the outcome back from the `polld.reload*` entries ([`status`]).
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use polld_control::client;
+use polld_control::daemon::ReloadStatus;
 use polld_control::proto::{Request, Response};
 use polld_control::server::EventFd;
 use rustix::event::{PollFd, PollFlags};
 
 use crate::check;
 use crate::config::{DeviceConfig, RunConfig};
+use crate::notify;
 use crate::sys;
+
+/// The reloads of this process so far, as the `polld.reload*` entries show them.
+static RELOADS: Mutex<ReloadStatus> = Mutex::new(ReloadStatus {
+    applied: 0,
+    refused: 0,
+    time_s: 0,
+    error: String::new(),
+});
+
+/// The reloads so far.
+pub(crate) fn status() -> ReloadStatus {
+    RELOADS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Counts a reload's outcome: `Err` holds why the file was refused.
+fn record(outcome: Result<(), String>) {
+    let mut reloads = RELOADS.lock().unwrap_or_else(|e| e.into_inner());
+    match outcome {
+        Ok(()) => {
+            reloads.applied += 1;
+            reloads.error.clear();
+        }
+        Err(e) => {
+            reloads.refused += 1;
+            reloads.error = e;
+        }
+    }
+    reloads.time_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+}
 
 /// Blocks SIGHUP in the calling thread and so in every thread it starts afterwards.
 pub fn block_hangup() -> io::Result<()> {
@@ -84,20 +119,25 @@ fn serve(hangups: &OwnedFd, stop: &EventFd, mut current: RunConfig, socket: &Pat
 }
 
 /// Reads `current`'s file again and applies its modes and knobs; `current` becomes the
-/// new config once applied.
+/// new config once applied. The outcome is logged and counted ([`status`]).
 fn reload(current: &mut RunConfig, socket: &Path) {
+    notify::reloading();
+    let outcome = apply(current, socket);
+    if let Err(e) = &outcome {
+        log::error!("SIGHUP: {e}");
+    }
+    record(outcome);
+    notify::ready();
+}
+
+/// Applies the file; `Err` says why it was refused, or which writes were.
+fn apply(current: &mut RunConfig, socket: &Path) -> Result<(), String> {
     let path = current.path.clone();
     let refuse = |e: &dyn std::fmt::Display| {
-        log::error!("SIGHUP: {e}; the file is refused, polld goes on with the config it has")
+        format!("{e}; the file is refused, polld goes on with the config it has")
     };
-    let new = match RunConfig::load(&path) {
-        Ok(new) => new,
-        Err(e) => return refuse(&e),
-    };
-    let defaults = match check::dataplanes(&new) {
-        Ok(defaults) => defaults,
-        Err(e) => return refuse(&e),
-    };
+    let new = RunConfig::load(&path).map_err(|e| refuse(&e))?;
+    let defaults = check::dataplanes(&new).map_err(|e| refuse(&e))?;
     let restart = needs_restart(current, &new);
     if !restart.is_empty() {
         log::warn!(
@@ -107,22 +147,21 @@ fn reload(current: &mut RunConfig, socket: &Path) {
         );
     }
     let assignments = assignments(current, &new, &defaults);
-    match client::request(socket, &Request::Set { assignments }) {
-        Ok(Response::Set { results }) => {
-            for r in results {
-                let show = |v: Option<String>| v.unwrap_or_else(|| "?".to_string());
-                match r.error {
-                    Some(e) => log::error!("SIGHUP: {e}"),
-                    None if r.old != r.new => {
-                        log::info!("SIGHUP: {}: {} -> {}", r.name, show(r.old), show(r.new))
-                    }
-                    None => {}
-                }
+    let results = match client::request(socket, &Request::Set { assignments }) {
+        Ok(Response::Set { results }) => results,
+        Ok(other) => return Err(refuse(&format!("unexpected answer: {other:?}"))),
+        Err(e) => return Err(refuse(&e)),
+    };
+    let mut refused = Vec::new();
+    for r in results {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "?".to_string());
+        match r.error {
+            Some(e) => refused.push(e),
+            None if r.old != r.new => {
+                log::info!("SIGHUP: {}: {} -> {}", r.name, show(r.old), show(r.new))
             }
-            log::info!("SIGHUP: {} applied", path.display());
+            None => {}
         }
-        Ok(other) => log::error!("SIGHUP: unexpected answer from the poll thread: {other:?}"),
-        Err(e) => log::error!("SIGHUP: {e}"),
     }
     let kept: Vec<DeviceConfig> = current.devices.clone();
     *current = new;
@@ -130,6 +169,15 @@ fn reload(current: &mut RunConfig, socket: &Path) {
     current
         .devices
         .retain(|d| kept.iter().any(|k| k.name == d.name));
+    if !refused.is_empty() {
+        return Err(format!(
+            "{}: applied but for: {}",
+            path.display(),
+            refused.join("; ")
+        ));
+    }
+    log::info!("SIGHUP: {} applied", path.display());
+    Ok(())
 }
 
 /// The writes that make the running daemon match `new`: each running interface's mode,

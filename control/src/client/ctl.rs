@@ -11,19 +11,27 @@
 //! polld ctl --save                              the running knobs and interface modes
 //!                                                into the config file polld runs from
 //! polld ctl kern.polling.user_frac=30 --save     write, then save
+//! polld ctl reload                               polld reads its config file again;
+//!                                                fails, naming the mistakes, if refused
 //! ```
+//!
+//! `reload` sends polld SIGHUP, the one way a reload starts, and waits until the
+//! `polld.reloads` or `polld.reload_failures` count moves (see [`reload`]).
 //!
 //! Names and assignments may be mixed; they are handled in order. An unknown name or a
 //! refused write is reported and makes the exit status non-zero, and the other
 //! arguments still take effect, as with sysctl. `--save` comes last (see [`crate::save`]).
 
 use std::io::{self, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use polld_core::SysctlEntry;
 use serde::{Deserialize, Serialize};
 
 use crate::client::{exchange, unexpected, CtlError, SocketArg};
+use crate::daemon::daemon_entry;
 use crate::proto::{Request, Response, SetResult};
 use crate::save::{self, SaveReport};
 
@@ -31,7 +39,8 @@ use crate::save::{self, SaveReport};
 #[derive(Parser, Clone, Debug, PartialEq, Eq)]
 #[command(name = "polld ctl")]
 pub struct CtlArgs {
-    /// Names to read (one entry or a subtree like `kern.polling`) and `name=value` to write.
+    /// Names to read (one entry or a subtree like `kern.polling`), `name=value` to write,
+    /// and `reload` to have polld read its config file again.
     #[arg(
         value_name = "NAME[=VALUE]",
         required_unless_present_any = ["all", "save"],
@@ -70,6 +79,9 @@ pub struct CtlJson {
     /// What `--save` did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved: Option<SaveReport>,
+    /// The config file `reload` applied (a refused one is in `errors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reloaded: Option<String>,
 }
 
 /// One round trip: a name to read, or a run of consecutive assignments.
@@ -78,7 +90,12 @@ enum Step<'a> {
     Write(Vec<(String, String)>),
     /// `--save`: the running state into the config file.
     Save,
+    /// `reload`: the config file read again.
+    Reload,
 }
+
+/// The argument that asks for a reload.
+pub const RELOAD: &str = "reload";
 
 fn plan(args: &CtlArgs) -> Result<Vec<Step<'_>>, CtlError> {
     if args.all && args.save {
@@ -108,6 +125,7 @@ fn plan(args: &CtlArgs) -> Result<Vec<Step<'_>>, CtlError> {
                         .to_string(),
                 ))
             }
+            None if arg == RELOAD => steps.push(Step::Reload),
             None => steps.push(Step::Read(arg)),
         }
     }
@@ -175,6 +193,15 @@ pub fn run_ctl(args: &CtlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resu
                     Err(e) => report.errors.push(e.to_string()),
                 }
             }
+            Step::Reload => match reload(socket, RELOAD_TIMEOUT)? {
+                Ok(config) => {
+                    if !args.json {
+                        writeln!(out, "{config}: reloaded")?;
+                    }
+                    report.reloaded = Some(config);
+                }
+                Err(refused) => report.errors.push(refused),
+            },
         }
         for message in &report.errors[errors_before..] {
             writeln!(err, "polld ctl: {message}")?;
@@ -185,6 +212,87 @@ pub fn run_ctl(args: &CtlArgs, out: &mut dyn Write, err: &mut dyn Write) -> Resu
         writeln!(out)?;
     }
     Ok(if report.errors.is_empty() { 0 } else { 1 })
+}
+
+/// How long `reload` waits for polld's outcome.
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The daemon's reload entries: pid, config, applied and refused counts, last error.
+struct Reloads {
+    pid: i32,
+    config: String,
+    applied: u64,
+    refused: u64,
+    error: String,
+}
+
+fn reloads(socket: &Path) -> Result<Reloads, CtlError> {
+    let request = Request::List {
+        prefix: daemon_entry::NODE.to_string(),
+    };
+    let entries = match exchange(socket, &request)? {
+        Response::Entries { entries } => entries,
+        other => return Err(unexpected(&other)),
+    };
+    let get = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.value.clone())
+            .ok_or_else(|| {
+                CtlError::Daemon(format!(
+                    "no {name}: this polld cannot reload on request; send it SIGHUP"
+                ))
+            })
+    };
+    let number = |name: &str| -> Result<u64, CtlError> {
+        let value = get(name)?;
+        value
+            .parse()
+            .map_err(|_| CtlError::Daemon(format!("{name} = {value:?} is not a count")))
+    };
+    Ok(Reloads {
+        pid: number(daemon_entry::PID)? as i32,
+        config: get(daemon_entry::CONFIG)?,
+        applied: number(daemon_entry::RELOADS)?,
+        refused: number(daemon_entry::RELOAD_FAILURES)?,
+        error: get(daemon_entry::RELOAD_ERROR)?,
+    })
+}
+
+/// `polld ctl reload`: sends the daemon at `socket` SIGHUP and waits up to `timeout` for
+/// its reload thread to count the outcome. `Ok(Ok(file))` when the file was applied,
+/// `Ok(Err(why))` when polld refused it (polld goes on with the config it had).
+///
+/// Reloads that overlap (two SIGHUPs before the thread reads one) are counted once; the
+/// outcome read is then the one both asked for.
+pub fn reload(socket: &Path, timeout: Duration) -> Result<Result<String, String>, CtlError> {
+    let before = reloads(socket)?;
+    let pid = rustix::process::Pid::from_raw(before.pid)
+        .ok_or_else(|| CtlError::Daemon(format!("polld.pid = {} is no process", before.pid)))?;
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).map_err(|e| {
+        CtlError::Daemon(format!(
+            "cannot send SIGHUP to polld (pid {}): {e}; run as polld's user or root",
+            before.pid
+        ))
+    })?;
+    let start = Instant::now();
+    loop {
+        let now = reloads(socket)?;
+        if now.refused > before.refused {
+            return Ok(Err(now.error));
+        }
+        if now.applied > before.applied {
+            return Ok(Ok(now.config));
+        }
+        if start.elapsed() > timeout {
+            return Err(CtlError::Daemon(format!(
+                "polld (pid {}) did not finish reloading {} in {timeout:?}",
+                before.pid, before.config
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn print_entries(args: &CtlArgs, entries: &[SysctlEntry], out: &mut dyn Write) -> io::Result<()> {

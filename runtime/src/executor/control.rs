@@ -45,6 +45,7 @@ impl PollThread {
                     Some((dp.interfaces()[i].dev().name().to_string(), counted))
                 })
                 .collect(),
+            reload: crate::reload::status(),
         }
     }
 }

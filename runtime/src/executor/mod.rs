@@ -92,6 +92,7 @@ use polld_packet::Stage;
 use crate::device_irqs::DeviceIrqCounts;
 use crate::idle::IdlePoller;
 use crate::lateness::{Lateness, SoftirqThread, TickCpu, WaitedTicks};
+use crate::notify::Progress;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
 
 pub use control::interfaces;
@@ -197,6 +198,8 @@ struct PollThread {
     /// The interrupt lines are read from the devices, not waited on
     /// ([`PollThread::choose_line_reading`]).
     lines_read: bool,
+    /// Counted at each pass of the loop, for the watchdog.
+    progress: Progress,
 }
 
 impl Executor {
@@ -248,6 +251,7 @@ impl Executor {
             busy_polling: vec![false; n],
             busy_since: None,
             lines_read: false,
+            progress: Progress::register(),
         };
         Ok(Executor { dp, thread })
     }
@@ -292,6 +296,12 @@ impl Clocks for PollThread {
 impl polld_core::Executor<Box<dyn Device>, Stage> for PollThread {
     /// The stop signal, or what failed.
     type Stop = io::Result<i32>;
+
+    /// A pass of the loop: progress, for the watchdog.
+    fn between(&mut self, _dp: &mut RealDataplane) -> ControlFlow<Self::Stop> {
+        self.progress.pass();
+        ControlFlow::Continue(())
+    }
 
     fn wait(&mut self, dp: &mut RealDataplane, worked: bool) -> ControlFlow<Self::Stop, bool> {
         if worked {
