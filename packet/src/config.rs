@@ -623,7 +623,9 @@ fn validate_ipv4_address(field: &str, net: Ipv4Net) -> Result<(), ConfigError> {
     if is_martian_source(addr) {
         return fail(
             field,
-            format!("{addr} is not a usable host address (0/8, loopback, multicast or reserved)"),
+            format!(
+                "{addr} is not a usable host address (0/8, loopback, multicast or reserved); pick a host address of the link's network, e.g. 10.0.1.1/24"
+            ),
         );
     }
     if net.broadcast().is_some() && (net.is_network() || net.broadcast() == Some(addr)) {
@@ -657,7 +659,7 @@ fn validate_ipv6_address(field: &str, net: Ipv6Net) -> Result<(), ConfigError> {
         _ => {
             return fail(
                 field,
-                format!("{addr} is not a usable unicast address (unspecified, loopback, multicast or IPv4-embedded)"),
+                format!("{addr} is not a usable unicast address (unspecified, loopback, multicast or IPv4-embedded); pick a host address of the link's network, e.g. 2001:db8:1::1/64"),
             )
         }
     }

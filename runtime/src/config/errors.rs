@@ -420,8 +420,8 @@ pub(super) fn described(path: &str, message: &str) -> String {
             at(format!("not {expected}; {fix}"))
         }
         _ if message.contains("; ") => at(message.to_string()),
-        _ if message.contains("IPv4 address syntax") => at(format!(
-            "{message}; write an IPv4 address, e.g. \"10.0.2.2\""
+        _ if message.contains("address syntax") => at(format!(
+            "{message}; write an IP address, e.g. \"10.0.2.2\" or \"2001:db8::2\""
         )),
         _ => match message.split_once(", expected ") {
             Some((problem, choices)) => at(format!("{problem}; write {choices}")),
