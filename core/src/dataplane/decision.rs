@@ -47,7 +47,7 @@ use crate::device::{Device, LinkState};
 use crate::poll::{Netisr, PollCmd, PollHandlers};
 use crate::stage::PacketStage;
 
-use super::{Dataplane, Frozen, Mode, Work, BATCH};
+use super::{Dataplane, Mode, Work, BATCH};
 
 /// The longest an executor runs interrupt work (a handler that never finds its ring empty
 /// under a flood) before it reads its events again: the tick, control requests and stop
@@ -326,14 +326,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         self.devs.take_work()
     }
 
-    /// Ends the work that takes in frames without bound and runs the rest, as at shutdown:
+    /// Ends the work that takes in frames without bound, as at shutdown ([`Dataplane::finish`]):
     /// interrupt handlers and adaptive tasks stop where they are (under a flood that
     /// outruns the CPU they would never end; what is left in a ring was never received;
-    /// their interrupts are re-armed), raised lines and ticks not yet run are forgotten,
-    /// then the bounded work runs until nothing is due: the poll cycles already owed (at
-    /// most `burst` frames per interface each), the input queue, the outputs' flush.
-    /// Returns the work done.
-    pub fn finish(&mut self, now: u64) -> Work {
+    /// their interrupts are re-armed), raised lines and ticks not yet run are forgotten.
+    pub(super) fn forget_unbounded_work(&mut self) {
         self.pending.ticks = 0;
         self.pending.waited_ticks = 0;
         self.pending.look = false;
@@ -346,7 +343,6 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             let armed = iface.interrupt_armed();
             iface.dev.set_interrupt(armed);
         }
-        self.step_accounted(&mut Frozen(now))
     }
 
     /// At shutdown, after [`Dataplane::finish`]: kicks every output again, and says whether

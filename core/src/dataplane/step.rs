@@ -119,6 +119,18 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         }
     }
 
+    /// Ends the work that takes in frames without bound and runs the rest, as at shutdown:
+    /// interrupt handlers and adaptive tasks stop where they are (under a flood that
+    /// outruns the CPU they would never end; what is left in a ring was never received;
+    /// their interrupts are re-armed), raised lines and ticks not yet run are forgotten,
+    /// then the bounded work runs until nothing is due: the poll cycles already owed (at
+    /// most `burst` frames per interface each), the input queue, the outputs' flush.
+    /// Returns the work done.
+    pub fn finish(&mut self, now: u64) -> Work {
+        self.forget_unbounded_work();
+        self.step_accounted(&mut Frozen(now))
+    }
+
     /// Steps every piece of accounted work due now (levels 1 to 6 of [`Dataplane::next_due`])
     /// on `clocks`, as a test that hands the dataplane some frames does; returns the work
     /// done.
