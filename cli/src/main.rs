@@ -1,21 +1,29 @@
-//! `polld`: the command-line tool. Thin: each subcommand parses its arguments and calls
-//! the library that does the work.
+//! `polld`: the daemon and its operator tools. Thin: each subcommand parses its arguments
+//! and calls the library that does the work. The lab's commands (`polld demo`, ...) run
+//! `polld-lab` installed beside it ([`polld::lab`]); none of the lab's code is in here.
 
 #![forbid(unsafe_code)]
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
-use polld_testbed::results::ResultsArg;
+use polld::{lab, logging, man};
 
 mod completions;
-mod logging;
-mod man;
-mod sim;
 
 /// Device polling for Linux user-space packet processing (FreeBSD's kern_poll, ported).
 #[derive(Parser)]
-#[command(name = "polld", version, about, long_about = None)]
+#[command(
+    name = "polld",
+    version,
+    about = "Device polling for Linux user-space packet processing: the daemon and its operator tools.",
+    long_about = None,
+    after_help = "The lab (simulator, traffic generator and sink, testbed, demos, benches) is a \
+                  second binary, polld-lab: `polld COMMAND` runs `polld-lab COMMAND` when it is \
+                  installed beside polld. See `polld-lab --help`."
+)]
 struct Cli {
     /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -29,12 +37,6 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a scenario on the simulated NIC and virtual CPU (times are simulated).
-    Sim(sim::SimArgs),
-    /// Send counted, timestamped Ethernet/IPv4/UDP frames at a precise rate.
-    Gen(polld_traffic::gen::GenArgs),
-    /// Receive frames and report rate, loss, reordering and one-way latency.
-    Sink(polld_traffic::sink::SinkArgs),
     /// Run the dataplane on real interfaces from a config file, until SIGINT/SIGTERM.
     Run(polld_runtime::RunArgs),
     /// Read or write a running polld's knobs and counters, like sysctl(8).
@@ -43,20 +45,6 @@ enum Command {
     Ifconfig(polld_control::ifconfig::IfconfigArgs),
     /// Watch a running polld live, like systat -vmstat: rates, CPU split, scheduler.
     Stat(polld_stat::StatArgs),
-    /// Create, remove or inspect the gen/fwd/sink network namespaces.
-    Testbed(polld_testbed::TestbedArgs),
-    /// Forward traffic through polld on the testbed, in interrupt then polling mode.
-    Demo {
-        #[command(flatten)]
-        args: polld_testbed::demo::DemoArgs,
-        #[command(flatten)]
-        page: ResultsArg,
-    },
-    /// Measure on the testbed, printed beside published figures.
-    Bench {
-        #[command(subcommand)]
-        bench: Bench,
-    },
     /// Write the manual pages: polld(8), polld.toml(5) and polld-SUBCOMMAND(8).
     Man {
         /// The directory to write them in (created if missing).
@@ -65,39 +53,15 @@ enum Command {
     },
     /// Print the completion script for SHELL on stdout.
     Completions { shell: clap_complete::Shell },
-}
-
-#[derive(Subcommand)]
-enum Bench {
-    /// The seeds' experiments on a TAP testbed: Rizzo's table and livelock curve, the
-    /// systat screens, iperf3 TCP, the competitor's share; tables, JSON and SVG plots.
-    Seeds {
-        #[command(flatten)]
-        args: polld_testbed::seeds::SeedsArgs,
-        #[command(flatten)]
-        page: ResultsArg,
-    },
-    /// A load ramp (idle, rising steps, flood, falling steps, idle) through polld beside a
-    /// competitor: offered, delivered, mode per interface and CPU shares over time.
-    Ramp {
-        #[command(flatten)]
-        args: polld_testbed::ramp::RampArgs,
-        #[command(flatten)]
-        page: ResultsArg,
-    },
+    /// A lab command, run by polld-lab.
+    #[command(external_subcommand)]
+    Lab(Vec<OsString>),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(logging::level(cli.verbose, cli.quiet));
     let result = match cli.command {
-        Command::Sim(args) => sim::run(args),
-        Command::Gen(args) => polld_traffic::gen::run_gen(&args, &mut std::io::stdout())
-            .map(drop)
-            .map_err(|e| e.to_string()),
-        Command::Sink(args) => polld_traffic::sink::run_sink(&args, &mut std::io::stdout())
-            .map(drop)
-            .map_err(|e| e.to_string()),
         Command::Run(args) => {
             polld_runtime::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }
@@ -114,41 +78,9 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Command::Demo { args, page } => page
-            .record("polld demo", &mut std::io::stdout(), |out| {
-                let polld = polld_testbed::current_polld();
-                polld_testbed::demo::run_demo(&args, &polld, out).map(|()| ((), Vec::new()))
-            })
-            .map_err(|e| e.to_string()),
-        Command::Bench { bench } => {
-            let polld = polld_testbed::current_polld();
-            let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
-            match bench {
-                Bench::Seeds { args, page } => page
-                    .record("polld bench seeds", out, |out| {
-                        polld_testbed::seeds::run_seeds(&args, &polld, out, progress).map(
-                            |report| {
-                                let svgs = report.svgs.clone();
-                                (report, svgs)
-                            },
-                        )
-                    })
-                    .and_then(|report| report.verdict()),
-                Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
-                    polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
-                        .map(|report| ((), report.svgs))
-                }),
-            }
-            .map_err(|e| e.to_string())
-        }
-        Command::Testbed(args) => {
-            return match polld_testbed::run(&args, &mut std::io::stdout()) {
-                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-                Err(e) => {
-                    eprintln!("polld: {e}");
-                    ExitCode::FAILURE
-                }
-            };
+        Command::Ifconfig(args) => {
+            polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
+                .map_err(|e| e.to_string())
         }
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
@@ -164,9 +96,18 @@ fn main() -> ExitCode {
             completions::write(shell, &mut Cli::command(), &mut std::io::stdout())
                 .map_err(|e| format!("completions: {e}"))
         }
-        Command::Ifconfig(args) => {
-            polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
-                .map_err(|e| e.to_string())
+        Command::Lab(words) => {
+            let name = words[0].to_string_lossy().into_owned();
+            if !lab::is_command(&name) {
+                Cli::command()
+                    .error(
+                        ErrorKind::InvalidSubcommand,
+                        format!("unrecognized subcommand '{name}'"),
+                    )
+                    .exit();
+            }
+            let exe = std::env::current_exe().unwrap_or_else(|_| "polld".into());
+            Err(lab::exec(&exe, std::env::args_os().skip(1), &name))
         }
     };
     match result {

@@ -1,6 +1,7 @@
-//! `polld man --out DIR`: the manual pages. polld(8) says what polld is, its modes,
-//! signals, files, exit status, environment and examples; a page per subcommand
-//! (polld-SUBCOMMAND(8)) comes from the command line's own declarations; polld.toml(5)
+//! `polld man --out DIR` and `polld-lab man --out DIR`: the manual pages. polld(8) says
+//! what polld is, its modes, signals, files, exit status, environment and examples;
+//! polld-lab(8) what the lab holds; a page per subcommand (polld-SUBCOMMAND(8),
+//! polld-lab-SUBCOMMAND(8)) comes from the command line's own declarations; polld.toml(5)
 //! from the config modules' commented examples and every knob's declaration. Every page
 //! is plain ASCII roff (`groff -man -ww -z` is silent on it).
 
@@ -11,12 +12,30 @@ use std::path::{Path, PathBuf};
 use polld_core::Kind;
 use roff::{bold, italic, roman, Inline, Roff};
 
-/// Writes polld(8), polld-SUBCOMMAND(8) for each subcommand (nested ones as
-/// polld-bench-seeds(8)) and polld.toml(5) into `dir`; returns the files written.
+/// Writes polld(8), polld-SUBCOMMAND(8) for each subcommand of `cmd` (polld's) and
+/// polld.toml(5) into `dir`; returns the files written.
 pub fn write_pages(cmd: clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    write_set(cmd, dir, main_page, Some(config_page()))
+}
+
+/// Writes polld-lab(8) and polld-lab-SUBCOMMAND(8) for each subcommand of `cmd`
+/// (polld-lab's; nested ones as polld-lab-bench-seeds(8)) into `dir`; returns the files
+/// written.
+pub fn write_lab_pages(cmd: clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
+    write_set(cmd, dir, lab_page, None)
+}
+
+/// The page `main` makes of `cmd`, one per subcommand, and `config` as polld.toml(5).
+fn write_set(
+    cmd: clap::Command,
+    dir: &Path,
+    main: fn(&clap::Command) -> String,
+    config: Option<String>,
+) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
+    let root = cmd.get_name().to_string();
     let mut written = Vec::new();
     let mut write = |name: String, page: String| -> io::Result<()> {
         let path = dir.join(name);
@@ -24,14 +43,16 @@ pub fn write_pages(cmd: clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
         written.push(path);
         Ok(())
     };
-    write("polld.8".into(), main_page(&cmd))?;
-    for (name, sub) in subcommands(&cmd, "polld") {
+    write(format!("{root}.8"), main(&cmd))?;
+    for (name, sub) in subcommands(&cmd, &root) {
         write(
             format!("{}.8", name.replace(' ', "-")),
-            command_page(&name, &sub)?,
+            command_page(&root, &name, &sub)?,
         )?;
     }
-    write("polld.toml.5".into(), config_page())?;
+    if let Some(config) = config {
+        write("polld.toml.5".into(), config)?;
+    }
     Ok(written)
 }
 
@@ -110,9 +131,9 @@ fn flags(arg: &clap::Arg) -> Vec<String> {
         .collect()
 }
 
-/// polld-SUBCOMMAND(8): the command's declarations, as clap_mangen renders them, under a
+/// ROOT-SUBCOMMAND(8): the command's declarations, as clap_mangen renders them, under a
 /// synopsis that names every option's argument.
-fn command_page(name: &str, cmd: &clap::Command) -> io::Result<String> {
+fn command_page(root: &str, name: &str, cmd: &clap::Command) -> io::Result<String> {
     let man = clap_mangen::Man::new(cmd.clone());
     let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
     let mut page = Roff::new();
@@ -134,8 +155,12 @@ fn command_page(name: &str, cmd: &clap::Command) -> io::Result<String> {
         man.render_subcommands_section(&mut out)?;
     }
     let mut page = Roff::new();
-    page.control("SH", ["SEE ALSO"])
-        .text([roman("polld(8), polld.toml(5)")]);
+    let see_also = if root == "polld" {
+        "polld(8), polld.toml(5)"
+    } else {
+        "polld-lab(8), polld(8)"
+    };
+    page.control("SH", ["SEE ALSO"]).text([roman(see_also)]);
     let mut text = String::from_utf8(out).expect("roff is text");
     text.push_str(&page.to_roff());
     Ok(text)
@@ -161,6 +186,11 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
              sysctl(8) does, polld ifconfig shows its interfaces and changes their modes as \
              ifconfig(8) does, and polld stat shows the CPU split and the rates as systat \
              -vmstat does.",
+            "The lab is a second binary, polld-lab, which this one does not contain: the \
+             simulator (sim), the traffic generator and sink (gen, sink), the testbed of \
+             network namespaces and guests (testbed), the demos (demo) and the benchmarks \
+             (bench). polld COMMAND runs polld-lab COMMAND when polld-lab is installed in the \
+             same directory as polld; see polld-lab(8).",
         ],
     ),
     (
@@ -280,8 +310,35 @@ fn main_page(cmd: &clap::Command) -> String {
     for (heading, paragraphs) in &MAIN_SECTIONS[..2] {
         section(&mut page, heading, paragraphs);
     }
+    commands_and_options(&mut page, cmd);
+    for (heading, paragraphs) in &MAIN_SECTIONS[2..] {
+        section(&mut page, heading, paragraphs);
+    }
+    page.control("SH", ["EXAMPLES"]);
+    for (what, line) in EXAMPLES {
+        if !what.is_empty() {
+            page.control("PP", []).text([roman(*what)]);
+        }
+        page.control("RS", ["4"])
+            .text([bold(*line)])
+            .control("RE", []);
+    }
+    page.control("SH", ["SEE ALSO"]).text([roman(format!(
+        "polld.toml(5), {}, polld-lab(8), ip(8), sysctl(8), systemd.service(5), and \
+         FreeBSD's polling(4)",
+        subcommands(cmd, "polld")
+            .iter()
+            .map(|(name, _)| format!("{}(8)", name.replace(' ', "-")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))]);
+    page.render()
+}
+
+/// The COMMANDS section (each subcommand of `cmd`, with its page) and the OPTIONS section.
+fn commands_and_options(page: &mut Roff, cmd: &clap::Command) {
     page.control("SH", ["COMMANDS"]);
-    for (name, sub) in subcommands(cmd, "polld") {
+    for (name, sub) in subcommands(cmd, cmd.get_name()) {
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
         page.control("TP", [])
             .text([bold(name.clone())])
@@ -298,27 +355,52 @@ fn main_page(cmd: &clap::Command) -> String {
             .text([bold(flags(arg).join(", "))])
             .text([roman(help)]);
     }
-    for (heading, paragraphs) in &MAIN_SECTIONS[2..] {
-        section(&mut page, heading, paragraphs);
-    }
+}
+
+/// polld-lab(8).
+fn lab_page(cmd: &clap::Command) -> String {
+    let mut page = Roff::new();
+    head(
+        &mut page,
+        "polld-lab",
+        "8",
+        "polld-lab",
+        "polld's lab: simulator, traffic, testbed, demos and benchmarks",
+    );
+    page.control("SH", ["SYNOPSIS"])
+        .text(synopsis("polld-lab", cmd));
+    section(
+        &mut page,
+        "DESCRIPTION",
+        &[
+            "polld-lab holds what measures and demonstrates polld and what a production box \
+             does not need: the simulated NIC on virtual time, the traffic generator and \
+             sink, the testbed of network namespaces, TAPs and qemu guests (with the \
+             guest's agent), the demos and the benchmarks. It runs the daemon as polld from \
+             its own directory, so the two are installed side by side; polld COMMAND runs \
+             polld-lab COMMAND for each of its commands but man. The testbed, the demos and \
+             the benchmarks need root: they create network namespaces.",
+        ],
+    );
+    commands_and_options(&mut page, cmd);
     page.control("SH", ["EXAMPLES"]);
-    for (what, line) in EXAMPLES {
-        if !what.is_empty() {
-            page.control("PP", []).text([roman(*what)]);
-        }
+    for (what, line) in [
+        (
+            "Forward a flood through polld, interrupt mode against polling:",
+            "polld-lab demo",
+        ),
+        (
+            "The seeds' experiments, with plots:",
+            "polld-lab bench seeds --out plots",
+        ),
+    ] {
+        page.control("PP", []).text([roman(what)]);
         page.control("RS", ["4"])
-            .text([bold(*line)])
+            .text([bold(line)])
             .control("RE", []);
     }
-    page.control("SH", ["SEE ALSO"]).text([roman(format!(
-        "polld.toml(5), {}, ip(8), sysctl(8), systemd.service(5), and FreeBSD's \
-         polling(4)",
-        subcommands(cmd, "polld")
-            .iter()
-            .map(|(name, _)| format!("{}(8)", name.replace(' ', "-")))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))]);
+    page.control("SH", ["SEE ALSO"])
+        .text([roman("polld(8), polld.toml(5), ip-netns(8), qemu(1)")]);
     page.render()
 }
 

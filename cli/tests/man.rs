@@ -1,11 +1,11 @@
-//! `polld man --out DIR` writes a page per command and polld.toml(5); `polld completions
-//! SHELL` prints a completion script that knows the subcommands.
+//! `polld man --out DIR` writes a page per command and polld.toml(5), `polld-lab man` the
+//! lab's; `polld completions SHELL` prints a completion script that knows the subcommands.
 
 mod common;
 
 use std::process::Command;
 
-use common::{Dir, POLLD};
+use common::{Dir, POLLD, POLLD_LAB};
 
 fn polld(args: &[&str]) -> std::process::Output {
     Command::new(POLLD).args(args).output().unwrap()
@@ -60,7 +60,11 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
         assert!(main.contains(word), "{word} missing from polld.8");
     }
     let subs = subcommands();
-    assert!(subs.len() >= 10, "{subs:?}");
+    assert_eq!(
+        subs,
+        ["run", "ctl", "ifconfig", "stat", "man", "completions"],
+        "the daemon's commands"
+    );
     for sub in &subs {
         let text = page(&format!("polld-{sub}.8"));
         assert!(
@@ -75,7 +79,6 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
         run.contains("\\fB\\-c|\\-\\-config\\fR \\fICONFIG\\fR"),
         "{run}"
     );
-    assert!(page("polld-bench-seeds.8").contains(".TH polld-bench-seeds 8"));
     // polld.toml(5): the commented file and each knob with its description and default.
     let toml = page("polld.toml.5");
     assert!(toml.contains(".TH POLLD.TOML 5"));
@@ -107,12 +110,7 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
         assert!(std::path::Path::new(file).starts_with(&dir.0), "{file}");
         assert!(std::path::Path::new(file).is_file(), "{file}");
     }
-    for name in [
-        "polld.8",
-        "polld.toml.5",
-        "polld-run.8",
-        "polld-testbed-up.8",
-    ] {
+    for name in ["polld.8", "polld.toml.5", "polld-run.8", "polld-ctl.8"] {
         assert!(
             listed.lines().any(|l| l.ends_with(&format!("/{name}"))),
             "{listed}"
@@ -121,10 +119,40 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
 }
 
 #[test]
+fn the_lab_writes_polld_lab_8_and_a_page_per_subcommand() {
+    let dir = Dir::new("labman");
+    let out = Command::new(POLLD_LAB)
+        .args(["man", "--out", dir.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed = String::from_utf8(out.stdout).unwrap();
+    for name in [
+        "polld-lab.8",
+        "polld-lab-demo.8",
+        "polld-lab-bench-seeds.8",
+        "polld-lab-testbed-up.8",
+        "polld-lab-gen.8",
+    ] {
+        let text = std::fs::read_to_string(dir.0.join(name)).unwrap();
+        let title = name.trim_end_matches(".8");
+        assert!(text.contains(&format!(".TH {title} 8")), "{name}: {text}");
+        assert!(listed.lines().any(|l| l.ends_with(&format!("/{name}"))));
+    }
+    let main = std::fs::read_to_string(dir.0.join("polld-lab.8")).unwrap();
+    assert!(main.contains("polld COMMAND runs"), "{main}");
+}
+
+#[test]
 fn groff_reads_every_page_without_a_warning() {
     let dir = Dir::new("groff");
     assert!(polld(&["man", "--out", dir.0.to_str().unwrap()])
         .status
+        .success());
+    assert!(Command::new(POLLD_LAB)
+        .args(["man", "--out", dir.0.to_str().unwrap()])
+        .status()
+        .unwrap()
         .success());
     for page in std::fs::read_dir(&dir.0).unwrap() {
         let page = page.unwrap().path();

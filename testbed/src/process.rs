@@ -143,9 +143,14 @@ pub(crate) fn last_json(text: &str) -> Option<Value> {
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
 }
 
-/// The polld binary to run: this very executable.
+/// The polld daemon to run: `polld` in the directory of this executable (polld-lab is
+/// installed beside it), else `polld` on the PATH.
 pub fn current_polld() -> PathBuf {
-    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("polld"))
+    std::env::current_exe()
+        .map(|exe| exe.with_file_name("polld"))
+        .ok()
+        .filter(|polld| polld.is_file())
+        .unwrap_or_else(|| PathBuf::from("polld"))
 }
 
 #[cfg(test)]

@@ -21,7 +21,10 @@ pub fn signal(child: &Child, signal: Signal) {
     let _ = rustix::process::kill_process(Pid::from_child(child), signal);
 }
 
+/// The daemon; it runs polld-lab, built beside it, for the lab's commands.
 pub const POLLD: &str = env!("CARGO_BIN_EXE_polld");
+/// The lab.
+pub const POLLD_LAB: &str = env!("CARGO_BIN_EXE_polld-lab");
 
 /// Skips the calling test, saying why, unless it runs as root (a failure under CI).
 #[macro_export]

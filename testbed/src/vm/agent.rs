@@ -2,7 +2,7 @@
 //!
 //! qemu joins a virtio-serial port named [`PORT_NAME`] in the guest to a unix socket on
 //! the host (`agent.sock` in the guest's state directory). In the guest, init runs
-//! `polld testbed guest-agent` ([`serve`]), which reads one JSON [`Request`] a line,
+//! `polld-lab testbed guest-agent` ([`serve`]), which reads one JSON [`Request`] a line,
 //! runs its command with stdout and stderr in files under /tmp (so a command that leaves
 //! a process in the background returns at once), and writes one JSON [`Response`] a
 //! line. On the host, [`Client::exec`] sends a request and waits for the response with

@@ -1,16 +1,16 @@
 //! The guest's boot files: a Debian kernel (`linux-image-*-cloud-amd64`) and an
-//! initramfs made of busybox (`busybox-static`), the virtio modules of that kernel, a
-//! polld binary and the host's `chrt` (util-linux; busybox has none), with the shared
+//! initramfs made of busybox (`busybox-static`), the virtio modules of that kernel, the
+//! polld and polld-lab binaries and the host's `chrt` (util-linux; busybox has none), with the shared
 //! libraries `ldd` names, at their host paths.
 //!
 //! The initramfs is an uncompressed `newc` cpio (the kernel unpacks it without a
 //! decompressor, which under software emulation is the fastest way in). It is cached in
-//! [`CACHE_DIR`] under a key made of the polld binary's bytes, the kernel's release and
+//! [`CACHE_DIR`] under a key made of the polld binaries' bytes, the kernel's release and
 //! image, the libraries and busybox, and the init script: a new polld build (or kernel)
 //! gets a new initramfs, the same one is reused.
 //!
 //! The guest's init mounts proc, sys, devtmpfs and tmpfs, loads the modules in
-//! dependency order, brings up loopback and runs `polld testbed guest-agent` (see
+//! dependency order, brings up loopback and runs `polld-lab testbed guest-agent` (see
 //! [`super::agent`]) for ever; everything else (addresses, sysctls) the host does
 //! through the agent.
 
@@ -27,6 +27,9 @@ pub const CACHE_DIR: &str = "/var/cache/polld/vm";
 
 /// Where polld is in the guest (on its PATH).
 pub const GUEST_POLLD: &str = "/usr/bin/polld";
+
+/// Where polld-lab is in the guest, beside polld: it runs the agent.
+pub const GUEST_LAB: &str = "/usr/bin/polld-lab";
 
 /// The host's `chrt`, copied to the same path in the guest: the host sets the guest's
 /// `ksoftirqd` policy with it (`guest::set_device_work`).
@@ -238,7 +241,7 @@ done
 ip link set lo up
 echo "polld-vm: starting the agent"
 while :; do
-  {GUEST_POLLD} testbed guest-agent
+  {GUEST_LAB} testbed guest-agent
   echo "polld-vm: the agent exited with status $?"
   sleep 1
 done
@@ -247,7 +250,8 @@ done
     )
 }
 
-/// The boot files for `polld`: the kernel, and the initramfs from the cache or built now.
+/// The boot files for `polld` (with polld-lab beside it): the kernel, and the initramfs
+/// from the cache or built now.
 pub fn image(polld: &Path) -> Result<Image, TestbedError> {
     let kernel = find_kernel()?;
     let busybox = Path::new("/bin/busybox");
@@ -257,12 +261,17 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
             package: "busybox-static".into(),
         });
     }
-    let polld_bytes = fs::read(polld).map_err(|e| {
-        TestbedError::Failed(format!(
-            "cannot read the polld binary for the guest {}: {e}",
-            polld.display()
-        ))
-    })?;
+    let lab = polld.with_file_name("polld-lab");
+    let [polld_bytes, lab_bytes] = [polld, lab.as_path()].map(|binary| {
+        fs::read(binary).map_err(|e| {
+            TestbedError::Failed(format!(
+                "cannot read {} for the guest: {e}; the guest needs polld and polld-lab from \
+                 the same build, side by side",
+                binary.display()
+            ))
+        })
+    });
+    let (polld_bytes, lab_bytes) = (polld_bytes?, lab_bytes?);
     let chrt = Path::new(CHRT);
     if !chrt.is_file() {
         return Err(TestbedError::MissingTool {
@@ -271,6 +280,7 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
         });
     }
     let mut libs = libraries(polld)?;
+    libs.extend(libraries(&lab)?);
     libs.extend(libraries(chrt)?);
     libs.sort();
     libs.dedup();
@@ -281,6 +291,7 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
     // The cache key: everything the image is made of.
     let mut key = Fnv::new();
     key.add(&polld_bytes);
+    key.add(&lab_bytes);
     key.add(kernel.release.as_bytes());
     key.add(init.as_bytes());
     for path in libs.iter().chain(&modules).chain([
@@ -326,6 +337,7 @@ pub fn image(polld: &Path) -> Result<Image, TestbedError> {
     cpio.file("init", 0o755, init.as_bytes());
     cpio.file("bin/busybox", 0o755, &read(busybox)?);
     cpio.file(GUEST_POLLD.trim_start_matches('/'), 0o755, &polld_bytes);
+    cpio.file(GUEST_LAB.trim_start_matches('/'), 0o755, &lab_bytes);
     cpio.file(CHRT.trim_start_matches('/'), 0o755, &read(chrt)?);
     for lib in &libs {
         let inside = lib.to_string_lossy().trim_start_matches('/').to_string();
@@ -545,7 +557,7 @@ mod tests {
             "{init}"
         );
         assert!(
-            init.contains("/usr/bin/polld testbed guest-agent"),
+            init.contains("/usr/bin/polld-lab testbed guest-agent"),
             "{init}"
         );
         fs::remove_dir_all(&dir).unwrap();

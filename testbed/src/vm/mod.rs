@@ -71,7 +71,7 @@ pub enum Accel {
 /// How the guest is built and booted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VmOptions {
-    /// The polld binary put in the guest.
+    /// The polld binary put in the guest, with polld-lab from the same directory.
     pub polld: PathBuf,
     pub accel: Accel,
 }
@@ -120,13 +120,21 @@ pub(crate) fn boot(
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)
         .map_err(|e| TestbedError::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    // The guest gets its own copy, so a rebuild of the binary cannot change what runs.
+    // The guest gets its own copies, so a rebuild of the binaries cannot change what runs:
+    // polld, and polld-lab from beside it (the guest's agent).
     let polld = dir.join("polld");
-    let copied = fs::copy(&options.polld, &polld).map_err(|e| {
-        TestbedError::Failed(format!(
-            "cannot copy the polld binary {} for the guest: {e}",
-            options.polld.display()
-        ))
+    let copied = [
+        ("polld", options.polld.clone()),
+        ("polld-lab", options.polld.with_file_name("polld-lab")),
+    ]
+    .iter()
+    .try_for_each(|(name, binary)| {
+        fs::copy(binary, dir.join(name)).map(drop).map_err(|e| {
+            TestbedError::Failed(format!(
+                "cannot copy the {name} binary {} for the guest: {e}",
+                binary.display()
+            ))
+        })
     });
     let booted = copied.and_then(|_| image::image(&polld)).and_then(|image| {
         let taps = host_tap_names(prefix);

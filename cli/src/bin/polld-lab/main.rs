@@ -1,0 +1,166 @@
+//! `polld-lab`: polld's lab, beside the daemon. The simulator, the traffic generator and
+//! sink, the testbed (with the guest's agent), the demos and the benches. It runs the
+//! daemon as `polld` installed in the same directory; `polld COMMAND` runs it for each of
+//! these commands ([`polld::lab`]). Thin: each subcommand parses its arguments and calls
+//! the library that does the work.
+
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::CommandFactory;
+use clap::{Parser, Subcommand};
+use polld::{logging, man};
+use polld_testbed::results::ResultsArg;
+
+mod sim;
+
+/// polld's lab: the simulator, traffic, the testbed, demos and benches.
+#[derive(Parser)]
+#[command(
+    name = "polld-lab",
+    version,
+    about = "polld's lab: the simulator, traffic generator and sink, testbed, demos and benches.",
+    long_about = None
+)]
+struct Cli {
+    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario on the simulated NIC and virtual CPU (times are simulated).
+    Sim(sim::SimArgs),
+    /// Send counted, timestamped Ethernet/IPv4/UDP frames at a precise rate.
+    Gen(polld_traffic::gen::GenArgs),
+    /// Receive frames and report rate, loss, reordering and one-way latency.
+    Sink(polld_traffic::sink::SinkArgs),
+    /// Create, remove or inspect the gen/fwd/sink network namespaces.
+    Testbed(polld_testbed::TestbedArgs),
+    /// Forward traffic through polld on the testbed, in interrupt then polling mode.
+    Demo {
+        #[command(flatten)]
+        args: polld_testbed::demo::DemoArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
+    /// Measure on the testbed, printed beside published figures.
+    Bench {
+        #[command(subcommand)]
+        bench: Bench,
+    },
+    /// Write the lab's manual pages: polld-lab(8) and polld-lab-SUBCOMMAND(8).
+    Man {
+        /// The directory to write them in (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// The seeds' experiments on a TAP testbed: Rizzo's table and livelock curve, the
+    /// systat screens, iperf3 TCP, the competitor's share; tables, JSON and SVG plots.
+    Seeds {
+        #[command(flatten)]
+        args: polld_testbed::seeds::SeedsArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
+    /// A load ramp (idle, rising steps, flood, falling steps, idle) through polld beside a
+    /// competitor: offered, delivered, mode per interface and CPU shares over time.
+    Ramp {
+        #[command(flatten)]
+        args: polld_testbed::ramp::RampArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(logging::level(cli.verbose, cli.quiet));
+    let result = match cli.command {
+        Command::Sim(args) => sim::run(args),
+        Command::Gen(args) => polld_traffic::gen::run_gen(&args, &mut std::io::stdout())
+            .map(drop)
+            .map_err(|e| e.to_string()),
+        Command::Sink(args) => polld_traffic::sink::run_sink(&args, &mut std::io::stdout())
+            .map(drop)
+            .map_err(|e| e.to_string()),
+        Command::Demo { args, page } => page
+            .record("polld demo", &mut std::io::stdout(), |out| {
+                let polld = polld_testbed::current_polld();
+                polld_testbed::demo::run_demo(&args, &polld, out).map(|()| ((), Vec::new()))
+            })
+            .map_err(|e| e.to_string()),
+        Command::Bench { bench } => {
+            let polld = polld_testbed::current_polld();
+            let (out, progress) = (&mut std::io::stdout(), &mut std::io::stderr());
+            match bench {
+                Bench::Seeds { args, page } => page
+                    .record("polld bench seeds", out, |out| {
+                        polld_testbed::seeds::run_seeds(&args, &polld, out, progress).map(
+                            |report| {
+                                let svgs = report.svgs.clone();
+                                (report, svgs)
+                            },
+                        )
+                    })
+                    .and_then(|report| report.verdict()),
+                Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
+                    polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
+                        .map(|report| ((), report.svgs))
+                }),
+            }
+            .map_err(|e| e.to_string())
+        }
+        Command::Man { out } => man::write_lab_pages(Cli::command(), &out)
+            .map(|files| {
+                for f in files {
+                    println!("{}", f.display());
+                }
+            })
+            .map_err(|e| format!("man --out {}: {e}", out.display())),
+        Command::Testbed(args) => {
+            return match polld_testbed::run(&args, &mut std::io::stdout()) {
+                Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                Err(e) => {
+                    eprintln!("polld: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The daemon runs polld-lab for exactly the commands polld-lab has (but `man`, which
+    /// each has for its own pages).
+    #[test]
+    fn the_daemon_knows_the_lab_commands() {
+        let ours: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .filter(|name| name != "man")
+            .collect();
+        assert_eq!(ours, polld::lab::COMMANDS);
+    }
+}
