@@ -101,7 +101,10 @@ sysctl_struct! {
         /// `kern.polling.hz`: ticks per second. 1000, FreeBSD's advice for polling (HZ of
         /// at least 1000): a frame waits at most a tick, 1 ms.
         hz: u32 = 1000, HZ: Knob "Poll ticks per second (polld's stand-in for HZ)",
-            Write::Proc(set_hz);
+            Write::Proc {
+                handler: set_hz,
+                allowed: |_| format!("{MIN_HZ} to {MAX_HZ}, at least reg_frac and auto_window_ticks"),
+            };
         /// `kern.polling.controller`: `classic` or `time`. Default `time` (FreeBSD:
         /// `classic`): classic moves `burst` by one packet a cycle, so with a ceiling that
         /// does not cap, a flood takes a tick per packet of burst to reach its share (20000
@@ -286,16 +289,19 @@ sysctl_oids! {
         /// settings carry over; not a field, there is nothing to store.
         POLL_IN_TRAP = "poll_in_trap": Knob "Poll on trap entry: 0 only, user space cannot hook traps",
             |_| Value::Int(0),
-            write Write::Proc(|_, name, value| {
-                if parse_int(name, value)? != 0 {
-                    return Err(KnobError::Invalid {
-                        name: name.to_string(),
-                        value: value.to_string(),
-                        allowed: POLL_IN_TRAP_REFUSAL.to_string(),
-                    });
-                }
-                Ok(())
-            });
+            write Write::Proc {
+                handler: |_, name, value| {
+                    if parse_int(name, value)? != 0 {
+                        return Err(KnobError::Invalid {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            allowed: POLL_IN_TRAP_REFUSAL.to_string(),
+                        });
+                    }
+                    Ok(())
+                },
+                allowed: |_| "0".to_string(),
+            };
     }
 }
 

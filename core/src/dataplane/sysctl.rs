@@ -20,6 +20,11 @@ pub const IP_NODE: &str = ip_entry::NODE;
 /// The node of each interface's entries is `dev.<name>`.
 pub const DEV_NODE: &str = "dev";
 
+/// What `dev.IF.mode` takes.
+const MODES: &str = "interrupt, polling, adaptive, busy or auto";
+/// What `dev.IF.rx_process_limit` takes.
+const RX_PROCESS_LIMITS: &str = "-1 (unlimited) or 1 and above";
+
 sysctl_struct! {
     /// What can be set on one interface (`dev.<if>.*`): written on a copy, validated by
     /// the declarations, then applied by [`Dataplane::sysctl_set`] (a mode switch
@@ -28,29 +33,35 @@ sysctl_struct! {
     pub struct IfSettings {
         /// The interface's mode.
         mode: Mode = Mode::Interrupt, MODE: Knob "interrupt|polling|adaptive|busy|auto",
-            Write::Proc(|s, name, value| {
-                s.mode = value.trim().parse().map_err(|_| KnobError::NotANumber {
-                    name: name.to_string(),
-                    value: value.to_string(),
-                    expected: "interrupt, polling, adaptive, busy or auto".to_string(),
-                })?;
-                Ok(())
-            });
+            Write::Proc {
+                handler: |s, name, value| {
+                    s.mode = value.trim().parse().map_err(|_| KnobError::NotANumber {
+                        name: name.to_string(),
+                        value: value.to_string(),
+                        expected: MODES.to_string(),
+                    })?;
+                    Ok(())
+                },
+                allowed: |_| MODES.to_string(),
+            };
         /// Adaptive mode: frames per task run, -1 unlimited.
         rx_process_limit: i64 = super::RX_PROCESS_LIMIT, RX_PROCESS_LIMIT: Knob
             "Adaptive mode: frames per task run, -1 unlimited",
-            Write::Proc(|s, name, value| {
-                let v = parse_int(name, value)?;
-                if v == 0 || v < -1 {
-                    return Err(KnobError::Invalid {
-                        name: name.to_string(),
-                        value: value.to_string(),
-                        allowed: "-1 (unlimited) or 1 and above".to_string(),
-                    });
-                }
-                s.rx_process_limit = v;
-                Ok(())
-            });
+            Write::Proc {
+                handler: |s, name, value| {
+                    let v = parse_int(name, value)?;
+                    if v == 0 || v < -1 {
+                        return Err(KnobError::Invalid {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                            allowed: RX_PROCESS_LIMITS.to_string(),
+                        });
+                    }
+                    s.rx_process_limit = v;
+                    Ok(())
+                },
+                allowed: |_| RX_PROCESS_LIMITS.to_string(),
+            };
     }
 }
 
@@ -120,7 +131,10 @@ sysctl_oids! {
         ENABLE = "enable": Knob
             "Polling on every interface: 1 polls all, 0 takes all out (FreeBSD 6 compatibility; per interface: polld ifconfig IF polling)",
             |dp| Value::from(dp.polling_enabled()),
-            write Write::Proc(|dp, name, value| dp.set_polling_enable(name, value));
+            write Write::Proc {
+                handler: |dp, name, value| dp.set_polling_enable(name, value),
+                allowed: |_| "0 or 1".to_string(),
+            };
     }
 }
 

@@ -126,8 +126,12 @@ pub enum Write<T> {
         words: &'static [&'static str],
         store: fn(&mut T, usize),
     },
-    /// A handler of its own (`SYSCTL_PROC`): gets the full name and the text written.
-    Proc(fn(&mut T, &str, &str) -> Result<(), KnobError>),
+    /// A handler of its own (`SYSCTL_PROC`): gets the full name and the text written;
+    /// `allowed` says for people what it takes.
+    Proc {
+        handler: fn(&mut T, &str, &str) -> Result<(), KnobError>,
+        allowed: fn(&T) -> String,
+    },
 }
 
 impl<T> Write<T> {
@@ -159,12 +163,12 @@ impl<T> Write<T> {
                 store(of, i);
                 Ok(())
             }
-            Write::Proc(handler) => handler(of, name, value),
+            Write::Proc { handler, .. } => handler(of, name, value),
         }
     }
 
     /// What a write may give, for people: `0 to 99`, `classic or time`; `None` for a
-    /// read-only entry or a handler of its own (its description says).
+    /// read-only entry.
     pub fn allowed(&self, of: &T) -> Option<String> {
         match self {
             Write::Int { range, .. } => Some(match range(of) {
@@ -172,7 +176,8 @@ impl<T> Write<T> {
                 (lo, hi) => format!("{lo} to {hi}"),
             }),
             Write::Word { words, .. } => Some(words.join(" or ")),
-            Write::ReadOnly | Write::Proc(_) => None,
+            Write::Proc { allowed, .. } => Some(allowed(of)),
+            Write::ReadOnly => None,
         }
     }
 }
