@@ -37,6 +37,21 @@ pub fn two_cpus() -> bool {
     polld_testsupport::skip::cpus_or_skip(2, "the flood on CPU0, polld on CPU1")
 }
 
+/// `stdout`, what `what` printed with `--json`, as the one JSON document it must be (all of
+/// it: nothing before or after), with each of `keys` at its top level.
+pub fn one_document(what: &str, stdout: &[u8], keys: &[&str]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let document: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{what} --json: not one JSON document ({e}):\n{text}"));
+    for key in keys {
+        assert!(
+            document.get(key).is_some(),
+            "{what} --json: no {key:?} in {document}"
+        );
+    }
+    document
+}
+
 /// A veth testbed whose namespaces are unique to this process and `tag`; torn down on
 /// drop, also when the test fails.
 pub fn testbed(tag: &str) -> Testbed {
