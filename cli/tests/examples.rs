@@ -1,25 +1,17 @@
 //! The README's traffic example on the testbed, as written (root only; CI runs as root):
 //! `polld gen veth0 --flows 4 ...` through polld reaches `polld sink veth3` in all four
 //! flows, and flows that cannot be forwarded are counted lost by the sink, which never
-//! saw them, thanks to the generator's end-of-run record.
+//! saw them, thanks to the generator's end-of-run record. With `--json` each prints one
+//! JSON document, its summary with the intervals in it.
 
 mod common;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{router_config, testbed, Dir, Polld, POLLD};
+use common::{one_document, router_config, testbed, Dir, Polld, POLLD};
 use polld_testbed::Testbed;
 use serde_json::Value;
-
-/// The `"type": "summary"` line of JSON-lines output.
-fn summary(out: Vec<u8>) -> Value {
-    let text = String::from_utf8(out).unwrap();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "summary")
-        .unwrap_or_else(|| panic!("no summary in {text}"))
-}
 
 /// `polld sink veth3 --netns SINK -i 1 --json` for a few seconds around
 /// `polld gen veth0 --netns GEN --rate 20k --size 60 --flows 4 --duration 1 -i 1 EXTRA`
@@ -54,7 +46,19 @@ fn gen_into_sink(tb: &Testbed, extra: &[&str]) -> (Value, Value) {
     assert!(gen.status.success(), "{gen:?}");
     let out = sink.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    (summary(out.stdout), summary(gen.stdout))
+    let keys = ["frames", "seconds", "intervals"];
+    (
+        one_document(
+            "polld sink",
+            &out.stdout,
+            &[&keys[..], &["analysis"]].concat(),
+        ),
+        one_document(
+            "polld gen",
+            &gen.stdout,
+            &[&keys[..], &["end_records"]].concat(),
+        ),
+    )
 }
 
 fn n(v: &Value) -> u64 {

@@ -145,11 +145,7 @@ fn frames_too_long_for_the_output_are_counted_on_it_by_name() {
         .unwrap();
     assert!(sent.status.success(), "{sent:?}");
     // After its 200 frames gen sends small end-of-run records, which fit the MTU.
-    let summary: Value = String::from_utf8_lossy(&sent.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "summary")
-        .expect("gen's JSON summary");
+    let summary = common::one_document("polld gen", &sent.stdout, &["end_records"]);
     let end_records = summary["end_records"].as_u64().expect("end_records");
     let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
     for iface in &interfaces {

@@ -7,17 +7,19 @@
 //! (`.ci/deps` installs them). Without them it skips, saying so; with
 //! `POLLD_REQUIRE_ROOT` set (CI) it fails instead.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{one_document, POLLD};
 use polld_testbed::entries::conserved;
+use polld_testbed::vm::demo::VmDemoArgs;
 use polld_testbed::vm::guest::DeviceWork;
 use polld_testbed::vm::{self, guest, image};
 use polld_testbed::{counters, Accel, Devices, Layout, PolldSetup, Testbed, UpOptions, VmOptions};
 use serde_json::Value;
-
-const POLLD: &str = env!("CARGO_BIN_EXE_polld");
 
 /// Frames per phase, and their rate: a moderate load for a guest under software
 /// emulation, which forwards about 9 kpps at most.
@@ -227,6 +229,19 @@ fn a_guest_forwards_every_frame_through_polld_and_its_nic_interrupts_are_counted
             "polling with the receive work in polld's budget took {ratio:.3}x interrupt mode's interrupts"
         );
     }
+
+    // `polld demo --devices vm --json` on this guest, its shortest: its output is one JSON
+    // document (its progress lines go to stderr).
+    let mut out = Vec::new();
+    let args = VmDemoArgs {
+        user_frac: 50,
+        duration: 1.0,
+        json: true,
+    };
+    vm::demo::run(args, &tb, Path::new(POLLD), &mut out).unwrap();
+    let keys = ["accel", "rows", "livelock", "tcp"];
+    one_document("polld demo --devices vm", &out, &keys);
+
     drop(tb);
     assert!(vm::guest_state(&prefix).is_none(), "down removed the guest");
 }

@@ -120,7 +120,8 @@ pub struct GenArgs {
     #[arg(short = 'i', long = "interval", default_value = "1", value_parser = parse_seconds)]
     pub interval: f64,
 
-    /// Print JSON lines (one per interval, then the summary) instead of text.
+    /// Print one JSON document when the run ends, on one line: the summary, with every
+    /// interval's report in `intervals`; the text lines go to stderr meanwhile.
     #[arg(long)]
     pub json: bool,
 
@@ -281,32 +282,28 @@ impl Generator {
     ) -> GenSummary {
         tighten_timer_slack();
         let mut report = Reporter::new(out, self.json);
-        report.note(|| {
-            format!(
-                "[gen] {} ({}), {}-byte frames, {} flow(s), rate {}",
-                self.interface,
-                self.backend.name(),
-                self.frame_size,
-                self.flows.len(),
-                match self.rate {
-                    Rate::Pps(pps) => format_pps(pps),
-                    Rate::Unlimited => "unlimited".into(),
-                }
-            )
-        });
-        report.note(|| {
-            format!(
-                "[gen] {:>13} {:>12} {:>13} {:>15} {:>12} {:>9} {:>10} {:>9}",
-                "interval",
-                "frames",
-                "rate",
-                "bitrate",
-                "pushed back",
-                "dropped",
-                "link drops",
-                "skipped"
-            )
-        });
+        report.note(&format!(
+            "[gen] {} ({}), {}-byte frames, {} flow(s), rate {}",
+            self.interface,
+            self.backend.name(),
+            self.frame_size,
+            self.flows.len(),
+            match self.rate {
+                Rate::Pps(pps) => format_pps(pps),
+                Rate::Unlimited => "unlimited".into(),
+            }
+        ));
+        report.note(&format!(
+            "[gen] {:>13} {:>12} {:>13} {:>15} {:>12} {:>9} {:>10} {:>9}",
+            "interval",
+            "frames",
+            "rate",
+            "bitrate",
+            "pushed back",
+            "dropped",
+            "link drops",
+            "skipped"
+        ));
 
         let link = LinkDrops::start(&self.interface);
         let start = monotonic_ns();
@@ -416,8 +413,7 @@ impl Generator {
             unsent: dev.tx_pending(),
             end_records,
         };
-        report.emit("summary", &summary, || {
-            let mut text = format!(
+        let mut text = format!(
                 "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>10} {:>9}  summary",
                 0.0,
                 seconds,
@@ -429,14 +425,13 @@ impl Generator {
                 summary.link_dropped.map_or("-".into(), |d| d.to_string()),
                 summary.skipped
             );
-            if summary.unsent > 0 {
-                text += &format!(
-                    "\n[gen] {} frames were still queued in the device at the end",
-                    summary.unsent
-                );
-            }
-            text
-        });
+        if summary.unsent > 0 {
+            text += &format!(
+                "\n[gen] {} frames were still queued in the device at the end",
+                summary.unsent
+            );
+        }
+        report.summary(&summary, &text);
         summary
     }
 
@@ -489,8 +484,9 @@ impl Generator {
             link_dropped: to.link_dropped - from.link_dropped,
             skipped: to.skipped - from.skipped,
         };
-        report.emit("interval", &interval, || {
-            format!(
+        report.interval(
+            &interval,
+            &format!(
                 "[gen] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s {:>12} {:>9} {:>10} {:>9}",
                 interval.start,
                 interval.end,
@@ -501,8 +497,8 @@ impl Generator {
                 interval.dropped,
                 interval.link_dropped,
                 interval.skipped
-            )
-        });
+            ),
+        );
     }
 }
 

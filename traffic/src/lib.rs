@@ -5,9 +5,9 @@
 //! every frame carries its flow, a per-flow sequence number and its send time. The sink
 //! ([`sink`]) receives through a `Device`, counts loss, reordering and duplicates per
 //! flow ([`seq`]) and one-way latency percentiles. Both print iperf-style interval
-//! reports and a summary, or JSON lines ([`report`]). [`backend`] opens the devices
-//! (AF_PACKET, AF_XDP, or an XDP counter for the sink); [`faults`] injects gaps and
-//! reordering for testing sinks. Usage: `polld gen --help`, `polld sink --help` and
+//! reports and a summary, or one JSON document at the end ([`report`]). [`backend`]
+//! opens the devices (AF_PACKET, AF_XDP, or an XDP counter for the sink); [`faults`]
+//! injects gaps and reordering for testing sinks. Usage: `polld gen --help`, `polld sink --help` and
 //! docs/guide.md, "Traffic".
 
 #![forbid(unsafe_code)]

@@ -1,46 +1,70 @@
-//! Interval and summary reports, as iperf-style text lines or as JSON lines.
+//! Interval and summary reports, as iperf-style text lines or as one JSON document.
 //!
-//! In JSON mode every interval is one object with `"type": "interval"` and the run
-//! ends with one object with `"type": "summary"`, each on its own line, so that a script
-//! can read the output line by line while the run goes on.
+//! As text, the header, every interval and the summary are lines on the output as the run
+//! goes on. With JSON the output is one JSON document on one line, written when the run
+//! ends: the summary's object, with every interval's object in `intervals`, in order; the
+//! text lines go to standard error meanwhile, as progress.
 
 use std::io::Write;
 
 use serde::Serialize;
+use serde_json::Value;
 
 /// Where reports go and in which format.
 pub struct Reporter<'a> {
     out: &'a mut dyn Write,
-    json: bool,
+    /// With JSON, the interval records so far; `None` for text.
+    intervals: Option<Vec<Value>>,
 }
 
 impl<'a> Reporter<'a> {
     pub fn new(out: &'a mut dyn Write, json: bool) -> Reporter<'a> {
-        Reporter { out, json }
+        Reporter {
+            out,
+            intervals: json.then(Vec::new),
+        }
     }
 
-    /// Writes one record: `text()` as a line, or `record` as a JSON line tagged `kind`.
+    /// A header line.
+    pub fn note(&mut self, text: &str) {
+        self.line(text);
+    }
+
+    /// One interval: `text` as a line; with JSON `record` is also kept for the summary.
+    pub fn interval<T: Serialize>(&mut self, record: &T, text: &str) {
+        if let Some(intervals) = &mut self.intervals {
+            intervals.push(serde_json::to_value(record).unwrap_or_default());
+        }
+        self.line(text);
+    }
+
+    /// The end of the run: `text` as a line, or with JSON the document, `record` with the
+    /// intervals.
     ///
-    /// A failed write (a closed pipe) is ignored: the run goes on and its summary is
-    /// still returned to the caller.
-    pub fn emit<T: Serialize>(&mut self, kind: &str, record: &T, text: impl FnOnce() -> String) {
-        let line = if self.json {
-            let mut value = serde_json::to_value(record).unwrap_or_default();
-            if let Some(object) = value.as_object_mut() {
-                object.insert("type".into(), kind.into());
-            }
-            value.to_string()
-        } else {
-            text()
+    /// A failed write (a closed pipe) is ignored: the run's summary is still returned to
+    /// the caller.
+    pub fn summary<T: Serialize>(self, record: &T, text: &str) {
+        let Some(intervals) = self.intervals else {
+            let _ = writeln!(self.out, "{text}");
+            let _ = self.out.flush();
+            return;
         };
-        let _ = writeln!(self.out, "{line}");
+        let mut document = serde_json::to_value(record).unwrap_or_default();
+        if let Some(object) = document.as_object_mut() {
+            object.insert("intervals".into(), Value::Array(intervals));
+        }
+        let _ = writeln!(self.out, "{document}");
         let _ = self.out.flush();
     }
 
-    /// Writes a text-only line (headers), skipped in JSON mode.
-    pub fn note(&mut self, text: impl FnOnce() -> String) {
-        if !self.json {
-            let _ = writeln!(self.out, "{}", text());
+    /// A text line: on the output, or with JSON on standard error. A failed write is
+    /// ignored, as in [`Reporter::summary`].
+    fn line(&mut self, text: &str) {
+        if self.intervals.is_some() {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        } else {
+            let _ = writeln!(self.out, "{text}");
+            let _ = self.out.flush();
         }
     }
 }
@@ -80,20 +104,23 @@ mod tests {
     }
 
     #[test]
-    fn json_lines_are_tagged_and_text_lines_are_verbatim() {
+    fn json_is_one_document_at_the_end_and_text_is_every_line() {
         let mut buf = Vec::new();
         let mut r = Reporter::new(&mut buf, true);
-        r.note(|| "header".into());
-        r.emit("interval", &Sample { frames: 3 }, || "text".into());
+        r.note("header");
+        r.interval(&Sample { frames: 3 }, "text");
+        r.interval(&Sample { frames: 4 }, "text");
+        r.summary(&Sample { frames: 7 }, "summary");
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "{\"frames\":3,\"type\":\"interval\"}\n"
+            "{\"frames\":7,\"intervals\":[{\"frames\":3},{\"frames\":4}]}\n"
         );
         let mut buf = Vec::new();
         let mut r = Reporter::new(&mut buf, false);
-        r.note(|| "header".into());
-        r.emit("interval", &Sample { frames: 3 }, || "text".into());
-        assert_eq!(String::from_utf8(buf).unwrap(), "header\ntext\n");
+        r.note("header");
+        r.interval(&Sample { frames: 3 }, "text");
+        r.summary(&Sample { frames: 3 }, "summary");
+        assert_eq!(String::from_utf8(buf).unwrap(), "header\ntext\nsummary\n");
     }
 
     #[test]

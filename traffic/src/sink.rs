@@ -61,7 +61,8 @@ pub struct SinkArgs {
     #[arg(short = 'i', long = "interval", default_value = "1", value_parser = parse_seconds)]
     pub interval: f64,
 
-    /// Print JSON lines (one per interval, then the summary) instead of text.
+    /// Print one JSON document when the run ends, on one line: the summary, with every
+    /// interval's report in `intervals`; the text lines go to stderr meanwhile.
     #[arg(long)]
     pub json: bool,
 
@@ -350,7 +351,7 @@ impl Sink {
             tally.counts.bytes,
             Some(tally.analysis()),
         );
-        report.emit("summary", &summary, || summary_text(&summary));
+        report.summary(&summary, &summary_text(&summary));
         summary
     }
 
@@ -394,28 +395,30 @@ impl Sink {
             self.emit_interval(&mut report, start, marked, (now, frames, bytes), None);
         }
         let summary = self.summary((now - start) as f64 / 1e9, frames, bytes, None);
-        report.emit("summary", &summary, || summary_text(&summary));
+        report.summary(&summary, &summary_text(&summary));
         Ok(summary)
     }
 
     fn start_report<'a>(&self, out: &'a mut dyn std::io::Write) -> Reporter<'a> {
         let mut report = Reporter::new(out, self.json);
-        report.note(|| format!("[sink] {} ({})", self.interface, self.backend.name()));
-        report.note(|| {
-            format!(
-                "[sink] {:>13} {:>12} {:>13} {:>15} {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
-                "interval",
-                "frames",
-                "rate",
-                "bitrate",
-                "lost",
-                "reord",
-                "dup",
-                "foreign",
-                "p50 µs",
-                "p99 µs"
-            )
-        });
+        report.note(&format!(
+            "[sink] {} ({})",
+            self.interface,
+            self.backend.name()
+        ));
+        report.note(&format!(
+            "[sink] {:>13} {:>12} {:>13} {:>15} {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
+            "interval",
+            "frames",
+            "rate",
+            "bitrate",
+            "lost",
+            "reord",
+            "dup",
+            "foreign",
+            "p50 µs",
+            "p99 µs"
+        ));
         report
     }
 
@@ -523,33 +526,31 @@ impl Sink {
             mbit_per_s: mbit_per_s(to_bytes - from_bytes, seconds),
             analysis,
         };
-        report.emit("interval", &interval, || {
-            let mut text = format!(
-                "[sink] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s",
-                interval.start,
-                interval.end,
-                interval.frames,
-                format_pps(interval.pps),
-                interval.mbit_per_s,
+        let mut text = format!(
+            "[sink] {:>5.2}-{:<5.2} s {:>12} {:>13} {:>10.2} Mbit/s",
+            interval.start,
+            interval.end,
+            interval.frames,
+            format_pps(interval.pps),
+            interval.mbit_per_s,
+        );
+        if let Some(a) = &interval.analysis {
+            let micros = |pick: fn(&LatencySummary) -> u64| {
+                a.latency
+                    .as_ref()
+                    .map_or("-".into(), |l| format!("{:.1}", pick(l) as f64 / 1e3))
+            };
+            text += &format!(
+                " {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
+                a.lost,
+                a.reordered,
+                a.duplicates,
+                a.foreign,
+                micros(|l| l.p50_ns),
+                micros(|l| l.p99_ns)
             );
-            if let Some(a) = &interval.analysis {
-                let micros = |pick: fn(&LatencySummary) -> u64| {
-                    a.latency
-                        .as_ref()
-                        .map_or("-".into(), |l| format!("{:.1}", pick(l) as f64 / 1e3))
-                };
-                text += &format!(
-                    " {:>8} {:>6} {:>6} {:>8} {:>9} {:>9}",
-                    a.lost,
-                    a.reordered,
-                    a.duplicates,
-                    a.foreign,
-                    micros(|l| l.p50_ns),
-                    micros(|l| l.p99_ns)
-                );
-            }
-            text
-        });
+        }
+        report.interval(&interval, &text);
     }
 }
 

@@ -40,6 +40,28 @@ pub fn two_cpus() -> bool {
     polld_testsupport::skip::cpus_or_skip(2, "the flood on CPU0, polld on CPU1")
 }
 
+/// `stdout`, what `what` printed with `--json`, as the one JSON document it must be (all of
+/// it: nothing before or after), with each of `keys` at its top level, or in each of its
+/// elements when it is an array.
+pub fn one_document(what: &str, stdout: &[u8], keys: &[&str]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let document: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{what} --json: not one JSON document ({e}):\n{text}"));
+    let objects = match &document {
+        Value::Array(elements) => elements.iter().collect(),
+        object => vec![object],
+    };
+    for object in objects {
+        for key in keys {
+            assert!(
+                object.get(key).is_some(),
+                "{what} --json: no {key:?} in {object}"
+            );
+        }
+    }
+    document
+}
+
 /// A veth testbed whose namespaces are unique to this process and `tag`; torn down on
 /// drop, also when the test fails.
 pub fn testbed(tag: &str) -> Testbed {
@@ -127,7 +149,7 @@ pub fn quick_bench_retrying(bench: &str, tag: &str, retry_on: &[&str]) -> (Dir, 
         out.status.success(),
         "polld bench {bench} failed:\n{stderr}"
     );
-    let report = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let report = one_document(&format!("polld bench {bench}"), &out.stdout, &[]);
     (dir, report, stderr)
 }
 

@@ -56,7 +56,8 @@ pub struct CtlArgs {
     /// Print descriptions instead of values.
     #[arg(short = 'd')]
     pub descriptions: bool,
-    /// Print machine-readable JSON (a [`CtlJson`] object).
+    /// Print one JSON object: the entries read, the writes with their old and new
+    /// values, every error, and what `--save` or `reload` did.
     #[arg(long)]
     pub json: bool,
     /// Write the running knobs and interface modes into the config file polld was

@@ -73,12 +73,14 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
         Devices::Tap => "tap0 in gen and tap1 in sink, joined only by polld",
         Devices::Vm => "a qemu guest's virtio-net NICs on tap0 in gen and tap1 in sink",
     };
-    writeln!(
+    say(
+        args.json,
         out,
-        "polld demo: bringing up the testbed ({}, {}, {}: {joined})",
-        layout.gen_ns, layout.fwd_ns, layout.sink_ns
-    )
-    .ok();
+        format_args!(
+            "bringing up the testbed ({}, {}, {}: {joined})",
+            layout.gen_ns, layout.fwd_ns, layout.sink_ns
+        ),
+    );
     // On the VM testbed the guest runs this same polld.
     let vm = VmOptions {
         polld: polld.to_path_buf(),
@@ -107,8 +109,20 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     };
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
-    writeln!(out, "polld demo: testbed removed").ok();
+    say(args.json, out, format_args!("testbed removed"));
     result
+}
+
+/// A progress line, `polld demo: WHAT`: on `out`, before the table people read there (and
+/// a results page quotes); with `json` on stderr, for then `out` carries the JSON report
+/// and nothing else.
+pub(crate) fn say(json: bool, out: &mut dyn Write, what: std::fmt::Arguments<'_>) {
+    let line = format!("polld demo: {what}");
+    let _ = if json {
+        writeln!(std::io::stderr().lock(), "{line}")
+    } else {
+        writeln!(out, "{line}")
+    };
 }
 
 /// What a demo's runs share.
@@ -144,12 +158,14 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
     let mut rows = Vec::new();
     for mode in ["interrupt", "polling"] {
-        writeln!(
+        say(
+            args.json,
             out,
-            "polld demo: {mode} mode, {} frames/s for {} s ...",
-            args.rate, args.duration
-        )
-        .ok();
+            format_args!(
+                "{mode} mode, {} frames/s for {} s ...",
+                args.rate, args.duration
+            ),
+        );
         let trial = Trial {
             label: mode.to_string(),
             forwarder: Forwarder::Polld {
@@ -182,12 +198,14 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
     let mut rows = Vec::new();
     for mode in ["interrupt", "polling"] {
-        writeln!(
+        say(
+            args.json,
             out,
-            "polld demo: {mode} mode; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
-            args.duration
-        )
-        .ok();
+            format_args!(
+                "{mode} mode; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+                args.duration
+            ),
+        );
         let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
         rows.push(measure_share(
             run.tb,

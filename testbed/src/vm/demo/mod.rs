@@ -33,6 +33,7 @@ use std::path::Path;
 
 use polld_core::Knobs;
 
+use crate::demo::say;
 use crate::entries::{kern_entry, FASTFORWARDING};
 use crate::share::{ShareRow, ShareTrial};
 use crate::vm::guest::{self, DeviceWork};
@@ -125,13 +126,18 @@ pub fn run(
                 ..row
             })
         };
-        let say = |out: &mut dyn Write, what: String| {
-            let _ = writeln!(out, "polld demo: {what}; measuring {} s ...", args.duration);
+        let measuring = |out: &mut dyn Write, what: String| {
+            let secs = args.duration;
+            say(
+                args.json,
+                out,
+                format_args!("{what}; measuring {secs} s ..."),
+            );
         };
         // The device work at interrupt priority in every row, and once at the kernel's
         // default for comparison under the flood.
         for work in [DeviceWork::InterruptPriority, DeviceWork::Fair] {
-            say(
+            measuring(
                 out,
                 format!(
                     "interrupt mode under a flood from gen, the device work at {}",
@@ -153,7 +159,7 @@ pub fn run(
         let mut livelock = Vec::new();
         for rate in [Some(half), None] {
             let what = rate.map_or("a flood".to_string(), |r| format!("{r:.0} frames/s"));
-            say(
+            measuring(
                 out,
                 format!("interrupt mode without fastforwarding at {what}"),
             );
@@ -161,19 +167,19 @@ pub fn run(
             livelock.push(row("interrupt", &seed000, rate, work)?);
         }
         // Seed 001's screen.
-        say(out, format!("interrupt mode at {half:.0} frames/s (half of what it delivered with the device work at a fair share)"));
+        measuring(out, format!("interrupt mode at {half:.0} frames/s (half of what it delivered with the device work at a fair share)"));
         rows.push(row(
             "interrupt",
             &knobs,
             Some(half),
             DeviceWork::InterruptPriority,
         )?);
-        say(
+        measuring(
             out,
             "polling mode under a flood from gen, the device work at interrupt priority".into(),
         );
         rows.push(row("polling", &knobs, None, DeviceWork::InterruptPriority)?);
-        say(out, format!("polling mode at {half:.0} frames/s"));
+        measuring(out, format!("polling mode at {half:.0} frames/s"));
         rows.push(row(
             "polling",
             &knobs,
@@ -186,7 +192,7 @@ pub fn run(
     let (rows, livelock) = measured?;
     guest::set_device_work(prefix, DeviceWork::InterruptPriority)?;
     let polld = start_polld(layout, "interrupt", &knobs)?;
-    let tcp = tcp::tcp(tb, polld, args.duration, out);
+    let tcp = tcp::tcp(tb, polld, args.duration, args.json, out);
     let report = guest::stop_polld(prefix, polld)?;
     let tcp = tcp?;
     if !crate::entries::conserved(&report) {

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::report::{TcpRow, TCP_FIXED_MBIT};
+use crate::demo::say;
 use crate::vm::guest::{self, TaskTicks, ETH0_RX_IRQ};
 use crate::{Role, Testbed, TestbedError};
 
@@ -13,20 +14,22 @@ fn failed(what: String) -> TestbedError {
 }
 
 /// Seed 002 through the guest: iperf3 TCP from gen to sink, unlimited in both modes, then
-/// at [`TCP_FIXED_MBIT`].
+/// at [`TCP_FIXED_MBIT`]; a progress line before each ([`say`]).
 pub(super) fn tcp(
     tb: &Testbed,
     polld: u32,
     secs: f64,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<Vec<TcpRow>, TestbedError> {
     let mut rows = Vec::new();
     for target in [None, Some(TCP_FIXED_MBIT)] {
         for mode in ["interrupt", "polling"] {
             let rate = target.map_or("unlimited".to_string(), |m| format!("at {m} Mbit/s"));
-            let _ = writeln!(
+            say(
+                json,
                 out,
-                "polld demo: iperf3 TCP {rate} through the guest in {mode} mode; {secs} s ..."
+                format_args!("iperf3 TCP {rate} through the guest in {mode} mode; {secs} s ..."),
             );
             guest::set_mode(&tb.layout().prefix, mode)?;
             rows.push(transfer(tb, mode, target, secs, polld)?);
