@@ -385,6 +385,44 @@ fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics()
 }
 
 #[test]
+fn the_last_reload_says_when_it_ended_and_whether_it_was_applied() {
+    let reloads = |ok: &str| {
+        exposition(&[
+            entry("polld.reloads", "3", "Applied"),
+            entry("polld.reload_failures", "1", "Refused"),
+            entry("polld.reload_time", "1765000000", "When"),
+            entry("polld.reload_ok", ok, "Applied or refused"),
+            entry(
+                "polld.reload_error",
+                "kern.polling.hz: 7 is out of range",
+                "Why",
+            ),
+        ])
+    };
+    let text = reloads("0");
+    let got = samples(&text);
+    assert_eq!(value(&got, "polld_reloads_total"), "3");
+    assert_eq!(value(&got, "polld_reload_failures_total"), "1");
+    assert_eq!(
+        value(&got, "polld_last_reload_timestamp_seconds"),
+        "1765000000"
+    );
+    assert_eq!(value(&got, "polld_last_reload_successful"), "0");
+    let applied = samples(&reloads("1"));
+    assert_eq!(value(&applied, "polld_last_reload_successful"), "1");
+    assert!(
+        text.contains("# TYPE polld_reloads_total counter\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE polld_last_reload_successful gauge\n"),
+        "{text}"
+    );
+    // The reason is for people (`polld ctl polld.reload_error`), not a label.
+    assert_eq!(got.len(), 4, "{text}");
+}
+
+#[test]
 fn each_poll_cpu_has_its_scheduler_and_time_under_a_cpu_label() {
     let entries = [
         entry("net.ifpoll.0.rx.burst", "40", "Burst"),

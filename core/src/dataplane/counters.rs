@@ -32,8 +32,8 @@ sysctl_struct! {
             "Auto mode: switches between interrupts and polling";
         /// Frames received from the device.
         rx_packets: u64 = 0, RX_PACKETS: Counter "Frames received";
-        /// Bytes of those frames, each as long as the device handed it up (Ethernet
-        /// header and payload, no FCS). Not part of conservation.
+        /// Bytes of those frames, each as long as the device handed it up. Not part of
+        /// conservation.
         rx_bytes: u64 = 0, RX_BYTES: Counter "Bytes of the frames received";
         /// Frames handed to this device for transmission (accepted by its `send`).
         tx_packets: u64 = 0, TX_PACKETS: Counter "Frames transmitted";
