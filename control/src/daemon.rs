@@ -47,7 +47,8 @@ pub struct ReloadStatus {
     pub refused: u64,
     /// When the last reload ended, in seconds since the epoch; 0 before the first.
     pub time_s: u64,
-    /// Why the last reload was refused; empty when it was applied (or none ran).
+    /// Why the last reload was refused, never empty when it was; empty when it was
+    /// applied (or none ran).
     pub error: String,
 }
 
@@ -185,6 +186,12 @@ sysctl_oids! {
             "When the last config reload ended, seconds since the epoch (0: none yet)",
             |d| Value::from(d.reload.time_s),
             metric Metric::Named("polld_last_reload_timestamp_seconds");
+        /// 1 when the last reload was applied (or none ran: the config polld started
+        /// with was), 0 when it was refused.
+        RELOAD_OK = "reload_ok": Gauge
+            "The last config reload was applied (1; also before the first) or refused (0)",
+            |d| Value::from(d.reload.error.is_empty()),
+            metric Metric::Named("polld_last_reload_successful");
         /// Why the last reload was refused, as logged; empty when it was applied.
         RELOAD_ERROR = "reload_error": Gauge
             "Why the last config reload was refused (empty: applied)",

@@ -13,7 +13,8 @@
 //! - [`save`]: the TOML editor behind `polld ctl --save`, the running knobs and modes
 //!   written back into the config file, atomically and keeping its comments;
 //! - [`metrics`]: `GET /metrics`, an HTTP server on its own thread and the Prometheus text
-//!   format it serves.
+//!   format it serves: the entries, then the build and the process as every exporter
+//!   serves them (the commit comes from `build.rs`).
 
 #![forbid(unsafe_code)]
 

@@ -12,6 +12,7 @@ use polld_control::metrics::{
     exposition, MetricsServer, CLIENT_TIMEOUT, CONTENT_TYPE, MAX_CLIENTS, MAX_REQUEST_BYTES,
 };
 use polld_core::SysctlEntry;
+use polld_sim::{Arrivals, NicConfig};
 
 /// Sends `request` raw; returns the status code, the headers and the body.
 fn http(addr: SocketAddr, request: &str) -> (u16, String, String) {
@@ -71,7 +72,9 @@ fn scraped_values_equal_what_ctl_reads_at_the_same_moment() {
                 ),
                 None if [
                     "rx_packets",
+                    "rx_bytes",
                     "tx_packets",
+                    "tx_bytes",
                     "interrupts",
                     "polls",
                     "forwarded",
@@ -96,9 +99,9 @@ fn scraped_values_equal_what_ctl_reads_at_the_same_moment() {
         assert_eq!(value(&scraped, &metric), v, "{metric} against {name}");
         compared += 1;
     }
-    // Two interfaces with five counters and the dataplane's five drop reasons each (the
+    // Two interfaces with seven counters and the dataplane's five drop reasons each (the
     // simulator's stage declares none of its own), and the scheduler's eight.
-    assert!(compared >= 28, "only {compared} compared");
+    assert!(compared >= 32, "only {compared} compared");
     // The simulated NIC sim0 is flooded: its drops are not all zero.
     assert!(scraped
         .iter()
@@ -117,6 +120,94 @@ fn scraped_values_equal_what_ctl_reads_at_the_same_moment() {
         ),
         "0"
     );
+}
+
+#[test]
+fn a_scrape_counts_the_bytes_of_the_frames_through_the_simulated_nics() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    let scraped = samples(&get(server.addr(), "/metrics").2);
+    let number = |family: &str, ifname: &str| -> u64 {
+        value(&scraped, &format!("{family}{{interface=\"{ifname}\"}}"))
+            .parse()
+            .unwrap()
+    };
+    // Every simulated frame is as long as the NIC's configuration says, forwarded as it
+    // came (sim0 to sim1).
+    let frame_len = NicConfig::new("any", Arrivals::None).frame_len as u64;
+    for ifname in common::INTERFACES {
+        for way in ["rx", "tx"] {
+            let packets = number(&format!("polld_interface_{way}_packets_total"), ifname);
+            let bytes = number(&format!("polld_interface_{way}_bytes_total"), ifname);
+            assert_eq!(bytes, packets * frame_len, "{ifname} {way}");
+        }
+    }
+    assert!(number("polld_interface_tx_bytes_total", "sim1") > 0);
+}
+
+/// The `[workspace.package] version` of the workspace's Cargo.toml.
+fn workspace_version() -> String {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
+    let toml: toml::Value = toml::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    toml["workspace"]["package"]["version"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The commit `git rev-parse HEAD` gives in the workspace, `unknown` outside a checkout;
+/// `None` when a checkout cannot be asked (no git installed).
+fn workspace_commit() -> Option<String> {
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    if !std::path::Path::new(workspace).join(".git").exists() {
+        return Some("unknown".into());
+    }
+    let out = std::process::Command::new("git")
+        .args(["-C", workspace, "rev-parse", "HEAD"])
+        .output()
+        .ok()?;
+    Some(String::from_utf8(out.stdout).ok()?.trim().to_string())
+}
+
+#[test]
+fn a_scrape_says_which_build_runs_and_how_the_process_fares() {
+    let daemon = Daemon::start();
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), daemon.requester()).unwrap();
+    let (_, _, body) = get(server.addr(), "/metrics");
+    let scraped = samples(&body);
+    let build: Vec<&(String, String)> = scraped
+        .iter()
+        .filter(|(n, _)| n.starts_with("polld_build_info{"))
+        .collect();
+    assert_eq!(build.len(), 1, "{body}");
+    let (labels, one) = build[0];
+    assert_eq!(one, "1");
+    assert!(
+        labels.contains(&format!("version=\"{}\"", workspace_version())),
+        "{labels}"
+    );
+    if let Some(commit) = workspace_commit() {
+        assert!(labels.contains(&format!("commit=\"{commit}\"")), "{labels}");
+    }
+    assert!(labels.contains("rustc=\"1."), "{labels}");
+    assert!(body.contains("# TYPE polld_build_info gauge\n"));
+
+    let number = |name: &str| -> f64 { value(&scraped, name).parse().unwrap() };
+    let open = number("process_open_fds");
+    // At least stdin, stdout, stderr, the listener and the control socket.
+    assert!(open >= 5.0, "{open}");
+    assert!(number("process_max_fds") >= open);
+    assert!(number("process_resident_memory_bytes") > 1e6);
+    assert!(number("process_virtual_memory_bytes") >= number("process_resident_memory_bytes"));
+    assert!(number("process_cpu_seconds_total") >= 0.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = number("process_start_time_seconds");
+    assert!(started <= now && started > 1.5e9, "{started} at {now}");
+    assert!(body.contains("# TYPE process_cpu_seconds_total counter\n"));
+    assert!(body.contains("# TYPE process_open_fds gauge\n"));
 }
 
 #[test]
@@ -291,6 +382,44 @@ fn the_kernel_receive_work_and_the_poll_threads_cpu_time_are_their_own_metrics()
         text.contains("# TYPE polld_kernel_rx_seconds_total counter"),
         "{text}"
     );
+}
+
+#[test]
+fn the_last_reload_says_when_it_ended_and_whether_it_was_applied() {
+    let reloads = |ok: &str| {
+        exposition(&[
+            entry("polld.reloads", "3", "Applied"),
+            entry("polld.reload_failures", "1", "Refused"),
+            entry("polld.reload_time", "1765000000", "When"),
+            entry("polld.reload_ok", ok, "Applied or refused"),
+            entry(
+                "polld.reload_error",
+                "kern.polling.hz: 7 is out of range",
+                "Why",
+            ),
+        ])
+    };
+    let text = reloads("0");
+    let got = samples(&text);
+    assert_eq!(value(&got, "polld_reloads_total"), "3");
+    assert_eq!(value(&got, "polld_reload_failures_total"), "1");
+    assert_eq!(
+        value(&got, "polld_last_reload_timestamp_seconds"),
+        "1765000000"
+    );
+    assert_eq!(value(&got, "polld_last_reload_successful"), "0");
+    let applied = samples(&reloads("1"));
+    assert_eq!(value(&applied, "polld_last_reload_successful"), "1");
+    assert!(
+        text.contains("# TYPE polld_reloads_total counter\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE polld_last_reload_successful gauge\n"),
+        "{text}"
+    );
+    // The reason is for people (`polld ctl polld.reload_error`), not a label.
+    assert_eq!(got.len(), 4, "{text}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use polld_control::daemon::DaemonStatus;
-use polld_control::metrics::exposition_of;
+use polld_control::metrics::scrape;
 use polld_core::{Dataplane, Kind, Poller, Reading};
 use polld_packet::{PacketConfig, Stage};
 
@@ -144,7 +144,8 @@ pub fn knobs_markdown() -> String {
 
 /// docs/metrics.md.
 pub fn metrics_markdown() -> String {
-    let text = exposition_of(&declared_entries());
+    // The process families' samples are left out: the page lists names, not values.
+    let text = scrape(&declared_entries(), None);
     // Family name -> (type, help, label names of its first sample).
     let mut families: BTreeMap<String, (String, String, String)> = BTreeMap::new();
     for line in text.lines() {
@@ -175,7 +176,11 @@ pub fn metrics_markdown() -> String {
          `dev.IF.rx_packets` is `polld_interface_rx_packets_total{interface=\"IF\"}`, \
          `kern.polling.burst` is `polld_polling_burst`, `polld.work_ns` is \
          `polld_device_work_seconds_total`. With `[daemon] cpus` each poll CPU adds \
-         `polld_ifpoll_*{cpu=\"N\"}` and `polld_percpu_*{cpu=\"N\"}`. Generated from the \
+         `polld_ifpoll_*{cpu=\"N\"}` and `polld_percpu_*{cpu=\"N\"}`. Beside them, what \
+         every exporter serves about itself: `polld_build_info`, whose labels say the \
+         version, the commit and the compiler, and the `process_*` families of the \
+         Prometheus client libraries' process collector (CPU time, memory, file \
+         descriptors, start time), read from `/proc` at each scrape. Generated from the \
          declarations (`cargo test -p polld --test reference`; `POLLD_BLESS=1` rewrites \
          it).\n\n\
          | family | type | labels | help |\n|---|---|---|---|\n",

@@ -45,6 +45,7 @@ pub struct IfconfigArgs {
 const COUNTER_LINES: [&[&str]; 3] = [
     &[
         IfCounters::RX_PACKETS.name,
+        IfCounters::RX_BYTES.name,
         IfCounters::FORWARDED.name,
         IfCounters::LENT.name,
         IfCounters::LOCAL.name,
@@ -53,6 +54,7 @@ const COUNTER_LINES: [&[&str]; 3] = [
     ],
     &[
         IfCounters::TX_PACKETS.name,
+        IfCounters::TX_BYTES.name,
         IfCounters::GENERATED.name,
         IfCounters::GENERATED_DROPPED.name,
     ],

@@ -45,7 +45,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// A family's Prometheus type: what the entry's declaration says it is (a knob is a
 /// level you set, so a gauge).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Type {
+pub(super) enum Type {
     Counter,
     Gauge,
 }
@@ -69,18 +69,12 @@ struct Family {
 
 /// The families in first-seen order (Prometheus wants each family's samples together).
 #[derive(Default)]
-struct Families(Vec<Family>);
+pub(super) struct Families(Vec<Family>);
 
 impl Families {
-    fn add(
-        &mut self,
-        name: String,
-        help: &str,
-        kind: Type,
-        labels: Vec<(&'static str, String)>,
-        value: String,
-    ) {
-        let i = match self.0.iter().position(|f| f.name == name) {
+    /// The family `name`, added without samples if it is new; its index.
+    pub(super) fn declare(&mut self, name: String, help: &str, kind: Type) -> usize {
+        match self.0.iter().position(|f| f.name == name) {
             Some(i) => i,
             None => {
                 self.0.push(Family {
@@ -91,11 +85,24 @@ impl Families {
                 });
                 self.0.len() - 1
             }
-        };
+        }
+    }
+
+    /// A sample of the family `name`, declared by its first sample.
+    pub(super) fn add(
+        &mut self,
+        name: String,
+        help: &str,
+        kind: Type,
+        labels: Vec<(&'static str, String)>,
+        value: String,
+    ) {
+        let i = self.declare(name, help, kind);
         self.0[i].samples.push((labels, value));
     }
 
-    fn render(&self) -> String {
+    /// The text exposition of every family, in order.
+    pub(super) fn render(&self) -> String {
         let mut text = String::new();
         for family in &self.0 {
             let kind = match family.kind {
@@ -154,6 +161,11 @@ fn metric(base: String, kind: Kind) -> String {
 /// The readings of a [`Request::Snapshot`](crate::proto::Request::Snapshot) answer in the Prometheus text format: each
 /// family's type and HELP come from the entry's declaration.
 pub fn exposition_of(readings: &[Reading]) -> String {
+    families_of(readings).render()
+}
+
+/// The families of `readings`, as [`exposition_of`] renders them.
+pub(super) fn families_of(readings: &[Reading]) -> Families {
     let mut families = Families::default();
     let modes: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
     let links = LinkState::ALL.map(LinkState::name);
@@ -226,7 +238,7 @@ pub fn exposition_of(readings: &[Reading]) -> String {
             add_by_node(&mut families, base, r, label_of(leaf), Vec::new());
         }
     }
-    families.render()
+    families
 }
 
 /// An entry as the family `base` its node names it by, with `labels`: a number by its

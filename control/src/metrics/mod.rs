@@ -3,7 +3,9 @@
 //!
 //! The server never touches the dataplane: each scrape asks the poll thread through the
 //! control [`Requester`] for a [`Request::Snapshot`], the entries `polld ctl -a` lists but
-//! typed, and [`exposition_of`] renames them the Prometheus way. Only `GET` and `HEAD` of
+//! typed, and [`exposition_of`] renames them the Prometheus way; [`scrape`] adds what every
+//! exporter serves about itself, the build ([`BUILD`]) and the process ([`ProcessStats`]),
+//! which the metrics thread reads from `/proc` itself. Only `GET` and `HEAD` of
 //! `/metrics` are served: another path is 404, another method 405, a malformed request
 //! 400, and 503 when the poll thread does not answer.
 //!
@@ -23,12 +25,25 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 
+use polld_core::Reading;
+
 use crate::proto::{Request, Response};
 use crate::server::wait::{accept_events, next_connection, wait, AcceptPause};
 use crate::server::{EventFd, Requester};
 
+mod exporter;
 mod exposition;
+pub use exporter::{Build, ProcessStats, BUILD};
 pub use exposition::{exposition, exposition_of, CONTENT_TYPE};
+
+/// What `GET /metrics` answers: the entries of a snapshot ([`exposition_of`]), then
+/// [`BUILD`] and the process (`process` `None`, when `/proc` could not be read, declares
+/// the process families without samples).
+pub fn scrape(readings: &[Reading], process: Option<&ProcessStats>) -> String {
+    let mut families = exposition::families_of(readings);
+    exporter::add(&mut families, &BUILD, process);
+    families.render()
+}
 
 /// How long a client has to send its request, and then to take the answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -379,7 +394,7 @@ fn respond(head: &str, requester: &Requester) -> Answer {
         Some(Response::Snapshot { readings }) => (
             "200 OK",
             vec![("Content-Type", CONTENT_TYPE)],
-            exposition_of(&readings),
+            scrape(&readings, ProcessStats::read().ok().as_ref()),
         ),
         _ => plain(
             "503 Service Unavailable",

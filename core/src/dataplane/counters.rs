@@ -32,8 +32,13 @@ sysctl_struct! {
             "Auto mode: switches between interrupts and polling";
         /// Frames received from the device.
         rx_packets: u64 = 0, RX_PACKETS: Counter "Frames received";
+        /// Bytes of those frames, each as long as the device handed it up. Not part of
+        /// conservation.
+        rx_bytes: u64 = 0, RX_BYTES: Counter "Bytes of the frames received";
         /// Frames handed to this device for transmission (accepted by its `send`).
         tx_packets: u64 = 0, TX_PACKETS: Counter "Frames transmitted";
+        /// Bytes of those frames, each as long as it was handed to the device.
+        tx_bytes: u64 = 0, TX_BYTES: Counter "Bytes of the frames transmitted";
         /// Of those, frames the device dropped afterwards, by reason.
         tx_drops: TxDrops = TxDrops::default();
         /// Frames received here and transmitted on another interface.
@@ -59,6 +64,18 @@ sysctl_struct! {
 }
 
 impl IfCounters {
+    /// Counts a frame of `len` bytes the device handed up.
+    pub(crate) fn count_rx(&mut self, len: usize) {
+        self.rx_packets += 1;
+        self.rx_bytes += len as u64;
+    }
+
+    /// Counts a frame of `len` bytes the device took for transmission.
+    pub(crate) fn count_tx(&mut self, len: usize) {
+        self.tx_packets += 1;
+        self.tx_bytes += len as u64;
+    }
+
     /// Adds `other`'s counters: the totals of an interface polled as several queues.
     pub fn add(&mut self, other: &IfCounters) {
         // Destructured, so that a new counter cannot be left out.
@@ -71,7 +88,9 @@ impl IfCounters {
             tx_ready_interrupts,
             auto_switches,
             rx_packets,
+            rx_bytes,
             tx_packets,
+            tx_bytes,
             tx_drops,
             forwarded,
             lent,
@@ -90,7 +109,9 @@ impl IfCounters {
         self.tx_ready_interrupts += tx_ready_interrupts;
         self.auto_switches += auto_switches;
         self.rx_packets += rx_packets;
+        self.rx_bytes += rx_bytes;
         self.tx_packets += tx_packets;
+        self.tx_bytes += tx_bytes;
         self.tx_drops.add_all(tx_drops);
         self.forwarded += forwarded;
         self.lent += lent;

@@ -239,7 +239,7 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
         let Interface { dev, counters, .. } = &mut ifs[i];
         // Returns whether the frame's loan was kept.
         let mut process = |frame: &mut [u8], loan: Option<Loan>| {
-            counters.rx_packets += 1;
+            counters.count_rx(frame.len());
             if *fastforwarding {
                 let verdict = stage.process(i, frame, tx);
                 let rx = Received {

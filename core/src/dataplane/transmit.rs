@@ -14,11 +14,11 @@ use super::{Dataplane, Devices, Facts, IfCounters, Interface};
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
     /// A frame a user process sends on interface `i` (the simulator's traffic generator),
-    /// counted in its `tx_packets` when the device takes it.
+    /// counted in its `tx_packets` and `tx_bytes` when the device takes it.
     pub fn send_from_user(&mut self, i: usize, frame: &[u8]) -> Result<(), TxFull> {
         let iface = &mut self.devs.ifs[i];
         iface.dev.send(frame)?;
-        iface.counters.tx_packets += 1;
+        iface.counters.count_tx(frame.len());
         Ok(())
     }
 }
@@ -149,16 +149,19 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
                 Origin::Generated => (None, false),
                 Origin::Received { input, more } => (Some(input), more),
             };
-            let sent = match s.bytes {
+            let (sent, len) = match s.bytes {
                 Bytes::Copied { start, len } => {
                     let frame = &self.tx.bytes[start..start + len];
-                    self.ifs[s.out].dev.send(frame).is_ok()
+                    (self.ifs[s.out].dev.send(frame).is_ok(), len)
                 }
                 // Only a received frame is ever lent.
-                Bytes::Lent(loan) => send_loan(&mut self.ifs, s.out, input.unwrap_or(s.out), loan),
+                Bytes::Lent(loan) => (
+                    send_loan(&mut self.ifs, s.out, input.unwrap_or(s.out), loan),
+                    loan.len as usize,
+                ),
             };
             if sent {
-                self.ifs[s.out].counters.tx_packets += 1;
+                self.ifs[s.out].counters.count_tx(len);
             }
             match input {
                 Some(_) if more => datagram_sent &= sent,
