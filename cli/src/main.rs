@@ -17,7 +17,7 @@ mod completions;
 #[derive(Parser)]
 #[command(
     name = "polld",
-    version,
+    version = polld_control::metrics::VERSION,
     about = "Device polling for Linux user-space packet processing: the daemon and its operator tools.",
     long_about = None,
     after_help = "The lab (simulator, traffic generator and sink, testbed, demos, benches) is a \

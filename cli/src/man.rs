@@ -220,7 +220,7 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
              with a restart; a reload names what it did not apply. A file with a mistake \
              is refused as a whole and polld goes on as it was. polld ctl reload sends \
              SIGHUP and waits for the outcome (polld.reloads, polld.reload_failures, \
-             polld.reload_error), failing with the file's mistakes when it is refused.",
+             polld.reload_ok, polld.reload_error), failing with the file's mistakes when it is refused.",
             "SIGINT, SIGTERM\nStop: polld drains its queues, prints every interface's \
              counters (as JSON with --json) and exits.",
         ],

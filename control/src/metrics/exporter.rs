@@ -27,6 +27,14 @@ pub struct Build {
 }
 
 /// This build.
+/// `polld --version`: the version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("POLLD_COMMIT"),
+    ")"
+);
+
 pub const BUILD: Build = Build {
     version: env!("CARGO_PKG_VERSION"),
     commit: env!("POLLD_COMMIT"),

@@ -33,7 +33,7 @@ use crate::server::{EventFd, Requester};
 
 mod exporter;
 mod exposition;
-pub use exporter::{Build, ProcessStats, BUILD};
+pub use exporter::{Build, ProcessStats, BUILD, VERSION};
 pub use exposition::{exposition, exposition_of, CONTENT_TYPE};
 
 /// What `GET /metrics` answers: the entries of a snapshot ([`exposition_of`]), then

@@ -19,7 +19,7 @@ mod sim;
 #[derive(Parser)]
 #[command(
     name = "polld-lab",
-    version,
+    version = polld_control::metrics::VERSION,
     about = "polld's lab: the simulator, traffic generator and sink, testbed, demos and benches.",
     long_about = None
 )]
