@@ -1,4 +1,4 @@
-//! What the benches (`polld bench seeds`, `polld bench ramp`) share: a testbed of their
+//! What the benches (`polld bench seeds`, `ramp`, `design`) share: a testbed of their
 //! own for the run, and their report printed as a table or as one JSON document.
 
 use std::io::Write;

@@ -59,6 +59,7 @@
 mod bench;
 mod cli;
 pub mod demo;
+pub mod design;
 pub mod entries;
 mod error;
 pub mod idle;

@@ -1,7 +1,7 @@
 //! Results pages: what a demo or a bench printed, as a Markdown page that says how to get
 //! it again.
 //!
-//! `polld demo --results FILE` and `polld bench seeds|ramp --results FILE` write one. The
+//! `polld demo --results FILE` and `polld bench seeds|ramp|design --results FILE` write one. The
 //! page holds the command as it was typed, the machine (CPU model and count), the kernel,
 //! the commit of the polld that ran (from the checkout it was built in, `-dirty` when that
 //! checkout had uncommitted changes) and the date, then the output itself and the plots

@@ -82,6 +82,14 @@ enum Bench {
         #[command(flatten)]
         page: ResultsArg,
     },
+    /// Each of polld's own defaults (quiet_cycles, burst_max, looks, auto_window_ticks,
+    /// idle_wakeups) against the alternative it was chosen over, both measured in the run.
+    Design {
+        #[command(flatten)]
+        args: polld_testbed::design::DesignArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
 }
 
 fn main() -> ExitCode {
@@ -118,6 +126,10 @@ fn main() -> ExitCode {
                 Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
                     polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
                         .map(|report| ((), report.svgs))
+                }),
+                Bench::Design { args, page } => page.record("polld bench design", out, |out| {
+                    polld_testbed::design::run_design(&args, &polld, out, progress)
+                        .map(|_| ((), Vec::new()))
                 }),
             }
             .map_err(|e| e.to_string())
