@@ -18,6 +18,7 @@
 mod measure;
 mod render;
 mod row;
+pub(crate) mod say;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use measure::{kernel_rx_ns, measure, Forwarder, Load, Trial};
 pub use render::write_table;
 use render::{veth_findings, write_share_table};
 pub use row::{DemoRow, SinkLatency, TcpResult};
+use say::say;
 
 /// `polld demo` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -111,18 +113,6 @@ pub fn run_demo(args: &DemoArgs, polld: &Path, out: &mut dyn Write) -> Result<()
     drop(tb);
     say(args.json, out, format_args!("testbed removed"));
     result
-}
-
-/// A progress line, `polld demo: WHAT`: on `out`, before the table people read there (and
-/// a results page quotes); with `json` on stderr, for then `out` carries the JSON report
-/// and nothing else.
-pub(crate) fn say(json: bool, out: &mut dyn Write, what: std::fmt::Arguments<'_>) {
-    let line = format!("polld demo: {what}");
-    let _ = if json {
-        writeln!(std::io::stderr().lock(), "{line}")
-    } else {
-        writeln!(out, "{line}")
-    };
 }
 
 /// What a demo's runs share.

@@ -33,7 +33,7 @@ use std::path::Path;
 
 use polld_core::Knobs;
 
-use crate::demo::say;
+use crate::demo::say::say;
 use crate::entries::{kern_entry, FASTFORWARDING};
 use crate::share::{ShareRow, ShareTrial};
 use crate::vm::guest::{self, DeviceWork};

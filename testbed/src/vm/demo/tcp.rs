@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::report::{TcpRow, TCP_FIXED_MBIT};
-use crate::demo::say;
+use crate::demo::say::say;
 use crate::vm::guest::{self, TaskTicks, ETH0_RX_IRQ};
 use crate::{Role, Testbed, TestbedError};
 
