@@ -1,12 +1,13 @@
 //! Results pages: what a demo or a bench printed, as a Markdown page that says how to get
 //! it again.
 //!
-//! `polld demo --results FILE` and `polld bench seeds|ramp|design --results FILE` write one. The
-//! page holds the command as it was typed, the machine (CPU model and count), the kernel,
-//! the commit of the polld that ran (from the checkout it was built in, `-dirty` when that
-//! checkout had uncommitted changes) and the date, then the output itself and the plots
-//! the run wrote. The pages under `docs/results/` are written this way and nothing else
-//! edits them: a figure there is what a run printed.
+//! `polld demo --results FILE` and `polld bench seeds|ramp|design --results FILE` write
+//! one. The page holds the command as it was typed, the machine (CPU model and count), the
+//! kernel, the commit the polld that ran was built from (`-dirty` when the checkout it was
+//! built in differs from that commit in more than results pages and plots) and the date,
+//! then the output itself and the plots the run wrote. The pages under `docs/results/`
+//! are written this way and nothing else edits them: a figure there is what a run
+//! printed.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -54,7 +55,7 @@ pub struct Provenance {
     /// The command line, as `polld ...`.
     pub command: String,
     pub machine: Machine,
-    /// The commit of the checkout polld was built from, or `unknown`.
+    /// The commit polld was built from, `-dirty` as [`commit_of`] says, or `unknown`.
     pub commit: String,
     /// UTC, `2026-11-27 18:40 UTC`.
     pub date: String,
@@ -79,7 +80,10 @@ impl Provenance {
         Provenance {
             command,
             machine: Machine::this(),
-            commit: commit_of(Path::new(env!("CARGO_MANIFEST_DIR"))),
+            commit: commit_of(
+                Path::new(env!("CARGO_MANIFEST_DIR")),
+                polld_control::metrics::BUILD.commit,
+            ),
             date: utc_now(),
         }
     }
@@ -95,32 +99,30 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-/// The short commit of the git checkout holding `dir`, with `-dirty` when it has
-/// uncommitted changes to tracked files; `unknown` outside a checkout or without git.
-fn commit_of(dir: &Path) -> String {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "--short=10", "HEAD"]) {
-        Some(commit) if !commit.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{commit}-dirty")
-            } else {
-                commit
-            }
-        }
+/// The short commit polld was built from (its build records it), with `-dirty` when the
+/// checkout holding `dir` differs from that commit in anything but results pages and
+/// plots (which a run writes): uncommitted changes the build may have had, or commits
+/// since; `unknown` when the build was not made in a checkout, or without git.
+fn commit_of(dir: &Path, built: &str) -> String {
+    if built == "unknown" || built.is_empty() {
+        return "unknown".to_string();
+    }
+    let short = &built[..built.len().min(10)];
+    let same = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["diff", "--quiet", built, "--", ":(top)"])
+        .args(RUN_OUTPUT.iter().map(|p| format!(":(top,exclude){p}")))
+        .status();
+    match same.map(|s| s.code()) {
+        Ok(Some(0)) => short.to_string(),
+        Ok(Some(1)) => format!("{short}-dirty"),
         _ => "unknown".to_string(),
     }
 }
+
+/// What runs write into a checkout, left out of `-dirty`.
+const RUN_OUTPUT: [&str; 2] = ["docs/results", "docs/img"];
 
 /// Now, in UTC to the minute.
 fn utc_now() -> String {
@@ -340,6 +342,40 @@ mod tests {
         ] {
             assert!(md.contains(line), "missing {line:?} in\n{md}");
         }
+    }
+
+    #[test]
+    fn the_commit_is_the_builds_dirty_when_the_code_differs_but_not_for_results() {
+        let dir = std::env::temp_dir().join(format!("polld-results-git-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("docs/results")).unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(&dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .expect("git runs");
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.join("code.rs"), "one").unwrap();
+        std::fs::write(dir.join("docs/results/demo.md"), "old").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "built"]);
+        let built = git(&["rev-parse", "HEAD"]);
+        let sub = dir.join("docs");
+        assert_eq!(commit_of(&sub, &built), built[..10]);
+        // A run rewrites its page: still the build's code.
+        std::fs::write(dir.join("docs/results/demo.md"), "new").unwrap();
+        assert_eq!(commit_of(&sub, &built), built[..10]);
+        // The code moved on from the build.
+        std::fs::write(dir.join("code.rs"), "two").unwrap();
+        assert_eq!(commit_of(&sub, &built), format!("{}-dirty", &built[..10]));
+        assert_eq!(commit_of(&sub, "unknown"), "unknown");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
