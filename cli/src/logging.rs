@@ -13,8 +13,37 @@ use std::io::Write;
 
 use log::{Level, LevelFilter};
 
+/// `-v` and `-q`, which both binaries take before their command.
+#[derive(clap::Args)]
+pub struct Verbosity {
+    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
+}
+
+impl Verbosity {
+    /// Installs the logger at the level these ask for.
+    pub fn init(&self) {
+        init(level(self.verbose, self.quiet));
+    }
+}
+
+/// A command's exit status: success, or its error logged and failure.
+pub fn exit_code(result: Result<(), String>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The level `-v` and `-q` ask for, counted; `None` when neither is given.
-pub fn level(verbose: u8, quiet: u8) -> Option<LevelFilter> {
+fn level(verbose: u8, quiet: u8) -> Option<LevelFilter> {
     let steps = i16::from(verbose) - i16::from(quiet);
     (verbose > 0 || quiet > 0).then_some(match steps {
         i16::MIN..=-2 => LevelFilter::Error,
@@ -26,7 +55,7 @@ pub fn level(verbose: u8, quiet: u8) -> Option<LevelFilter> {
 }
 
 /// Installs the logger: `level` if given, else `RUST_LOG`, else info.
-pub fn init(level: Option<LevelFilter>) {
+fn init(level: Option<LevelFilter>) {
     let mut builder =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
     if let Some(level) = level {

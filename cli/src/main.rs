@@ -25,12 +25,8 @@ mod completions;
                   installed beside polld. See `polld-lab --help`."
 )]
 struct Cli {
-    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
-    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    quiet: u8,
+    #[command(flatten)]
+    verbosity: logging::Verbosity,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,11 +42,7 @@ enum Command {
     /// Watch a running polld live, like systat -vmstat: rates, CPU split, scheduler.
     Stat(polld_stat::StatArgs),
     /// Write the manual pages: polld(8), polld.toml(5) and polld-SUBCOMMAND(8).
-    Man {
-        /// The directory to write them in (created if missing).
-        #[arg(long, value_name = "DIR")]
-        out: std::path::PathBuf,
-    },
+    Man(man::ManArgs),
     /// Print the completion script for SHELL on stdout.
     Completions { shell: clap_complete::Shell },
     /// A lab command, run by polld-lab.
@@ -60,7 +52,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(logging::level(cli.verbose, cli.quiet));
+    cli.verbosity.init();
     let result = match cli.command {
         Command::Run(args) => {
             polld_runtime::run(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
@@ -85,13 +77,7 @@ fn main() -> ExitCode {
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }
-        Command::Man { out } => man::write_pages(Cli::command(), &out)
-            .map(|files| {
-                for f in files {
-                    println!("{}", f.display());
-                }
-            })
-            .map_err(|e| format!("man --out {}: {e}", out.display())),
+        Command::Man(args) => args.run(man::write_pages, Cli::command()),
         Command::Completions { shell } => {
             completions::write(shell, &mut Cli::command(), &mut std::io::stdout())
                 .map_err(|e| format!("completions: {e}"))
@@ -110,11 +96,5 @@ fn main() -> ExitCode {
             Err(lab::exec(&exe, std::env::args_os().skip(1), &name))
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            log::error!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    logging::exit_code(result)
 }

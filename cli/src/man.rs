@@ -12,6 +12,30 @@ use std::path::{Path, PathBuf};
 use polld_core::Kind;
 use roff::{bold, italic, roman, Inline, Roff};
 
+/// `man --out DIR`, in both binaries.
+#[derive(clap::Args)]
+pub struct ManArgs {
+    /// The directory to write them in (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+impl ManArgs {
+    /// Writes `pages` of `cmd` into the directory asked for and lists them on stdout.
+    pub fn run(
+        &self,
+        pages: fn(clap::Command, &Path) -> io::Result<Vec<PathBuf>>,
+        cmd: clap::Command,
+    ) -> Result<(), String> {
+        let files =
+            pages(cmd, &self.out).map_err(|e| format!("man --out {}: {e}", self.out.display()))?;
+        for f in files {
+            println!("{}", f.display());
+        }
+        Ok(())
+    }
+}
+
 /// Writes polld(8), polld-SUBCOMMAND(8) for each subcommand of `cmd` (polld's) and
 /// polld.toml(5) into `dir`; returns the files written.
 pub fn write_pages(cmd: clap::Command, dir: &Path) -> io::Result<Vec<PathBuf>> {
@@ -78,6 +102,14 @@ fn head(page: &mut Roff, title: &str, section: &str, name: &str, what: &str) {
     .text([roman(format!("{name} - {what}"))]);
 }
 
+/// A command's page head, NAME-SUBCOMMAND(8), and its SYNOPSIS: `name` is how it is
+/// called (`polld bench seeds`).
+fn command_head(page: &mut Roff, name: &str, what: &str, cmd: &clap::Command) {
+    let title = name.replace(' ', "-");
+    head(page, &title, "8", &title, what);
+    page.control("SH", ["SYNOPSIS"]).text(synopsis(name, cmd));
+}
+
 /// The SYNOPSIS line of `cmd`, called as `name`: every option with its argument.
 fn synopsis(name: &str, cmd: &clap::Command) -> Vec<Inline> {
     let mut line = vec![bold(name)];
@@ -137,14 +169,7 @@ fn command_page(root: &str, name: &str, cmd: &clap::Command) -> io::Result<Strin
     let man = clap_mangen::Man::new(cmd.clone());
     let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
     let mut page = Roff::new();
-    head(
-        &mut page,
-        &name.replace(' ', "-"),
-        "8",
-        &name.replace(' ', "-"),
-        &about,
-    );
-    page.control("SH", ["SYNOPSIS"]).text(synopsis(name, cmd));
+    command_head(&mut page, name, &about, cmd);
     if let Some(long) = cmd.get_long_about().filter(|l| l.to_string() != about) {
         page.control("SH", ["DESCRIPTION"])
             .text([roman(long.to_string())]);
@@ -298,15 +323,12 @@ const EXAMPLES: &[(&str, &str)] = &[
 /// polld(8).
 fn main_page(cmd: &clap::Command) -> String {
     let mut page = Roff::new();
-    head(
+    command_head(
         &mut page,
         "polld",
-        "8",
-        "polld",
         "device polling for Linux user-space packet processing",
+        cmd,
     );
-    page.control("SH", ["SYNOPSIS"])
-        .text(synopsis("polld", cmd));
     for (heading, paragraphs) in &MAIN_SECTIONS[..2] {
         section(&mut page, heading, paragraphs);
     }
@@ -314,15 +336,7 @@ fn main_page(cmd: &clap::Command) -> String {
     for (heading, paragraphs) in &MAIN_SECTIONS[2..] {
         section(&mut page, heading, paragraphs);
     }
-    page.control("SH", ["EXAMPLES"]);
-    for (what, line) in EXAMPLES {
-        if !what.is_empty() {
-            page.control("PP", []).text([roman(*what)]);
-        }
-        page.control("RS", ["4"])
-            .text([bold(*line)])
-            .control("RE", []);
-    }
+    examples(&mut page, EXAMPLES);
     page.control("SH", ["SEE ALSO"]).text([roman(format!(
         "polld.toml(5), {}, polld-lab(8), ip(8), sysctl(8), systemd.service(5), and \
          FreeBSD's polling(4)",
@@ -360,15 +374,12 @@ fn commands_and_options(page: &mut Roff, cmd: &clap::Command) {
 /// polld-lab(8).
 fn lab_page(cmd: &clap::Command) -> String {
     let mut page = Roff::new();
-    head(
+    command_head(
         &mut page,
         "polld-lab",
-        "8",
-        "polld-lab",
         "polld's lab: simulator, traffic, testbed, demos and benchmarks",
+        cmd,
     );
-    page.control("SH", ["SYNOPSIS"])
-        .text(synopsis("polld-lab", cmd));
     section(
         &mut page,
         "DESCRIPTION",
@@ -383,25 +394,36 @@ fn lab_page(cmd: &clap::Command) -> String {
         ],
     );
     commands_and_options(&mut page, cmd);
-    page.control("SH", ["EXAMPLES"]);
-    for (what, line) in [
-        (
-            "Forward a flood through polld, interrupt mode against polling:",
-            "polld-lab demo",
-        ),
-        (
-            "The seeds' experiments, with plots:",
-            "polld-lab bench seeds --out plots",
-        ),
-    ] {
-        page.control("PP", []).text([roman(what)]);
-        page.control("RS", ["4"])
-            .text([bold(line)])
-            .control("RE", []);
-    }
+    examples(
+        &mut page,
+        &[
+            (
+                "Forward a flood through polld, interrupt mode against polling:",
+                "polld-lab demo",
+            ),
+            (
+                "The seeds' experiments, with plots:",
+                "polld-lab bench seeds --out plots",
+            ),
+        ],
+    );
     page.control("SH", ["SEE ALSO"])
         .text([roman("polld(8), polld.toml(5), ip-netns(8), qemu(1)")]);
     page.render()
+}
+
+/// The EXAMPLES section: what each line does (empty: the line goes with the one before),
+/// then the line.
+fn examples(page: &mut Roff, lines: &[(&str, &str)]) {
+    page.control("SH", ["EXAMPLES"]);
+    for (what, line) in lines {
+        if !what.is_empty() {
+            page.control("PP", []).text([roman(*what)]);
+        }
+        page.control("RS", ["4"])
+            .text([bold(*line)])
+            .control("RE", []);
+    }
 }
 
 /// A section of plain paragraphs and tagged items.

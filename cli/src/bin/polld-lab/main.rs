@@ -8,8 +8,7 @@
 
 use std::process::ExitCode;
 
-use clap::CommandFactory;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use polld::{logging, man};
 use polld_testbed::results::ResultsArg;
 
@@ -24,12 +23,8 @@ mod sim;
     long_about = None
 )]
 struct Cli {
-    /// Say more (-v: debug, -vv: trace); overrides RUST_LOG.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
-    /// Say less (-q: warnings and errors, -qq: errors); overrides RUST_LOG.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    quiet: u8,
+    #[command(flatten)]
+    verbosity: logging::Verbosity,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,11 +52,7 @@ enum Command {
         bench: Bench,
     },
     /// Write the lab's manual pages: polld-lab(8) and polld-lab-SUBCOMMAND(8).
-    Man {
-        /// The directory to write them in (created if missing).
-        #[arg(long, value_name = "DIR")]
-        out: std::path::PathBuf,
-    },
+    Man(man::ManArgs),
 }
 
 #[derive(Subcommand)]
@@ -94,7 +85,7 @@ enum Bench {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(logging::level(cli.verbose, cli.quiet));
+    cli.verbosity.init();
     let result = match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Gen(args) => polld_traffic::gen::run_gen(&args, &mut std::io::stdout())
@@ -134,13 +125,7 @@ fn main() -> ExitCode {
             }
             .map_err(|e| e.to_string())
         }
-        Command::Man { out } => man::write_lab_pages(Cli::command(), &out)
-            .map(|files| {
-                for f in files {
-                    println!("{}", f.display());
-                }
-            })
-            .map_err(|e| format!("man --out {}: {e}", out.display())),
+        Command::Man(args) => args.run(man::write_lab_pages, Cli::command()),
         Command::Testbed(args) => {
             return match polld_testbed::run(&args, &mut std::io::stdout()) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -151,13 +136,7 @@ fn main() -> ExitCode {
             };
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            log::error!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+    logging::exit_code(result)
 }
 
 #[cfg(test)]
