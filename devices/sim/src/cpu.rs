@@ -416,7 +416,9 @@ impl Executor<SimNic, SimStage> for Cpu<'_> {
                 }
                 Bucket::Intr
             }
-            Due::Task(_) | Due::PollChunk | Due::InputQueue | Due::Pollmore => Bucket::Kernel,
+            Due::Task(_) | Due::PollChunk | Due::InputQueue | Due::Pollmore | Due::Watchdog => {
+                Bucket::Kernel
+            }
             Due::Busy(_) => {
                 if step.work.rx == 0 {
                     self.idle_until(dp, 1_000);
