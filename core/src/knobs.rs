@@ -273,7 +273,8 @@ impl Knobs {
     /// FreeBSD's defaults (`kern_poll.c`) for the knobs it has, and no `looks` (FreeBSD
     /// polls at the ticks, and in the idle loop with `idle_poll`); polld's other knobs
     /// (`idle_wakeups`, `quiet_cycles`, `auto_*`) keep polld's defaults, FreeBSD has no
-    /// value for them. hz, user_frac, reg_frac and idle_poll are FreeBSD's by default.
+    /// value for them; `wakeup_watchdog_ms` stays on, as FreeBSD's drivers kept their
+    /// watchdog timers. hz, user_frac, reg_frac and idle_poll are FreeBSD's by default.
     pub fn freebsd() -> Knobs {
         Knobs {
             controller: Controller::Classic,
