@@ -1,32 +1,19 @@
 //! The wakeup watchdog on virtual time (`kern.polling.wakeup_watchdog_ms`): what it costs
 //! an idle box that waits for wakeups, and that a box that polls does not see it.
 
-use polld_core::{Mode, Poller};
-use polld_sim::{Arrivals, CpuCosts, NicConfig, Sim, UserTask};
+use polld_core::Mode;
+use polld_sim::{Arrivals, Sim, UserTask};
+
+mod common;
 
 const MS: u64 = 1_000_000;
 
 /// Two idle NICs in `mode`, the watchdog at `watchdog_ms`, run for a second.
 fn idle_second(mode: Mode, watchdog_ms: u32) -> Sim {
-    let mut poller = Poller::default();
-    poller
-        .set_knob("wakeup_watchdog_ms", &watchdog_ms.to_string())
-        .unwrap();
-    let nics = vec![
-        NicConfig::new("in0", Arrivals::None),
-        NicConfig::new("out0", Arrivals::None),
-    ];
-    let mut sim = Sim::new(
-        poller,
-        nics,
-        vec![Some(1), None],
-        CpuCosts::default(),
-        UserTask::None,
-        1,
-    );
-    for i in 0..2 {
-        sim.dataplane_mut().set_mode(i, mode).unwrap();
-    }
+    let ms = watchdog_ms.to_string();
+    let knobs = [("kern.polling.wakeup_watchdog_ms", ms.as_str())];
+    let scenario = common::forwarding("idle", Arrivals::None, mode, UserTask::None, &knobs);
+    let mut sim = scenario.build().unwrap();
     sim.run_until(1000 * MS);
     sim
 }
