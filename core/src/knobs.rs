@@ -218,7 +218,8 @@ sysctl_struct! {
         /// quiet poller keeps its near-zero idle wakeups). FreeBSD's drivers kept such a
         /// timer (em(4)'s `em_local_timer`, a watchdog once a second), so the `freebsd`
         /// profile keeps it on too. 0: off, a lost wakeup strands its frames until the
-        /// device raises the next.
+        /// device raises the next. A write re-arms it with the new period from the next
+        /// decision (`core/src/dataplane/watchdog.rs`).
         wakeup_watchdog_ms: u32 = DEFAULT_WAKEUP_WATCHDOG_MS, WAKEUP_WATCHDOG_MS: Knob
             "Look at the rings of devices that wait for a wakeup every this many ms, 0 never (polld)",
             Write::Int {

@@ -17,7 +17,13 @@
 //! a wakeup and the watchdog is not armed, [`super::Due::Watchdog`] arms it; nothing else
 //! changes for an executor. While every interface polls, the watchdog is not armed: an
 //! idle box that polls keeps its quiet spells, and one that waits for wakeups takes one
-//! timer wakeup a period.
+//! timer wakeup a period. A quiet poller (`kern.polling.quiet_cycles`) sleeps on its
+//! devices' wakeups too and is not watched: its near-zero idle cost is what quiet polling
+//! is for, and `quiet_cycles = 0` keeps it ticking.
+//!
+//! A write of the knob takes effect at the next decision: a new period (or 0) no longer
+//! matches the one the watchdog was armed with, so [`super::Due::Watchdog`] arms it again
+//! from then (or not at all); the poller's knob handler has nothing to do for it.
 
 use crate::device::Device;
 use crate::stage::PacketStage;
