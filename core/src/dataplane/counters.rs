@@ -26,7 +26,7 @@ sysctl_struct! {
         /// or a poll cycle cut short by it, waited for it (or the status timer's watchdog
         /// raised it, at most once a status period).
         tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
-            "Transmit-ready interrupts taken as an output (the watchdog's included)";
+            "Transmit-ready interrupts taken as an output (the status timer's included)";
         /// Auto mode: switches between interrupts and polling, either way.
         auto_switches: u64 = 0, AUTO_SWITCHES: Counter
             "Auto mode: switches between interrupts and polling";
