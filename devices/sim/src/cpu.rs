@@ -454,12 +454,13 @@ impl Executor<SimNic, SimStage> for Cpu<'_> {
     }
 }
 
-/// The virtual CPU's timers: the tick's grid and a one-shot look.
+/// The virtual CPU's timers: the tick's grid and a one-shot look (a cycle's, the wakeup
+/// watchdog's).
 #[derive(Clone, Copy, Debug, Default)]
 struct Timers {
     /// When the next tick is due.
     next_tick: u64,
-    /// When the look a cycle armed is due ([`Step::look`]).
+    /// When the look a step armed is due ([`Step::look`]).
     next_look: Option<u64>,
 }
 
