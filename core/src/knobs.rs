@@ -60,6 +60,12 @@ pub const DEFAULT_AUTO_EMPTY_POLLS: u32 = 20;
 /// does not switch an interface to polling (docs/algorithm.md §10).
 pub const DEFAULT_AUTO_WINDOW_TICKS: u32 = 4;
 
+/// Default `kern.polling.wakeup_watchdog_ms`: a frame whose wakeup was lost waits at most
+/// 100 ms, for at most 10 timer wakeups a second on a box that waits for wakeups.
+pub const DEFAULT_WAKEUP_WATCHDOG_MS: u32 = 100;
+/// Upper bound of `kern.polling.wakeup_watchdog_ms`: a minute.
+pub const MAX_WAKEUP_WATCHDOG_MS: u32 = 60_000;
+
 /// FreeBSD's `burst_max` default (`kern_poll.c`), sized for 100 Mbit cards: at hz 1000 it
 /// caps an interface at 150 kpps.
 pub const FREEBSD_BURST_MAX: u32 = 150;
@@ -201,6 +207,25 @@ sysctl_struct! {
                 range: |k| (1, k.hz.into()),
                 store: |k, v| k.auto_window_ticks = v as u32,
             };
+        /// `kern.polling.wakeup_watchdog_ms`: in every mode that waits for a device's
+        /// wakeup (interrupt, adaptive, auto while on interrupts), the poll thread looks at
+        /// those devices' rings every this many ms on a one-shot timer of its own, and
+        /// serves frames it finds there as the mode serves a wakeup (counted in
+        /// `dev.<if>.watchdog_frames`): a frame whose wakeup the device failed to raise
+        /// waits at most this long instead of until the next wakeup. What it costs an idle
+        /// box: one timer wakeup a period, [`DEFAULT_WAKEUP_WATCHDOG_MS`] ms: 10 a second,
+        /// and none while every interface polls (polling looks at the rings itself, and a
+        /// quiet poller keeps its near-zero idle wakeups). FreeBSD's drivers kept such a
+        /// timer (em(4)'s `em_local_timer`, a watchdog once a second), so the `freebsd`
+        /// profile keeps it on too. 0: off, a lost wakeup strands its frames until the
+        /// device raises the next. A write re-arms it with the new period from the next
+        /// decision (`core/src/dataplane/watchdog.rs`).
+        wakeup_watchdog_ms: u32 = DEFAULT_WAKEUP_WATCHDOG_MS, WAKEUP_WATCHDOG_MS: Knob
+            "Look at the rings of devices that wait for a wakeup every this many ms, 0 never (polld)",
+            Write::Int {
+                range: |_| (0, MAX_WAKEUP_WATCHDOG_MS.into()),
+                store: |k, v| k.wakeup_watchdog_ms = v as u32,
+            };
     }
 }
 
@@ -249,7 +274,8 @@ impl Knobs {
     /// FreeBSD's defaults (`kern_poll.c`) for the knobs it has, and no `looks` (FreeBSD
     /// polls at the ticks, and in the idle loop with `idle_poll`); polld's other knobs
     /// (`idle_wakeups`, `quiet_cycles`, `auto_*`) keep polld's defaults, FreeBSD has no
-    /// value for them. hz, user_frac, reg_frac and idle_poll are FreeBSD's by default.
+    /// value for them; `wakeup_watchdog_ms` stays on, as FreeBSD's drivers kept their
+    /// watchdog timers. hz, user_frac, reg_frac and idle_poll are FreeBSD's by default.
     pub fn freebsd() -> Knobs {
         Knobs {
             controller: Controller::Classic,

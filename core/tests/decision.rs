@@ -22,13 +22,15 @@ impl PacketStage for ForTheBox {
     }
 }
 
-/// Interfaces 0..n in the given modes, with the given knobs.
+/// Interfaces 0..n in the given modes, with the given knobs, and no wakeup watchdog
+/// (whose place in the order has a test of its own).
 fn dataplane(modes: &[Mode], knobs: &[(&str, &str)]) -> Dataplane<TestDevice, ForTheBox> {
     let devices = (0..modes.len())
         .map(|i| TestDevice::new(&format!("if{i}")))
         .collect();
     let mut dp = Dataplane::new(Poller::default(), devices, ForTheBox::default());
-    for (k, v) in knobs {
+    let no_watchdog = ("kern.polling.wakeup_watchdog_ms", "0");
+    for (k, v) in std::iter::once(&no_watchdog).chain(knobs) {
         dp.sysctl_set(k, v).unwrap();
     }
     for (i, &mode) in modes.iter().enumerate() {
@@ -481,4 +483,48 @@ fn interrupt_work_is_not_counted_as_what_a_tick_costs() {
         dp.poller().state().tick_overhead_ns,
         (100_000 / 8 * 7 + 800_000) / 8
     );
+}
+
+#[test]
+fn the_wakeup_watchdog_is_armed_while_an_interface_waits_for_a_wakeup_and_looks_at_its_rings() {
+    let mut dp = dataplane(&[Mode::Interrupt, Mode::Polling], &[]);
+    assert_eq!(dp.next_due(), None, "off: nothing to arm");
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "50")
+        .unwrap();
+    // Below the clock's interrupt and a look, which run first.
+    dp.raise_ticks(1);
+    dp.raise_look();
+    assert_eq!(dp.next_due(), Some(Due::Tick(1)));
+    dp.step(Due::Tick(1), &mut Frozen(MS));
+    assert_eq!(dp.next_due(), Some(Due::Look));
+    dp.step(Due::Look, &mut Frozen(MS));
+    assert_eq!(dp.next_due(), Some(Due::Watchdog));
+    let armed = dp.step(Due::Watchdog, &mut Frozen(MS));
+    assert_eq!(
+        armed.look,
+        Some(51 * MS),
+        "a period from now, on the one-shot timer"
+    );
+    assert_eq!(run_due(&mut dp, MS), vec![Due::PollChunk, Due::Pollmore]);
+    assert_eq!(dp.next_due(), None, "armed once");
+    // Frames whose wakeup never came (no line raised): the timer's look finds them.
+    inject(&mut dp, 0, 3);
+    dp.raise_look();
+    let looked = dp.step(Due::Look, &mut Frozen(51 * MS));
+    assert_eq!(looked.look, Some(101 * MS), "armed again");
+    assert_eq!(run_due(&mut dp, 51 * MS), vec![Due::Handler(0)]);
+    let c = dp.interfaces()[0].counters();
+    assert_eq!((c.local, c.watchdog_frames, c.interrupts), (3, 3, 0));
+    // A new period arms it again; 0 and an interface that polls want none.
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "20")
+        .unwrap();
+    assert_eq!(
+        dp.step(Due::Watchdog, &mut Frozen(60 * MS)).look,
+        Some(80 * MS)
+    );
+    dp.set_mode(0, Mode::Polling).unwrap();
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "30")
+        .unwrap();
+    assert_ne!(dp.next_due(), Some(Due::Watchdog));
+    conserved(&dp);
 }

@@ -474,6 +474,10 @@ pub struct Interface {
     pub drops_per_s: f64,
     /// Drops per second by reason, the non-zero ones, largest first.
     pub drops_by_reason: Vec<(String, f64)>,
+    /// Frames the wakeup watchdog found (their device raised no wakeup), since start.
+    pub watchdog_frames: u64,
+    /// Of those, per second over the interval.
+    pub watchdog_frames_per_s: f64,
 }
 
 /// What `polld stat` shows: one interval of a running polld.
@@ -558,6 +562,8 @@ impl Snapshot {
                     tx_pps: rate(&entry(IfCounters::TX_PACKETS.name)),
                     drops_per_s: drops_by_reason.iter().fold(0.0, |sum, (_, r)| sum + r),
                     drops_by_reason,
+                    watchdog_frames: after.number(&entry(IfCounters::WATCHDOG_FRAMES.name)),
+                    watchdog_frames_per_s: rate(&entry(IfCounters::WATCHDOG_FRAMES.name)),
                     name,
                 }
             })

@@ -329,10 +329,27 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         })
         .collect();
 
-    // What is left below the fixed part: the interface rows first, then the drops.
+    // Shown only when a device lost wakeups: the frames the watchdog found in its ring.
+    let found: Vec<Line<'static>> = s
+        .interfaces
+        .iter()
+        .filter(|i| i.watchdog_frames > 0)
+        .map(|i| {
+            Line::from(format!(
+                "{:<name_w$}  {}/s, {} since start",
+                i.name,
+                rate(i.watchdog_frames_per_s),
+                i.watchdog_frames
+            ))
+        })
+        .collect();
+
+    // What is left below the fixed part: the interface rows first, then the drops and
+    // the watchdog's finds.
     let footer = usize::from(status.problem.is_some());
     let room = usize::from(height).saturating_sub(out.len() + footer);
-    let drops_block = 2 + drops.len().max(1);
+    let found_block = if found.is_empty() { 0 } else { 2 + found.len() };
+    let drops_block = 2 + drops.len().max(1) + found_block;
     let shown_rows = if rows.len() + drops_block <= room {
         rows.len()
     } else {
@@ -344,6 +361,16 @@ pub fn lines(snapshot: &Snapshot, status: &Status, width: u16, height: u16) -> V
         out.push(Line::from(format!(
             "... {hidden} more interfaces (a taller terminal shows them)"
         )));
+    }
+    // Stranded frames are rarer than drops and say a device misbehaves: above the drops,
+    // so that they show on the smallest screen.
+    if !found.is_empty() {
+        out.push(Line::from(""));
+        out.push(Line::styled(
+            "frames found by the watchdog (lost wakeups)",
+            bold(),
+        ));
+        out.extend(found);
     }
     out.push(Line::from(""));
     out.push(Line::styled("drops/s by reason", bold()));

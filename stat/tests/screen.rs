@@ -639,3 +639,34 @@ fn a_slowed_tick_shows_its_stride_beside_hz() {
     let line = lost_polls(&slowed);
     assert!(line.ends_with("hz 1000  stride 4"), "{line}");
 }
+
+#[test]
+fn frames_the_watchdog_found_are_shown_only_for_the_devices_that_lost_wakeups() {
+    let status = Status {
+        interval_s: 1.0,
+        problem: None,
+    };
+    let title = "frames found by the watchdog (lost wakeups)";
+    let none = render(&snapshot(2), &status, 80, 24).join("\n");
+    assert!(!none.contains(title), "{none}");
+    // veth0 lost wakeups: 30 frames found since start, 4 of them in the last second.
+    let mut before = Sample::from_entries(with(entries(2, 10), "dev.veth0.watchdog_frames", 26));
+    let mut after = Sample::from_entries(with(entries(2, 11), "dev.veth0.watchdog_frames", 30));
+    before.proc_stat = Some(proc_stat(1000, 50, 5000));
+    after.proc_stat = Some(proc_stat(1090, 52, 5100));
+    let s = Snapshot::between(&before, &after);
+    assert_eq!(
+        (
+            s.interfaces[0].watchdog_frames,
+            s.interfaces[1].watchdog_frames
+        ),
+        (30, 0)
+    );
+    let rows = render(&s, &status, 80, 24);
+    let all = rows.join("\n");
+    assert!(all.contains(title), "{all}");
+    assert_eq!(row(&rows, title), title);
+    let found: Vec<_> = rows.iter().filter(|r| r.contains("since start")).collect();
+    assert_eq!(found.len(), 1, "{all}");
+    assert_eq!(found[0].trim_end(), "veth0      4/s, 30 since start");
+}

@@ -26,10 +26,13 @@ sysctl_struct! {
         /// or a poll cycle cut short by it, waited for it (or the status timer's watchdog
         /// raised it, at most once a status period).
         tx_ready_interrupts: u64 = 0, TX_READY_INTERRUPTS: Counter
-            "Transmit-ready interrupts taken as an output (the watchdog's included)";
+            "Transmit-ready interrupts taken as an output (the status timer's included)";
         /// Auto mode: switches between interrupts and polling, either way.
         auto_switches: u64 = 0, AUTO_SWITCHES: Counter
             "Auto mode: switches between interrupts and polling";
+        /// Frames the wakeup watchdog found in the ring and served, the device having
+        /// raised no wakeup for them (`kern.polling.wakeup_watchdog_ms`).
+        watchdog_frames: u64 = 0, WATCHDOG_FRAMES: Counter "Frames found by the watchdog";
         /// Frames received from the device.
         rx_packets: u64 = 0, RX_PACKETS: Counter "Frames received";
         /// Bytes of those frames, each as long as the device handed it up. Not part of
@@ -87,6 +90,7 @@ impl IfCounters {
             tx_waits,
             tx_ready_interrupts,
             auto_switches,
+            watchdog_frames,
             rx_packets,
             rx_bytes,
             tx_packets,
@@ -108,6 +112,7 @@ impl IfCounters {
         self.tx_waits += tx_waits;
         self.tx_ready_interrupts += tx_ready_interrupts;
         self.auto_switches += auto_switches;
+        self.watchdog_frames += watchdog_frames;
         self.rx_packets += rx_packets;
         self.rx_bytes += rx_bytes;
         self.tx_packets += tx_packets;

@@ -12,8 +12,9 @@
 //! chunks, §5 idle polling, §7 the modes):
 //!
 //! 1. [`Due::Tick`]: the clock interrupt (hardclock and the polling hook), owed ticks at once;
-//!    then [`Due::Look`]: a look's timer between two ticks (light traffic:
-//!    [`crate::Poller::take_look`]);
+//!    then [`Due::Look`]: the one-shot timer, for a look between two ticks (light
+//!    traffic: [`crate::Poller::take_look`]) or the wakeup watchdog's look
+//!    ([`super::watchdog`]); then [`Due::Watchdog`]: arming the watchdog;
 //! 2. [`Due::QuietWakeup`]: a quiet poller's device interrupt, which resumes polling (or
 //!    the interrupt that wakes an idle poller asleep on empty rings);
 //! 3. [`Due::Handler`]: the next batch of a running interrupt handler (it runs to completion
@@ -59,8 +60,12 @@ pub const EVENTS_EVERY_NS: u64 = 1_000_000;
 pub enum Due {
     /// Clock ticks that expired since the last tick ran (owed ticks: more than one).
     Tick(u32),
-    /// The timer of a look between two ticks fired ([`crate::Poller::look`]).
+    /// The one-shot timer fired: a look between two ticks ([`crate::Poller::look`]), the
+    /// wakeup watchdog's look at the rings, or both.
     Look,
+    /// The wakeup watchdog is wanted (some interface waits for a wakeup) and not armed:
+    /// the step arms the one-shot timer for it ([`super::Step::look`]).
+    Watchdog,
     /// Polling interface `i` is quiet, or the idle poller sleeps on empty rings, and its
     /// interrupt fired.
     QuietWakeup(usize),
@@ -127,7 +132,7 @@ impl Pending {
     }
 
     /// Forgets interface `i`'s raised line (its mode changed: what was raised was for the
-    /// old mode).
+    /// old mode; the wakeup watchdog serves it).
     pub(super) fn lower(&mut self, i: usize) {
         self.lines[i] = false;
     }
@@ -201,6 +206,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         if p.look {
             return Some(Due::Look);
         }
+        if self.watchdog_unarmed() {
+            return Some(Due::Watchdog);
+        }
         if let Some(i) = (0..n).filter(raised).find(|&i| self.wakeup_armed(i)) {
             return Some(Due::QuietWakeup(i));
         }
@@ -270,8 +278,9 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             }
             Due::Look => {
                 self.pending.look = false;
-                self.poller.look(now);
+                self.timer_fired(now);
             }
+            Due::Watchdog => self.arm_watchdog(now),
             Due::QuietWakeup(i) => {
                 self.pending.lines[i] = false;
                 // Quiet polling resumes at once (its cycle then settles the idle poller).
@@ -340,6 +349,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             iface.in_handler = false;
             iface.task_queued = false;
             iface.task_left = None;
+            iface.watchdog_run = false;
             let armed = iface.interrupt_armed();
             iface.dev.set_interrupt(armed);
         }

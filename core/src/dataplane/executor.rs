@@ -21,7 +21,8 @@
 //! 3. Each piece runs with [`Dataplane::step`] on the executor's clocks; the executor
 //!    charges it to its accounts ([`Executor::ran`]), moves its tick earlier where a cut
 //!    short cycle asks ([`Step::repoll`], [`Executor::tick_early`]) and arms a one-shot
-//!    look where a cycle at light traffic asks ([`Step::look`], [`Executor::look_at`]).
+//!    look where a cycle at light traffic or the wakeup watchdog asks ([`Step::look`],
+//!    [`Executor::look_at`]).
 //!
 //! The loop ends when the executor says so (a stop signal, the end of a simulation), with
 //! what it said.
@@ -67,7 +68,9 @@ pub trait Executor<D, S>: Clocks {
     fn tick_early(&mut self, at: u64, now: u64) -> ControlFlow<Self::Stop>;
 
     /// A look at the devices is due at `at` (the executor's clock reads `now`): a one-shot
-    /// timer beside the tick, reported with [`Dataplane::raise_look`] ([`Step::look`]).
+    /// timer beside the tick, armed again in place of what it was armed for, reported with
+    /// [`Dataplane::raise_look`] ([`Step::look`]: a poll cycle's look or the wakeup
+    /// watchdog's).
     fn look_at(&mut self, at: u64, now: u64) -> ControlFlow<Self::Stop>;
 }
 

@@ -19,6 +19,10 @@
 //!   `kern.polling.auto_window_ticks` ticks, back to
 //!   interrupts after `kern.polling.auto_empty_polls` empty polls ([`auto`]).
 //!
+//! In the modes that wait for a wakeup, the wakeup watchdog looks at the rings every
+//! `kern.polling.wakeup_watchdog_ms`, so that a wakeup the device failed to raise strands
+//! no frame for longer ([`watchdog`]).
+//!
 //! The dataplane does no I/O and reads no clock: it decides which piece of work is due
 //! ([`Due`], in the order written once in [`decision`]) and an executor (the virtual CPU of
 //! `polld-sim`, or the real poller thread) runs it with its clocks ([`step`]).
@@ -61,7 +65,8 @@
 //!
 //! One file per reason to change: [`decision`] (what runs next, in which order), [`modes`]
 //! (the per-interface state machine), [`auto`] (when an `auto` interface switches),
-//! [`input_queue`], [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
+//! [`input_queue`], [`watchdog`] (the wakeup watchdog and the one-shot timer it shares
+//! with the looks), [`transmit`] (staging, hardware-drop folding), [`tx_ready`] (interrupt
 //! work waiting for a full output's transmit-ready line), [`step`] (what goes around a
 //! piece of work: the `auto` window, its timing, the early tick), [`executor`] (the loop
 //! around the steps), [`counters`] and
@@ -77,6 +82,7 @@ mod step;
 mod sysctl;
 mod transmit;
 mod tx_ready;
+mod watchdog;
 
 pub use counters::IfCounters;
 pub use decision::{Due, EVENTS_EVERY_NS};
@@ -128,6 +134,9 @@ pub struct Interface<D> {
     empty_streak: u32,
     /// Auto mode on interrupts: it took interrupts in the current window.
     auto_interrupted: bool,
+    /// The work under way (a handler, an adaptive task's runs) was started by the wakeup
+    /// watchdog: its frames count as found by it.
+    watchdog_run: bool,
     /// Auto mode: `counters.rx_packets` when the current window began.
     auto_rx_mark: u64,
     /// Interrupt work (a handler, an adaptive task) stopped because this output was full,
@@ -265,6 +274,10 @@ impl<D: Device, S: PacketStage> Devices<D, S> {
             })
         } as u64;
         self.work.rx += n;
+        let iface = &mut self.ifs[i];
+        if iface.watchdog_run {
+            iface.counters.watchdog_frames += n;
+        }
         if !self.fastforwarding {
             self.work.enqueued += n;
         }
@@ -366,6 +379,9 @@ pub struct Dataplane<D, S> {
     /// took of the executor's clock since it last reported the thread's CPU at a tick
     /// ([`Dataplane::note_tick_cpu`]).
     interrupt_ns: u64,
+    /// The deadlines behind the executor's one-shot timer: the poller's look and the
+    /// wakeup watchdog ([`watchdog`]).
+    timer: watchdog::Timer,
 }
 
 impl<D: Device, S: PacketStage> Dataplane<D, S> {
@@ -392,6 +408,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
                     empty_streak: 0,
                     auto_interrupted: false,
                     auto_rx_mark: 0,
+                    watchdog_run: false,
                     tx_wait: None,
                 }
             })
@@ -402,6 +419,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             auto: AutoWindow::default(),
             repoll_line: None,
             interrupt_ns: 0,
+            timer: watchdog::Timer::default(),
             devs: Devices {
                 ifs,
                 links,

@@ -117,6 +117,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface.task_queued = false;
         iface.in_handler = false;
         iface.tx_wait = None;
+        iface.watchdog_run = false;
         let armed = self.interrupt_armed(i);
         self.devs.ifs[i].dev.set_interrupt(armed);
         Ok(())
@@ -225,6 +226,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let iface = &mut d.ifs[i];
         if d.links[i] != LinkState::Up || !iface.dev.rx_ready() {
             iface.in_handler = false;
+            iface.watchdog_run = false;
         }
     }
 
@@ -264,6 +266,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         let waits = iface.tx_wait.is_some();
         if !waits && (!iface.dev.rx_ready() || d.links[i] != LinkState::Up) {
             iface.task_queued = false;
+            iface.watchdog_run = false;
             iface.dev.set_interrupt(true);
         }
     }
@@ -280,6 +283,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         iface.task_queued = false;
         iface.in_handler = false;
         iface.tx_wait = None;
+        iface.watchdog_run = false;
         let armed = self.interrupt_armed(i);
         self.devs.ifs[i].dev.set_interrupt(armed);
     }

@@ -70,8 +70,10 @@ pub struct Step {
     /// executor's tick comes then, and its period runs on from there.
     pub repoll: Option<u64>,
     /// When to look at the devices before the next tick: the cycle moved frames and
-    /// emptied the rings ([`crate::Poller::take_look`]). The executor arms a one-shot
-    /// timer and reports it with [`Dataplane::raise_look`]; its tick stays where it is.
+    /// emptied the rings ([`crate::Poller::take_look`]), or the wakeup watchdog's next
+    /// look ([`super::watchdog`]), whichever comes first. The executor arms its one-shot
+    /// timer there (in place of what it was armed for) and reports it with
+    /// [`Dataplane::raise_look`]; its tick stays where it is.
     pub look: Option<u64>,
 }
 
@@ -109,6 +111,7 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
         } else {
             (None, None)
         };
+        let look = self.rearm_timer(look);
         Step {
             work,
             start,

@@ -10,6 +10,16 @@
 //! drop it never reaches `rx_packets`), a failed transmit as `tx_drops.fault`. Truncated
 //! and corrupted frames are counted again by whatever the packet stage decides for them;
 //! a duplicate is one more received frame.
+//!
+//! A device may also lose wakeups, as a NIC or driver that fails to raise its interrupt
+//! does: when frames appear in a ring that was empty, the wakeup for them is lost at the
+//! `wakeup_loss` rate, and the device then says its ring is empty ([`Device::rx_ready`],
+//! which the dataplane asks before it runs a mode's work for a wakeup) until a receive
+//! call looks at the ring (the wakeup watchdog's, `kern.polling.wakeup_watchdog_ms`, or
+//! a poll). Like a NIC that raises no interrupt until its ring is serviced, it strands
+//! the frames behind the lost wakeup and the ones after them. On a real device whose
+//! wakeup is a readable fd the fd stays readable meanwhile, so the executor keeps waking
+//! for it: a test tool's cost.
 
 use std::fmt;
 
@@ -31,6 +41,9 @@ pub struct FaultConfig {
     pub rx_duplicate: u16,
     /// Frames accepted for transmission and not sent.
     pub tx_fail: u16,
+    /// Wakeups lost: frames appearing in an empty ring are not reported by `rx_ready`
+    /// until the next receive call.
+    pub wakeup_loss: u16,
 }
 
 /// A rate outside 0..=1000.
@@ -53,13 +66,14 @@ impl fmt::Display for BadRate {
 impl std::error::Error for BadRate {}
 
 impl FaultConfig {
-    fn rates(&self) -> [(&'static str, u16); 5] {
+    fn rates(&self) -> [(&'static str, u16); 6] {
         [
             ("rx_drop", self.rx_drop),
             ("rx_truncate", self.rx_truncate),
             ("rx_corrupt", self.rx_corrupt),
             ("rx_duplicate", self.rx_duplicate),
             ("tx_fail", self.tx_fail),
+            ("wakeup_loss", self.wakeup_loss),
         ]
     }
 
@@ -80,6 +94,7 @@ pub struct FaultStats {
     pub rx_corrupted: u64,
     pub rx_duplicated: u64,
     pub tx_failed: u64,
+    pub wakeups_lost: u64,
 }
 
 /// Wraps a device and injects the faults of a [`FaultConfig`].
@@ -88,6 +103,11 @@ pub struct FaultInjector<D> {
     config: FaultConfig,
     rng: Rng,
     stats: FaultStats,
+    /// What the last `rx_ready` found in the inner ring: frames appearing after it found
+    /// none are a new wakeup.
+    was_ready: bool,
+    /// The last wakeup was lost: `rx_ready` says false until a receive call.
+    hiding: bool,
 }
 
 impl<D: Device> FaultInjector<D> {
@@ -98,6 +118,8 @@ impl<D: Device> FaultInjector<D> {
             config,
             rng: Rng::new(config.seed),
             stats: FaultStats::default(),
+            was_ready: false,
+            hiding: false,
         })
     }
 
@@ -151,7 +173,11 @@ impl<D: Device> Wrapper for FaultInjector<D> {
             config,
             rng,
             stats,
+            hiding,
+            ..
         } = this;
+        // The ring was looked at: what a lost wakeup hid is seen from now on.
+        *hiding = false;
         let mut handed = 0;
         inner.receive(budget, &mut |frame: &mut [u8]| {
             if strikes(rng, config.rx_drop) {
@@ -179,6 +205,20 @@ impl<D: Device> Wrapper for FaultInjector<D> {
             }
         });
         handed
+    }
+
+    /// The inner device's, but false while the wakeup for the frames it holds was lost.
+    fn rx_ready(this: &mut Self) -> bool {
+        let ready = this.inner.rx_ready();
+        if ready && !this.was_ready && strikes(&mut this.rng, this.config.wakeup_loss) {
+            this.stats.wakeups_lost += 1;
+            this.hiding = true;
+        }
+        this.was_ready = ready;
+        if !ready {
+            this.hiding = false;
+        }
+        ready && !this.hiding
     }
 
     fn send(this: &mut Self, frame: &[u8]) -> Result<(), TxFull> {

@@ -6,7 +6,8 @@ use std::io::{self, Write};
 use std::rc::Rc;
 
 use polld_core::{
-    Dataplane, Device, DropReason, Emit, Frozen, IfCounters, PacketStage, Poller, TxDrop, Verdict,
+    Dataplane, Device, DropReason, Emit, Frozen, IfCounters, Mode, PacketStage, Poller, TxDrop,
+    Verdict,
 };
 use polld_middleware::{FaultConfig, FaultInjector, PcapWriter};
 use polld_sim::{Arrivals, NicConfig, SimNic};
@@ -143,6 +144,7 @@ fn run_faults(seed: u64) -> (Vec<IfCounters>, Vec<polld_middleware::FaultStats>,
         rx_corrupt: 100,
         rx_duplicate: 100,
         tx_fail: 0,
+        wakeup_loss: 0,
     };
     let tx = FaultConfig {
         seed: seed + 1,
@@ -210,4 +212,131 @@ fn a_rate_over_1000_per_mille_is_refused_by_name() {
         err.to_string(),
         "fault.rx_corrupt = 1001: a rate is per mille, use 0 to 1000"
     );
+}
+
+/// What [`lose_wakeups`] saw.
+struct Stranded {
+    /// The longest a frame waited from its arrival to its forwarding, ns.
+    longest_wait: u64,
+    /// Frames never forwarded.
+    left: usize,
+    input: IfCounters,
+    wakeups_lost: u64,
+}
+
+/// One frame arrives on interface 0 every `gap` ns, `frames` of them, through an injector
+/// that loses `loss` per mille of its wakeups; the dataplane runs interface 0 in `mode`
+/// with `kern.polling.wakeup_watchdog_ms` at `watchdog_ms`, on virtual time: an event
+/// loop over the arrivals and the one-shot timer the steps ask for
+/// ([`polld_core::Step::look`]), raising interface 0's line whenever its NIC asserts it.
+fn lose_wakeups(mode: Mode, loss: u16, watchdog_ms: u32, frames: usize, gap: u64) -> Stranded {
+    let clock = Rc::new(Cell::new(0));
+    let rx = FaultConfig {
+        seed: 3,
+        wakeup_loss: loss,
+        ..FaultConfig::default()
+    };
+    let mut poller = Poller::default();
+    poller
+        .set_knob("wakeup_watchdog_ms", &watchdog_ms.to_string())
+        .unwrap();
+    let mut dp = Dataplane::new(poller, faulty(&clock, rx, FaultConfig::default()), ToOne);
+    dp.set_mode(0, mode).unwrap();
+    let period = u64::from(watchdog_ms) * 1_000_000;
+    let end = frames as u64 * gap + 2 * period;
+    let (mut arrivals, mut waiting) = (0, std::collections::VecDeque::new());
+    let (mut timer, mut longest_wait) = (None::<u64>, 0);
+    loop {
+        let next_arrival = (arrivals < frames).then(|| arrivals as u64 * gap);
+        let Some(now) = [next_arrival, timer].into_iter().flatten().min() else {
+            break;
+        };
+        if now > end {
+            break;
+        }
+        clock.set(now);
+        if next_arrival == Some(now) {
+            dp.interface_mut(0).dev_mut().inner_mut().inject(1);
+            waiting.push_back(now);
+            arrivals += 1;
+        }
+        if timer.is_some_and(|at| at <= now) {
+            timer = None;
+            dp.raise_look();
+        }
+        let asserted = dp.interfaces()[0].dev().inner().interrupt_asserted();
+        dp.interrupt_line(0, asserted);
+        while let Some(due) = dp.next_due().filter(|d| !d.spins()) {
+            if let Some(at) = dp.step(due, &mut Frozen(now)).look {
+                timer = Some(at);
+            }
+        }
+        let forwarded = dp.interfaces()[0].counters().forwarded as usize;
+        while arrivals - waiting.len() < forwarded {
+            longest_wait = longest_wait.max(now - waiting.pop_front().unwrap());
+        }
+    }
+    let input = dp.interfaces()[0].counters();
+    Stranded {
+        longest_wait,
+        left: waiting.len(),
+        input,
+        wakeups_lost: dp.interfaces()[0].dev().stats().wakeups_lost,
+    }
+}
+
+/// Modes that wait for a device's wakeup.
+const WAKEUP_MODES: [Mode; 3] = [Mode::Interrupt, Mode::Adaptive, Mode::Auto];
+
+#[test]
+fn a_device_that_loses_every_wakeup_is_served_by_the_watchdog_within_its_period() {
+    for mode in WAKEUP_MODES {
+        let s = lose_wakeups(mode, 1000, 100, 40, 37_000_000);
+        assert_eq!(s.left, 0, "{mode:?}: every frame forwarded");
+        assert!(
+            s.longest_wait <= 100_000_000,
+            "{mode:?}: {}",
+            s.longest_wait
+        );
+        // A frame that arrives just after a look waits most of a period.
+        assert!(s.longest_wait > 50_000_000, "{mode:?}: {}", s.longest_wait);
+        assert!(s.wakeups_lost > 0);
+        assert_eq!(s.input.watchdog_frames, 40, "{mode:?}: {:?}", s.input);
+        assert_eq!(s.input.interrupts, 0, "{mode:?}");
+        assert_eq!(s.input.unaccounted(), 0);
+    }
+}
+
+#[test]
+fn without_the_watchdog_a_lost_wakeup_strands_its_frames() {
+    for mode in WAKEUP_MODES {
+        let s = lose_wakeups(mode, 1000, 0, 40, 37_000_000);
+        // The NIC raises no new wakeup while its ring holds the frames of the lost one.
+        assert_eq!(s.left, 40, "{mode:?}");
+        assert_eq!(s.input.rx_packets, 0, "{mode:?}");
+        assert_eq!(s.wakeups_lost, 1, "{mode:?}");
+    }
+}
+
+#[test]
+fn with_one_wakeup_in_100_lost_no_frame_waits_longer_than_the_watchdog_period() {
+    for mode in WAKEUP_MODES {
+        let s = lose_wakeups(mode, 10, 20, 2000, 3_000_000);
+        assert_eq!(s.left, 0, "{mode:?}");
+        assert!(s.longest_wait <= 20_000_000, "{mode:?}: {}", s.longest_wait);
+        assert!(
+            (5..=60).contains(&s.wakeups_lost),
+            "{mode:?}: {}",
+            s.wakeups_lost
+        );
+        // The frames of a lost wakeup, and those that came behind them while the NIC
+        // raised no wakeup, were found by the watchdog; each other frame by its interrupt.
+        assert!(s.input.watchdog_frames >= s.wakeups_lost, "{mode:?}");
+        assert_eq!(
+            s.input.interrupts + s.input.watchdog_frames,
+            2000,
+            "{mode:?}: {:?}",
+            s.input
+        );
+    }
 }

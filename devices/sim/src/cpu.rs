@@ -142,6 +142,8 @@ pub struct Sim {
     pub gen_blocked: u64,
     /// Ticks delivered.
     pub ticks: u64,
+    /// Wakeups of the one-shot timer (the looks between ticks, the wakeup watchdog).
+    pub timer_wakeups: u64,
     /// The device work as the executor's clock times it, around each piece of work (what
     /// a step tells the `auto` window, `Step::ns`): without the wakeups before them.
     pub timed_ns: u64,
@@ -182,6 +184,7 @@ impl Sim {
             generated: 0,
             gen_blocked: 0,
             ticks: 0,
+            timer_wakeups: 0,
             timed_ns: 0,
         }
     }
@@ -212,6 +215,7 @@ impl Sim {
             generated: &mut self.generated,
             gen_blocked: &mut self.gen_blocked,
             ticks: &mut self.ticks,
+            timer_wakeups: &mut self.timer_wakeups,
             timed_ns: &mut self.timed_ns,
         };
         self.dp.drive(&mut cpu);
@@ -232,6 +236,7 @@ struct Cpu<'a> {
     generated: &'a mut u64,
     gen_blocked: &'a mut u64,
     ticks: &'a mut u64,
+    timer_wakeups: &'a mut u64,
     timed_ns: &'a mut u64,
 }
 
@@ -360,6 +365,7 @@ impl Executor<SimNic, SimStage> for Cpu<'_> {
         }
         if timers.next_look.is_some_and(|at| now >= at) {
             timers.next_look = None;
+            *self.timer_wakeups += 1;
             dp.raise_look();
         }
         ControlFlow::Continue(())
@@ -416,7 +422,9 @@ impl Executor<SimNic, SimStage> for Cpu<'_> {
                 }
                 Bucket::Intr
             }
-            Due::Task(_) | Due::PollChunk | Due::InputQueue | Due::Pollmore => Bucket::Kernel,
+            Due::Task(_) | Due::PollChunk | Due::InputQueue | Due::Pollmore | Due::Watchdog => {
+                Bucket::Kernel
+            }
             Due::Busy(_) => {
                 if step.work.rx == 0 {
                     self.idle_until(dp, 1_000);
@@ -446,12 +454,13 @@ impl Executor<SimNic, SimStage> for Cpu<'_> {
     }
 }
 
-/// The virtual CPU's timers: the tick's grid and a one-shot look.
+/// The virtual CPU's timers: the tick's grid and a one-shot look (a cycle's, the wakeup
+/// watchdog's).
 #[derive(Clone, Copy, Debug, Default)]
 struct Timers {
     /// When the next tick is due.
     next_tick: u64,
-    /// When the look a cycle armed is due ([`Step::look`]).
+    /// When the look a step armed is due ([`Step::look`]).
     next_look: Option<u64>,
 }
 

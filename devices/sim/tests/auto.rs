@@ -161,7 +161,10 @@ fn frames_survive_every_switch_and_light_load_stays_on_interrupts() {
     light.run_until(500 * MS);
     let c = light.dataplane().interfaces()[0].counters();
     assert_eq!((c.auto_switches, c.polls), (0, 0));
-    assert_eq!(c.interrupts, c.rx_packets);
+    // One frame an interrupt; the wakeup watchdog's look (every 100 ms) takes a frame that
+    // arrived at its instant, before that frame's interrupt.
+    assert_eq!(c.interrupts + c.watchdog_frames, c.rx_packets);
+    assert!(c.watchdog_frames <= 5, "{c:?}");
 }
 
 #[test]

@@ -43,7 +43,8 @@
 //!
 //! [interfaces.fault]             # a test tool: seeded faults on this interface, rates
 //! seed = 1                       # per mille, each counted by name (see polld-middleware)
-//! rx_drop = 10                   # also rx_truncate, rx_corrupt, rx_duplicate, tx_fail
+//! rx_drop = 10                   # also rx_truncate, rx_corrupt, rx_duplicate, tx_fail,
+//!                                # wakeup_loss (wakeups lost)
 //!
 //! [[interfaces]]
 //! name = "veth2"

@@ -7,7 +7,9 @@
 //! - the **look** timerfd, one-shot: armed where a poll cycle at light traffic asks to look
 //!   at the devices before the next tick ([`Step`]'s `look`, `kern.polling.looks`), so
 //!   that a frame waits part of a tick for its poll rather than all of it, with the
-//!   device's interrupt still off; the tick stays where it is;
+//!   device's interrupt still off; the tick stays where it is; and where the wakeup
+//!   watchdog looks at the rings of interfaces that wait for a wakeup
+//!   (`kern.polling.wakeup_watchdog_ms`, the earlier of the two);
 //! - each interface's **interrupt**: its ring or socket fd, in the set only while the
 //!   dataplane has that interrupt armed (interrupt mode; adaptive mode between tasks)
 //!   and the thread has slept within the last millisecond: a thread that has had work
