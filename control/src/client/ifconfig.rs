@@ -60,6 +60,7 @@ const COUNTER_LINES: [&[&str]; 3] = [
     ],
     &[
         IfCounters::INTERRUPTS.name,
+        IfCounters::WATCHDOG_FRAMES.name,
         IfCounters::POLLS.name,
         IfCounters::EMPTY_POLLS.name,
         IfCounters::TASKS.name,
