@@ -10,7 +10,7 @@
 //!
 //! [`Knobs::default`] is what `polld run` polls with when the config sets nothing: settings
 //! that keep the promise (a CPU-bound competitor on the poll CPU keeps `user_frac`) and do
-//! not cap forwarding on today's devices. Four differ from FreeBSD's, each declaration says
+//! not cap forwarding below what the poll CPU can do. Four differ from FreeBSD's, each declaration says
 //! why: `controller` (`time`), `burst_max` (20000), `each_burst` (50) and `looks` (1).
 //! `cargo bench -p polld --bench defaults` measures them on the TAP testbed.
 //!
@@ -132,8 +132,8 @@ sysctl_struct! {
         /// `kern.polling.burst_max`: ceiling of `burst`, packets per interface a tick.
         /// Default the highest FreeBSD allows, [`MAX_POLL_BURST_MAX`] (FreeBSD's default:
         /// [`FREEBSD_BURST_MAX`]): FreeBSD's caps polling at `hz * burst_max`, 150 kpps,
-        /// below what one CPU forwards today, so that under a flood the cap, not
-        /// `user_frac`, sets both the rate and the CPU left to other work
+        /// below what one CPU forwards on the TAP testbed, so that under a flood the cap,
+        /// not `user_frac`, sets both the rate and the CPU left to other work
         /// (docs/algorithm.md §10 has the run). At 20000 (20 Mpps at hz 1000) what limits
         /// polling is `user_frac`.
         burst_max: u32 = MAX_POLL_BURST_MAX, BURST_MAX: Knob "Max Polling burst size",
