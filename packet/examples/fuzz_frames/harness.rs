@@ -147,7 +147,7 @@ fn port_mac(port: u8) -> MacAddr {
 
 /// Valid frames reaching every path: forwarding, fragmentation (DF clear and set, of
 /// fragments too), options of every kind, padding, ICMP, ARP, broadcast, rules.
-fn corpus() -> Vec<Vec<u8>> {
+pub fn corpus() -> Vec<Vec<u8>> {
     let host = mac(2, 1);
     let to = |p: &Ip| p.frame(host, port_mac(0));
     let udp = |dst: &str, len: usize| Ip::udp("10.0.1.2", dst, 9, len);
@@ -398,13 +398,20 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
         }
     }
     if below(rng, 2) == 0 {
-        if is_ipv6(&frame) {
-            fix_icmpv6_checksum(&mut frame);
-        } else {
-            fix_header_checksum(&mut frame);
-        }
+        fix_checksums(&mut frame);
     }
     frame
+}
+
+/// Makes the checksum that guards the first checks verify (IPv4's header checksum, or
+/// the checksum of an ICMPv6 message right after the IPv6 header), so that a mutated
+/// frame reaches the checks past it.
+pub fn fix_checksums(frame: &mut [u8]) {
+    if is_ipv6(frame) {
+        fix_icmpv6_checksum(frame);
+    } else {
+        fix_header_checksum(frame);
+    }
 }
 
 /// Next-header values the mutator writes: every extension header and a few upper layers.
@@ -567,60 +574,59 @@ fn check_forwarded(input: &[u8], out: usize, parts: &[&[u8]]) -> Result<(), Stri
     Ok(())
 }
 
-/// Feeds `iterations` mutated frames, calling `progress` every million; stops at the
-/// first finding.
-pub fn run(
-    seed: u64,
-    iterations: u64,
-    progress: &mut dyn FnMut(&Summary),
-) -> Result<Summary, Finding> {
-    let config: PacketConfig = toml::from_str(CONFIG).expect("the fuzz config parses");
-    let mut fwd = Forwarder::new(&config, &["jumbo0", "eth1", "slow2"]).expect("valid");
-    let seeds = corpus();
-    let mut rng = Rng::new(seed);
-    let mut summary = Summary::default();
-    let mut caught = Caught::default();
-    let mut now = 0u64;
-    for iteration in 0..iterations {
-        let frame = mutate(&mut rng, &seeds);
-        let input = if below(&mut rng, 8) == 0 {
-            below(&mut rng, 4)
-        } else {
-            0
-        };
-        now += rng.next_u64() % 2_000_000;
-        fwd.set_now(now);
-        caught.generated.clear();
-        caught.parts.clear();
-        let mut buf = frame.clone();
-        let finding = |problem: String| Finding {
-            seed,
-            iteration,
-            input,
-            frame: frame.clone(),
-            problem,
-        };
-        let verdict = catch_unwind(AssertUnwindSafe(|| {
-            fwd.process(input, &mut buf, &mut caught)
-        }))
-        .map_err(|panic| {
-            let text = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            finding(format!("panic: {text}"))
-        })?;
+/// The three-port forwarder under test and what it has done so far: checks one frame at
+/// a time, so that the seeded loop ([`run`]) and a coverage-guided fuzzer (fuzz/, the
+/// `frames` target) feed it the same way.
+pub struct Checker {
+    fwd: Forwarder,
+    caught: Caught,
+    now: u64,
+    pub summary: Summary,
+}
+
+impl Default for Checker {
+    fn default() -> Self {
+        let config: PacketConfig = toml::from_str(CONFIG).expect("the fuzz config parses");
+        Checker {
+            fwd: Forwarder::new(&config, &["jumbo0", "eth1", "slow2"]).expect("valid"),
+            caught: Caught::default(),
+            now: 0,
+            summary: Summary::default(),
+        }
+    }
+}
+
+impl Checker {
+    /// Feeds `frame` on port `input` (0 to 3; 3 is no port of the forwarder's), `elapsed`
+    /// ns after the previous frame, and checks every invariant of the module's doc: the
+    /// problem found, if any (a panic included).
+    pub fn check(&mut self, input: usize, frame: &[u8], elapsed: u64) -> Result<(), String> {
+        self.now += elapsed;
+        self.fwd.set_now(self.now);
+        self.caught.generated.clear();
+        self.caught.parts.clear();
+        let mut buf = frame.to_vec();
+        let (fwd, caught) = (&mut self.fwd, &mut self.caught);
+        let verdict = catch_unwind(AssertUnwindSafe(|| fwd.process(input, &mut buf, caught)))
+            .map_err(|panic| {
+                let text = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                format!("panic: {text}")
+            })?;
+        let summary = &mut self.summary;
         summary.inputs += 1;
-        let parts: Vec<&[u8]> = caught.parts.iter().map(|(_, f)| &f[..]).collect();
-        let checked = match verdict {
+        let parts: Vec<&[u8]> = self.caught.parts.iter().map(|(_, f)| &f[..]).collect();
+        match verdict {
             Verdict::Forward { out } if parts.is_empty() => {
-                check_forwarded(&frame, out, &[&buf[..]])
+                check_forwarded(frame, out, &[&buf[..]])
             }
             Verdict::ForwardEmitted { out }
-                if !parts.is_empty() && caught.parts.iter().all(|(o, _)| *o == out) =>
+                if !parts.is_empty() && self.caught.parts.iter().all(|(o, _)| *o == out) =>
             {
-                check_forwarded(&frame, out, &parts)
+                check_forwarded(frame, out, &parts)
             }
             Verdict::Forward { .. } | Verdict::ForwardEmitted { .. } => Err(format!(
                 "verdict {verdict:?} with {} forwarded parts",
@@ -628,34 +634,64 @@ pub fn run(
             )),
             _ if !parts.is_empty() => Err(format!("verdict {verdict:?} with forwarded parts")),
             _ => Ok(()),
-        };
-        checked.map_err(&finding)?;
-        for (out, f) in &caught.generated {
-            check_generated(*out, f).map_err(&finding)?;
+        }?;
+        for (out, f) in &self.caught.generated {
+            check_generated(*out, f)?;
         }
         if matches!(
             verdict,
             Verdict::Forward { .. } | Verdict::ForwardEmitted { .. }
         ) {
             summary.forwarded += 1;
-            summary.forwarded6 += u64::from(is_ipv6(&frame));
+            summary.forwarded6 += u64::from(is_ipv6(frame));
             summary.fragments += parts.len().saturating_sub(1) as u64;
         }
-        let c = fwd.counters();
+        let c = self.fwd.counters();
         if c.received != summary.inputs {
-            return Err(finding(format!(
+            return Err(format!(
                 "received {} after {} frames",
                 c.received, summary.inputs
-            )));
+            ));
         }
-        c.check_conservation().map_err(|e| finding(e.to_string()))?;
-        if c.generated.total() != caught.generated_total {
-            return Err(finding("an emitted frame went uncounted".into()));
+        c.check_conservation().map_err(|e| e.to_string())?;
+        if c.generated.total() != self.caught.generated_total {
+            return Err("an emitted frame went uncounted".into());
         }
-        summary.generated = caught.generated_total;
+        summary.generated = self.caught.generated_total;
+        Ok(())
+    }
+}
+
+/// Feeds `iterations` mutated frames, calling `progress` every million; stops at the
+/// first finding.
+pub fn run(
+    seed: u64,
+    iterations: u64,
+    progress: &mut dyn FnMut(&Summary),
+) -> Result<Summary, Finding> {
+    let seeds = corpus();
+    let mut rng = Rng::new(seed);
+    let mut checker = Checker::default();
+    for iteration in 0..iterations {
+        let frame = mutate(&mut rng, &seeds);
+        let input = if below(&mut rng, 8) == 0 {
+            below(&mut rng, 4)
+        } else {
+            0
+        };
+        let elapsed = rng.next_u64() % 2_000_000;
+        checker
+            .check(input, &frame, elapsed)
+            .map_err(|problem| Finding {
+                seed,
+                iteration,
+                input,
+                frame,
+                problem,
+            })?;
         if (iteration + 1) % 1_000_000 == 0 {
-            progress(&summary);
+            progress(&checker.summary);
         }
     }
-    Ok(summary)
+    Ok(checker.summary)
 }
