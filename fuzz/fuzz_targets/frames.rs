@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&how, frame)) = data.split_first() else {
         return;
     };
-    let input = if how & 4 != 0 { usize::from(how & 3) } else { 0 };
+    let input = if how & 4 != 0 {
+        usize::from(how & 3)
+    } else {
+        0
+    };
     let mut frame = frame.to_vec();
     if how & 0x80 != 0 {
         harness::fix_checksums(&mut frame);
