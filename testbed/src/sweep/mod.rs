@@ -288,6 +288,33 @@ pub fn run_sweep(
     Ok(report)
 }
 
+/// A row of the table: who forwards.
+struct Row<'k> {
+    label: String,
+    /// polld's mode; `None`: the kernel forwards.
+    mode: Option<&'static str>,
+    /// Knobs polld sets besides its defaults.
+    knobs: &'k [(&'k str, &'k str)],
+}
+
+impl<'k> Row<'k> {
+    fn kernel() -> Row<'k> {
+        Row {
+            label: KERNEL.into(),
+            mode: None,
+            knobs: &[],
+        }
+    }
+
+    fn polld(label: String, mode: &'static str, knobs: &'k [(&'k str, &'k str)]) -> Row<'k> {
+        Row {
+            label,
+            mode: Some(mode),
+            knobs,
+        }
+    }
+}
+
 /// One testbed and what every point on it runs with.
 struct Bed<'a> {
     tb: &'a Testbed,
@@ -333,23 +360,20 @@ impl Bed<'_> {
         let user_frac = format!("{LOW_USER_FRAC}");
         let user_frac_knob = kern_entry(Knobs::USER_FRAC.name);
         let low = [(user_frac_knob.as_str(), user_frac.as_str())];
-        let mut forwarders: Vec<(String, Option<&str>, &[(&str, &str)])> = Vec::new();
+        let mut rows = Vec::new();
         if self.devices() == Devices::Veth {
-            forwarders.push((KERNEL.into(), None, &[]));
+            rows.push(Row::kernel());
         }
-        for mode in MODES {
-            forwarders.push((mode.into(), Some(mode), &[]));
-        }
-        let low_row = low_user_frac_row();
-        forwarders.push((low_row.clone(), Some("polling"), &low));
+        rows.extend(MODES.map(|mode| Row::polld(mode.into(), mode, &[])));
+        rows.push(Row::polld(low_user_frac_row(), "polling", &low));
         let input = self.input();
         let mut points = Vec::new();
-        for (label, mode, knobs) in &forwarders {
-            for &load in loads {
-                if *label == low_row && load <= 1.0 {
-                    continue;
-                }
+        for row in &rows {
+            // The extra polling row runs above capacity only.
+            let extra = !row.knobs.is_empty();
+            for &load in loads.iter().filter(|&&load| !extra || load > 1.0) {
                 let rate = ((load * capacity_pps).round() as u64).max(1);
+                let label = &row.label;
                 let _ = writeln!(
                     progress,
                     "polld bench sweep: {name}: {label} at {:.0} % ({rate}/s), {} s ...",
@@ -357,12 +381,11 @@ impl Bed<'_> {
                     self.duration
                 );
                 let rate_arg = rate.to_string();
-                let watch = *label == "auto";
-                let (row, share) = self.watched(watch, || match mode {
-                    Some(mode) => self.point(mode, knobs, &rate_arg),
+                let (measured, share) = self.watched(label == "auto", || match row.mode {
+                    Some(mode) => self.point(mode, row.knobs, &rate_arg),
                     None => self.kernel(&rate_arg),
                 })?;
-                let mut point = SweepPoint::of(label, load, rate, &row, &input);
+                let mut point = SweepPoint::of(label, load, rate, &measured, &input);
                 if let Some(auto) = point.auto.as_mut() {
                     auto.polling_share = share;
                 }
