@@ -30,6 +30,20 @@ pub(crate) fn print_report<R: Serialize>(
     }
 }
 
+/// The line under a bench's table that says whether conservation held in every polld run
+/// of it.
+pub(crate) fn write_conservation(conserved: bool, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "conservation: {}",
+        if conserved {
+            "held in every polld run"
+        } else {
+            "VIOLATED in some polld run"
+        }
+    );
+}
+
 /// Brings up a TAP testbed of `prefix` and a scratch directory, runs `body` on them with
 /// the (gen, fwd) CPUs, then removes both, saying so as `polld bench {bench}: ...`.
 pub(crate) fn on_own_tap_testbed<T>(

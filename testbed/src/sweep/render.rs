@@ -143,15 +143,7 @@ pub(super) fn write_text(report: &SweepReport, out: &mut dyn Write) {
     for t in &report.testbeds {
         write_testbed(t, report.duration_secs, out);
     }
-    let _ = writeln!(
-        out,
-        "conservation: {}",
-        if report.conserved {
-            "held in every polld run"
-        } else {
-            "VIOLATED in some polld run"
-        }
-    );
+    crate::bench::write_conservation(report.conserved, out);
 }
 
 /// `sweep-{testbed}-p99.svg` and `sweep-{testbed}-cpu.svg` in `dir`.
