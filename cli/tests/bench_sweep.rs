@@ -44,6 +44,7 @@ fn the_quick_sweep_runs_every_forwarder_at_every_load_on_both_testbeds_and_conse
     for t in testbeds {
         let name = t["testbed"].as_str().unwrap();
         assert!(num(t, "capacity_pps") > 0.0, "{t:#}");
+        assert_eq!(t["not_conserved"], Value::Array(vec![]), "{t:#}");
         let points = t["points"].as_array().expect("points");
         let mut forwarders = vec!["interrupt", "adaptive", "polling", "auto", "busy"];
         if name == "veth" {

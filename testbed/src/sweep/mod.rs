@@ -194,6 +194,9 @@ pub struct TestbedSweep {
     pub checks: Vec<Check>,
     /// Where auto mode polled, in a sentence.
     pub auto_switched: String,
+    /// The polld runs in which conservation failed (`interrupt at 50 %`, the capacity's
+    /// flood as `interrupt flood`); empty when it held in every one.
+    pub not_conserved: Vec<String>,
     pub svgs: Vec<PathBuf>,
 }
 
@@ -267,10 +270,15 @@ pub fn run_sweep(
         sweep.svgs = render::write_plots(&sweep, &args.out)?;
         testbeds.push(sweep);
     }
-    let conserved = testbeds
+    let not_conserved: Vec<String> = testbeds
         .iter()
-        .flat_map(|t| &t.points)
-        .all(|p| p.conserved != Some(false));
+        .flat_map(|t| {
+            t.not_conserved
+                .iter()
+                .map(|run| format!("{}: {run}", t.testbed))
+        })
+        .collect();
+    let conserved = not_conserved.is_empty();
     let report = SweepReport {
         duration_secs: duration,
         loads: loads.to_vec(),
@@ -280,10 +288,10 @@ pub fn run_sweep(
     };
     crate::bench::print_report(&report, args.json, out, render::write_text);
     if !conserved {
-        return Err(failed(
-            "conservation did not hold in some polld run: see the table's `conserved` column"
-                .into(),
-        ));
+        return Err(failed(format!(
+            "conservation did not hold in {}: see `conserved` in --json",
+            not_conserved.join(", ")
+        )));
     }
     Ok(report)
 }
@@ -392,6 +400,16 @@ impl Bed<'_> {
                 points.push(point);
             }
         }
+        let not_conserved = (flood.conserved == Some(false))
+            .then(|| "interrupt flood".to_string())
+            .into_iter()
+            .chain(
+                points
+                    .iter()
+                    .filter(|p| p.conserved == Some(false))
+                    .map(|p| format!("{} at {:.0} %", p.forwarder, p.load * 100.0)),
+            )
+            .collect();
         let hz = Knobs::default().hz;
         let checks = check(&points, hz);
         let auto_switched = render::auto_sentence(&points, &input);
@@ -403,6 +421,7 @@ impl Bed<'_> {
             points,
             checks,
             auto_switched,
+            not_conserved,
             svgs: Vec::new(),
         })
     }
