@@ -2,7 +2,7 @@
 //! progress and logs go to stderr: one test per command here (root only, but `sim`; CI
 //! runs as root). The commands other tests already run with `--json` are checked there,
 //! with [`common::one_document`]: `gen` and `sink` in examples.rs, `run --check` in
-//! check_json.rs, `bench seeds` and `bench ramp` through [`common::quick_bench`], and
+//! check_json.rs, `bench seeds`, `bench ramp` and `bench sweep` through [`common::quick_bench`], and
 //! `demo --devices vm` in vm.rs.
 
 mod common;

@@ -79,6 +79,7 @@ pub mod share;
 pub mod sleep;
 pub mod status;
 pub mod streams;
+pub mod sweep;
 mod sys;
 mod testbed;
 pub mod testpmd;

@@ -103,8 +103,11 @@ pub struct TcpResult {
 pub struct SinkLatency {
     /// Frames the generator sent that never arrived (its end-of-run record counts them).
     pub lost: u64,
+    /// lost / (lost + frames received once), in percent.
+    pub loss_percent: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    pub p999_us: f64,
     pub max_us: f64,
 }
 
@@ -116,8 +119,10 @@ impl SinkLatency {
         let us = |name: &str| latency[name].as_f64().map(|ns| ns / 1000.0);
         Some(SinkLatency {
             lost: analysis["sequence"]["lost"].as_u64()?,
+            loss_percent: analysis["loss_percent"].as_f64()?,
             p50_us: us("p50_ns")?,
             p99_us: us("p99_ns")?,
+            p999_us: us("p999_ns")?,
             max_us: us("max_ns")?,
         })
     }

@@ -39,15 +39,7 @@ pub(super) fn write_text(report: &DesignReport, out: &mut dyn Write) {
         );
     }
     let _ = writeln!(out, "ratio: the alternative's figure over the default's");
-    let _ = writeln!(
-        out,
-        "conservation: {}",
-        if report.conserved {
-            "held in every polld run"
-        } else {
-            "VIOLATED in some polld run"
-        }
-    );
+    crate::bench::write_conservation(report.conserved, out);
 }
 
 #[cfg(test)]

@@ -73,6 +73,16 @@ enum Bench {
         #[command(flatten)]
         page: ResultsArg,
     },
+    /// Every mode of polld and the kernel's own forwarding across the load range (1 % to
+    /// 120 % of interrupt mode's capacity) on veth and TAP: delivered, loss, one-way
+    /// p50/p99/p99.9, the poll CPU's busy time, interrupts/s, where auto switched, and
+    /// the must-show checks as ratios of the run's own figures.
+    Sweep {
+        #[command(flatten)]
+        args: polld_testbed::sweep::SweepArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
     /// Each of polld's own defaults (quiet_cycles, burst_max, looks, auto_window_ticks,
     /// idle_wakeups) against the alternative it was chosen over, both measured in the run.
     Design {
@@ -116,6 +126,10 @@ fn main() -> ExitCode {
                     .and_then(|report| report.verdict()),
                 Bench::Ramp { args, page } => page.record("polld bench ramp", out, |out| {
                     polld_testbed::ramp::run_ramp(&args, &polld, out, progress)
+                        .map(|report| ((), report.svgs))
+                }),
+                Bench::Sweep { args, page } => page.record("polld bench sweep", out, |out| {
+                    polld_testbed::sweep::run_sweep(&args, &polld, out, progress)
                         .map(|report| ((), report.svgs))
                 }),
                 Bench::Design { args, page } => page.record("polld bench design", out, |out| {
