@@ -21,6 +21,9 @@
 //!   every thread on the path.
 //! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
 //!   interrupt mode, under a flood.
+//! - `adaptive`: seed 004, interrupt against adaptive mode (the fast interrupt and its task
+//!   bounded by `rx_process_limit`), each with fastforwarding 1 and 0, under a flood and
+//!   at a lower load: the forwarding rate and whether each livelocks.
 //! - `sleep`: seed 003's `usleep(1)` and `nanosleep(1)`, timed at the default timer slack,
 //!   a 1-ns slack and SCHED_FIFO ([`crate::sleep`]); no testbed traffic.
 //!
@@ -37,6 +40,7 @@
 //! `tcp` beside it), what each trial runs in `plan`, the report and its verdict in
 //! `report`, its text in `render` and its charts in `plots`.
 
+mod adaptive;
 mod plan;
 mod plots;
 mod render;
@@ -57,6 +61,7 @@ use plan::{FULL, FULL_VM, QUICK, QUICK_VM};
 use steps::Bench;
 
 pub use crate::results::Machine;
+pub use adaptive::AdaptiveRow;
 pub use report::{CurveSeries, Livelock, Screen, SeedsReport, TableRow, TcpRow};
 
 /// `polld bench seeds` options.
@@ -114,6 +119,7 @@ impl SeedsDevices {
                 Step::Screens,
                 Step::Tcp,
                 Step::Share,
+                Step::Adaptive,
                 Step::Sleep,
             ],
             SeedsDevices::Vm => &[Step::Curve, Step::Share],
@@ -130,6 +136,7 @@ pub enum Step {
     Screens,
     Tcp,
     Share,
+    Adaptive,
     Sleep,
 }
 
@@ -215,6 +222,7 @@ pub fn run_seeds(
                 Step::Table,
                 Step::Screens,
                 Step::Tcp,
+                Step::Adaptive,
                 Step::Sleep,
             ] {
                 if !steps.contains(&step) {
@@ -226,6 +234,7 @@ pub fn run_seeds(
                     Step::Table => bench.table()?,
                     Step::Screens => bench.screens()?,
                     Step::Tcp => bench.tcp()?,
+                    Step::Adaptive => bench.adaptive()?,
                     Step::Sleep => bench.sleep()?,
                 }
             }

@@ -224,6 +224,10 @@ pub(super) fn write_text(report: &SeedsReport, out: &mut dyn Write) {
         let _ = writeln!(out, "\nSeed 003 (PF_RING: active against passive polling): how long a sleep of 1 us and of 1 ns lasts on this machine");
         let _ = write!(out, "{}", crate::sleep::render(&report.sleep));
     }
+    if !report.adaptive.is_empty() {
+        let _ = writeln!(out, "\nSeed 004 (em(4), 2006: a fast interrupt that masks the NIC and a task bounded by rx_processing_limit): interrupt against adaptive mode, frames/s");
+        let _ = write!(out, "{}", super::adaptive::render(&report.adaptive));
+    }
     let _ = writeln!(out);
     for line in &report.findings {
         let _ = writeln!(out, "{line}");

@@ -1,0 +1,288 @@
+//! Seed 004 (em(4), 2006): a fast interrupt that masks the NIC and queues a task bounded
+//! by `rx_processing_limit` ("adaptive polling") took fast forwarding from ~570 to ~750
+//! kpps and removed over-saturation livelocks. polld's `adaptive` mode is that design
+//! (docs/algorithm.md §7, `dev.IF.rx_process_limit`); this step runs it against
+//! `interrupt` mode, each with `net.inet.ip.fastforwarding` 1 and 0: under a flood, in
+//! [`Timing::adaptive_rounds`](super::plan::Timing) rounds through the four
+//! configurations (the point is the round with the median delivered rate), and once at
+//! [`LOWER_RATE`], a load below every configuration's knee, whose delivered rate is the
+//! configuration's best if the flood's is not. Whether a configuration livelocks is the
+//! curve's definition ([`Livelock`]): the flood gets under 10 % of its best.
+
+use serde::Serialize;
+
+use super::plan::{Knobs, CURVE_USER_FRAC, NO_FASTFORWARDING};
+use super::report::{CurveSeries, Livelock};
+use super::seed;
+use super::steps::Bench;
+use crate::share::{ShareRow, ShareTrial};
+use crate::TestbedError;
+
+/// The lower load: below the knee of every configuration on TAP, where interrupts without
+/// fastforwarding have their best (docs/measuring.md §tb-knees).
+const LOWER_RATE: &str = "100k";
+
+/// The flood's gain that counts as seed 004's faster forwarding: the seed's was 1.32x
+/// (750 against 570 kpps); one flood trial on TAP moves by 10 % or more
+/// (docs/measuring.md §tb-plateau).
+const GAIN: f64 = 1.1;
+
+/// One configuration of seed 004's table.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdaptiveRow {
+    /// `interrupt` or `adaptive`, on both TAPs.
+    pub mode: String,
+    /// `net.inet.ip.fastforwarding`.
+    pub fastforwarding: bool,
+    /// The trial at [`LOWER_RATE`].
+    pub lower: ShareRow,
+    /// The flood's trial with the median delivered rate of its rounds.
+    pub flooded: ShareRow,
+    /// Every flood round's delivered rate, frames/s, in the order they ran.
+    pub flood_rounds: Vec<f64>,
+    /// The flood against the configuration's best.
+    pub livelock: Livelock,
+}
+
+impl AdaptiveRow {
+    fn label(&self) -> String {
+        format!(
+            "{}, fastforwarding={}",
+            self.mode,
+            u8::from(self.fastforwarding)
+        )
+    }
+}
+
+/// The four configurations, in the table's order.
+const CONFIGS: [(&str, bool); 4] = [
+    ("interrupt", true),
+    ("adaptive", true),
+    ("interrupt", false),
+    ("adaptive", false),
+];
+
+impl Bench<'_> {
+    /// Seed 004: interrupt against adaptive mode, with and without fastforwarding, under
+    /// a flood and at [`LOWER_RATE`].
+    pub(super) fn adaptive(&mut self) -> Result<(), TestbedError> {
+        let rounds = self.timing.adaptive_rounds;
+        let mut floods: Vec<Vec<ShareRow>> = vec![Vec::new(); CONFIGS.len()];
+        // In rounds through the configurations, so that what drifts on the machine falls
+        // on each alike.
+        for round in 1..=rounds {
+            for (&(mode, ff), at) in CONFIGS.iter().zip(&mut floods) {
+                at.push(self.adaptive_trial(mode, ff, "unlimited", (round, rounds))?);
+            }
+        }
+        for (&(mode, ff), trials) in CONFIGS.iter().zip(floods) {
+            let lower = self.adaptive_trial(mode, ff, LOWER_RATE, (1, 1))?;
+            let flood = CurveSeries::of_rounds(mode, vec![trials]);
+            let flooded = flood.points[0].clone();
+            let livelock = Livelock::of_points(&[lower.clone(), flooded.clone()])
+                .expect("two points");
+            self.report.adaptive.push(AdaptiveRow {
+                mode: mode.into(),
+                fastforwarding: ff,
+                lower,
+                flooded,
+                flood_rounds: flood.rounds.into_iter().flatten().collect(),
+                livelock,
+            });
+        }
+        Ok(())
+    }
+
+    /// One trial of `mode` at `rate`, no competitor, polling's knobs as the curve's.
+    fn adaptive_trial(
+        &mut self,
+        mode: &str,
+        fastforwarding: bool,
+        rate: &str,
+        (round, rounds): (usize, usize),
+    ) -> Result<ShareRow, TestbedError> {
+        let what = format!(
+            "seed 004: {mode}, fastforwarding={}",
+            u8::from(fastforwarding)
+        );
+        self.say(&format!(
+            "{what}, polld gen --rate {rate} (round {round} of {rounds}) ..."
+        ));
+        let knobs: Knobs = if fastforwarding {
+            &[]
+        } else {
+            &NO_FASTFORWARDING
+        };
+        let trial = ShareTrial {
+            rate: Some(rate),
+            competitor: false,
+            knobs,
+            ..self.flood_trial(mode, CURVE_USER_FRAC)
+        };
+        let row = self.trial(&format!("{what} {rate} round {round}"), &trial)?;
+        self.say(&format!(
+            "{what}: offered {:.0}/s, delivered {:.0}/s",
+            row.offered_pps, row.delivered_pps
+        ));
+        Ok(row)
+    }
+}
+
+/// Seed 004's table beside the seed's figures.
+pub(super) fn render(rows: &[AdaptiveRow]) -> String {
+    let mut text = format!(
+        "{:<32} {:>11} {:>11} {:>11} {:>11} {:>8} {:>10} {:>13} | {}\n",
+        "configuration",
+        "lower/s",
+        "delivered/s",
+        "flood/s",
+        "delivered/s",
+        "of best",
+        "polld CPU",
+        "interrupts/s",
+        "seed"
+    );
+    for r in rows {
+        let f = &r.flooded;
+        text.push_str(&format!(
+            "{:<32} {:>11.0} {:>11.0} {:>11.0} {:>11.0} {:>7.1}% {:>9.1}% {:>13.0} | {}\n",
+            r.label(),
+            r.lower.offered_pps,
+            r.lower.delivered_pps,
+            f.offered_pps,
+            f.delivered_pps,
+            r.livelock.ratio * 100.0,
+            f.polld_cpu_percent,
+            f.interrupts_per_sec,
+            seed::adaptive(&r.mode, r.fastforwarding)
+        ));
+    }
+    if rows.iter().any(|r| r.flood_rounds.len() > 1) {
+        text.push_str(
+            "  flood: the round with the median delivered rate; every round's delivered, thousands/s, in the order they ran: ",
+        );
+        let rounds: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let k: Vec<String> = r
+                    .flood_rounds
+                    .iter()
+                    .map(|d| format!("{:.0}", d / 1e3))
+                    .collect();
+                format!("{} {}", r.label(), k.join("/"))
+            })
+            .collect();
+        text.push_str(&rounds.join("; "));
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "  lower: polld gen --rate {LOWER_RATE}; of best: the flood's delivered against the higher of the two (under 10 %: livelock, as the curve's verdict)\n"
+    ));
+    text
+}
+
+/// Seed 004's verdict from its rows: adaptive's flood against interrupt mode's with and
+/// without fastforwarding, and which configurations livelock.
+pub(super) fn finding(rows: &[AdaptiveRow]) -> Option<String> {
+    let at = |mode: &str, ff: bool| {
+        rows.iter()
+            .find(|r| r.mode == mode && r.fastforwarding == ff)
+    };
+    let gain = |ff: bool| -> Option<(f64, &AdaptiveRow, &AdaptiveRow)> {
+        let (i, a) = (at("interrupt", ff)?, at("adaptive", ff)?);
+        Some((
+            a.flooded.delivered_pps / i.flooded.delivered_pps.max(1.0),
+            i,
+            a,
+        ))
+    };
+    let (ff_gain, intr, adap) = gain(true)?;
+    let (noff_gain, intr_noff, adap_noff) = gain(false)?;
+    let kept = |r: &AdaptiveRow| {
+        format!(
+            "{:.1} % of its best ({})",
+            r.livelock.ratio * 100.0,
+            if r.livelock.reproduced() {
+                "livelock"
+            } else {
+                "no livelock"
+            }
+        )
+    };
+    let faster = if ff_gain >= GAIN {
+        format!("faster forwarding reproduced (at least {GAIN}x)")
+    } else {
+        format!("faster forwarding NOT reproduced (under {GAIN}x)")
+    };
+    let livelocks = match (
+        intr_noff.livelock.reproduced(),
+        adap.livelock.reproduced() || adap_noff.livelock.reproduced(),
+    ) {
+        (true, false) => "the livelock's removal reproduced",
+        (false, false) => "the livelock's removal NOT shown (interrupt mode did not livelock)",
+        (_, true) => "the livelock's removal NOT reproduced (adaptive mode livelocked)",
+    };
+    Some(format!(
+        "Seed 004: under the flood adaptive mode forwarded {ff_gain:.2}x interrupt mode with fastforwarding=1 ({:.0} against {:.0} frames/s; seed: ~750 against ~570 kpps, {:.2}x) and {noff_gain:.2}x with fastforwarding=0 ({:.0} against {:.0}); without fastforwarding interrupt mode kept {}, adaptive {}: {faster}; {livelocks}.",
+        adap.flooded.delivered_pps,
+        intr.flooded.delivered_pps,
+        seed::ADAPTIVE_KPPS.1 / seed::ADAPTIVE_KPPS.0,
+        adap_noff.flooded.delivered_pps,
+        intr_noff.flooded.delivered_pps,
+        kept(intr_noff),
+        kept(adap_noff),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(mode: &str, ff: bool, lower: f64, flood: f64) -> AdaptiveRow {
+        let (lower, flooded) = (
+            ShareRow::point(100_000.0, lower),
+            ShareRow::point(1_000_000.0, flood),
+        );
+        AdaptiveRow {
+            mode: mode.into(),
+            fastforwarding: ff,
+            livelock: Livelock::of_points(&[lower.clone(), flooded.clone()]).unwrap(),
+            lower,
+            flooded,
+            flood_rounds: vec![flood],
+        }
+    }
+
+    #[test]
+    fn the_verdict_compares_the_floods_and_judges_each_livelock_against_its_best() {
+        let rows = [
+            row("interrupt", true, 100_000.0, 570_000.0),
+            row("adaptive", true, 100_000.0, 750_000.0),
+            row("interrupt", false, 99_000.0, 6_000.0),
+            row("adaptive", false, 100_000.0, 300_000.0),
+        ];
+        let line = finding(&rows).unwrap();
+        assert!(
+            line.contains("forwarded 1.32x interrupt mode with fastforwarding=1 (750000 against 570000 frames/s; seed: ~750 against ~570 kpps, 1.32x) and 50.00x with fastforwarding=0"),
+            "{line}"
+        );
+        // The flood above the lower load is its own best: 100 %.
+        assert!(
+            line.contains("interrupt mode kept 6.1 % of its best (livelock), adaptive 100.0 % of its best (no livelock): faster forwarding reproduced (at least 1.1x); the livelock's removal reproduced."),
+            "{line}"
+        );
+
+        let rows = [
+            row("interrupt", true, 100_000.0, 700_000.0),
+            row("adaptive", true, 100_000.0, 720_000.0),
+            row("interrupt", false, 99_000.0, 50_000.0),
+            row("adaptive", false, 100_000.0, 8_000.0),
+        ];
+        let line = finding(&rows).unwrap();
+        assert!(
+            line.contains("faster forwarding NOT reproduced (under 1.1x); the livelock's removal NOT reproduced (adaptive mode livelocked)."),
+            "{line}"
+        );
+        assert!(finding(&rows[..3]).is_none());
+    }
+}
