@@ -79,8 +79,8 @@ impl Bench<'_> {
             let lower = self.adaptive_trial(mode, ff, LOWER_RATE, (1, 1))?;
             let flood = CurveSeries::of_rounds(mode, vec![trials]);
             let flooded = flood.points[0].clone();
-            let livelock = Livelock::of_points(&[lower.clone(), flooded.clone()])
-                .expect("two points");
+            let livelock =
+                Livelock::of_points(&[lower.clone(), flooded.clone()]).expect("two points");
             self.report.adaptive.push(AdaptiveRow {
                 mode: mode.into(),
                 fastforwarding: ff,

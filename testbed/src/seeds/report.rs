@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::adaptive::{self, AdaptiveRow};
+use super::passive::{self, PassiveRow};
 use super::Machine;
 use crate::plateau::Plateau;
 use crate::share::ShareRow;
@@ -109,6 +110,8 @@ pub struct SeedsReport {
     pub share: Vec<ShareRow>,
     /// Seed 003: how long a sleep of 1 µs and of 1 ns lasted.
     pub sleep: Vec<SleepRow>,
+    /// Seed 003 on packets: a passive reader against active polling.
+    pub passive: Vec<PassiveRow>,
     /// Seed 004: interrupt against adaptive mode, with and without fastforwarding.
     pub adaptive: Vec<AdaptiveRow>,
     /// The curve's livelock, if the curve ran: the bench fails when it did not reproduce.
@@ -233,6 +236,7 @@ fn curve_findings(curve: &[CurveSeries], plateau: Option<&Plateau>) -> Vec<Strin
 pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
     let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
     lines.extend(sleep_finding(&report.sleep));
+    lines.extend(passive::finding(&report.passive));
     lines.extend(adaptive::finding(&report.adaptive));
     for r in &report.share {
         let line = match r.mode.as_str() {
