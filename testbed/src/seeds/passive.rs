@@ -16,9 +16,10 @@
 //!   tail;
 //! - `interrupt`: the seed's `pfring_poll()`, a reader asleep until a frame wakes it.
 //!
-//! Each row: delivered, the frames lost end to end (the sink's count against gen's end of
-//! run record) and of those the ones dropped at tap0's full queue (the reader's), the
-//! sink's one-way p50 and p99, and polld's CPU. Conservation is booked on every trial.
+//! Each row: delivered, the frames sent and those dropped at tap0's full queue (the
+//! reader's loss, from the trial's ledger: the sink's own count of the lost needs gen's
+//! end-of-run record, which that queue may drop too), the sink's one-way p50 and p99, and
+//! polld's CPU. Conservation is booked on every trial.
 //! The seed's second claim, that time-merging two adapters needs active polling, is not
 //! measured here.
 
@@ -56,9 +57,9 @@ pub struct PassiveRow {
     pub hz: Option<u32>,
     pub offered_pps: f64,
     pub delivered_pps: f64,
-    /// Frames gen sent that never reached the sink.
-    pub lost: u64,
-    /// Of those, the frames the kernel dropped at tap0's full queue: the reader's.
+    /// Frames gen sent (its summary).
+    pub sent: u64,
+    /// The frames the kernel dropped at tap0's full queue: the reader's loss.
     pub lost_at_queue: u64,
     /// `lost_at_queue`, percent of what gen sent.
     pub loss_percent: f64,
@@ -195,7 +196,7 @@ impl Bench<'_> {
                 hz,
                 offered_pps: row.offered_pps,
                 delivered_pps: row.delivered_pps,
-                lost: latency.lost,
+                sent: ledger.sent,
                 lost_at_queue,
                 loss_percent: lost_at_queue as f64 / ledger.sent.max(1) as f64 * 100.0,
                 p50_us: latency.p50_us,
@@ -203,9 +204,9 @@ impl Bench<'_> {
                 polld_cpu_percent: row.polld_cpu_percent,
             });
             self.say(&format!(
-                "seed 003: {}: lost {}, p99 {:.0} us",
+                "seed 003: {}: lost {} at tap0, p99 {:.0} us",
                 rows[rows.len() - 1].reader,
-                latency.lost,
+                lost_at_queue,
                 latency.p99_us
             ));
         }
@@ -217,7 +218,7 @@ impl Bench<'_> {
 pub(super) fn render(rows: &[PassiveRow]) -> String {
     let mut text = format!(
         "{:<62} {:>10} {:>11} {:>8} {:>8} {:>7} {:>9} {:>9} {:>10}\n",
-        "reader", "offered/s", "delivered/s", "lost", "at tap0", "loss", "p50", "p99", "polld CPU"
+        "reader", "offered/s", "delivered/s", "sent", "at tap0", "loss", "p50", "p99", "polld CPU"
     );
     for r in rows {
         text.push_str(&format!(
@@ -225,7 +226,7 @@ pub(super) fn render(rows: &[PassiveRow]) -> String {
             r.reader,
             r.offered_pps,
             r.delivered_pps,
-            r.lost,
+            r.sent,
             r.lost_at_queue,
             r.loss_percent,
             r.p50_us,
@@ -234,7 +235,7 @@ pub(super) fn render(rows: &[PassiveRow]) -> String {
         ));
     }
     text.push_str(&format!(
-        "  polld gen --rate {LOAD} into tap0 with a {SMALL_RING}-frame queue (txqueuelen); lost: sent by gen, never at the sink; at tap0: of those, dropped at its full queue (the reader's), and loss: as a share of what gen sent; p50, p99: one way, gen to polld sink\n"
+        "  polld gen --rate {LOAD} into tap0 with a {SMALL_RING}-frame queue (txqueuelen); sent: by gen (its summary); at tap0: dropped at tap0's full queue, the reader's loss (the ledger's), and loss: as a share of what gen sent; p50, p99: one way, gen to polld sink\n"
     ));
     text
 }
@@ -302,7 +303,7 @@ mod tests {
             hz: None,
             offered_pps: 50_000.0,
             delivered_pps: 50_000.0,
-            lost: lost_at_queue,
+            sent: 50_000,
             lost_at_queue,
             loss_percent: 0.0,
             p50_us: p99_us / 2.0,
