@@ -11,11 +11,11 @@
 
 use serde::Serialize;
 
-use super::plan::{Knobs, CURVE_USER_FRAC, NO_FASTFORWARDING};
+use super::plan::{Knobs, NO_FASTFORWARDING};
 use super::report::{CurveSeries, Livelock};
 use super::seed;
 use super::steps::Bench;
-use crate::share::{ShareRow, ShareTrial};
+use crate::share::ShareRow;
 use crate::TestbedError;
 
 /// The lower loads: about where interrupts without fastforwarding have their best on TAP,
@@ -99,38 +99,25 @@ impl Bench<'_> {
         Ok(())
     }
 
-    /// One trial of `mode` at `rate`, no competitor, polling's knobs as the curve's.
+    /// One trial of `mode` at `rate`: a trial of the curve's kind, its knobs but
+    /// fastforwarding the curve's.
     fn adaptive_trial(
         &mut self,
         mode: &str,
         fastforwarding: bool,
         rate: &str,
-        (round, rounds): (usize, usize),
+        rounds: (usize, usize),
     ) -> Result<ShareRow, TestbedError> {
         let what = format!(
             "seed 004: {mode}, fastforwarding={}",
             u8::from(fastforwarding)
         );
-        self.say(&format!(
-            "{what}, polld gen --rate {rate} (round {round} of {rounds}) ..."
-        ));
         let knobs: Knobs = if fastforwarding {
             &[]
         } else {
             &NO_FASTFORWARDING
         };
-        let trial = ShareTrial {
-            rate: Some(rate),
-            competitor: false,
-            knobs,
-            ..self.flood_trial(mode, CURVE_USER_FRAC)
-        };
-        let row = self.trial(&format!("{what} {rate} round {round}"), &trial)?;
-        self.say(&format!(
-            "{what}: offered {:.0}/s, delivered {:.0}/s",
-            row.offered_pps, row.delivered_pps
-        ));
-        Ok(row)
+        self.curve_trial(&what, mode, knobs, rate, rounds)
     }
 }
 
