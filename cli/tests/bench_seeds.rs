@@ -1,5 +1,5 @@
 //! `polld bench seeds --quick --json` end to end (root only): it brings up its own TAP
-//! testbed, runs every step, prints one JSON report with every part filled, writes its SVG
+//! testbed, runs every step (seeds 000 to 004), prints one JSON report with every part filled, writes its SVG
 //! plots, and conservation holds in every trial. The bench fails when interrupt mode
 //! without fastforwarding does not livelock under the flood (under 10 % of its best in the
 //! same run), so this test fails then too, when three runs in a row say so; other rates and
@@ -33,7 +33,15 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     );
 
     // A progress line per step.
-    for step in ["curve:", "share:", "table:", "screens:", "tcp:"] {
+    for step in [
+        "curve:",
+        "share:",
+        "table:",
+        "screens:",
+        "tcp:",
+        "seed 004:",
+        "seed 003:",
+    ] {
         assert!(
             stderr.contains(&format!("polld bench seeds: {step}")),
             "no progress line for {step}\n{stderr}"
@@ -132,9 +140,44 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     );
     assert!(stderr.contains("polld bench seeds: plateau: polling, polld gen --rate unlimited"));
 
+    // Seed 004: interrupt and adaptive, fastforwarding 1 and 0, each flooded once and at
+    // the two lower loads; its verdict among the findings.
+    let adaptive = report["adaptive"].as_array().unwrap();
+    let configs: Vec<(&str, bool)> = adaptive
+        .iter()
+        .map(|r| {
+            (
+                r["mode"].as_str().unwrap(),
+                r["fastforwarding"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        configs,
+        [
+            ("interrupt", true),
+            ("adaptive", true),
+            ("interrupt", false),
+            ("adaptive", false)
+        ]
+    );
+    assert!(adaptive
+        .iter()
+        .all(|r| r["flood_rounds"].as_array().unwrap().len() == 1
+            && r["lower"].as_array().unwrap().len() == 2
+            && r["livelock"]["ratio"].is_number()));
+    // Seed 003 on packets: four readers, each timed by the sink.
+    let passive = report["passive"].as_array().unwrap();
+    let modes: Vec<&str> = passive
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["busy", "polling", "polling", "interrupt"]);
+    assert!(passive.iter().all(|r| r["p99_us"].as_f64().unwrap() > 0.0));
+
     // Every trial conserved: 12 curve points, the plateau's, 4 shares, the table's 5, the
-    // screens', 4 TCP.
-    assert_eq!(report["trials"], 26 + 2 * loads.len(), "{report}");
+    // screens', 4 TCP, seed 004's 12 and seed 003's 4.
+    assert_eq!(report["trials"], 42 + 2 * loads.len(), "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(
@@ -143,6 +186,14 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
             .any(|f| f.as_str().unwrap().starts_with("Conservation held")),
         "{findings:?}"
     );
+    for seed in ["Seed 004: ", "Seed 003 on packets: "] {
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.as_str().unwrap().starts_with(seed)),
+            "{findings:?}"
+        );
+    }
     let svgs = report["svgs"].as_array().unwrap();
     assert_eq!(svgs.len(), 3);
     for svg in svgs {

@@ -21,8 +21,14 @@
 //!   every thread on the path.
 //! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
 //!   interrupt mode, under a flood.
+//! - `adaptive`: seed 004, interrupt against adaptive mode (the fast interrupt and its task
+//!   bounded by `rx_process_limit`), each with fastforwarding 1 and 0, under a flood and
+//!   at a lower load: the forwarding rate and whether each livelocks.
 //! - `sleep`: seed 003's `usleep(1)` and `nanosleep(1)`, timed at the default timer slack,
 //!   a 1-ns slack and SCHED_FIFO ([`crate::sleep`]); no testbed traffic.
+//! - `passive`: seed 003 on packets: a reader that sleeps as long as `usleep(1)` did
+//!   between reads against busy polling, polling at the highest hz and interrupts,
+//!   through a small queue: loss, one-way p99 and CPU (`polld sink`).
 //!
 //! `--devices vm` runs the curve and the share steps on the VM testbed instead: polld in a
 //! qemu guest between two virtio-net NICs, a polld of its own for each trial, `polld gen`
@@ -37,6 +43,8 @@
 //! `tcp` beside it), what each trial runs in `plan`, the report and its verdict in
 //! `report`, its text in `render` and its charts in `plots`.
 
+mod adaptive;
+mod passive;
 mod plan;
 mod plots;
 mod render;
@@ -57,6 +65,8 @@ use plan::{FULL, FULL_VM, QUICK, QUICK_VM};
 use steps::Bench;
 
 pub use crate::results::Machine;
+pub use adaptive::AdaptiveRow;
+pub use passive::PassiveRow;
 pub use report::{CurveSeries, Livelock, Screen, SeedsReport, TableRow, TcpRow};
 
 /// `polld bench seeds` options.
@@ -67,7 +77,8 @@ pub struct SeedsArgs {
     #[arg(long)]
     pub quick: bool,
     /// Run only these steps (comma-separated); all of them by default. `table` also runs
-    /// `curve` and `share`, whose figures it shows.
+    /// `curve` and `share`, whose figures it shows, and `passive` runs `sleep`, whose
+    /// `usleep(1)` sets its passive reader's period.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub steps: Vec<Step>,
     /// Directory the SVG plots are written to.
@@ -114,7 +125,9 @@ impl SeedsDevices {
                 Step::Screens,
                 Step::Tcp,
                 Step::Share,
+                Step::Adaptive,
                 Step::Sleep,
+                Step::Passive,
             ],
             SeedsDevices::Vm => &[Step::Curve, Step::Share],
         }
@@ -130,7 +143,9 @@ pub enum Step {
     Screens,
     Tcp,
     Share,
+    Adaptive,
     Sleep,
+    Passive,
 }
 
 fn failed(what: String) -> TestbedError {
@@ -162,6 +177,9 @@ pub fn run_seeds(
     }
     if steps.contains(&Step::Table) {
         steps.extend([Step::Curve, Step::Share]);
+    }
+    if steps.contains(&Step::Passive) {
+        steps.push(Step::Sleep);
     }
     let timing = match (args.devices, args.quick) {
         (SeedsDevices::Tap, false) => FULL,
@@ -208,14 +226,17 @@ pub fn run_seeds(
                     ..SeedsReport::default()
                 },
             };
-            // In this order: the table reads the curve's and the share step's trials.
+            // In this order: the table reads the curve's and the share step's trials, the
+            // passive readers the sleep step's usleep(1).
             for step in [
                 Step::Curve,
                 Step::Share,
                 Step::Table,
                 Step::Screens,
                 Step::Tcp,
+                Step::Adaptive,
                 Step::Sleep,
+                Step::Passive,
             ] {
                 if !steps.contains(&step) {
                     continue;
@@ -226,7 +247,9 @@ pub fn run_seeds(
                     Step::Table => bench.table()?,
                     Step::Screens => bench.screens()?,
                     Step::Tcp => bench.tcp()?,
+                    Step::Adaptive => bench.adaptive()?,
                     Step::Sleep => bench.sleep()?,
+                    Step::Passive => bench.passive()?,
                 }
             }
             Ok(bench.report)

@@ -20,6 +20,8 @@ pub(super) struct Timing {
     pub(super) plateau_rounds: usize,
     /// iperf3's seconds.
     pub(super) tcp_secs: u32,
+    /// Seed 004's floods per configuration, each round through the four in turn.
+    pub(super) adaptive_rounds: usize,
 }
 
 pub(super) const FULL: Timing = Timing {
@@ -44,6 +46,7 @@ pub(super) const FULL: Timing = Timing {
     // every run on a shared machine (docs/measuring.md §tb-plateau).
     plateau_rounds: 25,
     tcp_secs: 3,
+    adaptive_rounds: 3,
 };
 
 pub(super) const QUICK: Timing = Timing {
@@ -56,6 +59,7 @@ pub(super) const QUICK: Timing = Timing {
     rounds: 1,
     plateau_rounds: 2,
     tcp_secs: 1,
+    adaptive_rounds: 1,
 };
 
 /// In a guest under software emulation, which forwards a small fraction of what the host
@@ -69,6 +73,7 @@ pub(super) const FULL_VM: Timing = Timing {
     rounds: 3,
     plateau_rounds: 10,
     tcp_secs: 3,
+    adaptive_rounds: 3,
 };
 
 pub(super) const QUICK_VM: Timing = Timing {

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::adaptive::{self, AdaptiveRow};
+use super::passive::{self, PassiveRow};
 use super::Machine;
 use crate::plateau::Plateau;
 use crate::share::ShareRow;
@@ -108,6 +110,10 @@ pub struct SeedsReport {
     pub share: Vec<ShareRow>,
     /// Seed 003: how long a sleep of 1 µs and of 1 ns lasted.
     pub sleep: Vec<SleepRow>,
+    /// Seed 003 on packets: a passive reader against active polling.
+    pub passive: Vec<PassiveRow>,
+    /// Seed 004: interrupt against adaptive mode, with and without fastforwarding.
+    pub adaptive: Vec<AdaptiveRow>,
     /// The curve's livelock, if the curve ran: the bench fails when it did not reproduce.
     pub livelock: Option<Livelock>,
     /// Sentences decided by the numbers above.
@@ -188,11 +194,16 @@ impl Livelock {
         let s = curve
             .iter()
             .find(|s| s.name == "interrupt, fastforwarding=0")?;
-        let best = s
-            .points
+        Livelock::of_points(&s.points)
+    }
+
+    /// From one configuration's trials in offered order, the flood last: its best
+    /// delivered rate against the flood's.
+    pub(super) fn of_points(points: &[ShareRow]) -> Option<Livelock> {
+        let best = points
             .iter()
             .max_by(|a, b| a.delivered_pps.total_cmp(&b.delivered_pps))?;
-        let flooded = s.points.last()?;
+        let flooded = points.last()?;
         Some(Livelock {
             best_pps: best.delivered_pps,
             best_offered_pps: best.offered_pps,
@@ -225,6 +236,8 @@ fn curve_findings(curve: &[CurveSeries], plateau: Option<&Plateau>) -> Vec<Strin
 pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
     let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
     lines.extend(sleep_finding(&report.sleep));
+    lines.extend(passive::finding(&report.passive));
+    lines.extend(adaptive::finding(&report.adaptive));
     for r in &report.share {
         let line = match r.mode.as_str() {
             "interrupt" => format!(

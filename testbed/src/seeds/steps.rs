@@ -85,7 +85,7 @@ impl Bench<'_> {
 
     /// One trial of the curve (no competitor, user_frac [`CURVE_USER_FRAC`]) at `rate`, in
     /// `round` (this one, of how many); `what` begins its progress lines.
-    fn curve_trial(
+    pub(super) fn curve_trial(
         &mut self,
         what: &str,
         mode: &str,
