@@ -528,3 +528,33 @@ fn the_wakeup_watchdog_is_armed_while_an_interface_waits_for_a_wakeup_and_looks_
     assert_ne!(dp.next_due(), Some(Due::Watchdog));
     conserved(&dp);
 }
+
+/// A watchdog armed before the knob went to 0 looks at nothing when its timer fires, and
+/// a period written after that arms it again.
+#[test]
+fn the_wakeup_watchdog_turned_off_while_armed_looks_no_more_and_turned_on_looks_again() {
+    let mut dp = dataplane(&[Mode::Interrupt], &[]);
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "100")
+        .unwrap();
+    assert_eq!(dp.step(Due::Watchdog, &mut Frozen(MS)).look, Some(101 * MS));
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "0")
+        .unwrap();
+    // Frames whose wakeup never came, and the timer armed before the write fires.
+    inject(&mut dp, 0, 3);
+    dp.raise_look();
+    assert_eq!(dp.step(Due::Look, &mut Frozen(101 * MS)).look, None);
+    assert_eq!(run_due(&mut dp, 101 * MS), vec![], "off: no look");
+    assert_eq!(dp.interfaces()[0].counters().rx_packets, 0);
+    dp.sysctl_set("kern.polling.wakeup_watchdog_ms", "100")
+        .unwrap();
+    assert_eq!(dp.next_due(), Some(Due::Watchdog));
+    assert_eq!(
+        dp.step(Due::Watchdog, &mut Frozen(200 * MS)).look,
+        Some(300 * MS)
+    );
+    dp.raise_look();
+    dp.step(Due::Look, &mut Frozen(300 * MS));
+    assert_eq!(run_due(&mut dp, 300 * MS), vec![Due::Handler(0)]);
+    assert_eq!(dp.interfaces()[0].counters().watchdog_frames, 3);
+    conserved(&dp);
+}

@@ -1,7 +1,7 @@
 //! The routing tables: IPv4 and IPv6 prefixes to routes, by longest-prefix match.
 //!
 //! Each family is a [`crate::lpm::Lpm`] multibit trie: a lookup reads at most 4 (IPv4)
-//! or 16 (IPv6) slots whatever the number of routes, and one route is added or removed in
+//! or 16 (IPv6) nodes whatever the number of routes, and one route is added or removed in
 //! place, so a control plane can follow route changes while the table serves lookups.
 
 use crate::lpm::Lpm;
@@ -101,10 +101,9 @@ impl RouteTable {
         self.v4.is_empty() && self.v6.is_empty()
     }
 
-    /// The trie nodes of both families, 256 slots of 8 bytes each: the table's memory
-    /// beyond the routes themselves.
-    pub fn trie_nodes(&self) -> usize {
-        self.v4.nodes() + self.v6.nodes()
+    /// The heap bytes both families' tables hold ([`Lpm::bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.v4.bytes() + self.v6.bytes()
     }
 }
 

@@ -72,7 +72,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
             self.poller.look(now);
         }
         if self.timer.watchdog.is_some_and(|(at, _)| at <= now) {
-            self.watchdog_look();
+            // Armed before the knob went to 0 (or the last waiting interface to
+            // polling): no look then.
+            if self.watchdog_period().is_some() {
+                self.watchdog_look();
+            }
             self.arm_watchdog(now);
         }
     }
