@@ -185,19 +185,22 @@ fn send(tb: &Testbed, count: u32, rate: &str) -> u64 {
 
 /// On a veth pair (AF_PACKET) whose receive side loses 1 wakeup in 100, in each mode that
 /// waits for wakeups: with the watchdog on (`kern.polling.wakeup_watchdog_ms`, its
-/// default) every frame sent is forwarded, the watchdog counting the frames it found;
-/// with it off the frames behind a lost wakeup stay in the ring (the control: the fault
-/// does strand frames on this device), until turning it on again serves them. polld has
+/// default) no frame stays in the ring, the watchdog counting the frames it found; with
+/// it off the frames behind a lost wakeup stay there (the control: the fault does strand
+/// frames on this device), until turning it on again serves them. A frame is either
+/// forwarded or, if it came while the ring was full of frames waiting for the watchdog,
+/// dropped by the kernel at the ring and counted there (`drops.rx_ring_full`). polld has
 /// no per-frame wait figure, so how long a frame waited is not asserted.
+///
+/// In auto mode only the first part holds on this device: a lost wakeup here leaves the
+/// socket readable, so the poll thread keeps waking for it, auto counts that CPU as
+/// interrupt work, and the overload switches the interface to polling, whose polls find
+/// the frames, mostly before the watchdog does (devices/middleware/src/fault.rs). The
+/// watchdog in auto mode is shown on virtual time (devices/sim/tests/watchdog.rs).
 #[test]
-#[ignore = "fails on AF_PACKET: with the watchdog on, frames stay stranded in some runs \
-            (adaptive: 1935 of 2003 forwarded after 20 s, 549 found by the watchdog), and \
-            turning it on after 0 never serves the stranded ones (interrupt: 1910 left); \
-            the same faults on the simulator are served"]
 fn frames_behind_lost_wakeups_are_found_by_the_watchdog() {
     require_root!();
     let tb = testbed("wd");
-    let watchdog = "kern.polling.wakeup_watchdog_ms";
     for (seed, mode) in (1..).zip(["interrupt", "adaptive", "auto"]) {
         let dir = Dir::new(&format!("{}-wd-{mode}", tb.layout().prefix));
         let (socket, config, text) = router_config(&tb, &dir, mode);
@@ -208,38 +211,58 @@ fn frames_behind_lost_wakeups_are_found_by_the_watchdog() {
         };
         std::fs::write(&config, Edit::of(&text).fault("veth1", lossy).to_toml()).unwrap();
         let polld = Polld::start(&tb, &config, &socket);
-        let forwarded = || counter(&polld, "dev.veth1.forwarded");
-        let found = || counter(&polld, "dev.veth1.watchdog_frames");
 
-        let mut sent = send(&tb, 2000, "2k");
+        let mut sent = send(&tb, 1000, "500");
         eventually(
-            &format!("{mode}, watchdog on: every frame sent is forwarded"),
+            &format!("{mode}, watchdog on: no frame left in the ring"),
             Duration::from_secs(20),
-            || forwarded() == sent,
+            || waiting(&polld, sent) == 0,
         );
-        let watched = found();
-        assert!(watched > 0, "{mode}: no wakeup lost while it watched");
-
-        polld.ok(&["ctl", &format!("{watchdog}=0")]);
-        sent += send(&tb, 2000, "2k");
-        let stranded = sent
-            .checked_sub(forwarded())
-            .expect("forwarded more than sent");
-        assert!(stranded > 0, "{mode}, watchdog off: no frame stranded");
-        assert_eq!(found(), watched, "{mode}: the watchdog looked while off");
-
-        polld.ok(&["ctl", &format!("{watchdog}=100")]);
-        eventually(
-            &format!("{mode}: the watchdog serves the {stranded} stranded frames"),
-            Duration::from_secs(20),
-            || forwarded() == sent,
-        );
-        assert!(found() > watched, "{mode}");
+        if mode != "auto" {
+            strand_then_serve(&tb, &polld, mode, &mut sent);
+        }
 
         let interfaces: Vec<Value> = serde_json::from_str(&polld.stop()).unwrap();
         for iface in &interfaces {
             assert_conserved(iface);
         }
-        assert_eq!(count(&interfaces[0], "forwarded"), sent, "{mode}");
+        let out = count(&interfaces[0], "forwarded") + count(&interfaces[0], "drops.rx_ring_full");
+        assert_eq!(out, sent, "{mode}");
     }
+}
+
+/// Frames sent to veth1 that are neither forwarded nor dropped at the ring: in the ring.
+fn waiting(polld: &Polld, sent: u64) -> u64 {
+    let out =
+        counter(polld, "dev.veth1.forwarded") + counter(polld, "dev.veth1.drops.rx_ring_full");
+    sent.checked_sub(out).expect("more frames out than sent")
+}
+
+/// After a batch the watchdog served: it found frames; then, the watchdog off, frames
+/// until a wakeup is lost and some stay in the ring; the watchdog on again serves them.
+fn strand_then_serve(tb: &Testbed, polld: &Polld, mode: &str, sent: &mut u64) {
+    let watchdog = "kern.polling.wakeup_watchdog_ms";
+    let found = || counter(polld, "dev.veth1.watchdog_frames");
+    let watched = found();
+    assert!(watched > 0, "{mode}: no wakeup lost while it watched");
+
+    polld.ok(&["ctl", &format!("{watchdog}=0")]);
+    // Until a wakeup is lost: 1 in 100, so nearly always in the first batch.
+    for _ in 0..5 {
+        *sent += send(tb, 1000, "500");
+        if waiting(polld, *sent) > 0 {
+            break;
+        }
+    }
+    let stranded = waiting(polld, *sent);
+    assert!(stranded > 0, "{mode}, watchdog off: no frame stranded");
+    assert_eq!(found(), watched, "{mode}: the watchdog looked while off");
+
+    polld.ok(&["ctl", &format!("{watchdog}=100")]);
+    eventually(
+        &format!("{mode}: the watchdog serves the {stranded} stranded frames"),
+        Duration::from_secs(20),
+        || waiting(polld, *sent) == 0,
+    );
+    assert!(found() > watched, "{mode}");
 }
