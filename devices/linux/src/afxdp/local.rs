@@ -119,6 +119,8 @@ impl Follower {
         };
         holder.sync()?;
         let (stop, woken) = UnixStream::pair().map_err(fail("creating the stop socket"))?;
+        // A thread starts in its creator's network namespace: a dump after an overrun
+        // reads the same namespace as this one.
         let name = format!("polld-local-{ifname}");
         let thread = std::thread::Builder::new()
             .name(name)
