@@ -249,66 +249,41 @@ mod tests {
             out[4..8].copy_from_slice(&insn.imm.to_le_bytes());
             out
         };
-        // r0 = 1
-        assert_eq!(
-            bytes(Insn::mov64_imm(R0, 1)),
-            [0xb7, 0x00, 0, 0, 1, 0, 0, 0]
-        );
-        // r2 = *(u32 *)(r1 + 16)
-        assert_eq!(
-            bytes(Insn::ldx_w(R2, R1, 16)),
-            [0x61, 0x12, 16, 0, 0, 0, 0, 0]
-        );
-        // *(u32 *)(r10 - 4) = 0
-        assert_eq!(
-            bytes(Insn::st_w(R10, -4, 0)),
-            [0x62, 0x0a, 0xfc, 0xff, 0, 0, 0, 0]
-        );
-        // *(u64 *)(r0 + 8) = r1
-        assert_eq!(
-            bytes(Insn::stx_dw(R0, 8, R1)),
-            [0x7b, 0x10, 8, 0, 0, 0, 0, 0]
-        );
-        // r3 = *(u16 *)(r2 + 12)
-        assert_eq!(
-            bytes(Insn::ldx_h(R3, R2, 12)),
-            [0x69, 0x23, 12, 0, 0, 0, 0, 0]
-        );
-        // if r4 > r3 goto +9; if r3 != 8 goto +2; goto +1
-        assert_eq!(
-            bytes(Insn::jgt_reg(R4, R3, 9)),
-            [0x2d, 0x34, 9, 0, 0, 0, 0, 0]
-        );
-        assert_eq!(
-            bytes(Insn::jne_imm(R3, 8, 2)),
-            [0x55, 0x03, 2, 0, 8, 0, 0, 0]
-        );
-        assert_eq!(bytes(Insn::ja(1)), [0x05, 0, 1, 0, 0, 0, 0, 0]);
-        // if r0 == 0 goto +3
-        assert_eq!(
-            bytes(Insn::jeq_imm(R0, 0, 3)),
-            [0x15, 0x00, 3, 0, 0, 0, 0, 0]
-        );
-        // call 51; exit
-        assert_eq!(
-            bytes(Insn::call(Helper::RedirectMap)),
-            [0x85, 0, 0, 0, 51, 0, 0, 0]
-        );
-        assert_eq!(bytes(Insn::exit()), [0x95, 0, 0, 0, 0, 0, 0, 0]);
-        // r1 = map fd 7 (ld_imm64 with src = BPF_PSEUDO_MAP_FD)
-        let [lo, hi] = Insn::ld_map_fd(R1, 7);
-        assert_eq!(bytes(lo), [0x18, 0x11, 0, 0, 7, 0, 0, 0]);
-        assert_eq!(bytes(hi), [0; 8]);
+        let [map_lo, map_hi] = Insn::ld_map_fd(R1, 7);
+        let cases = [
+            // r0 = 1
+            (Insn::mov64_imm(R0, 1), [0xb7, 0x00, 0, 0, 1, 0, 0, 0]),
+            // r2 = *(u32 *)(r1 + 16)
+            (Insn::ldx_w(R2, R1, 16), [0x61, 0x12, 16, 0, 0, 0, 0, 0]),
+            // *(u32 *)(r10 - 4) = 0
+            (Insn::st_w(R10, -4, 0), [0x62, 0x0a, 0xfc, 0xff, 0, 0, 0, 0]),
+            // *(u64 *)(r0 + 8) = r1
+            (Insn::stx_dw(R0, 8, R1), [0x7b, 0x10, 8, 0, 0, 0, 0, 0]),
+            // r3 = *(u16 *)(r2 + 12)
+            (Insn::ldx_h(R3, R2, 12), [0x69, 0x23, 12, 0, 0, 0, 0, 0]),
+            // r5 = *(u8 *)(r2 + 38)
+            (Insn::ldx_b(R5, R2, 38), [0x71, 0x25, 38, 0, 0, 0, 0, 0]),
+            // if r4 > r3 goto +9; if r3 != 8 goto +2; goto +1
+            (Insn::jgt_reg(R4, R3, 9), [0x2d, 0x34, 9, 0, 0, 0, 0, 0]),
+            (Insn::jne_imm(R3, 8, 2), [0x55, 0x03, 2, 0, 8, 0, 0, 0]),
+            (Insn::ja(1), [0x05, 0, 1, 0, 0, 0, 0, 0]),
+            // if r0 == 0 goto +3; if r5 < 5 goto +1
+            (Insn::jeq_imm(R0, 0, 3), [0x15, 0x00, 3, 0, 0, 0, 0, 0]),
+            (Insn::jlt_imm(R5, 5, 1), [0xa5, 0x05, 1, 0, 5, 0, 0, 0]),
+            // call 51; exit
+            (
+                Insn::call(Helper::RedirectMap),
+                [0x85, 0, 0, 0, 51, 0, 0, 0],
+            ),
+            (Insn::exit(), [0x95, 0, 0, 0, 0, 0, 0, 0]),
+            // r1 = map fd 7 (ld_imm64 with src = BPF_PSEUDO_MAP_FD)
+            (map_lo, [0x18, 0x11, 0, 0, 7, 0, 0, 0]),
+            (map_hi, [0; 8]),
+        ];
+        for (insn, expected) in cases {
+            assert_eq!(bytes(insn), expected, "{insn:?}");
+        }
         assert_eq!(std::mem::size_of::<Insn>(), 8);
-        // r5 = *(u8 *)(r2 + 38); if r5 < 5 goto +1
-        assert_eq!(
-            bytes(Insn::ldx_b(R5, R2, 38)),
-            [0x71, 0x25, 38, 0, 0, 0, 0, 0]
-        );
-        assert_eq!(
-            bytes(Insn::jlt_imm(R5, 5, 1)),
-            [0xa5, 0x05, 1, 0, 5, 0, 0, 0]
-        );
     }
 
     #[test]
