@@ -117,8 +117,8 @@ fn an_unknown_key_lists_every_valid_key_of_its_table_and_the_nearest() {
     assert_eq!(
         err,
         "fwd.toml:22: interfaces[1].adresses: unknown key `adresses` in interfaces[1]; did you mean `addresses`? the valid \
-         keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, queue, \
-         queues"
+         keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, pass_local, \
+         queue, queues"
     );
     // Nothing near: no guess, still the list.
     let err = parse(&GOOD.replace("cpu = 1", "xyzzy = 1")).unwrap_err();
