@@ -117,8 +117,8 @@ fn an_unknown_key_lists_every_valid_key_of_its_table_and_the_nearest() {
     assert_eq!(
         err,
         "fwd.toml:22: interfaces[1].adresses: unknown key `adresses` in interfaces[1]; did you mean `addresses`? the valid \
-         keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, queue, \
-         queues"
+         keys are addresses, backend, cpu, cpus, fanout, fault, mac, mode, mtu, name, netns, pass_local, \
+         queue, queues"
     );
     // Nothing near: no guess, still the list.
     let err = parse(&GOOD.replace("cpu = 1", "xyzzy = 1")).unwrap_err();
@@ -325,6 +325,61 @@ fn an_interface_takes_the_kernels_mtu_and_mac_and_a_tap_may_not_take_its_address
     // An interface this namespace does not have keeps the default.
     let c = parse(GOOD).unwrap();
     assert!(c.packet.interfaces.iter().all(|i| i.mtu == 1500));
+}
+
+#[test]
+fn af_packet_is_refused_beside_a_kernel_that_forwards_on_the_interface() {
+    polld_testsupport::require_root!("needs root to create a network namespace");
+    let side = KernelSide::new("fwd");
+    let sysctl = |assignment: &str| {
+        let ok = std::process::Command::new("ip")
+            .args(["netns", "exec", &side.0, "sysctl", "-qw", assignment])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "sysctl {assignment}");
+    };
+    let entry = |backend: &str| {
+        format!(
+            "[[interfaces]]\nname = \"k0\"\nnetns = \"{}\"\nbackend = \"{backend}\"\naddresses = [\"10.0.1.2/24\"]\n",
+            side.0
+        )
+    };
+    sysctl("net.ipv4.ip_forward=0");
+    sysctl("net.ipv6.conf.all.forwarding=0");
+    parse(&entry("af_packet")).expect("the kernel forwards nothing: AF_PACKET may poll k0");
+
+    // AF_PACKET reads a copy of what the kernel keeps: both would forward it.
+    sysctl("net.ipv4.conf.k0.forwarding=1");
+    let err = parse(&entry("af_packet")).unwrap_err();
+    assert!(
+        err.contains(
+            "fwd.toml:4: interfaces[0].backend: the kernel forwards what it receives on \"k0\""
+        ) && err.contains("(net.ipv4.conf.k0.forwarding = 1)")
+            && err.contains("forwarded twice"),
+        "{err}"
+    );
+    let fix = format!(
+        "`ip netns exec {} sysctl -w net.ipv4.conf.k0.forwarding=0`",
+        side.0
+    );
+    assert!(
+        err.contains(&fix) && err.contains("backend = \"af_xdp\""),
+        "{err}"
+    );
+    // AF_XDP takes the frames from the kernel: nothing is forwarded twice.
+    parse(&entry("af_xdp")).expect("AF_XDP beside a forwarding kernel");
+
+    // IPv6 forwards by `all`, where the interface has IPv6.
+    sysctl("net.ipv4.conf.k0.forwarding=0");
+    sysctl("net.ipv6.conf.all.forwarding=1");
+    let err = parse(&entry("af_packet")).unwrap_err();
+    assert!(
+        err.contains("sysctl -w net.ipv6.conf.all.forwarding=0`"),
+        "{err}"
+    );
+    assert!(!err.contains("net.ipv4"), "{err}");
+    sysctl("net.ipv6.conf.k0.disable_ipv6=1");
+    parse(&entry("af_packet")).expect("k0 has no IPv6 to forward");
 }
 
 /// Two interfaces split over two poll CPUs: veth1 on AF_XDP queues, veth2 fanned out on

@@ -45,6 +45,7 @@ pub(crate) fn host_namespaces(
         )?;
         // No IPv6: router and neighbour solicitations would add frames that no test sent
         // and break packet accounting. Set before the veths exist, so they inherit it.
+        // IPv6 forwarding follows IPv4's, for a veth that turns IPv6 on.
         if let Err(e) = sys::exec_in(
             ns.name(),
             "sysctl",
@@ -52,6 +53,7 @@ pub(crate) fn host_namespaces(
                 "-qw",
                 "net.ipv6.conf.all.disable_ipv6=1",
                 "net.ipv6.conf.default.disable_ipv6=1",
+                &format!("net.ipv6.conf.all.forwarding={forward}"),
             ],
         ) {
             warnings.push(format!("IPv6 left on in namespace {}: {e}", ns.name()));

@@ -2,8 +2,9 @@
 //!
 //! Topology: namespace `a` holds `va` (where the programs and the AF_XDP socket sit),
 //! namespace `b` holds its peer `vb`, from which raw AF_PACKET sockets send and receive.
-//! IPv6 is off in both namespaces so that no router solicitation disturbs exact counts.
-//! Needs root; skipped otherwise.
+//! IPv6 is off in both namespaces so that no router solicitation disturbs exact counts,
+//! but for the test of `pass_local`, which sends those to the kernel. Needs root;
+//! skipped otherwise.
 
 #[macro_use]
 mod common;
@@ -53,6 +54,11 @@ fn quiet_namespaces() -> (Netns, Netns) {
 
 fn pair() -> Pair {
     let (a, b) = quiet_namespaces();
+    veth_between(a, b)
+}
+
+/// `va` in `a`, `vb` in `b`, with the test's MACs, up.
+fn veth_between(a: Netns, b: Netns) -> Pair {
     let (mac_a, mac_b) = (mac_text(MAC_A), mac_text(MAC_B));
     veth_pair(
         VethEnd {
@@ -190,6 +196,7 @@ fn all_programs_pass_the_verifier() {
     require_root!();
     CountProgram::load().unwrap();
     RedirectProgram::load(4).unwrap();
+    RedirectProgram::load_passing_local(4).unwrap();
 }
 
 #[test]
@@ -694,25 +701,79 @@ fn afxdp_status_follows_the_interface() {
     assert_eq!(dev.check_status(), LinkState::Gone);
 }
 
-#[test]
-fn afxdp_passing_local_keeps_the_host_reachable() {
-    require_root!();
-    let p = pair();
-    p.a.ip(&["addr", "add", "10.77.0.1/24", "dev", "va"])
-        .unwrap();
-    p.b.ip(&["addr", "add", "10.77.0.2/24", "dev", "vb"])
-        .unwrap();
-    let ping = || p.b.exec("ping", &["-c", "1", "-W", "2", "10.77.0.1"]);
+/// Two namespaces with IPv6 on (without duplicate address detection, so addresses are
+/// usable at once), `va` and `vb` between them with IPv4 and IPv6 addresses.
+fn pair_with_ipv6() -> Pair {
+    let a = Netns::create("xdp6-a").unwrap();
+    let b = Netns::create("xdp6-b").unwrap();
+    for ns in [&a, &b] {
+        ns.sysctl("net.ipv6.conf.default.accept_dad=0").unwrap();
+    }
+    let p = veth_between(a, b);
+    for (ns, dev, end) in [(&p.a, "va", 1), (&p.b, "vb", 2)] {
+        ns.ip(&["addr", "add", &format!("10.77.0.{end}/24"), "dev", dev])
+            .unwrap();
+        ns.ip(&["addr", "add", &format!("2001:db8:77::{end}/64"), "dev", dev])
+            .unwrap();
+    }
+    p
+}
 
-    // By default the socket takes everything, ARP included: the host goes deaf.
-    let mut dev = open_afxdp(&p.a, AfXdpConfig::default());
-    assert!(ping().is_err(), "the socket steals the ping");
-    let stolen = receive_frames(&mut dev, 1);
-    assert_eq!(
-        stolen[0][12..14],
-        [0x08, 0x06],
-        "the ARP request reached the socket"
+/// `va`'s link-local address, as `ping -6 ADDRESS%vb` from `b` names it.
+fn link_local(ns: &Netns, dev: &str) -> String {
+    let out = ns.ip(&["-6", "-o", "addr", "show", "dev", dev, "scope", "link"]);
+    let out = out.unwrap();
+    let word = out.split_whitespace().skip_while(|w| *w != "inet6").nth(1);
+    word.and_then(|w| w.split('/').next())
+        .unwrap_or_else(|| panic!("no link-local address on {dev}: {out}"))
+        .to_string()
+}
+
+/// An IPv4 frame from `b` to `dst` (UDP, 20 bytes of header, no payload).
+fn ipv4_frame(dst: [u8; 4]) -> Vec<u8> {
+    let mut f = [MAC_A, MAC_B].concat();
+    f.extend([
+        0x08, 0x00, 0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 77, 0, 2,
+    ]);
+    f.extend(dst);
+    f.extend([0; 8]);
+    f.resize(60, 0);
+    f
+}
+
+/// An IPv6 frame from `b`'s address to `dst` carrying `next_header` and `payload`.
+fn ipv6_frame(dst: std::net::Ipv6Addr, next_header: u8, payload: &[u8]) -> Vec<u8> {
+    let src: std::net::Ipv6Addr = "2001:db8:77::2".parse().unwrap();
+    let mut f = [MAC_A, MAC_B].concat();
+    f.extend([0x86, 0xdd, 0x60, 0, 0, 0]);
+    f.extend((payload.len() as u16).to_be_bytes());
+    f.extend([next_header, 64]);
+    f.extend(src.octets());
+    f.extend(dst.octets());
+    f.extend(payload);
+    f
+}
+
+#[test]
+fn afxdp_passing_local_keeps_the_host_reachable_over_ipv4_and_ipv6() {
+    require_root!();
+    let p = pair_with_ipv6();
+    let va_link_local = link_local(&p.a, "va");
+    let ping = |args: &[&str]| {
+        let mut all = vec!["-c", "1", "-W", "2"];
+        all.extend(args);
+        p.b.exec("ping", &all).is_ok()
+    };
+    let ping_link_local = || ping(&["-6", &format!("{va_link_local}%vb")]);
+
+    // By default the socket takes every frame: the host goes deaf, IPv4 and IPv6.
+    let dev = open_afxdp(&p.a, AfXdpConfig::default());
+    assert!(!ping(&["10.77.0.1"]), "the socket steals the ping");
+    assert!(
+        !ping(&["-6", "2001:db8:77::1"]),
+        "the socket steals the ping -6"
     );
+    assert!(!ping_link_local(), "the socket steals the link-local ping");
     drop(dev);
 
     let config = AfXdpConfig {
@@ -720,15 +781,69 @@ fn afxdp_passing_local_keeps_the_host_reachable() {
         ..AfXdpConfig::default()
     };
     let mut dev = open_afxdp(&p.a, config);
-    ping().expect("ARP and ICMP for 10.77.0.1 reach the kernel");
-    let sent: Vec<Vec<u8>> = (0..10).map(|seq| frame(MAC_A, MAC_B, seq, 60)).collect();
-    let to_send = sent.clone();
+    // Neighbour discovery (solicitations to the solicited-node multicast group, then
+    // advertisements to the host's addresses) and the pings themselves reach the kernel.
+    assert!(
+        ping(&["10.77.0.1"]),
+        "ARP and ICMP for 10.77.0.1 reach the kernel"
+    );
+    assert!(
+        ping(&["-6", "2001:db8:77::1"]),
+        "ND and ICMPv6 reach the kernel"
+    );
+    assert!(ping_link_local(), "the link-local address answers");
+
+    // What polld forwards (to addresses not the host's) reaches the socket, and only
+    // that: not multicast, neighbour discovery to any address, nor another ethertype.
+    let other: std::net::Ipv6Addr = "2001:db8:77::9".parse().unwrap();
+    let forwarded = [
+        ipv4_frame([10, 77, 0, 9]),
+        ipv6_frame(other, 17, &[0; 8]),
+        ipv4_frame([10, 78, 0, 1]),
+    ];
+    let neighbour_solicitation = [135, 0, 0, 0, 0, 0, 0, 0];
+    let the_kernels = [
+        ipv4_frame([224, 0, 0, 5]),
+        ipv4_frame([10, 77, 0, 255]),
+        ipv6_frame("ff02::1".parse().unwrap(), 17, &[0; 8]),
+        ipv6_frame("ff0e::1".parse().unwrap(), 17, &[0; 8]),
+        ipv6_frame(other, 58, &neighbour_solicitation),
+        frame(MAC_A, MAC_B, 1, 60),
+    ];
+    let to_send: Vec<Vec<u8>> = the_kernels.iter().chain(&forwarded).cloned().collect();
     inside(&p.b, move || {
         let sock = RawSocket::open("vb", false);
         to_send.iter().for_each(|f| sock.send(f));
     });
-    let got = receive_frames(&mut dev, sent.len());
-    assert!(got == sent, "only the non-local frames reach the socket");
+    let got = receive_frames(&mut dev, forwarded.len());
+    assert!(
+        got == forwarded,
+        "only the forwarded frames reach the socket"
+    );
+
+    // An address the host gains is its own at once, and one it loses is no longer.
+    p.a.ip(&["addr", "add", "2001:db8:78::1/64", "dev", "va"])
+        .unwrap();
+    p.b.ip(&["route", "add", "2001:db8:78::/64", "dev", "vb"])
+        .unwrap();
+    assert!(
+        eventually(|| ping(&["-6", "2001:db8:78::1"])),
+        "an address added while the socket is open answers"
+    );
+    p.a.ip(&["addr", "del", "2001:db8:78::1/64", "dev", "va"])
+        .unwrap();
+    let lost = ipv6_frame("2001:db8:78::1".parse().unwrap(), 17, &[0; 8]);
+    let sent = lost.clone();
+    let mut got = Vec::new();
+    let sock = inside(&p.b, || RawSocket::open("vb", false));
+    assert!(
+        eventually(|| {
+            sock.send(&sent);
+            dev.receive(64, &mut |f| got.push(f.to_vec()));
+            got.contains(&sent)
+        }),
+        "frames for a removed address go to the socket again"
+    );
 }
 
 #[test]

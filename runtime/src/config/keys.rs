@@ -27,6 +27,8 @@ pub(super) struct DeviceKeys {
     #[serde(default)]
     pub(super) cpus: Option<Vec<usize>>,
     pub(super) fault: Option<FaultConfig>,
+    #[serde(default)]
+    pub(super) pass_local: bool,
 }
 
 /// `queues = N` (queues 0..N) or `queues = [ids]`.
@@ -60,6 +62,15 @@ impl<'de> Deserialize<'de> for ModeName {
 /// The top-level keys the daemon reads itself; every other top-level key is the packet stage's.
 pub(super) const RUN_FILE_KEYS: [&str; 3] = ["daemon", "knobs", "interfaces"];
 
-pub(super) const DEVICE_KEYS: [&str; 9] = [
-    "backend", "mode", "queue", "netns", "cpu", "fault", "queues", "fanout", "cpus",
+pub(super) const DEVICE_KEYS: [&str; 10] = [
+    "backend",
+    "mode",
+    "queue",
+    "netns",
+    "cpu",
+    "fault",
+    "queues",
+    "fanout",
+    "cpus",
+    "pass_local",
 ];

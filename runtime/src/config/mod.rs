@@ -33,6 +33,10 @@
 //! backend = "af_xdp"             # af_packet (default), af_xdp or tap
 //! mode = "polling"               # interrupt (default), polling, adaptive, busy or auto
 //! queue = 0                      # af_xdp: the receive queue
+//! pass_local = true              # af_xdp: what polld never forwards goes to the kernel:
+//!                                # the host's own IPv4 and IPv6 (ping, ssh), ARP,
+//!                                # neighbour discovery, multicast, other ethertypes
+//!                                # (default false: every frame goes to polld)
 //! cpu = 1                        # with [daemon] cpus: the CPU that polls it (default:
 //!                                # round-robin over `cpus` in file order)
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
@@ -263,6 +267,9 @@ pub struct DeviceConfig {
     pub this_queue: Option<usize>,
     /// Faults to inject (a test tool), from `[interfaces.fault]`.
     pub fault: Option<FaultConfig>,
+    /// AF_XDP: what polld never forwards goes to the kernel
+    /// ([`polld_dev::afxdp::AfXdpConfig::pass_local`]).
+    pub pass_local: bool,
 }
 
 /// A knob write from `[knobs]`, with the line it came from.

@@ -1,5 +1,5 @@
 //! What the config reads from an interface's network namespace: whether it exists, its
-//! MAC, its MTU and its IPv4 addresses.
+//! MAC, its MTU, its IPv4 addresses, and whether the kernel forwards what it receives.
 
 use super::DeviceConfig;
 
@@ -71,4 +71,35 @@ pub(super) fn kernel_addresses(dev: &DeviceConfig) -> Vec<std::net::IpAddr> {
             words.next()?.split('/').next()?.parse().ok()
         })
         .collect()
+}
+
+/// The sysctls by which the kernel forwards what it receives on the interface, as
+/// `sysctl` names them, read in its namespace; empty when it forwards nothing (or they
+/// cannot be read). IPv4 forwards by the input interface's own
+/// `net.ipv4.conf.IF.forwarding` (which `net.ipv4.ip_forward` and `conf.all` write on
+/// every interface); IPv6, where the interface has it, by `net.ipv6.conf.all.forwarding`
+/// or the interface's `force_forwarding` (Linux 6.17+); `net.ipv6.conf.IF.forwarding`
+/// alone makes the interface act as a router (RAs) but forwards nothing.
+pub(super) fn kernel_forwarding(dev: &DeviceConfig) -> Vec<String> {
+    // `sysctl` writes a dot of an interface name as a slash.
+    let name = dev.name.replace('.', "/");
+    let set = |path: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/{path}")).is_ok_and(|v| v.trim() == "1")
+    };
+    in_namespace_of(dev, || {
+        let mut on = Vec::new();
+        if set(&format!("ipv4/conf/{}/forwarding", dev.name)) {
+            on.push(format!("net.ipv4.conf.{name}.forwarding"));
+        }
+        if !set(&format!("ipv6/conf/{}/disable_ipv6", dev.name)) {
+            if set("ipv6/conf/all/forwarding") {
+                on.push("net.ipv6.conf.all.forwarding".to_string());
+            }
+            if set(&format!("ipv6/conf/{}/force_forwarding", dev.name)) {
+                on.push(format!("net.ipv6.conf.{name}.force_forwarding"));
+            }
+        }
+        on
+    })
+    .unwrap_or_default()
 }

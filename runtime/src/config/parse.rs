@@ -14,7 +14,9 @@ use super::cpus::{assign_cpus, check_shared_umem};
 use super::errors::{locate, typed_all, RunConfigErrors};
 use super::keys::{DeviceKeys, DEVICE_KEYS};
 use super::locate::{field_on_line, line_of_offset};
-use super::netns::{in_namespace_of, kernel_addresses, kernel_mac, kernel_mtu, no_such_interface};
+use super::netns::{
+    in_namespace_of, kernel_addresses, kernel_forwarding, kernel_mac, kernel_mtu, no_such_interface,
+};
 use super::queues::queue_keys;
 use super::{Backend, DaemonConfig, DeviceConfig, RunConfig, RunConfigError};
 
@@ -199,6 +201,9 @@ impl Report<'_> {
         if let Err(message) = check_shared_umem(&daemon, &devices) {
             self.at_field("daemon.af_xdp_shared_umem", message);
         }
+        for (field, message) in check_pass_local(&devices, packet.mode) {
+            self.at_field(&field, message);
+        }
         self.errors.is_empty().then(|| RunConfig {
             path: self.path.to_path_buf(),
             daemon,
@@ -378,6 +383,7 @@ impl Report<'_> {
             queue_cpus: keys.cpus.unwrap_or_default(),
             this_queue: None,
             fault: keys.fault,
+            pass_local: keys.pass_local,
         })
     }
 
@@ -463,6 +469,11 @@ impl Report<'_> {
                     packet.interfaces[i].mtu = mtu;
                 }
             }
+            if dev.backend == Backend::AfPacket && matches!(exists, Some(Ok(true))) {
+                if let Some(message) = forwarded_twice(i, dev) {
+                    self.at_field(&format!("interfaces[{i}].backend"), message);
+                }
+            }
             // A TAP's kernel end is polld's neighbour on the link: an address it has
             // would be on the link twice. (AF_PACKET and AF_XDP share the interface with
             // the kernel, whose address there is the testbed's kernel-forwarding set-up.)
@@ -490,6 +501,67 @@ impl Report<'_> {
         }
         unread
     }
+}
+
+/// Why AF_PACKET cannot poll `dev`, if the kernel forwards what it receives there: the
+/// kernel keeps every frame AF_PACKET copies to polld, so each packet would be forwarded
+/// twice, once by each.
+fn forwarded_twice(i: usize, dev: &DeviceConfig) -> Option<String> {
+    let on = kernel_forwarding(dev);
+    if on.is_empty() {
+        return None;
+    }
+    let place = dev
+        .netns
+        .as_ref()
+        .map(|ns| format!(" in network namespace {ns:?}"))
+        .unwrap_or_default();
+    let exec = dev
+        .netns
+        .as_ref()
+        .map(|ns| format!("ip netns exec {ns} "))
+        .unwrap_or_default();
+    let fixes: Vec<String> = on
+        .iter()
+        .map(|sysctl| format!("`{exec}sysctl -w {sysctl}=0`"))
+        .collect();
+    let set: Vec<String> = on.iter().map(|sysctl| format!("{sysctl} = 1")).collect();
+    Some(format!(
+        "interfaces[{i}].backend: the kernel forwards what it receives on {:?}{place} ({}), \
+         and AF_PACKET reads a copy of each frame the kernel keeps, so every packet would be \
+         forwarded twice; turn the kernel's forwarding there off ({}), or use backend = \
+         \"af_xdp\", which takes the frames from the kernel",
+        dev.name,
+        set.join(", "),
+        fixes.join(", ")
+    ))
+}
+
+/// `pass_local` where it means something: an AF_XDP interface of a router (a bridge
+/// forwards every frame, the host's included).
+fn check_pass_local(devices: &[DeviceConfig], mode: polld_packet::Mode) -> Vec<(String, String)> {
+    let refused = |dev: &DeviceConfig| match (dev.backend, mode) {
+        (Backend::AfXdp, polld_packet::Mode::Router) => None,
+        (Backend::AfXdp, _) => Some(
+            "the bridge forwards every frame, the host's included, so none is left for the \
+             kernel; remove `pass_local` or set mode = \"router\""
+                .to_string(),
+        ),
+        (backend, _) => Some(format!(
+            "backend {:?} takes no frame from the kernel (AF_PACKET reads a copy, a TAP is \
+             polld's own), so there is nothing to pass; remove `pass_local`, or use \
+             backend = \"af_xdp\"",
+            backend.name()
+        )),
+    };
+    devices
+        .iter()
+        .filter(|dev| dev.pass_local)
+        .filter_map(|dev| {
+            let field = format!("interfaces[{}].pass_local", dev.entry);
+            refused(dev).map(|why| (field.clone(), format!("{field}: {why}")))
+        })
+        .collect()
 }
 
 /// Why `name` cannot be a Linux interface polld polls, if it cannot.

@@ -57,7 +57,7 @@ pub(crate) fn open_device(
             afpacket_rx_owner(),
         ),
         Backend::AfXdp => {
-            let config = afxdp_config(busy);
+            let config = afxdp_config(d, busy);
             let dev = netns
                 .enter_while(&d.name, || match umem {
                     Some(umem) => AfXdp::open_shared(&d.name, d.queue, &config, umem),
@@ -94,10 +94,12 @@ pub(crate) fn open_device(
     })
 }
 
-/// AF_XDP asks for preferred busy polling.
-pub(crate) fn afxdp_config(busy: &BusyPoll) -> AfXdpConfig {
+/// AF_XDP asks for preferred busy polling, and passes the host's frames to the kernel
+/// where `d` says `pass_local`.
+pub(crate) fn afxdp_config(d: &DeviceConfig, busy: &BusyPoll) -> AfXdpConfig {
     AfXdpConfig {
         busy_poll: Some(busy.clone()),
+        pass_local: d.pass_local,
         ..AfXdpConfig::default()
     }
 }
@@ -129,7 +131,7 @@ pub(crate) fn open_queues(
             .collect(),
         Backend::AfXdp => netns
             .enter_while(&d.name, || {
-                AfXdp::open_queues(&d.name, &d.queues, &afxdp_config(busy))
+                AfXdp::open_queues(&d.name, &d.queues, &afxdp_config(d, busy))
             })
             .map_err(entered)?
             .map_err(|e| e.to_string())?

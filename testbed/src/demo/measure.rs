@@ -355,12 +355,16 @@ pub fn kernel_rx_ns(ns: &str, ifnames: &[String]) -> u64 {
     polld_dev::kernel_rx::RxCpuTime::read(&works, None).total_ns
 }
 
-/// Turns the kernel's forwarding in fwd on or off.
+/// Turns the kernel's forwarding in fwd on (the kernel baseline) or off (polld forwards,
+/// and `polld run` refuses AF_PACKET beside a kernel that forwards too): IPv4 and IPv6,
+/// where the kernel has IPv6 (`-e`).
 fn set_ip_forward(tb: &Testbed, on: bool) -> Result<(), TestbedError> {
-    let value = format!("net.ipv4.ip_forward={}", on as u8);
+    let on = on as u8;
+    let value = format!("net.ipv4.ip_forward={on} net.ipv6.conf.all.forwarding={on}");
     let out = tb
         .command_in(Role::Fwd, None, "sysctl")?
-        .args(["-qw", &value])
+        .arg("-qew")
+        .args(value.split(' '))
         .output()
         .map_err(|e| failed(format!("sysctl {value} in fwd: {e}")))?;
     if !out.status.success() {

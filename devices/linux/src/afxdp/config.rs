@@ -31,9 +31,11 @@ pub struct AfXdpConfig {
     /// Where the redirect program runs.
     pub xdp_mode: XdpMode,
     pub bind_mode: BindMode,
-    /// IPv4 packets and ARP addressed to the host's own IPv4 addresses (as configured when
-    /// the socket opens) go to the kernel instead of the socket, so the host stays
-    /// reachable on the interface. Everything else, IPv6 included, goes to the socket.
+    /// What polld never forwards goes to the kernel instead of the socket, so the host
+    /// stays reachable on the interface and keeps its neighbours: IPv4, IPv6 and ARP for
+    /// the host's own addresses (followed as they change), multicast, ICMPv6 neighbour
+    /// discovery and every ethertype but IPv4, IPv6 and ARP. The other frames, the ones
+    /// polld forwards, go to the socket, and the kernel never sees them.
     pub pass_local: bool,
     /// Preferred busy polling where the socket's queue has a NAPI id (see
     /// [`crate::busy_poll`]), the socket of the `k`-th queue opened attached to

@@ -50,7 +50,8 @@
 //! One file per part: [`config`] (sizes and modes), [`umem`] (the memory and its
 //! registration), [`shared`] (a UMEM shared by several interfaces), [`socket`] (opening and
 //! binding), [`rings`] (the fill, rx, tx and completion rings), [`device`] (the
-//! [`Device`] interface), [`lending`] (forwarding without a copy) and [`stats`].
+//! [`Device`] interface), [`lending`] (forwarding without a copy), [`local`] (the host's
+//! addresses that `pass_local` passes to the kernel, followed as they change) and [`stats`].
 
 use std::fmt;
 use std::io;
@@ -71,6 +72,7 @@ use crate::xdp::{RedirectProgram, XdpLink};
 mod config;
 mod device;
 mod lending;
+mod local;
 mod rings;
 mod shared;
 mod socket;
@@ -86,6 +88,9 @@ use umem::UmemFrames;
 /// The program and link shared by all sockets of one interface; detached with the last one.
 #[derive(Debug)]
 struct Attachment {
+    /// With `pass_local`: the thread that keeps the program's addresses the host's,
+    /// held to be stopped when the last socket goes.
+    _local: Option<local::Follower>,
     program: RedirectProgram,
     link: XdpLink,
 }

@@ -3,7 +3,6 @@
 
 use std::ffi::CString;
 use std::io;
-use std::net::Ipv4Addr;
 use std::num::NonZeroU32;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
@@ -11,6 +10,7 @@ use std::sync::Arc;
 use rustix::net::xdp::XdpOptionsFlags;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
+use super::local::Follower;
 use super::umem::{Group, Registration, UmemFrames};
 use super::{errno, AfXdp, AfXdpConfig, AfXdpStats, Attachment, BindMode};
 use crate::busy_poll::BusyPoll;
@@ -46,15 +46,24 @@ impl AfXdp {
         let name = IfName::new(ifname).map_err(XdpError::Open)?;
         let ifindex = xdp::ifindex(ifname)?;
         let map_size = queues.iter().max().map_or(1, |&q| q + 1);
-        let program = if config.pass_local {
-            let local = local_ipv4_addresses()
-                .map_err(|e| XdpError::os("listing the host's IPv4 addresses", e))?;
-            RedirectProgram::load_passing_local(map_size, &local)?
+        let (program, local) = if config.pass_local {
+            let program = RedirectProgram::load_passing_local(map_size)?;
+            let maps = program
+                .local_addresses()
+                .expect("the program that passes local traffic has its maps")
+                .try_clone()?;
+            // Filled before the program is attached: the host never goes deaf.
+            let follower = Follower::start(maps, ifname, ifindex)?;
+            (program, Some(follower))
         } else {
-            RedirectProgram::load(map_size)?
+            (RedirectProgram::load(map_size)?, None)
         };
         let link = program.attach(ifname, config.xdp_mode)?;
-        let attachment = Arc::new(Attachment { program, link });
+        let attachment = Arc::new(Attachment {
+            _local: local,
+            program,
+            link,
+        });
         queues
             .iter()
             .enumerate()
@@ -294,33 +303,6 @@ pub(super) fn socket_fd(socket: &User) -> BorrowedFd<'_> {
     // SAFETY: `socket` owns the descriptor and closes it only when dropped, which the
     // borrow outlasts.
     unsafe { BorrowedFd::borrow_raw(socket.as_raw_fd()) }
-}
-
-/// The IPv4 addresses of all interfaces in the calling thread's network namespace.
-fn local_ipv4_addresses() -> io::Result<Vec<Ipv4Addr>> {
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs stores a list it allocated in `list`, which we free below.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut addrs = Vec::new();
-    // SAFETY: walks the list getifaddrs returned: every node, and the address a node points
-    // at (if any), stays valid until freeifaddrs, which frees the list once, after the
-    // walk; an AF_INET address is a sockaddr_in.
-    unsafe {
-        let mut entry = list;
-        while let Some(ifa) = entry.as_ref() {
-            if let Some(addr) = ifa.ifa_addr.as_ref() {
-                if i32::from(addr.sa_family) == libc::AF_INET {
-                    let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                    addrs.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-                }
-            }
-            entry = ifa.ifa_next;
-        }
-        libc::freeifaddrs(list);
-    }
-    Ok(addrs)
 }
 
 /// Binds the socket, waiting out EBUSY for a while: the kernel releases a closed socket's

@@ -21,6 +21,8 @@ pub const R4: Reg = Reg(4);
 pub const R6: Reg = Reg(6);
 /// Callee-saved: survives helper calls.
 pub const R7: Reg = Reg(7);
+/// Caller-saved scratch, like r1–r4.
+pub const R5: Reg = Reg(5);
 /// Read-only frame pointer (top of the 512-byte stack).
 pub const R10: Reg = Reg(10);
 
@@ -53,6 +55,7 @@ const BPF_JMP: u8 = 0x05;
 const BPF_ALU64: u8 = 0x07;
 const BPF_W: u8 = 0x00;
 const BPF_H: u8 = 0x08;
+const BPF_B: u8 = 0x10;
 const BPF_DW: u8 = 0x18;
 const BPF_IMM: u8 = 0x00;
 const BPF_MEM: u8 = 0x60;
@@ -64,6 +67,7 @@ const BPF_JA: u8 = 0x00;
 const BPF_JEQ: u8 = 0x10;
 const BPF_JGT: u8 = 0x20;
 const BPF_JNE: u8 = 0x50;
+const BPF_JLT: u8 = 0xa0;
 const BPF_CALL: u8 = 0x80;
 const BPF_EXIT: u8 = 0x90;
 /// `src_reg` of a 64-bit immediate load that holds a map file descriptor.
@@ -109,6 +113,11 @@ impl Insn {
         Insn::new(BPF_LDX | BPF_MEM | BPF_H, dst, src, off, 0)
     }
 
+    /// `dst = *(u8 *)(src + off)`
+    pub fn ldx_b(dst: Reg, src: Reg, off: i16) -> Insn {
+        Insn::new(BPF_LDX | BPF_MEM | BPF_B, dst, src, off, 0)
+    }
+
     /// `dst = *(u64 *)(src + off)`
     pub fn ldx_dw(dst: Reg, src: Reg, off: i16) -> Insn {
         Insn::new(BPF_LDX | BPF_MEM | BPF_DW, dst, src, off, 0)
@@ -117,11 +126,6 @@ impl Insn {
     /// `*(u64 *)(dst + off) = src`
     pub fn stx_dw(dst: Reg, off: i16, src: Reg) -> Insn {
         Insn::new(BPF_STX | BPF_MEM | BPF_DW, dst, src, off, 0)
-    }
-
-    /// `*(u32 *)(dst + off) = src`
-    pub fn stx_w(dst: Reg, off: i16, src: Reg) -> Insn {
-        Insn::new(BPF_STX | BPF_MEM | BPF_W, dst, src, off, 0)
     }
 
     /// `*(u32 *)(dst + off) = imm`
@@ -153,6 +157,11 @@ impl Insn {
         Insn::new(BPF_JMP | BPF_JNE | BPF_K, dst, R0, off, imm)
     }
 
+    /// `if dst < imm goto pc + 1 + off` (unsigned)
+    pub fn jlt_imm(dst: Reg, imm: i32, off: i16) -> Insn {
+        Insn::new(BPF_JMP | BPF_JLT | BPF_K, dst, R0, off, imm)
+    }
+
     /// `if dst > src goto pc + 1 + off` (unsigned)
     pub fn jgt_reg(dst: Reg, src: Reg, off: i16) -> Insn {
         Insn::new(BPF_JMP | BPF_JGT | BPF_X, dst, src, off, 0)
@@ -174,6 +183,57 @@ impl Insn {
     }
 }
 
+/// A place in a program that jumps name ([`Asm::jump`]) before it is placed
+/// ([`Asm::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label(usize);
+
+/// A program written with labels: each jump names its target, and [`Asm::finish`] writes
+/// the instruction counts the kernel wants, so that an edit cannot leave one stale.
+#[derive(Debug, Default)]
+pub struct Asm {
+    insns: Vec<Insn>,
+    /// Each label's instruction index, once placed.
+    places: Vec<Option<usize>>,
+    /// The jumps to patch: instruction index and target.
+    jumps: Vec<(usize, Label)>,
+}
+
+impl Asm {
+    /// A label to jump to, placed later.
+    pub fn label(&mut self) -> Label {
+        self.places.push(None);
+        Label(self.places.len() - 1)
+    }
+
+    /// `label` names the next instruction.
+    pub fn place(&mut self, label: Label) {
+        self.places[label.0] = Some(self.insns.len());
+    }
+
+    pub fn push(&mut self, insns: impl IntoIterator<Item = Insn>) {
+        self.insns.extend(insns);
+    }
+
+    /// A jump instruction (built with any offset) whose target is `to`.
+    pub fn jump(&mut self, jump: Insn, to: Label) {
+        self.jumps.push((self.insns.len(), to));
+        self.insns.push(jump);
+    }
+
+    /// The instructions, every jump pointing at its label.
+    ///
+    /// # Panics
+    /// When a label jumped to was never placed: a mistake in the program's builder.
+    pub fn finish(mut self) -> Vec<Insn> {
+        for (at, to) in self.jumps {
+            let target = self.places[to.0].expect("every label jumped to is placed");
+            self.insns[at].off = (target as isize - at as isize - 1) as i16;
+        }
+        self.insns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,60 +249,55 @@ mod tests {
             out[4..8].copy_from_slice(&insn.imm.to_le_bytes());
             out
         };
-        // r0 = 1
-        assert_eq!(
-            bytes(Insn::mov64_imm(R0, 1)),
-            [0xb7, 0x00, 0, 0, 1, 0, 0, 0]
-        );
-        // r2 = *(u32 *)(r1 + 16)
-        assert_eq!(
-            bytes(Insn::ldx_w(R2, R1, 16)),
-            [0x61, 0x12, 16, 0, 0, 0, 0, 0]
-        );
-        // *(u32 *)(r10 - 4) = 0
-        assert_eq!(
-            bytes(Insn::st_w(R10, -4, 0)),
-            [0x62, 0x0a, 0xfc, 0xff, 0, 0, 0, 0]
-        );
-        // *(u64 *)(r0 + 8) = r1
-        assert_eq!(
-            bytes(Insn::stx_dw(R0, 8, R1)),
-            [0x7b, 0x10, 8, 0, 0, 0, 0, 0]
-        );
-        // r3 = *(u16 *)(r2 + 12); *(u32 *)(r10 - 4) = r3
-        assert_eq!(
-            bytes(Insn::ldx_h(R3, R2, 12)),
-            [0x69, 0x23, 12, 0, 0, 0, 0, 0]
-        );
-        assert_eq!(
-            bytes(Insn::stx_w(R10, -4, R3)),
-            [0x63, 0x3a, 0xfc, 0xff, 0, 0, 0, 0]
-        );
-        // if r4 > r3 goto +9; if r3 != 8 goto +2; goto +1
-        assert_eq!(
-            bytes(Insn::jgt_reg(R4, R3, 9)),
-            [0x2d, 0x34, 9, 0, 0, 0, 0, 0]
-        );
-        assert_eq!(
-            bytes(Insn::jne_imm(R3, 8, 2)),
-            [0x55, 0x03, 2, 0, 8, 0, 0, 0]
-        );
-        assert_eq!(bytes(Insn::ja(1)), [0x05, 0, 1, 0, 0, 0, 0, 0]);
-        // if r0 == 0 goto +3
-        assert_eq!(
-            bytes(Insn::jeq_imm(R0, 0, 3)),
-            [0x15, 0x00, 3, 0, 0, 0, 0, 0]
-        );
-        // call 51; exit
-        assert_eq!(
-            bytes(Insn::call(Helper::RedirectMap)),
-            [0x85, 0, 0, 0, 51, 0, 0, 0]
-        );
-        assert_eq!(bytes(Insn::exit()), [0x95, 0, 0, 0, 0, 0, 0, 0]);
-        // r1 = map fd 7 (ld_imm64 with src = BPF_PSEUDO_MAP_FD)
-        let [lo, hi] = Insn::ld_map_fd(R1, 7);
-        assert_eq!(bytes(lo), [0x18, 0x11, 0, 0, 7, 0, 0, 0]);
-        assert_eq!(bytes(hi), [0; 8]);
+        let [map_lo, map_hi] = Insn::ld_map_fd(R1, 7);
+        let cases = [
+            // r0 = 1
+            (Insn::mov64_imm(R0, 1), [0xb7, 0x00, 0, 0, 1, 0, 0, 0]),
+            // r2 = *(u32 *)(r1 + 16)
+            (Insn::ldx_w(R2, R1, 16), [0x61, 0x12, 16, 0, 0, 0, 0, 0]),
+            // *(u32 *)(r10 - 4) = 0
+            (Insn::st_w(R10, -4, 0), [0x62, 0x0a, 0xfc, 0xff, 0, 0, 0, 0]),
+            // *(u64 *)(r0 + 8) = r1
+            (Insn::stx_dw(R0, 8, R1), [0x7b, 0x10, 8, 0, 0, 0, 0, 0]),
+            // r3 = *(u16 *)(r2 + 12)
+            (Insn::ldx_h(R3, R2, 12), [0x69, 0x23, 12, 0, 0, 0, 0, 0]),
+            // r5 = *(u8 *)(r2 + 38)
+            (Insn::ldx_b(R5, R2, 38), [0x71, 0x25, 38, 0, 0, 0, 0, 0]),
+            // if r4 > r3 goto +9; if r3 != 8 goto +2; goto +1
+            (Insn::jgt_reg(R4, R3, 9), [0x2d, 0x34, 9, 0, 0, 0, 0, 0]),
+            (Insn::jne_imm(R3, 8, 2), [0x55, 0x03, 2, 0, 8, 0, 0, 0]),
+            (Insn::ja(1), [0x05, 0, 1, 0, 0, 0, 0, 0]),
+            // if r0 == 0 goto +3; if r5 < 5 goto +1
+            (Insn::jeq_imm(R0, 0, 3), [0x15, 0x00, 3, 0, 0, 0, 0, 0]),
+            (Insn::jlt_imm(R5, 5, 1), [0xa5, 0x05, 1, 0, 5, 0, 0, 0]),
+            // call 51; exit
+            (
+                Insn::call(Helper::RedirectMap),
+                [0x85, 0, 0, 0, 51, 0, 0, 0],
+            ),
+            (Insn::exit(), [0x95, 0, 0, 0, 0, 0, 0, 0]),
+            // r1 = map fd 7 (ld_imm64 with src = BPF_PSEUDO_MAP_FD)
+            (map_lo, [0x18, 0x11, 0, 0, 7, 0, 0, 0]),
+            (map_hi, [0; 8]),
+        ];
+        for (insn, expected) in cases {
+            assert_eq!(bytes(insn), expected, "{insn:?}");
+        }
         assert_eq!(std::mem::size_of::<Insn>(), 8);
+    }
+
+    #[test]
+    fn labels_become_instruction_counts_forward_and_back() {
+        let mut asm = Asm::default();
+        let (top, end) = (asm.label(), asm.label());
+        asm.place(top);
+        asm.jump(Insn::jeq_imm(R0, 0, 0), end); // 0: -> 3
+        asm.push([Insn::mov64_imm(R0, 1)]); // 1
+        asm.jump(Insn::ja(0), top); // 2: -> 0
+        asm.place(end);
+        asm.push([Insn::exit()]); // 3
+        let prog = asm.finish();
+        assert_eq!(prog[0], Insn::jeq_imm(R0, 0, 2));
+        assert_eq!(prog[2], Insn::ja(-3));
     }
 }

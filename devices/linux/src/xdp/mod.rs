@@ -4,7 +4,9 @@
 //! and loaded at run time. Two programs exist:
 //! - [`RedirectProgram`]: frames go to the AF_XDP socket of their receive queue (the
 //!   [`AfXdp`](crate::afxdp::AfXdp) backend), or to the kernel when no socket is bound;
-//!   a variant passes IPv4 and ARP for the host's own addresses to the kernel;
+//!   a variant passes to the kernel what polld never forwards: the host's own IPv4 and
+//!   IPv6 traffic and ARP ([`LocalAddresses`]), multicast, neighbour discovery and the
+//!   other ethertypes;
 //! - [`CountProgram`]: counts packets and bytes per CPU, then drops, for a sink at rates
 //!   user space cannot reach.
 //!
@@ -18,7 +20,7 @@ mod sys;
 
 use std::fmt;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use crate::error::OpenError;
@@ -288,6 +290,7 @@ impl CountProgram {
         let possible_cpus = possible_cpus()?;
         let counters = sys::map_create(
             sys::BPF_MAP_TYPE_PERCPU_ARRAY,
+            4,
             std::mem::size_of::<[u64; 2]>() as u32,
             1,
             "polld_counts",
@@ -355,6 +358,8 @@ pub struct RedirectProgram {
     program: XdpProgram,
     xsks: OwnedFd,
     queues: u32,
+    /// The variant that passes the host's own traffic: its maps of addresses.
+    local: Option<LocalAddresses>,
 }
 
 impl RedirectProgram {
@@ -370,34 +375,37 @@ impl RedirectProgram {
             program,
             xsks,
             queues: queues.max(1),
+            local: None,
         })
     }
 
-    /// Like [`load`](Self::load), but IPv4 packets and ARP addressed to one of `local`
-    /// go to the kernel instead, so the host keeps answering on the interface.
-    pub fn load_passing_local(queues: u32, local: &[Ipv4Addr]) -> Result<RedirectProgram> {
+    /// Like [`load`](Self::load), but what polld never forwards goes to the kernel instead
+    /// (see [`programs::redirect_to_xsk_except_local`]): ARP, IPv4 and IPv6 for the
+    /// addresses of [`local_addresses`](Self::local_addresses), multicast, neighbour
+    /// discovery and the other ethertypes. No address is the host's until one is added.
+    pub fn load_passing_local(queues: u32) -> Result<RedirectProgram> {
         let xsks = xsk_map(queues)?;
-        let local_addrs = sys::map_create(
-            sys::BPF_MAP_TYPE_HASH,
-            1,
-            local.len().max(1) as u32,
-            "polld_local",
-        )
-        .map_err(|e| XdpError::os("creating the map of local IPv4 addresses", e))?;
-        for addr in local {
-            // Keyed by the address's bytes as they appear on the wire.
-            sys::map_update(local_addrs.as_fd(), u32::from_ne_bytes(addr.octets()), &[1])
-                .map_err(|e| XdpError::os(format!("adding local address {addr}"), e))?;
-        }
+        let local = LocalAddresses::create()?;
         let program = XdpProgram::load(
             "polld_redir_loc",
-            &programs::redirect_to_xsk_except_local(xsks.as_raw_fd(), local_addrs.as_raw_fd()),
+            &programs::redirect_to_xsk_except_local(
+                xsks.as_raw_fd(),
+                local.v4.as_raw_fd(),
+                local.v6.as_raw_fd(),
+            ),
         )?;
         Ok(RedirectProgram {
             program,
             xsks,
             queues: queues.max(1),
+            local: Some(local),
         })
+    }
+
+    /// The addresses whose frames go to the kernel, for the program that passes them
+    /// ([`load_passing_local`](Self::load_passing_local)); `None` for the other.
+    pub fn local_addresses(&self) -> Option<&LocalAddresses> {
+        self.local.as_ref()
     }
 
     pub fn attach(&self, ifname: &str, mode: XdpMode) -> Result<XdpLink> {
@@ -416,7 +424,7 @@ impl RedirectProgram {
             });
         }
         let fd = xsk.as_raw_fd() as u32;
-        sys::map_update(self.xsks.as_fd(), queue, &fd.to_ne_bytes()).map_err(|e| {
+        sys::map_update(self.xsks.as_fd(), &queue.to_ne_bytes(), &fd.to_ne_bytes()).map_err(|e| {
             XdpError::os(
                 format!("registering the AF_XDP socket of queue {queue} in the XSKMAP"),
                 e,
@@ -425,8 +433,70 @@ impl RedirectProgram {
     }
 }
 
+/// The host's addresses a [`RedirectProgram`] passes to the kernel: two BPF hash maps,
+/// IPv4 and IPv6, keyed by the address's bytes as on the wire. Changes take effect for
+/// the next frame; the maps outlive the handle while the program uses them.
+#[derive(Debug)]
+pub struct LocalAddresses {
+    v4: OwnedFd,
+    v6: OwnedFd,
+}
+
+impl LocalAddresses {
+    /// How many addresses of each family the maps hold.
+    pub const CAPACITY: u32 = 4096;
+
+    fn create() -> Result<LocalAddresses> {
+        let map = |key_size, name| {
+            sys::map_create(sys::BPF_MAP_TYPE_HASH, key_size, 1, Self::CAPACITY, name)
+                .map_err(|e| XdpError::os(format!("creating the map of local addresses {name}"), e))
+        };
+        Ok(LocalAddresses {
+            v4: map(4, "polld_local")?,
+            v6: map(16, "polld_local6")?,
+        })
+    }
+
+    /// A second handle on the same maps, for a thread that keeps them up to date.
+    pub fn try_clone(&self) -> Result<LocalAddresses> {
+        let dup = |fd: &OwnedFd| {
+            fd.try_clone()
+                .map_err(|e| XdpError::os("duplicating a map of local addresses", e))
+        };
+        Ok(LocalAddresses {
+            v4: dup(&self.v4)?,
+            v6: dup(&self.v6)?,
+        })
+    }
+
+    fn map_of(&self, addr: IpAddr) -> (BorrowedFd<'_>, Vec<u8>) {
+        match addr {
+            IpAddr::V4(a) => (self.v4.as_fd(), a.octets().to_vec()),
+            IpAddr::V6(a) => (self.v6.as_fd(), a.octets().to_vec()),
+        }
+    }
+
+    /// Frames for `addr` go to the kernel from now on.
+    pub fn insert(&self, addr: IpAddr) -> Result<()> {
+        let (map, key) = self.map_of(addr);
+        sys::map_update(map, &key, &[1])
+            .map_err(|e| XdpError::os(format!("adding local address {addr}"), e))
+    }
+
+    /// Frames for `addr` go to the socket again; removing an absent one is no error.
+    pub fn remove(&self, addr: IpAddr) -> Result<()> {
+        let (map, key) = self.map_of(addr);
+        match sys::map_delete(map, &key) {
+            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => {
+                Err(XdpError::os(format!("removing local address {addr}"), e))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 fn xsk_map(queues: u32) -> Result<OwnedFd> {
-    sys::map_create(sys::BPF_MAP_TYPE_XSKMAP, 4, queues.max(1), "polld_xsks")
+    sys::map_create(sys::BPF_MAP_TYPE_XSKMAP, 4, 4, queues.max(1), "polld_xsks")
         .map_err(|e| XdpError::os("creating the XSKMAP for AF_XDP sockets", e))
 }
 

@@ -12,6 +12,7 @@ use super::insn::Insn;
 const BPF_MAP_CREATE: libc::c_int = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_int = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
+const BPF_MAP_DELETE_ELEM: libc::c_int = 3;
 const BPF_PROG_LOAD: libc::c_int = 5;
 const BPF_LINK_CREATE: libc::c_int = 28;
 
@@ -75,16 +76,18 @@ struct MapCreateAttr {
     map_name: [u8; 16],
 }
 
-/// `BPF_MAP_CREATE`: a map with 4-byte keys (queue numbers, CPU-array slots, IPv4 addresses).
+/// `BPF_MAP_CREATE`: a map with `key_size`-byte keys (4 for queue numbers, CPU-array
+/// slots and IPv4 addresses, 16 for IPv6 addresses).
 pub fn map_create(
     map_type: u32,
+    key_size: u32,
     value_size: u32,
     max_entries: u32,
     name: &str,
 ) -> io::Result<OwnedFd> {
     let mut attr = MapCreateAttr {
         map_type,
-        key_size: 4,
+        key_size,
         value_size,
         max_entries,
         map_flags: 0,
@@ -104,25 +107,27 @@ struct MapElemAttr {
     flags: u64,
 }
 
+/// `key` must be the map's key size: the kernel reads exactly that many bytes from it.
 fn map_elem(
     cmd: libc::c_int,
     map: BorrowedFd<'_>,
-    key: u32,
+    key: &[u8],
     value: *mut u8,
     flags: u64,
 ) -> io::Result<()> {
     let mut attr = MapElemAttr {
         map_fd: map.as_raw_fd() as u32,
         _pad: 0,
-        key: &key as *const u32 as u64,
+        key: key.as_ptr() as u64,
         value: value as u64,
         flags,
     };
     bpf(cmd, &mut attr).map(drop)
 }
 
-/// `BPF_MAP_UPDATE_ELEM` with `BPF_ANY`: `map[key] = value`.
-pub fn map_update(map: BorrowedFd<'_>, key: u32, value: &[u8]) -> io::Result<()> {
+/// `BPF_MAP_UPDATE_ELEM` with `BPF_ANY`: `map[key] = value`, `key` as many bytes as
+/// the map's keys.
+pub fn map_update(map: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> io::Result<()> {
     // The kernel only reads through `value` for an update.
     map_elem(
         BPF_MAP_UPDATE_ELEM,
@@ -133,10 +138,21 @@ pub fn map_update(map: BorrowedFd<'_>, key: u32, value: &[u8]) -> io::Result<()>
     )
 }
 
-/// `BPF_MAP_LOOKUP_ELEM`: copies `map[key]` into `value`, which must be the value size
-/// (times the number of possible CPUs for a per-CPU map).
+/// `BPF_MAP_DELETE_ELEM`: removes `map[key]` (`ENOENT` when it is not there).
+pub fn map_delete(map: BorrowedFd<'_>, key: &[u8]) -> io::Result<()> {
+    map_elem(BPF_MAP_DELETE_ELEM, map, key, std::ptr::null_mut(), 0)
+}
+
+/// `BPF_MAP_LOOKUP_ELEM`: copies `map[key]` (a 4-byte key) into `value`, which must be
+/// the value size (times the number of possible CPUs for a per-CPU map).
 pub fn map_lookup(map: BorrowedFd<'_>, key: u32, value: &mut [u8]) -> io::Result<()> {
-    map_elem(BPF_MAP_LOOKUP_ELEM, map, key, value.as_mut_ptr(), 0)
+    map_elem(
+        BPF_MAP_LOOKUP_ELEM,
+        map,
+        &key.to_ne_bytes(),
+        value.as_mut_ptr(),
+        0,
+    )
 }
 
 #[repr(C)]
