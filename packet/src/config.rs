@@ -365,8 +365,8 @@ impl PacketConfig {
     fn validate_kernel_tables(&self, out: &mut Vec<ConfigError>) {
         let fix = |what: &str, ip: &str| {
             format!(
-                "tables = \"kernel\" takes {what} from the kernel; remove it and use `{ip}` in the \
-                 interfaces' namespace, or set tables = \"file\""
+                "tables = \"kernel\" takes {what} from the kernel, not from this file; write \
+                 them with `{ip}` in the interfaces' namespace instead, or set tables = \"file\""
             )
         };
         for (i, iface) in self.interfaces.iter().enumerate() {
