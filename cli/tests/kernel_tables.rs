@@ -100,7 +100,10 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
         grows(&polld, &format!("dev.veth1.drops.{reason}"), kind);
     }
     // Out of an interface polld does not poll: the kernel's.
-    ip_in(fwd, &["link", "add", "kt0", "type", "veth", "peer", "name", "kt1"]);
+    ip_in(
+        fwd,
+        &["link", "add", "kt0", "type", "veth", "peer", "name", "kt1"],
+    );
     ip_in(fwd, &["link", "set", "kt0", "up"]);
     ip_in(fwd, &["route", "replace", PREFIX, "dev", "kt0"]);
     grows(
