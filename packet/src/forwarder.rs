@@ -536,12 +536,7 @@ impl Forwarder {
             return PacketDrop::NoRoute.verdict();
         };
         if let NextHop::Reject(reject) = route.next_hop {
-            let code = match reject {
-                Reject::Unreachable => Some(unreachable_code::HOST),
-                Reject::Prohibit => Some(unreachable_code::ADMIN_PROHIBITED),
-                Reject::Blackhole | Reject::Unpolled => None,
-            };
-            if let Some(code) = code {
+            if let Some((code, _)) = reject.unreachable_codes() {
                 let header = IcmpHeader {
                     msg_type: icmp_type::DEST_UNREACHABLE,
                     code,
@@ -775,6 +770,17 @@ impl Reject {
             Reject::Unreachable => PacketDrop::Unreachable,
             Reject::Prohibit => PacketDrop::Prohibited,
             Reject::Unpolled => PacketDrop::UnpolledRoute,
+        }
+    }
+
+    /// The codes of the destination unreachable it answers with, ICMP's and ICMPv6's, as
+    /// the kernel's: none for a route that drops silently.
+    fn unreachable_codes(self) -> Option<(u8, u8)> {
+        use crate::wire::icmpv6::unreachable_code as v6;
+        match self {
+            Reject::Unreachable => Some((unreachable_code::HOST, v6::NO_ROUTE)),
+            Reject::Prohibit => Some((unreachable_code::ADMIN_PROHIBITED, v6::ADMIN_PROHIBITED)),
+            Reject::Blackhole | Reject::Unpolled => None,
         }
     }
 }

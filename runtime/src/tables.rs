@@ -187,39 +187,30 @@ impl KernelFollower {
         }
         let installed = best.and_then(|r| self.translate(&r));
         let table = router.routes_mut();
-        match (dest.addr, installed) {
-            (IpAddr::V4(addr), installed) => {
+        match dest.addr {
+            IpAddr::V4(addr) => {
                 let Some(net) = Ipv4Net::new(addr, dest.len) else {
                     return;
                 };
+                let v4 = |ip| match ip {
+                    IpAddr::V4(ip) => Some(ip),
+                    IpAddr::V6(_) => None,
+                };
                 match installed {
-                    Some((out, hop)) => {
-                        let next_hop = match hop {
-                            Hop::Connected => NextHop::Connected,
-                            Hop::Gateway(IpAddr::V4(gw)) => NextHop::Gateway(gw),
-                            Hop::Reject(r) => NextHop::Reject(r),
-                            Hop::Gateway(IpAddr::V6(_)) => NextHop::Reject(Reject::Unpolled),
-                        };
-                        table.insert(net, Route { out, next_hop });
-                    }
+                    Some((out, hop)) => drop(table.insert(net, hop.route(out, v4))),
                     None => drop(table.remove(net)),
                 }
             }
-            (IpAddr::V6(addr), installed) => {
+            IpAddr::V6(addr) => {
                 let Some(net) = Ipv6Net::new(addr, dest.len) else {
                     return;
                 };
+                let v6 = |ip| match ip {
+                    IpAddr::V6(ip) => Some(ip),
+                    IpAddr::V4(_) => None,
+                };
                 match installed {
-                    Some((out, hop)) => {
-                        let next_hop = match hop {
-                            Hop::Connected => NextHop::Connected,
-                            Hop::Gateway(IpAddr::V6(gw)) => NextHop::Gateway(gw),
-                            Hop::Reject(r) => NextHop::Reject(r),
-                            // An IPv6 route via an IPv4 gateway (RFC 5549): the kernel's.
-                            Hop::Gateway(IpAddr::V4(_)) => NextHop::Reject(Reject::Unpolled),
-                        };
-                        table.insert6(net, Route { out, next_hop });
-                    }
+                    Some((out, hop)) => drop(table.insert6(net, hop.route(out, v6))),
                     None => drop(table.remove6(net)),
                 }
             }
@@ -290,6 +281,22 @@ enum Hop {
     Connected,
     Gateway(IpAddr),
     Reject(Reject),
+}
+
+impl Hop {
+    /// The router's route out of device `out`, its gateway typed by `family` (a gateway
+    /// of the other family, as an IPv6 route via an IPv4 gateway of RFC 5549, is left
+    /// to the kernel: [`Reject::Unpolled`]).
+    fn route<A>(self, out: usize, family: impl Fn(IpAddr) -> Option<A>) -> Route<A> {
+        let next_hop = match self {
+            Hop::Connected => NextHop::Connected,
+            Hop::Gateway(gw) => {
+                family(gw).map_or(NextHop::Reject(Reject::Unpolled), NextHop::Gateway)
+            }
+            Hop::Reject(r) => NextHop::Reject(r),
+        };
+        Route { out, next_hop }
+    }
 }
 
 impl AsFd for KernelFollower {

@@ -37,7 +37,7 @@ use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
-use crate::route::{NextHop, Reject};
+use crate::route::NextHop;
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -131,12 +131,7 @@ impl Forwarder {
             return PacketDrop::NoRoute.verdict();
         };
         if let NextHop::Reject(reject) = route.next_hop {
-            let code = match reject {
-                Reject::Unreachable => Some(unreachable_code::NO_ROUTE),
-                Reject::Prohibit => Some(unreachable_code::ADMIN_PROHIBITED),
-                Reject::Blackhole | Reject::Unpolled => None,
-            };
-            if let Some(code) = code {
+            if let Some((_, code)) = reject.unreachable_codes() {
                 self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             }
             return reject.drop_reason().verdict();
