@@ -69,6 +69,23 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     let config = dir.0.join("fwd.toml");
     std::fs::write(&config, interfaces_only(&socket)).unwrap();
     let polld = Polld::start(&tb, &config, &socket);
+    // The kernel's addresses are polld's, and followed.
+    let shown = polld.ok(&["ifconfig", "veth1"]);
+    let inet = format!("\tinet {}\n", l.veth1.cidr());
+    assert!(
+        shown.contains(&inet) && shown.contains("\ttables kernel\n"),
+        "{shown}"
+    );
+    ip_in(fwd, &["addr", "add", "10.0.5.1/24", "dev", "veth1"]);
+    eventually(
+        "ifconfig shows an address added",
+        Duration::from_secs(30),
+        || {
+            polld
+                .ok(&["ifconfig", "veth1"])
+                .contains("\tinet 10.0.5.1/24\n")
+        },
+    );
     let _flood = flood(&tb);
 
     // The route in the kernel's table before start: forwarded to sink.

@@ -344,6 +344,11 @@ impl Forwarder {
         }
     }
 
+    /// Whether the tables are the kernel's (`tables = "kernel"`).
+    pub fn kernel_tables(&self) -> bool {
+        self.kernel
+    }
+
     /// The interface addresses, by device index.
     pub fn addresses(&self) -> Vec<Vec<IpNet>> {
         self.interfaces
