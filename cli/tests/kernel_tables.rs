@@ -134,6 +134,12 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     // And back, after all of it.
     ip_in(fwd, &["route", "add", PREFIX, "via", &sink]);
     grows(&polld, "dev.veth1.forwarded", "the route's add");
+    // What polld holds, in its entries: the connected networks, the flooded prefix and
+    // the added address's network, from one dump and the changes since.
+    assert!(counter(&polld, "polld.tables_routes") >= 4);
+    assert!(counter(&polld, "polld.tables_changes") >= 10);
+    assert_eq!(counter(&polld, "polld.tables_dumps"), 1);
+    assert!(counter(&polld, "polld.tables_time") > 0);
     drop(_flood);
     stop(polld);
 }

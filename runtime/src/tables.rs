@@ -25,6 +25,7 @@ use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
+use polld_control::daemon::TablesStatus;
 use polld_dev::kernel_tables::{
     Change, KernelTables, Neighbour, Prefix, Route as KernelRoute, RouteKind, Snapshot, MAIN_TABLE,
 };
@@ -35,20 +36,6 @@ use polld_packet::{Forwarder, IpNet, Ipv4Net, Ipv6Net};
 /// The netlink socket's receive buffer: room for the notifications of a burst of route
 /// changes between two reads (the kernel may cap it at `net.core.rmem_max`).
 const RECEIVE_BUFFER: usize = 4 << 20;
-
-/// What the router holds of the kernel's tables now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TablesState {
-    /// IPv4 and IPv6 routes installed.
-    pub routes: usize,
-    pub routes6: usize,
-    /// Neighbour entries (IPv4 and IPv6) with a link-layer address.
-    pub neighbours: usize,
-    /// Dumps read (the first, and one per overrun).
-    pub dumps: u64,
-    /// Changes applied since start.
-    pub changes: u64,
-}
 
 /// The follower of a poll thread whose config (`config`, its part for per-CPU threads)
 /// takes the kernel's tables, for its dataplane `dp`; `None` with `tables = "file"`.
@@ -82,7 +69,7 @@ pub struct KernelFollower {
     routes: BTreeMap<Prefix, Vec<KernelRoute>>,
     /// The neighbours with a link-layer address.
     neighbours: HashMap<IpAddr, MacAddr>,
-    state: TablesState,
+    state: TablesStatus,
 }
 
 impl KernelFollower {
@@ -108,12 +95,12 @@ impl KernelFollower {
             devices,
             routes: BTreeMap::new(),
             neighbours: HashMap::new(),
-            state: TablesState::default(),
+            state: TablesStatus::default(),
         })
     }
 
     /// What the router holds now.
-    pub fn state(&self) -> TablesState {
+    pub fn state(&self) -> TablesStatus {
         self.state
     }
 
@@ -144,7 +131,11 @@ impl KernelFollower {
     /// Applies the changes the kernel made since the last call; dumps again after an
     /// overrun.
     pub fn follow(&mut self, router: &mut Forwarder) -> io::Result<()> {
-        for change in self.tables.changes()? {
+        let changes = self.tables.changes()?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        for change in changes {
             match change {
                 Change::Route(r) => self.route(router, r, true),
                 Change::RouteGone(r) => self.route(router, r, false),
@@ -163,10 +154,14 @@ impl KernelFollower {
         Ok(())
     }
 
+    /// What the router holds after a dump or changes, taken now.
     fn count(&mut self, router: &mut Forwarder) {
         let table = router.routes_mut();
-        (self.state.routes, self.state.routes6) = (table.len(), table.len6());
-        self.state.neighbours = self.neighbours.len();
+        (self.state.routes, self.state.routes6) = (table.len() as u64, table.len6() as u64);
+        self.state.neighbours = self.neighbours.len() as u64;
+        self.state.time_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
     }
 
     /// A route of the kernel's added (or replaced) or gone: the router's route for its

@@ -46,6 +46,7 @@ impl PollThread {
                 })
                 .collect(),
             reload: crate::reload::status(),
+            tables: self.tables.as_ref().map(|t| t.state()).unwrap_or_default(),
         }
     }
 }
