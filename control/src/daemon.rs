@@ -52,6 +52,23 @@ pub struct ReloadStatus {
     pub error: String,
 }
 
+/// The router's copy of the kernel's tables (`tables = "kernel"`; all 0 with the file's):
+/// `polld.tables_*`, the poll thread's (the first poll CPU's with several).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TablesStatus {
+    /// IPv4 and IPv6 routes the router holds.
+    pub routes: u64,
+    pub routes6: u64,
+    /// Neighbour entries with a link-layer address (IPv4 and IPv6).
+    pub neighbours: u64,
+    /// The kernel's changes applied since start.
+    pub changes: u64,
+    /// Whole dumps read: the first, and one per overrun.
+    pub dumps: u64,
+    /// When the router last took a dump or a change, in seconds since the epoch.
+    pub time_s: u64,
+}
+
 /// What the daemon adds to the dataplane's entries, under `polld.` (declared below, their
 /// names in [`daemon_entry`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -74,6 +91,7 @@ pub struct DaemonStatus {
     /// interface's name: `dev.<if>.device_interrupts` and `device_interrupts_per_s`.
     pub device_interrupts: Vec<(String, DeviceInterrupts)>,
     pub reload: ReloadStatus,
+    pub tables: TablesStatus,
 }
 
 sysctl_oids! {
@@ -196,6 +214,33 @@ sysctl_oids! {
         RELOAD_ERROR = "reload_error": Gauge
             "Why the last config reload was refused (empty: applied)",
             |d| Value::from(d.reload.error.as_str()), metric Metric::Hidden;
+        /// IPv4 routes the router holds from the kernel's tables.
+        TABLES_ROUTES = "tables_routes": Gauge
+            "IPv4 routes the router holds from the kernel's tables",
+            |d| Value::from(d.tables.routes), metric Metric::Named("polld_kernel_table_routes");
+        /// IPv6 routes the router holds from the kernel's tables.
+        TABLES_ROUTES6 = "tables_routes6": Gauge
+            "IPv6 routes the router holds from the kernel's tables",
+            |d| Value::from(d.tables.routes6), metric Metric::Named("polld_kernel_table_routes6");
+        /// Neighbour entries the router holds from the kernel's tables.
+        TABLES_NEIGHBOURS = "tables_neighbours": Gauge
+            "Neighbour entries the router holds from the kernel's tables",
+            |d| Value::from(d.tables.neighbours),
+            metric Metric::Named("polld_kernel_table_neighbours");
+        /// Route, address and neighbour changes of the kernel applied since start.
+        TABLES_CHANGES = "tables_changes": Counter
+            "Changes of the kernel's tables applied since start",
+            |d| Value::from(d.tables.changes), metric Metric::ByNode;
+        /// Whole reads of the kernel's tables: at start, and after each overrun.
+        TABLES_DUMPS = "tables_dumps": Counter
+            "Whole reads of the kernel's tables (start, overruns)",
+            |d| Value::from(d.tables.dumps), metric Metric::ByNode;
+        /// When the router last took the kernel's tables or a change, in seconds since
+        /// the epoch (0: never, tables = "file").
+        TABLES_TIME = "tables_time": Gauge
+            "When the router last took a change of the kernel's tables, seconds since the epoch",
+            |d| Value::from(d.tables.time_s),
+            metric Metric::Named("polld_kernel_tables_last_update_timestamp_seconds");
     }
 }
 

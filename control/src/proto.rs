@@ -64,8 +64,12 @@ pub struct IfStatus {
     /// `up`, `down` or `gone`.
     pub link: String,
     pub mac: Option<String>,
-    /// Addresses with prefix length, `10.0.1.1/24`.
+    /// Addresses with prefix length, `10.0.1.1/24`: the router's now.
     pub addresses: Vec<String>,
+    /// Where the router's tables come from: `kernel` or `file` (absent for the bridge
+    /// and from older daemons).
+    #[serde(default)]
+    pub tables: Option<String>,
     /// Counter name and value, in display order (rx_packets, forwarded, drops.*, ...).
     pub counters: Vec<(String, u64)>,
     /// Whether its receive work runs inside polld's budget (absent from older daemons).

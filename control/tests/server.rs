@@ -274,6 +274,7 @@ fn an_answer_larger_than_the_socket_buffer_arrives_whole() {
         link: "up".to_string(),
         mac: None,
         addresses: Vec::new(),
+        tables: None,
         counters: (0..64).map(|i| (format!("counter_{i}"), i)).collect(),
         rx_work: None,
         umem: None,

@@ -54,6 +54,16 @@ impl ArpCache {
         self.statics.insert(ip, mac);
     }
 
+    /// Removes the permanent entry for `ip`, returning its MAC.
+    pub fn remove_static(&mut self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.statics.remove(&ip)
+    }
+
+    /// Removes every permanent entry.
+    pub fn clear_statics(&mut self) {
+        self.statics.clear();
+    }
+
     /// Resolves `ip` for a packet to forward at `now_ns`.
     pub fn resolve(&mut self, ip: Ipv4Addr, now_ns: u64) -> Resolution {
         if let Some(&mac) = self.statics.get(&ip) {

@@ -8,6 +8,13 @@
 //!
 //! ```toml
 //! mode = "router"            # or "bridge": then only interface names (and rules) matter
+//! tables = "file"            # where addresses, routes and neighbours come from: "file"
+//!                            # (this file's), or "kernel": the kernel's tables of the
+//!                            # interfaces' namespace (`ip addr`, `ip route`, `ip -6
+//!                            # route`, `ip neigh`), followed as they change, the kernel
+//!                            # resolving neighbours; default: kernel where every
+//!                            # interface is af_packet or af_xdp and the file writes no
+//!                            # addresses, routes or static_arp, else file
 //! default_action = "allow"   # for packets no rule matches
 //!
 //! [[interfaces]]
@@ -77,6 +84,18 @@ pub enum Mode {
     Bridge,
 }
 
+/// Where the router's addresses, routes and neighbours come from (`tables`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tables {
+    /// The file's `addresses`, `[[routes]]` and `[[static_arp]]`; polld answers ARP and
+    /// neighbour solicitations for its addresses and resolves IPv4 next hops itself.
+    File,
+    /// The kernel's tables of the interfaces' network namespace, read over rtnetlink and
+    /// followed as they change; ARP and neighbour discovery stay the kernel's.
+    Kernel,
+}
+
 /// This module's commented example, every packet-stage table with its defaults: what the
 /// configuration reference (docs/config.md) shows.
 pub fn annotated_example() -> String {
@@ -102,6 +121,10 @@ pub fn doc_example(source: &str) -> String {
 pub struct PacketConfig {
     #[serde(default)]
     pub mode: Mode,
+    /// Where the router's tables come from; `None` until the daemon decides it from the
+    /// interfaces' backends (the forwarder takes `None` as [`Tables::File`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<Tables>,
     /// One entry per dataplane device, matched by name.
     pub interfaces: Vec<InterfaceConfig>,
     /// Static routes via gateways (router mode). Connected routes come from the
@@ -332,7 +355,46 @@ impl PacketConfig {
         Ok(())
     }
 
+    /// Whether the router's tables are the kernel's.
+    pub fn kernel_tables(&self) -> bool {
+        self.tables == Some(Tables::Kernel)
+    }
+
+    /// With `tables = "kernel"` the file writes no table of its own: each one it writes
+    /// is a problem naming it and the `ip` command that does its job.
+    fn validate_kernel_tables(&self, out: &mut Vec<ConfigError>) {
+        let fix = |what: &str, ip: &str| {
+            format!(
+                "tables = \"kernel\" takes {what} from the kernel, not from this file; write \
+                 them with `{ip}` in the interfaces' namespace instead, or set tables = \"file\""
+            )
+        };
+        for (i, iface) in self.interfaces.iter().enumerate() {
+            if !iface.addresses.is_empty() {
+                out.push(problem(
+                    format!("interfaces[{i}].addresses"),
+                    fix("the addresses", "ip addr add ADDRESS dev IF"),
+                ));
+            }
+        }
+        if !self.routes.is_empty() {
+            out.push(problem(
+                "routes",
+                fix("the routes", "ip route add PREFIX via GATEWAY"),
+            ));
+        }
+        if !self.static_arp.is_empty() {
+            out.push(problem(
+                "static_arp",
+                fix("the neighbours", "ip neigh replace IP lladdr MAC dev IF"),
+            ));
+        }
+    }
+
     fn validate_router(&self, out: &mut Vec<ConfigError>) {
+        if self.kernel_tables() {
+            self.validate_kernel_tables(out);
+        }
         let mut seen_macs: Vec<(MacAddr, usize)> = Vec::new();
         for (i, iface) in self.interfaces.iter().enumerate() {
             match iface.mac {
@@ -510,6 +572,12 @@ impl PacketConfig {
     }
 
     fn validate_bridge(&self, out: &mut Vec<ConfigError>) {
+        if self.kernel_tables() {
+            out.push(problem(
+                "tables",
+                "the bridge has no routing tables; remove `tables` or set mode = \"router\"",
+            ));
+        }
         if self.interfaces.len() < 2 {
             out.push(problem(
                 "interfaces",
@@ -787,6 +855,37 @@ mod tests {
             ["interfaces[0].mac", "routes[0].gateway", "arp.capacity"],
         );
         assert_eq!(error_of(&c).field, "interfaces[0].mac");
+    }
+
+    #[test]
+    fn kernel_tables_refuse_the_files_own() {
+        let mut c = router();
+        c.tables = Some(Tables::Kernel);
+        let problems = c.problems();
+        let fields: Vec<&str> = problems.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "interfaces[0].addresses",
+                "interfaces[1].addresses",
+                "routes",
+                "static_arp"
+            ]
+        );
+        assert!(
+            problems[2].message.contains("ip route add"),
+            "{}",
+            problems[2]
+        );
+        assert!(problems[2].message.contains("tables = \"file\""));
+        for iface in &mut c.interfaces {
+            iface.addresses.clear();
+        }
+        c.routes.clear();
+        c.static_arp.clear();
+        assert_eq!(c.problems(), []);
+        c.mode = Mode::Bridge;
+        assert_eq!(error_of(&c).field, "tables");
     }
 
     #[test]

@@ -66,11 +66,22 @@ pub enum PacketDrop {
     /// An IPv6 next hop without a neighbour entry (polld does not run neighbour
     /// discovery itself; an ICMPv6 address unreachable may have been sent).
     NeighbourUnknown,
+    /// A blackhole route matched (`ip route add blackhole`): dropped silently.
+    Blackhole,
+    /// An unreachable route matched (`ip route add unreachable`): ICMP host unreachable
+    /// or ICMPv6 no route to destination may have been sent.
+    Unreachable,
+    /// A prohibit route matched (`ip route add prohibit`): ICMP or ICMPv6
+    /// administratively prohibited may have been sent.
+    Prohibited,
+    /// The kernel's route leaves by an interface this poll thread does not poll: the
+    /// kernel forwards that traffic, not polld.
+    UnpolledRoute,
 }
 
 impl PacketDrop {
     /// Every reason, in counter order.
-    pub const ALL: [PacketDrop; 22] = [
+    pub const ALL: [PacketDrop; 26] = [
         PacketDrop::Truncated,
         PacketDrop::Oversize,
         PacketDrop::UnknownEthertype,
@@ -93,11 +104,15 @@ impl PacketDrop {
         PacketDrop::HopByHop,
         PacketDrop::ExtHeaders,
         PacketDrop::NeighbourUnknown,
+        PacketDrop::Blackhole,
+        PacketDrop::Unreachable,
+        PacketDrop::Prohibited,
+        PacketDrop::UnpolledRoute,
     ];
 
     /// The stages' table of reasons, for the core ([`polld_core::PacketStage::drop_reasons`]).
-    pub const TABLE: [StageDrop; 22] = {
-        let mut table = [StageDrop::new(0, ""); 22];
+    pub const TABLE: [StageDrop; 26] = {
+        let mut table = [StageDrop::new(0, ""); 26];
         let mut i = 0;
         while i < table.len() {
             table[i] = StageDrop::new(i as u8, PacketDrop::ALL[i].name());
@@ -131,6 +146,10 @@ impl PacketDrop {
             PacketDrop::HopByHop => "hop_by_hop",
             PacketDrop::ExtHeaders => "ext_headers",
             PacketDrop::NeighbourUnknown => "neighbour_unknown",
+            PacketDrop::Blackhole => "blackhole",
+            PacketDrop::Unreachable => "unreachable",
+            PacketDrop::Prohibited => "prohibited",
+            PacketDrop::UnpolledRoute => "unpolled_route",
         }
     }
 

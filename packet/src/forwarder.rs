@@ -57,6 +57,18 @@
 //!   fragments, link-layer or IP broadcasts and multicasts, or martian sources; they quote
 //!   the original IP header plus the first 8 bytes of its payload (RFC 792) and are
 //!   rate-limited by a token bucket (`icmp.rate_per_sec`, `icmp.burst`). No redirects.
+//! - **The kernel's tables** (`tables = "kernel"`): the addresses, routes and neighbours
+//!   are put in place by a control plane that mirrors the kernel's
+//!   ([`Forwarder::add_address`], [`Forwarder::routes_mut`], [`Forwarder::set_neighbour`]),
+//!   none come from the file, and ARP and neighbour discovery are the kernel's: ARP
+//!   frames and neighbour discovery messages go up untouched (`Local`), polld sends no
+//!   ARP request, answers no solicitation and no ping (the kernel does), and a next hop
+//!   without a neighbour entry is `Unresolved` (IPv4) or `NeighbourUnknown` (IPv6)
+//!   without an ICMP error, until the kernel's entry appears. A route of a kind that
+//!   forwards nothing ([`Reject`]) drops by its reason: `Blackhole` silently,
+//!   `Unreachable` with ICMP host unreachable (ICMPv6 no route), `Prohibited` with
+//!   administratively prohibited, `UnpolledRoute` (out of an interface polld does not
+//!   poll) silently.
 //! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
@@ -70,6 +82,7 @@ use crate::net::{
 };
 use crate::options::{self, Malformed, Recorder};
 use crate::ratelimit::TokenBucket;
+use crate::route::Reject;
 use crate::route::{NextHop, Route, RouteTable};
 use crate::rules::{Action, FiveTuple, RuleSet};
 use crate::wire::arp::operation;
@@ -132,6 +145,8 @@ pub struct Forwarder {
     /// The global IPv6 addresses of every interface (link-local ones are per interface).
     own_addresses6: Vec<Ipv6Addr>,
     directed_broadcasts: Vec<Ipv4Addr>,
+    /// The tables are the kernel's, and so are ARP and neighbour discovery.
+    kernel: bool,
     now_ns: u64,
     /// Wall-clock minus monotonic time, for timestamp options.
     utc_offset_ns: Option<u64>,
@@ -228,13 +243,15 @@ impl Forwarder {
             .flat_map(|f| f.addresses6.iter().map(|n| n.addr()))
             .collect();
         let directed_broadcasts = nets().filter_map(|n| n.broadcast()).collect();
+        let kernel = config.kernel_tables();
         Ok(Forwarder {
             routes,
             arp,
             neighbours,
             rules: RuleSet::new(config.rules.clone(), config.default_action),
             icmp_limit: TokenBucket::new(config.icmp.rate_per_sec, config.icmp.burst),
-            answer_echo: config.icmp.answer_echo,
+            answer_echo: config.icmp.answer_echo && !kernel,
+            kernel,
             own_addresses,
             own_addresses6,
             directed_broadcasts,
@@ -302,6 +319,84 @@ impl Forwarder {
         &mut self.neighbours
     }
 
+    /// Adds `net` to interface `dev`'s addresses (a control plane mirroring the
+    /// kernel's: no connected route comes with it, the kernel has its own). Returns
+    /// false if `dev` is no interface.
+    pub fn add_address(&mut self, dev: usize, net: IpNet) -> bool {
+        let Some(iface) = self.interfaces.get_mut(dev) else {
+            return false;
+        };
+        match net {
+            IpNet::V4(n) if !iface.addresses.contains(&n) => iface.addresses.push(n),
+            IpNet::V6(n) if !iface.addresses6.contains(&n) => iface.addresses6.push(n),
+            _ => {}
+        }
+        self.own_changed();
+        true
+    }
+
+    /// Removes `net` from interface `dev`'s addresses.
+    pub fn remove_address(&mut self, dev: usize, net: IpNet) {
+        if let Some(iface) = self.interfaces.get_mut(dev) {
+            iface.addresses.retain(|n| IpNet::V4(*n) != net);
+            iface.addresses6.retain(|n| IpNet::V6(*n) != net);
+            self.own_changed();
+        }
+    }
+
+    /// Whether the tables are the kernel's (`tables = "kernel"`).
+    pub fn kernel_tables(&self) -> bool {
+        self.kernel
+    }
+
+    /// The interface addresses, by device index.
+    pub fn addresses(&self) -> Vec<Vec<IpNet>> {
+        self.interfaces
+            .iter()
+            .map(|f| {
+                let v4 = f.addresses.iter().map(|&n| IpNet::V4(n));
+                v4.chain(f.addresses6.iter().map(|&n| IpNet::V6(n)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The own addresses and directed broadcasts again, after an interface's changed.
+    fn own_changed(&mut self) {
+        let nets = || self.interfaces.iter().flat_map(|f| f.addresses.iter());
+        self.own_addresses = nets().map(|n| n.addr()).collect();
+        self.directed_broadcasts = nets().filter_map(|n| n.broadcast()).collect();
+        self.own_addresses6 = self
+            .interfaces
+            .iter()
+            .flat_map(|f| f.addresses6.iter().map(|n| n.addr()))
+            .collect();
+    }
+
+    /// Sets the permanent neighbour entry of `ip` (ARP for IPv4, the neighbour table
+    /// for IPv6) to `mac`, or removes it with `None`.
+    pub fn set_neighbour(&mut self, ip: IpAddr, mac: Option<MacAddr>) {
+        match (ip, mac) {
+            (IpAddr::V4(ip), Some(mac)) => self.arp.add_static(ip, mac),
+            (IpAddr::V4(ip), None) => drop(self.arp.remove_static(ip)),
+            (IpAddr::V6(ip), Some(mac)) => self.neighbours.add_static(ip, mac),
+            (IpAddr::V6(ip), None) => drop(self.neighbours.remove_static(ip)),
+        }
+    }
+
+    /// Empties the tables a control plane fills: the routes, the addresses and the
+    /// permanent neighbour entries, to fill them again from a fresh copy.
+    pub fn clear_tables(&mut self) {
+        self.routes = RouteTable::new();
+        self.arp.clear_statics();
+        self.neighbours.clear_statics();
+        for iface in &mut self.interfaces {
+            iface.addresses.clear();
+            iface.addresses6.clear();
+        }
+        self.own_changed();
+    }
+
     /// The MAC the IPv6 neighbour table holds for `ip` now.
     pub fn neighbour_lookup(&self, ip: Ipv6Addr) -> Option<MacAddr> {
         self.neighbours.lookup(ip, self.now_ns)
@@ -339,6 +434,9 @@ impl Forwarder {
     }
 
     fn arp(&mut self, input: usize, frame: &[u8], emit: &mut dyn Emit) -> Verdict {
+        if self.kernel {
+            return Verdict::Local;
+        }
         let arp = match ArpPacket::new_checked(&frame[ETH..]) {
             Ok(arp) => arp,
             Err(e) => return e.drop_reason().verdict(),
@@ -442,6 +540,17 @@ impl Forwarder {
             self.icmp_error(input, frame, header, emit);
             return PacketDrop::NoRoute.verdict();
         };
+        if let NextHop::Reject(reject) = route.next_hop {
+            if let Some((code, _)) = reject.unreachable_codes() {
+                let header = IcmpHeader {
+                    msg_type: icmp_type::DEST_UNREACHABLE,
+                    code,
+                    rest: 0,
+                };
+                self.icmp_error(input, frame, header, emit);
+            }
+            return reject.drop_reason().verdict();
+        }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);
         let fragment = total_len > mtu;
@@ -462,7 +571,7 @@ impl Forwarder {
         }
         let next_hop = route.next_hop_addr(dst);
         let resolution = self.arp.resolve(next_hop, self.now_ns);
-        if resolution.send_request {
+        if resolution.send_request && !self.kernel {
             self.arp_request(route.out, next_hop, emit);
         }
         let Some(next_hop_mac) = resolution.mac else {
@@ -655,6 +764,29 @@ impl Forwarder {
         );
         emit.emit(out, &self.scratch);
         self.counters.generated.arp_requests += 1;
+    }
+}
+
+impl Reject {
+    /// The reason a packet this kind of route matches is dropped.
+    fn drop_reason(self) -> PacketDrop {
+        match self {
+            Reject::Blackhole => PacketDrop::Blackhole,
+            Reject::Unreachable => PacketDrop::Unreachable,
+            Reject::Prohibit => PacketDrop::Prohibited,
+            Reject::Unpolled => PacketDrop::UnpolledRoute,
+        }
+    }
+
+    /// The codes of the destination unreachable it answers with, ICMP's and ICMPv6's, as
+    /// the kernel's: none for a route that drops silently.
+    fn unreachable_codes(self) -> Option<(u8, u8)> {
+        use crate::wire::icmpv6::unreachable_code as v6;
+        match self {
+            Reject::Unreachable => Some((unreachable_code::HOST, v6::NO_ROUTE)),
+            Reject::Prohibit => Some((unreachable_code::ADMIN_PROHIBITED, v6::ADMIN_PROHIBITED)),
+            Reject::Blackhole | Reject::Unpolled => None,
+        }
     }
 }
 

@@ -39,7 +39,7 @@ mod text;
 pub mod wire;
 
 pub use bridge::Bridge;
-pub use config::{ConfigError, Mode, PacketConfig};
+pub use config::{ConfigError, Mode, PacketConfig, Tables};
 pub use counters::{ConservationError, GeneratedCounters, StageCounters, StageStats};
 pub use drops::PacketDrop;
 pub use forwarder::Forwarder;

@@ -38,6 +38,11 @@ impl Neighbours {
         self.statics.remove(&ip)
     }
 
+    /// Removes every permanent entry.
+    pub fn clear_statics(&mut self) {
+        self.statics.clear();
+    }
+
     /// Records that `ip` is at `mac`, seen at `now_ns` (static entries stay).
     pub fn learn(&mut self, ip: Ipv6Addr, mac: MacAddr, now_ns: u64) {
         if !self.statics.contains_key(&ip) {

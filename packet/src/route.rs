@@ -15,6 +15,25 @@ pub enum NextHop<A = Ipv4Addr> {
     Connected,
     /// Via this gateway on the output interface's link.
     Gateway(A),
+    /// Nowhere polld sends them: the packet is dropped by the [`Reject`]'s reason (the
+    /// route's `out` means nothing).
+    Reject(Reject),
+}
+
+/// What a route that forwards nothing does with a packet, as the kernel's route types
+/// (`ip route add blackhole|unreachable|prohibit PREFIX`) and the routes out of an
+/// interface polld does not poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reject {
+    /// Dropped silently.
+    Blackhole,
+    /// Dropped with ICMP host unreachable (ICMPv6 no route to destination).
+    Unreachable,
+    /// Dropped with ICMP (ICMPv6) administratively prohibited.
+    Prohibit,
+    /// The route leaves by an interface polld does not poll: the kernel's traffic,
+    /// dropped and counted here.
+    Unpolled,
 }
 
 /// A route: the output interface (device index) and the next hop.
@@ -28,7 +47,7 @@ impl<A: Copy> Route<A> {
     /// The neighbour to resolve (ARP or neighbour table) for a packet to `dst`.
     pub fn next_hop_addr(&self, dst: A) -> A {
         match self.next_hop {
-            NextHop::Connected => dst,
+            NextHop::Connected | NextHop::Reject(_) => dst,
             NextHop::Gateway(gw) => gw,
         }
     }

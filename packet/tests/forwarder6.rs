@@ -206,6 +206,36 @@ fn routes_and_neighbours_change_in_place() {
     assert_eq!(rig.verdict_from_a(&udp_far()), Verdict::Forward { out: 1 });
 }
 
+#[test]
+fn reject_routes_drop_by_their_reason_with_the_kernels_icmpv6_errors() {
+    use polld_packet::route::{NextHop, Reject, Route};
+    let mut rig = Rig::new();
+    let prefix = "2001:db8:9::/48".parse().unwrap();
+    for (reject, reason, code) in [
+        (Reject::Blackhole, PacketDrop::Blackhole, None),
+        (Reject::Unreachable, PacketDrop::Unreachable, Some(0)),
+        (Reject::Prohibit, PacketDrop::Prohibited, Some(1)),
+        (Reject::Unpolled, PacketDrop::UnpolledRoute, None),
+    ] {
+        let next_hop = NextHop::Reject(reject);
+        rig.fwd
+            .routes_mut()
+            .insert6(prefix, Route { out: 0, next_hop });
+        assert_eq!(
+            rig.verdict_from_a(&udp_far()),
+            reason.verdict(),
+            "{reject:?}"
+        );
+        match code {
+            Some(code) => {
+                let icmp = rig.icmp();
+                assert_eq!((icmp.msg_type, icmp.code), (1, code), "{reject:?}");
+            }
+            None => rig.no_icmp(),
+        }
+    }
+}
+
 // ---- RFC 8200: header, hop limit, extension headers, no fragmentation -------------------
 
 #[test]

@@ -34,5 +34,6 @@ pub mod reference;
 pub mod reload;
 pub mod rx_work;
 pub mod sys;
+pub mod tables;
 
 pub use daemon::{run, RunArgs, RunError};

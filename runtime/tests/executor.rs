@@ -42,7 +42,7 @@ fn flooded(
             ..IfInfo::default()
         }];
         let mut exec =
-            Executor::new(dp, info, DaemonInfo::default(), signals, Some(inbox)).unwrap();
+            Executor::new(dp, info, DaemonInfo::default(), signals, Some(inbox), None).unwrap();
         let signal = exec.run().unwrap();
         let rx = exec.dataplane_mut().interfaces()[0].counters().rx_packets;
         let _ = stopped_tx.send((signal, rx));

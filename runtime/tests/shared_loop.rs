@@ -76,8 +76,15 @@ fn real_time(mode: Mode) -> Outcome {
             name: name.into(),
             ..IfInfo::default()
         });
-        let mut exec =
-            Executor::new(dp, info.to_vec(), DaemonInfo::default(), signals, None).unwrap();
+        let mut exec = Executor::new(
+            dp,
+            info.to_vec(),
+            DaemonInfo::default(),
+            signals,
+            None,
+            None,
+        )
+        .unwrap();
         exec.run().unwrap();
         Outcome::of(exec.dataplane_mut())
     });

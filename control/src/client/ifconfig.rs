@@ -205,6 +205,9 @@ fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(out, "\t{family} {address}")?;
     }
+    if let Some(tables) = &iface.tables {
+        writeln!(out, "\ttables {tables}")?;
+    }
     let count = |name: &str| iface.counters.iter().find(|(n, _)| n == name).map(|c| c.1);
     for (line_no, names) in COUNTER_LINES.iter().enumerate() {
         let shown: Vec<String> = names
@@ -292,12 +295,26 @@ mod tests {
             link: "up".into(),
             mac: None,
             addresses: Vec::new(),
+            tables: None,
             counters: Vec::new(),
             rx_work: None,
             umem: None,
             busy_poll: None,
             device_interrupts: None,
         }
+    }
+
+    #[test]
+    fn the_addresses_and_where_the_tables_come_from() {
+        let text = print(IfStatus {
+            addresses: vec!["10.0.1.1/24".into(), "2001:db8::1/64".into()],
+            tables: Some("kernel".into()),
+            ..status()
+        });
+        assert!(
+            text.contains("\tinet 10.0.1.1/24\n\tinet6 2001:db8::1/64\n\ttables kernel\n"),
+            "{text}"
+        );
     }
 
     #[test]

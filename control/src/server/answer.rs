@@ -206,6 +206,7 @@ pub fn interface_status<D: Device, S: PacketStage>(
         link: String::new(),
         mac,
         addresses,
+        tables: None,
         counters: Vec::new(),
         rx_work: None,
         umem: None,

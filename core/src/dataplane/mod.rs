@@ -450,6 +450,11 @@ impl<D: Device, S: PacketStage> Dataplane<D, S> {
     pub fn stage(&self) -> &S {
         &self.devs.stage
     }
+    /// The packet stage, for a control plane that changes its tables between two pieces
+    /// of work.
+    pub fn stage_mut(&mut self) -> &mut S {
+        &mut self.devs.stage
+    }
     pub fn link(&self, i: usize) -> LinkState {
         self.devs.links[i]
     }

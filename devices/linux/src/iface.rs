@@ -265,7 +265,7 @@ pub(crate) fn ioctl_socket() -> io::Result<OwnedFd> {
 
 /// The index of interface `name` in the calling thread's network namespace
 /// (`if_nametoindex`).
-pub(crate) fn index_here(name: &str) -> io::Result<u32> {
+pub fn index_here(name: &str) -> io::Result<u32> {
     Ok(rustix::net::netdevice::name_to_index(
         ioctl_socket()?,
         name,

@@ -5,7 +5,8 @@
 //!
 //! [`KernelTables::open`] joins the route, address and neighbour multicast groups of the
 //! namespace the calling thread is in, then [`KernelTables::dump`] reads the whole tables
-//! on a socket of its own: a change made between the two reaches the caller twice, once in
+//! on a socket of its own, opened in that namespace too (a dump made later, from a
+//! thread in another namespace, still reads the first's): a change made between the two reaches the caller twice, once in
 //! the dump and once as a [`Change`], and applying a change is idempotent. A change that
 //! arrives after the dump is read by [`KernelTables::changes`], without blocking; the
 //! socket's fd ([`AsFd`]) becomes readable when one is waiting. When the kernel had to drop
@@ -146,6 +147,8 @@ pub struct Snapshot {
 /// The kernel's tables of the namespace the opening thread was in.
 pub struct KernelTables {
     events: Socket,
+    /// Where dumps are asked for and read.
+    requests: Socket,
     buf: Vec<u8>,
 }
 
@@ -164,6 +167,7 @@ impl KernelTables {
         events.set_non_blocking(true)?;
         Ok(KernelTables {
             events,
+            requests: Socket::new(NETLINK_ROUTE)?,
             buf: vec![0; 1 << 16],
         })
     }
@@ -171,14 +175,13 @@ impl KernelTables {
     /// Reads the whole tables: every route of every table (IPv4 and IPv6), every address
     /// and every neighbour entry.
     pub fn dump(&self) -> io::Result<Snapshot> {
-        let socket = Socket::new(NETLINK_ROUTE)?;
         let mut snapshot = Snapshot::default();
         for request in [
             RouteNetlinkMessage::GetRoute(RouteMessage::default()),
             RouteNetlinkMessage::GetAddress(AddressMessage::default()),
             RouteNetlinkMessage::GetNeighbour(NeighbourMessage::default()),
         ] {
-            let changes = dump_one(&socket, request)?;
+            let changes = dump_one(&self.requests, request)?;
             for change in changes {
                 match change {
                     Change::Route(r) => snapshot.routes.push(r),

@@ -37,6 +37,7 @@ use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
+use crate::route::NextHop;
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -129,6 +130,12 @@ impl Forwarder {
             self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             return PacketDrop::NoRoute.verdict();
         };
+        if let NextHop::Reject(reject) = route.next_hop {
+            if let Some((_, code)) = reject.unreachable_codes() {
+                self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
+            }
+            return reject.drop_reason().verdict();
+        }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);
         if packet_len > usize::from(mtu) {
@@ -143,8 +150,10 @@ impl Forwarder {
         }
         let next_hop = route.next_hop_addr(dst);
         let Some(next_hop_mac) = self.neighbours.lookup(next_hop, self.now_ns) else {
-            let code = unreachable_code::ADDRESS;
-            self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
+            if !self.kernel {
+                let code = unreachable_code::ADDRESS;
+                self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
+            }
             return PacketDrop::NeighbourUnknown.verdict();
         };
         let ip_end = ETH + packet_len;
@@ -216,6 +225,9 @@ impl Forwarder {
         chain: &Chain,
         emit: &mut dyn Emit,
     ) -> Verdict {
+        if self.kernel {
+            return Verdict::Local;
+        }
         let Some((target, option)) = self.neighbour_message(frame, chain) else {
             return Verdict::Local;
         };

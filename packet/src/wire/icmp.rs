@@ -25,9 +25,12 @@ pub mod icmp_type {
 /// Codes of destination-unreachable messages polld sends.
 pub mod unreachable_code {
     pub const NET: u8 = 0;
+    pub const HOST: u8 = 1;
     /// Fragmentation needed and DF set; the next-hop MTU is in the low 16 bits of the
     /// rest-of-header word (RFC 1191).
     pub const FRAG_NEEDED: u8 = 4;
+    /// Communication administratively prohibited (RFC 1812 §5.2.7.1).
+    pub const ADMIN_PROHIBITED: u8 = 13;
 }
 
 /// A view of an ICMP message: type, code, checksum, the 4-byte rest of header, data.

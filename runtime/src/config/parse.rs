@@ -182,6 +182,7 @@ impl Report<'_> {
         };
         let mut devices = interfaces.devices;
         let unread = self.read_the_kernel(&devices, packet, &interfaces.explicit_mtu);
+        self.choose_tables(&devices, packet);
         // An interface whose MAC could not be read is reported for why, not for the MAC.
         let unread_mac = |field: &str| {
             unread
@@ -213,6 +214,50 @@ impl Report<'_> {
             packet: packet.clone(),
             source: self.source.to_string(),
         })
+    }
+
+    /// Where the router's tables come from (`tables`), decided when the file does not
+    /// say: the kernel's where every interface is the kernel's (AF_PACKET, AF_XDP) and
+    /// the file writes no tables of its own, else the file's. The kernel's tables are
+    /// one namespace's and a TAP is polld's own link, so `tables = "kernel"` needs every
+    /// interface in one namespace and none a TAP.
+    fn choose_tables(&mut self, devices: &[DeviceConfig], packet: &mut PacketConfig) {
+        use polld_packet::Tables;
+        let kernels = devices.iter().all(|d| d.backend != Backend::Tap);
+        let writes_tables = !packet.routes.is_empty()
+            || !packet.static_arp.is_empty()
+            || packet.interfaces.iter().any(|i| !i.addresses.is_empty());
+        let router = packet.mode == polld_packet::Mode::Router;
+        match packet.tables {
+            None if router && kernels && !writes_tables => packet.tables = Some(Tables::Kernel),
+            None if router => packet.tables = Some(Tables::File),
+            _ => {}
+        }
+        if !packet.kernel_tables() {
+            return;
+        }
+        if let Some(tap) = devices.iter().find(|d| d.backend == Backend::Tap) {
+            self.at_field(
+                "tables",
+                format!(
+                    "tables: \"kernel\" takes the tables of the interfaces' kernel, and {} is \
+                     a TAP, polld's own link; set tables = \"file\" and write the addresses \
+                     and routes here, or use af_packet or af_xdp",
+                    tap.name
+                ),
+            );
+        }
+        if let Some(other) = devices.iter().find(|d| d.netns != devices[0].netns) {
+            self.at_field(
+                "tables",
+                format!(
+                    "tables: the kernel's tables are one namespace's, and {} is in another \
+                     namespace than {}; put every interface in one namespace (`netns`), or set \
+                     tables = \"file\" and write the addresses and routes here",
+                    other.name, devices[0].name
+                ),
+            );
+        }
     }
 
     /// `[daemon]`, every mistake of it reported; `None` if it has one.

@@ -124,8 +124,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), RunError> {
         metrics_line(&metrics),
     );
     let daemon = daemon_info(&config, config.daemon.cpu, defaults);
-    let mut exec =
-        Executor::new(dp, info.clone(), daemon, signals, Some(inbox)).map_err(RunError::Io)?;
+    let tables = crate::tables::follow(&config, &dp)?;
+    let mut exec = Executor::new(dp, info.clone(), daemon, signals, Some(inbox), tables)
+        .map_err(RunError::Io)?;
     let signal = exec.run().map_err(RunError::Io)?;
     drop(metrics);
     drop(server);

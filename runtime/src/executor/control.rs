@@ -46,6 +46,7 @@ impl PollThread {
                 })
                 .collect(),
             reload: crate::reload::status(),
+            tables: self.tables.as_ref().map(|t| t.state()).unwrap_or_default(),
         }
     }
 }
@@ -99,6 +100,12 @@ pub fn interfaces(
                 Some(irqs.clone())
             });
             status.umem = info.umem.map(|umem| umem_now(dp, i, umem));
+            if let polld_packet::Stage::Router(router) = dp.stage() {
+                let kernel = router.kernel_tables();
+                status.tables = Some(if kernel { "kernel" } else { "file" }.to_string());
+                let now = router.addresses().swap_remove(i);
+                status.addresses = now.iter().map(|a| a.to_string()).collect();
+            }
             status
         })
         .collect()

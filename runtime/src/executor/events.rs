@@ -6,7 +6,7 @@ use std::io;
 
 use super::{
     PollThread, RealDataplane, TOKEN_CONTROL, TOKEN_IDLE, TOKEN_IF, TOKEN_LOOK, TOKEN_SIGNAL,
-    TOKEN_STATUS, TOKEN_TICK, TOKEN_TX,
+    TOKEN_STATUS, TOKEN_TABLES, TOKEN_TICK, TOKEN_TX,
 };
 use crate::sys::now_ns;
 
@@ -46,6 +46,7 @@ impl PollThread {
                 }
                 TOKEN_SIGNAL => signal = signal.or(self.signals.take()),
                 TOKEN_CONTROL => self.answer_control(dp),
+                TOKEN_TABLES => self.follow_tables(dp)?,
                 TOKEN_IDLE => {
                     if self.idle.take() {
                         dp.raise_idle();
@@ -68,6 +69,16 @@ impl PollThread {
         // Timer reads, status checks, control requests: none of it is interrupt work.
         dp.ran_outside(now_ns().saturating_sub(events_start));
         Ok(None)
+    }
+
+    /// The kernel changed its tables: the router follows.
+    fn follow_tables(&mut self, dp: &mut RealDataplane) -> io::Result<()> {
+        if let (Some(follower), polld_packet::Stage::Router(router)) =
+            (&mut self.tables, dp.stage_mut())
+        {
+            follower.follow(router)?;
+        }
+        Ok(())
     }
 
     /// The tick timer fired: its expirations are ticks, timed against their expiry (`now`,

@@ -26,7 +26,10 @@
 //! - a slow **status** timer: link checks of the interfaces the poller does not check
 //!   (a gone device is swapped there for the one the reopen thread opened, [`polld_middleware::reopen`]);
 //! - SIGINT/SIGTERM through a signalfd, and the control socket's wakeup eventfd;
-//! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on.
+//! - the idle poller's doorbell ([`crate::idle`]), asked for while `idle_poll` is on;
+//! - with `tables = "kernel"`, the netlink socket that brings the kernel's route, address
+//!   and neighbour changes ([`crate::tables`]), applied to the router between two pieces
+//!   of work.
 //!
 //! The loop is the dataplane's ([`Dataplane::drive`], the same for the simulated CPU):
 //! this thread is its [`polld_core::Executor`], which keeps only the clock, the waiting and
@@ -85,6 +88,7 @@ mod status;
 
 use std::io;
 use std::ops::ControlFlow;
+use std::os::fd::AsFd;
 
 use polld_control::server::Inbox;
 use polld_core::{Clocks, Dataplane, Device, Due, Step};
@@ -96,6 +100,7 @@ use crate::idle::IdlePoller;
 use crate::lateness::{Lateness, SoftirqThread, TickCpu, WaitedTicks};
 use crate::notify::Progress;
 use crate::sys::{now_ns, Epoll, Signals, Timer};
+use crate::tables::KernelFollower;
 
 pub use control::interfaces;
 use lines::{Line, Watched};
@@ -112,6 +117,7 @@ const TOKEN_SIGNAL: u64 = 2;
 const TOKEN_CONTROL: u64 = 3;
 const TOKEN_IDLE: u64 = 4;
 const TOKEN_LOOK: u64 = 5;
+const TOKEN_TABLES: u64 = 6;
 const TOKEN_IF: u64 = 16;
 /// Transmit-ready lines: above every interrupt's token.
 const TOKEN_TX: u64 = 1 << 32;
@@ -202,6 +208,8 @@ struct PollThread {
     lines_read: bool,
     /// Counted at each pass of the loop, for the watchdog.
     progress: Progress,
+    /// The kernel's tables, followed into the router (`tables = "kernel"`).
+    tables: Option<KernelFollower>,
 }
 
 impl Executor {
@@ -211,7 +219,9 @@ impl Executor {
         daemon: DaemonInfo,
         signals: Signals,
         inbox: Option<Inbox>,
+        tables: Option<KernelFollower>,
     ) -> io::Result<Executor> {
+        let mut dp = dp;
         let epoll = Epoll::new()?;
         let tick = Timer::new()?;
         let look = Timer::new()?;
@@ -226,6 +236,18 @@ impl Executor {
         status.set_period(STATUS_PERIOD_NS)?;
         let idle = IdlePoller::start()?;
         epoll.add(idle.fd(), TOKEN_IDLE)?;
+        let mut tables = tables;
+        if let (Some(follower), Stage::Router(router)) = (&mut tables, dp.stage_mut()) {
+            follower.load(router)?;
+            let held = follower.state();
+            log::info!(
+                "kernel tables: {} IPv4 and {} IPv6 routes, {} neighbours",
+                held.routes,
+                held.routes6,
+                held.neighbours
+            );
+            epoll.add(follower.as_fd(), TOKEN_TABLES)?;
+        }
         let n = dp.interfaces().len();
         let mut device_irqs = DeviceIrqCounts::new(info.iter().map(|i| i.irqs.clone()).collect());
         device_irqs.sample(now_ns());
@@ -254,6 +276,7 @@ impl Executor {
             busy_since: None,
             lines_read: false,
             progress: Progress::register(),
+            tables,
         };
         Ok(Executor { dp, thread })
     }

@@ -206,7 +206,8 @@ fn poll_thread(
         let (dp, defaults, info, mut reopener) = open_dataplane(config, pcap, groups)?;
         let policy = place_poll_thread(config, None, &mut reopener)?;
         let info_daemon = daemon_info(config, Some(cpu), defaults);
-        let exec = Executor::new(dp, info.clone(), info_daemon, signals, Some(inbox))
+        let tables = crate::tables::follow(config, &dp)?;
+        let exec = Executor::new(dp, info.clone(), info_daemon, signals, Some(inbox), tables)
             .map_err(RunError::Io)?;
         Ok((exec, info, policy))
     };

@@ -1,0 +1,302 @@
+//! `tables = "kernel"`: the router forwards by the kernel's own tables. Each poll thread
+//! follows the kernel's tables of its interfaces' namespace on a netlink socket of its
+//! own ([`polld_dev::kernel_tables`]), so every per-CPU router gets every change without
+//! the threads sharing anything: the socket is dumped into the router at start, its fd
+//! is in the thread's epoll set, and each change is applied in place between two pieces
+//! of work; forwarding never stops for an update. An overrun (the kernel dropped
+//! notifications) empties the router's tables and fills them from a new dump.
+//!
+//! What is taken, and how:
+//! - **routes** of the main table (`ip route`, `ip -6 route`; policy routing's other
+//!   tables are not followed): a unicast route out of an interface this thread polls is
+//!   a route through its gateway (or connected); out of any other interface a
+//!   [`Reject::Unpolled`] route, counted `unpolled_route` (the kernel's traffic);
+//!   blackhole, unreachable and prohibit routes are [`Reject`] routes. Among routes of
+//!   one prefix the lowest metric is used. A multipath route uses its first next hop (no
+//!   spreading by flow hash);
+//! - **addresses** of the polled interfaces are the router's own: frames for them go up
+//!   to the kernel;
+//! - **neighbours** with a link-layer address are permanent entries (ARP for IPv4, the
+//!   neighbour table for IPv6) until the kernel drops them or loses their address; the
+//!   kernel resolves, polld does not.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsFd, BorrowedFd};
+
+use polld_control::daemon::TablesStatus;
+use polld_dev::kernel_tables::{
+    Change, KernelTables, Neighbour, Prefix, Route as KernelRoute, RouteKind, Snapshot, MAIN_TABLE,
+};
+use polld_packet::route::{NextHop, Reject, Route};
+use polld_packet::wire::MacAddr;
+use polld_packet::{Forwarder, IpNet, Ipv4Net, Ipv6Net};
+
+/// The netlink socket's receive buffer: room for the notifications of a burst of route
+/// changes between two reads (the kernel may cap it at `net.core.rmem_max`).
+const RECEIVE_BUFFER: usize = 4 << 20;
+
+/// The follower of a poll thread whose config (`config`, its part for per-CPU threads)
+/// takes the kernel's tables, for its dataplane `dp`; `None` with `tables = "file"`.
+pub fn follow(
+    config: &crate::config::RunConfig,
+    dp: &crate::executor::RealDataplane,
+) -> Result<Option<KernelFollower>, crate::error::RunError> {
+    if !config.packet.kernel_tables() {
+        return Ok(None);
+    }
+    let names: Vec<&str> = dp.interfaces().iter().map(|i| i.dev().name()).collect();
+    let netns = config.devices.first().and_then(|d| d.netns.as_deref());
+    KernelFollower::open(netns, &names).map(Some).map_err(|e| {
+        crate::error::RunError::Setup(format!(
+            "tables = \"kernel\": cannot follow the kernel's tables of {}: {e}; run polld \
+             with CAP_NET_ADMIN in the interfaces' namespace, or set tables = \"file\"",
+            netns.map_or("polld's namespace".to_string(), |n| format!(
+                "namespace {n:?}"
+            ))
+        ))
+    })
+}
+
+/// One poll thread's follower of the kernel's tables.
+pub struct KernelFollower {
+    tables: KernelTables,
+    /// Kernel interface index → this thread's device index.
+    devices: HashMap<u32, usize>,
+    /// The main table's routes the kernel holds, per prefix (the lowest metric is the
+    /// router's).
+    routes: BTreeMap<Prefix, Vec<KernelRoute>>,
+    /// The neighbours with a link-layer address.
+    neighbours: HashMap<IpAddr, MacAddr>,
+    state: TablesStatus,
+}
+
+impl KernelFollower {
+    /// Follows the tables of namespace `netns` (`None`: polld's own), for the devices
+    /// named `devices` in device-index order.
+    pub fn open(netns: Option<&str>, devices: &[&str]) -> io::Result<KernelFollower> {
+        let open = || -> io::Result<_> {
+            let tables = KernelTables::open(RECEIVE_BUFFER)?;
+            let mut indexes = HashMap::new();
+            for (dev, name) in devices.iter().enumerate() {
+                indexes.insert(polld_dev::iface::index_here(name)?, dev);
+            }
+            Ok((tables, indexes))
+        };
+        let (tables, devices) = match netns {
+            Some(name) => polld_dev::iface::Namespace::named(name)
+                .and_then(|ns| ns.enter_while(devices.first().copied().unwrap_or(""), open))
+                .map_err(|e| io::Error::other(e.to_string()))??,
+            None => open()?,
+        };
+        Ok(KernelFollower {
+            tables,
+            devices,
+            routes: BTreeMap::new(),
+            neighbours: HashMap::new(),
+            state: TablesStatus::default(),
+        })
+    }
+
+    /// What the router holds now.
+    pub fn state(&self) -> TablesStatus {
+        self.state
+    }
+
+    /// Empties the router's tables and fills them from a dump of the kernel's.
+    pub fn load(&mut self, router: &mut Forwarder) -> io::Result<()> {
+        let Snapshot {
+            routes,
+            addresses,
+            neighbours,
+        } = self.tables.dump()?;
+        router.clear_tables();
+        self.routes.clear();
+        self.neighbours.clear();
+        for route in routes {
+            self.route(router, route, true);
+        }
+        for address in addresses {
+            self.address(router, address, true);
+        }
+        for neighbour in neighbours {
+            self.neighbour(router, neighbour, true);
+        }
+        self.state.dumps += 1;
+        self.count(router);
+        Ok(())
+    }
+
+    /// Applies the changes the kernel made since the last call; dumps again after an
+    /// overrun.
+    pub fn follow(&mut self, router: &mut Forwarder) -> io::Result<()> {
+        let changes = self.tables.changes()?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        for change in changes {
+            match change {
+                Change::Route(r) => self.route(router, r, true),
+                Change::RouteGone(r) => self.route(router, r, false),
+                Change::Address(a) => self.address(router, a, true),
+                Change::AddressGone(a) => self.address(router, a, false),
+                Change::Neighbour(n) => self.neighbour(router, n, true),
+                Change::NeighbourGone(n) => self.neighbour(router, n, false),
+                Change::Overrun => {
+                    log::warn!("kernel tables: notifications lost (ENOBUFS); reading them again");
+                    return self.load(router);
+                }
+            }
+            self.state.changes += 1;
+        }
+        self.count(router);
+        Ok(())
+    }
+
+    /// What the router holds after a dump or changes, taken now.
+    fn count(&mut self, router: &mut Forwarder) {
+        let table = router.routes_mut();
+        (self.state.routes, self.state.routes6) = (table.len() as u64, table.len6() as u64);
+        self.state.neighbours = self.neighbours.len() as u64;
+        self.state.time_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+    }
+
+    /// A route of the kernel's added (or replaced) or gone: the router's route for its
+    /// prefix is then the kernel's of lowest metric, if one is left.
+    fn route(&mut self, router: &mut Forwarder, route: KernelRoute, present: bool) {
+        if route.table != MAIN_TABLE {
+            return;
+        }
+        let dest = route.dest;
+        let held = self.routes.entry(dest).or_default();
+        held.retain(|r| r.metric != route.metric);
+        if present {
+            held.push(route);
+        }
+        let best = held.iter().min_by_key(|r| r.metric).cloned();
+        if held.is_empty() {
+            self.routes.remove(&dest);
+        }
+        let installed = best.and_then(|r| self.translate(&r));
+        let table = router.routes_mut();
+        match dest.addr {
+            IpAddr::V4(addr) => {
+                let Some(net) = Ipv4Net::new(addr, dest.len) else {
+                    return;
+                };
+                let v4 = |ip| match ip {
+                    IpAddr::V4(ip) => Some(ip),
+                    IpAddr::V6(_) => None,
+                };
+                match installed {
+                    Some((out, hop)) => drop(table.insert(net, hop.route(out, v4))),
+                    None => drop(table.remove(net)),
+                }
+            }
+            IpAddr::V6(addr) => {
+                let Some(net) = Ipv6Net::new(addr, dest.len) else {
+                    return;
+                };
+                let v6 = |ip| match ip {
+                    IpAddr::V6(ip) => Some(ip),
+                    IpAddr::V4(_) => None,
+                };
+                match installed {
+                    Some((out, hop)) => drop(table.insert6(net, hop.route(out, v6))),
+                    None => drop(table.remove6(net)),
+                }
+            }
+        }
+    }
+
+    /// The router's route for a kernel route, as its output device and next hop; `None`
+    /// for a kind the router has no route for (local, multicast, throw, ...).
+    fn translate(&self, route: &KernelRoute) -> Option<(usize, Hop)> {
+        let reject = |r| Some((0, Hop::Reject(r)));
+        match route.kind {
+            RouteKind::Blackhole => reject(Reject::Blackhole),
+            RouteKind::Unreachable => reject(Reject::Unreachable),
+            RouteKind::Prohibit => reject(Reject::Prohibit),
+            RouteKind::Unicast => {
+                let hop = route.next_hops.first()?;
+                match self.devices.get(&hop.ifindex) {
+                    Some(&out) => Some((out, hop.gateway.map_or(Hop::Connected, Hop::Gateway))),
+                    None => reject(Reject::Unpolled),
+                }
+            }
+            RouteKind::Local | RouteKind::Other(_) => None,
+        }
+    }
+
+    /// An address of a polled interface added or gone.
+    fn address(
+        &mut self,
+        router: &mut Forwarder,
+        address: polld_dev::kernel_tables::Address,
+        present: bool,
+    ) {
+        let Some(&dev) = self.devices.get(&address.ifindex) else {
+            return;
+        };
+        let Prefix { addr, len } = address.prefix;
+        let net = match addr {
+            IpAddr::V4(a) => Ipv4Net::new(a, len).map(IpNet::V4),
+            IpAddr::V6(a) => Ipv6Net::new(a, len).map(IpNet::V6),
+        };
+        match (net, present) {
+            (Some(net), true) => drop(router.add_address(dev, net)),
+            (Some(net), false) => router.remove_address(dev, net),
+            (None, _) => {}
+        }
+    }
+
+    /// A neighbour entry of a polled interface added, changed or gone.
+    fn neighbour(&mut self, router: &mut Forwarder, neighbour: Neighbour, present: bool) {
+        if !self.devices.contains_key(&neighbour.ifindex) {
+            return;
+        }
+        let mac = neighbour
+            .mac
+            .map(MacAddr)
+            .filter(|m| present && m.is_unicast());
+        match mac {
+            Some(mac) => self.neighbours.insert(neighbour.ip, mac),
+            None => self.neighbours.remove(&neighbour.ip),
+        };
+        router.set_neighbour(neighbour.ip, mac);
+    }
+}
+
+/// Where a translated route sends packets, before it is typed by family.
+#[derive(Clone, Copy)]
+enum Hop {
+    Connected,
+    Gateway(IpAddr),
+    Reject(Reject),
+}
+
+impl Hop {
+    /// The router's route out of device `out`, its gateway typed by `family` (a gateway
+    /// of the other family, as an IPv6 route via an IPv4 gateway of RFC 5549, is left
+    /// to the kernel: [`Reject::Unpolled`]).
+    fn route<A>(self, out: usize, family: impl Fn(IpAddr) -> Option<A>) -> Route<A> {
+        let next_hop = match self {
+            Hop::Connected => NextHop::Connected,
+            Hop::Gateway(gw) => {
+                family(gw).map_or(NextHop::Reject(Reject::Unpolled), NextHop::Gateway)
+            }
+            Hop::Reject(r) => NextHop::Reject(r),
+        };
+        Route { out, next_hop }
+    }
+}
+
+impl AsFd for KernelFollower {
+    /// Readable when the kernel has changes waiting.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.tables.as_fd()
+    }
+}
