@@ -1,7 +1,8 @@
 //! The box stays reachable over an interface polld takes with AF_XDP (root only): with
 //! `pass_local`, ping and ping -6 (global and link-local) reach the host's own addresses
 //! and TCP connects over IPv4 and IPv6 while polld runs on the interface; without it,
-//! polld takes every frame and the host goes deaf.
+//! polld takes every frame and the host goes deaf. With only `[[interfaces]]` in the
+//! file, polld forwards by the kernel's tables, and `pass_local` is on by default.
 
 mod common;
 
@@ -66,14 +67,13 @@ fn tcp_connects(host: &Netns, peer: &Netns, at: SocketAddr) -> bool {
     echoed.is_ok_and(|line| &line == b"hello")
 }
 
-/// polld on `va` with AF_XDP, its own address 10.77.0.9 (not the host's), `pass_local`
-/// as given.
-fn start(host: &Netns, dir: &Dir, pass_local: bool) -> Polld {
+/// polld on `va` with AF_XDP and the interface's `keys` besides.
+fn start(host: &Netns, dir: &Dir, keys: &str) -> Polld {
     let socket = dir.0.join("polld.sock");
     let config = dir.0.join("host.toml");
     let text = format!(
         "[daemon]\nsocket = {socket:?}\n\n[[interfaces]]\nname = \"va\"\nbackend = \
-         \"af_xdp\"\npass_local = {pass_local}\naddresses = [\"10.77.0.9/24\"]\n"
+         \"af_xdp\"\n{keys}"
     );
     std::fs::write(&config, text).unwrap();
     Polld::start_in(host.name(), &config, &socket, &[])
@@ -95,13 +95,15 @@ fn the_host_answers_ping_ping6_and_tcp_over_an_af_xdp_interface_with_pass_local(
     let dir = Dir::new("host-reachable");
 
     // Every frame goes to polld: the host's own addresses go dark.
-    let polld = start(&host, &dir, false);
+    // polld's own address 10.77.0.9 (not the host's): file tables.
+    let own = "addresses = [\"10.77.0.9/24\"]\n";
+    let polld = start(&host, &dir, &format!("pass_local = false\n{own}"));
     assert!(!ping("10.77.0.1"), "polld takes the ARP and the ping");
     assert!(!ping("2001:db8:77::1"), "polld takes the ping -6");
     assert!(!tcp("10.77.0.1:7701"), "polld takes the TCP handshake");
     polld.stop();
 
-    let polld = start(&host, &dir, true);
+    let polld = start(&host, &dir, &format!("pass_local = true\n{own}"));
     assert!(ping("10.77.0.1"), "ping reaches the host");
     assert!(ping("2001:db8:77::1"), "ping -6 reaches the host");
     assert!(
@@ -115,5 +117,15 @@ fn the_host_answers_ping_ping6_and_tcp_over_an_af_xdp_interface_with_pass_local(
     );
     // polld's own address is still polld's: it answers the ping itself.
     assert!(ping("10.77.0.9"), "polld answers for its own address");
+    polld.stop();
+
+    // The kernel's tables, and by default the host's frames passed to it.
+    let polld = start(&host, &dir, "");
+    assert!(ping("10.77.0.1"), "ping reaches the host by default");
+    assert!(
+        ping("2001:db8:77::1"),
+        "ping -6 reaches the host by default"
+    );
+    assert!(tcp("10.77.0.1:7704"), "TCP reaches the host by default");
     polld.stop();
 }

@@ -27,8 +27,7 @@ pub(super) struct DeviceKeys {
     #[serde(default)]
     pub(super) cpus: Option<Vec<usize>>,
     pub(super) fault: Option<FaultConfig>,
-    #[serde(default)]
-    pub(super) pass_local: bool,
+    pub(super) pass_local: Option<bool>,
 }
 
 /// `queues = N` (queues 0..N) or `queues = [ids]`.

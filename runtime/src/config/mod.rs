@@ -36,7 +36,8 @@
 //! pass_local = true              # af_xdp: what polld never forwards goes to the kernel:
 //!                                # the host's own IPv4 and IPv6 (ping, ssh), ARP,
 //!                                # neighbour discovery, multicast, other ethertypes
-//!                                # (default false: every frame goes to polld)
+//!                                # (default: true where tables = "kernel", else
+//!                                # false: every frame goes to polld)
 //! cpu = 1                        # with [daemon] cpus: the CPU that polls it (default:
 //!                                # round-robin over `cpus` in file order)
 //! mac = "02:00:00:00:01:02"      # default: the interface's own MAC
@@ -268,8 +269,10 @@ pub struct DeviceConfig {
     /// Faults to inject (a test tool), from `[interfaces.fault]`.
     pub fault: Option<FaultConfig>,
     /// AF_XDP: what polld never forwards goes to the kernel
-    /// ([`polld_dev::afxdp::AfXdpConfig::pass_local`]).
-    pub pass_local: bool,
+    /// ([`polld_dev::afxdp::AfXdpConfig::pass_local`]): as the file says, else on where
+    /// the tables are the kernel's (the host's addresses, ARP and neighbour discovery are
+    /// the kernel's then), off with the file's tables (polld answers for its addresses).
+    pub pass_local: Option<bool>,
 }
 
 /// A knob write from `[knobs]`, with the line it came from.

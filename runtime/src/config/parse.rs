@@ -182,7 +182,7 @@ impl Report<'_> {
         };
         let mut devices = interfaces.devices;
         let unread = self.read_the_kernel(&devices, packet, &interfaces.explicit_mtu);
-        self.choose_tables(&devices, packet);
+        self.choose_tables(&mut devices, packet);
         // An interface whose MAC could not be read is reported for why, not for the MAC.
         let unread_mac = |field: &str| {
             unread
@@ -220,8 +220,10 @@ impl Report<'_> {
     /// say: the kernel's where every interface is the kernel's (AF_PACKET, AF_XDP) and
     /// the file writes no tables of its own, else the file's. The kernel's tables are
     /// one namespace's and a TAP is polld's own link, so `tables = "kernel"` needs every
-    /// interface in one namespace and none a TAP.
-    fn choose_tables(&mut self, devices: &[DeviceConfig], packet: &mut PacketConfig) {
+    /// interface in one namespace and none a TAP. With the kernel's tables an AF_XDP
+    /// interface passes the host's frames to the kernel unless the file says
+    /// `pass_local = false`.
+    fn choose_tables(&mut self, devices: &mut [DeviceConfig], packet: &mut PacketConfig) {
         use polld_packet::Tables;
         let kernels = devices.iter().all(|d| d.backend != Backend::Tap);
         let writes_tables = !packet.routes.is_empty()
@@ -235,6 +237,9 @@ impl Report<'_> {
         }
         if !packet.kernel_tables() {
             return;
+        }
+        for dev in devices.iter_mut().filter(|d| d.backend == Backend::AfXdp) {
+            dev.pass_local.get_or_insert(true);
         }
         if let Some(tap) = devices.iter().find(|d| d.backend == Backend::Tap) {
             self.at_field(
@@ -601,7 +606,7 @@ fn check_pass_local(devices: &[DeviceConfig], mode: polld_packet::Mode) -> Vec<(
     };
     devices
         .iter()
-        .filter(|dev| dev.pass_local)
+        .filter(|dev| dev.pass_local == Some(true))
         .filter_map(|dev| {
             let field = format!("interfaces[{}].pass_local", dev.entry);
             refused(dev).map(|why| (field.clone(), format!("{field}: {why}")))

@@ -99,7 +99,7 @@ pub(crate) fn open_device(
 pub(crate) fn afxdp_config(d: &DeviceConfig, busy: &BusyPoll) -> AfXdpConfig {
     AfXdpConfig {
         busy_poll: Some(busy.clone()),
-        pass_local: d.pass_local,
+        pass_local: d.pass_local == Some(true),
         ..AfXdpConfig::default()
     }
 }
