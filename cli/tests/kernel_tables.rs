@@ -1,7 +1,8 @@
 //! `polld run` forwarding by the kernel's own tables (`tables = "kernel"`, the default
 //! on AF_PACKET with a config of `[[interfaces]]` only) on the veth testbed (root only):
 //! the routes, addresses and neighbours of fwd's kernel are followed while a flood runs,
-//! each change seen in polld's counters.
+//! each change seen in polld's counters; a next hop the kernel has no entry for is asked
+//! of the kernel, which resolves it.
 
 mod common;
 
@@ -134,6 +135,20 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     // And back, after all of it.
     ip_in(fwd, &["route", "add", PREFIX, "via", &sink]);
     grows(&polld, "dev.veth1.forwarded", "the route's add");
+    // The kernel forgets sink's link-layer address, and nothing in fwd talks to sink:
+    // polld asks the kernel to resolve it, and forwarding resumes by itself.
+    let asked = counter(&polld, "polld.tables_resolves");
+    ip_in(fwd, &["neigh", "del", &sink, "dev", "veth2"]);
+    eventually(
+        "polld asks the kernel to resolve sink",
+        Duration::from_secs(30),
+        || counter(&polld, "polld.tables_resolves") > asked,
+    );
+    grows(
+        &polld,
+        "dev.veth1.forwarded",
+        "the kernel resolved sink again",
+    );
     // What polld holds, in its entries: the connected networks, the flooded prefix and
     // the added address's network, from one dump and the changes since.
     assert!(counter(&polld, "polld.tables_routes") >= 4);

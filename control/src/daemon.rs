@@ -65,6 +65,8 @@ pub struct TablesStatus {
     pub changes: u64,
     /// Whole dumps read: the first, and one per overrun.
     pub dumps: u64,
+    /// Next hops without a neighbour entry the kernel was asked to resolve.
+    pub resolves: u64,
     /// When the router last took a dump or a change, in seconds since the epoch.
     pub time_s: u64,
 }
@@ -235,6 +237,12 @@ sysctl_oids! {
         TABLES_DUMPS = "tables_dumps": Counter
             "Whole reads of the kernel's tables (start, overruns)",
             |d| Value::from(d.tables.dumps), metric Metric::ByNode;
+        /// Next hops without a neighbour entry that frames were routed to, which the
+        /// kernel was asked to resolve (`ip neigh ... use`), at most once per
+        /// `arp.retry_ms` each.
+        TABLES_RESOLVES = "tables_resolves": Counter
+            "Next hops the kernel was asked to resolve",
+            |d| Value::from(d.tables.resolves), metric Metric::ByNode;
         /// When the router last took the kernel's tables or a change, in seconds since
         /// the epoch (0: never, tables = "file").
         TABLES_TIME = "tables_time": Gauge

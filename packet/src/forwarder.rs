@@ -152,6 +152,9 @@ pub struct Forwarder {
     utc_offset_ns: Option<u64>,
     next_ident: u16,
     scratch: Vec<u8>,
+    /// With the kernel's tables: next hops without a neighbour entry whose resolution
+    /// the kernel is to be asked for ([`Forwarder::take_kernel_asks`]), by output.
+    kernel_asks: Vec<(usize, IpAddr)>,
     counters: StageCounters,
 }
 
@@ -229,6 +232,7 @@ impl Forwarder {
         let mut neighbours = Neighbours::new(
             config.arp.capacity,
             config.arp.max_age_ms.saturating_mul(NS_PER_MS),
+            config.arp.retry_ms.saturating_mul(NS_PER_MS),
         );
         for entry in &config.static_arp {
             match entry.ip {
@@ -260,6 +264,7 @@ impl Forwarder {
             utc_offset_ns: None,
             next_ident: 0,
             scratch: Vec::with_capacity(2048),
+            kernel_asks: Vec::new(),
             counters: StageCounters::default(),
         })
     }
@@ -341,6 +346,24 @@ impl Forwarder {
             iface.addresses.retain(|n| IpNet::V4(*n) != net);
             iface.addresses6.retain(|n| IpNet::V6(*n) != net);
             self.own_changed();
+        }
+    }
+
+    /// The next hops the kernel is to be asked to resolve, since the last call: with the
+    /// kernel's tables a frame to a next hop without a neighbour entry is dropped
+    /// (`unresolved`, `neighbour_unknown`) and its next hop asked for once per `arp.retry_ms`,
+    /// as polld asks ARP itself with the file's tables; the control plane asks the kernel
+    /// (`ip neigh ... use`), whose entry, once resolved, forwards the next frames.
+    pub fn take_kernel_asks(&mut self) -> std::vec::Drain<'_, (usize, IpAddr)> {
+        self.kernel_asks.drain(..)
+    }
+
+    /// Queues a next hop for [`Forwarder::take_kernel_asks`]; a full queue drops it (it is
+    /// asked for again after the retry interval).
+    fn ask_kernel(&mut self, out: usize, next_hop: IpAddr) {
+        const MAX_ASKS: usize = 64;
+        if self.kernel_asks.len() < MAX_ASKS {
+            self.kernel_asks.push((out, next_hop));
         }
     }
 
@@ -571,8 +594,12 @@ impl Forwarder {
         }
         let next_hop = route.next_hop_addr(dst);
         let resolution = self.arp.resolve(next_hop, self.now_ns);
-        if resolution.send_request && !self.kernel {
-            self.arp_request(route.out, next_hop, emit);
+        if resolution.send_request {
+            if self.kernel {
+                self.ask_kernel(route.out, IpAddr::V4(next_hop));
+            } else {
+                self.arp_request(route.out, next_hop, emit);
+            }
         }
         let Some(next_hop_mac) = resolution.mac else {
             return PacketDrop::Unresolved.verdict();

@@ -17,15 +17,29 @@ use std::net::Ipv6Addr;
 pub struct Neighbours {
     learned: AgingMap<Ipv6Addr, MacAddr>,
     statics: FastMap<Ipv6Addr, MacAddr>,
+    /// When resolving each unknown next hop was last asked for ([`Neighbours::ask_due`]).
+    asked: AgingMap<Ipv6Addr, ()>,
 }
 
 impl Neighbours {
-    /// `capacity` bounds the learned entries (statics are extra).
-    pub fn new(capacity: usize, max_age_ns: u64) -> Self {
+    /// `capacity` bounds the learned entries (statics are extra) and the unknown next hops
+    /// whose resolution was asked for; `retry_ns` is how often one is asked for again.
+    pub fn new(capacity: usize, max_age_ns: u64, retry_ns: u64) -> Self {
         Neighbours {
             learned: AgingMap::new(capacity, max_age_ns),
             statics: FastMap::default(),
+            asked: AgingMap::new(capacity, retry_ns),
         }
+    }
+
+    /// Whether to ask for `ip`, a next hop without an entry, to be resolved at `now_ns`:
+    /// once, then at most once per `retry_ns` while it stays unknown.
+    pub fn ask_due(&mut self, ip: Ipv6Addr, now_ns: u64) -> bool {
+        let due = self.asked.get(&ip, now_ns).is_none();
+        if due {
+            self.asked.insert(ip, (), now_ns);
+        }
+        due
     }
 
     /// A permanent entry, replacing any other for `ip`.
@@ -69,7 +83,7 @@ mod tests {
 
     #[test]
     fn statics_win_and_learned_entries_age() {
-        let mut n = Neighbours::new(4, 100);
+        let mut n = Neighbours::new(4, 100, 10);
         let (a, b): (Ipv6Addr, Ipv6Addr) = (
             "2001:db8::a".parse().unwrap(),
             "2001:db8::b".parse().unwrap(),
@@ -84,5 +98,15 @@ mod tests {
         assert_eq!(n.remove_static(a), Some(m1));
         assert_eq!(n.lookup(a, 0), None, "the learned answer was never stored");
         assert_eq!(n.stats().entries, 1);
+    }
+
+    #[test]
+    fn an_unknown_next_hop_is_asked_for_once_per_retry() {
+        let mut n = Neighbours::new(4, 100, 10);
+        let a: Ipv6Addr = "2001:db8::a".parse().unwrap();
+        assert!(n.ask_due(a, 0));
+        assert!(!n.ask_due(a, 10));
+        assert!(n.ask_due(a, 11));
+        assert!(n.ask_due("2001:db8::b".parse().unwrap(), 11));
     }
 }

@@ -18,7 +18,10 @@
 //!   to the kernel;
 //! - **neighbours** with a link-layer address are permanent entries (ARP for IPv4, the
 //!   neighbour table for IPv6) until the kernel drops them or loses their address; the
-//!   kernel resolves, polld does not.
+//!   kernel resolves, polld does not: a frame routed to a next hop without an entry is
+//!   dropped by its reason, and the kernel asked to resolve that next hop (`ip neigh
+//!   replace IP dev IF use`, [`KernelFollower::ask`]), whose entry then forwards the
+//!   next frames.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -152,6 +155,21 @@ impl KernelFollower {
         }
         self.count(router);
         Ok(())
+    }
+
+    /// Asks the kernel to resolve the next hops the router found no neighbour entry for
+    /// since the last call ([`Forwarder::take_kernel_asks`]). A refusal is logged: the
+    /// router asks again after its retry interval.
+    pub fn ask(&mut self, router: &mut Forwarder) {
+        for (out, ip) in router.take_kernel_asks() {
+            let Some((&ifindex, _)) = self.devices.iter().find(|(_, &dev)| dev == out) else {
+                continue;
+            };
+            match self.tables.resolve(ifindex, ip) {
+                Ok(()) => self.state.resolves += 1,
+                Err(e) => log::warn!("kernel tables: asking the kernel to resolve {ip}: {e}"),
+            }
+        }
     }
 
     /// What the router holds after a dump or changes, taken now.

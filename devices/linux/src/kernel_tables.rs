@@ -21,11 +21,12 @@ use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use netlink_packet_core::{
-    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
+    NetlinkHeader, NetlinkMessage, NetlinkPayload, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP,
+    NLM_F_DUMP_INTR, NLM_F_REPLACE, NLM_F_REQUEST,
 };
 use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::neighbour::{
-    NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+    NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState,
 };
 use netlink_packet_route::route::{
     RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteType,
@@ -192,6 +193,39 @@ impl KernelTables {
             }
         }
         Ok(snapshot)
+    }
+
+    /// Asks the kernel to resolve `ip` on interface `ifindex` (ARP, neighbour discovery) as
+    /// its own traffic to it would: `ip neigh replace IP dev IF use` (`NTF_USE`), which
+    /// creates the entry if there is none and starts resolving it unless it is already
+    /// usable. The entry that results reaches the caller as a [`Change`]. Returns at once:
+    /// the kernel handles the request as it is sent, and answers before `send` returns.
+    pub fn resolve(&self, ifindex: u32, ip: IpAddr) -> io::Result<()> {
+        let mut neighbour = NeighbourMessage::default();
+        neighbour.header.family = match ip {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
+        neighbour.header.ifindex = ifindex;
+        neighbour.header.flags = NeighbourFlags::Use;
+        neighbour.header.state = NeighbourState::None;
+        neighbour
+            .attributes
+            .push(NeighbourAttribute::Destination(NeighbourAddress::from(ip)));
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+        let payload = NetlinkPayload::from(RouteNetlinkMessage::NewNeighbour(neighbour));
+        let mut message = NetlinkMessage::new(header, payload);
+        message.finalize();
+        let mut out = vec![0; message.buffer_len()];
+        message.serialize(&mut out);
+        self.requests.send_to(&out, &SocketAddr::new(0, 0), 0)?;
+        let mut buf = [0u8; 1024];
+        let n = self.requests.recv(&mut &mut buf[..], 0)?;
+        match parse(&buf[..n]).error {
+            Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+            None => Ok(()),
+        }
     }
 
     /// The changes waiting, in the order the kernel made them; empty when none waits.

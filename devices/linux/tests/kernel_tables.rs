@@ -246,3 +246,53 @@ fn a_change_made_with_ip_arrives_as_a_change_and_a_burst_past_the_buffer_as_an_o
     assert_eq!(host_routes, 1000);
     assert_eq!(main_route(&after, "192.0.2.0/24").next_hops[0].ifindex, d1);
 }
+
+#[test]
+fn asked_to_resolve_a_next_hop_the_kernel_finds_its_link_layer_address() {
+    require_root!();
+    let (ns, d0, _) = namespace();
+    // d0's peer, 10.9.0.2 in a namespace of its own, answers ARP.
+    let peer = Netns::create("pt-rtnl-peer").unwrap();
+    ns.ip(&["link", "set", "pd0", "netns", peer.name()])
+        .unwrap();
+    peer.ip(&["addr", "add", "10.9.0.2/24", "dev", "pd0"])
+        .unwrap();
+    peer.ip(&["link", "set", "pd0", "up"]).unwrap();
+    let peer_mac = {
+        let out = peer.ip(&["-o", "link", "show", "pd0"]).unwrap();
+        let word = out
+            .split_whitespace()
+            .skip_while(|w| *w != "link/ether")
+            .nth(1);
+        word.unwrap().to_string()
+    };
+    let hop: IpAddr = "10.9.0.2".parse().unwrap();
+    let seen = in_netns(ns.name(), move || {
+        let mut tables = KernelTables::open(1 << 16).unwrap();
+        let before = tables.dump().unwrap();
+        assert!(!before.neighbours.iter().any(|n| n.ip == hop), "{before:?}");
+        tables.resolve(d0, hop).unwrap();
+        let mut seen = Vec::new();
+        polld_testsupport::eventually("the resolved neighbour", Duration::from_secs(10), || {
+            seen.extend(tables.changes().unwrap());
+            seen.iter()
+                .any(|c| matches!(c, Change::Neighbour(n) if n.ip == hop && n.mac.is_some()))
+        });
+        seen
+    })
+    .unwrap();
+    let resolved = seen.iter().find_map(|c| match c {
+        Change::Neighbour(n) if n.ip == hop && n.mac.is_some() => Some(*n),
+        _ => None,
+    });
+    let n = resolved.unwrap();
+    assert_eq!(n.ifindex, d0);
+    let mac: String = n
+        .mac
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
+    assert_eq!(mac, peer_mac);
+}

@@ -33,6 +33,8 @@
 //! IPv6 minimum MTU, are sourced from the input interface's address (its link-local one
 //! for a link-local source), and share the IPv4 errors' rate limit.
 
+use std::net::IpAddr;
+
 use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
@@ -150,7 +152,11 @@ impl Forwarder {
         }
         let next_hop = route.next_hop_addr(dst);
         let Some(next_hop_mac) = self.neighbours.lookup(next_hop, self.now_ns) else {
-            if !self.kernel {
+            if self.kernel {
+                if self.neighbours.ask_due(next_hop, self.now_ns) {
+                    self.ask_kernel(route.out, IpAddr::V6(next_hop));
+                }
+            } else {
                 let code = unreachable_code::ADDRESS;
                 self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             }

@@ -1,5 +1,6 @@
 //! The capabilities `polld run` needs to set up its interfaces, and those it keeps once
-//! set up, to reopen an interface that went away.
+//! set up, to reopen an interface that went away and, with the kernel's tables, to ask
+//! the kernel to resolve next hops.
 
 use crate::caps::{self, Cap, CapSet};
 use crate::config::{Backend, RunConfig};
@@ -24,6 +25,12 @@ pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
                 format!("to enter network namespace {ns:?} for {}", d.name),
             ));
         }
+    }
+    if config.packet.kernel_tables() {
+        needed.push((
+            Cap::NetAdmin,
+            "to ask the kernel to resolve next hops (tables = \"kernel\")".to_string(),
+        ));
     }
     if config.daemon.realtime {
         needed.push((
@@ -54,6 +61,11 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
         if d.backend == Backend::AfXdp && !d.queues.is_empty() && has_ipc_lock() {
             keep.push(Cap::IpcLock);
         }
+    }
+    // With the kernel's tables, a next hop without a neighbour entry is asked of the
+    // kernel (RTM_NEWNEIGH, `ip neigh ... use`) for as long as polld runs.
+    if config.packet.kernel_tables() {
+        keep.push(Cap::NetAdmin);
     }
     // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
     // (see the executor's module doc).

@@ -14,6 +14,7 @@ impl PollThread {
     /// Arms what the dataplane wants waited on, waits (just looks while work is due) and
     /// reports what fired. Returns the stop signal, if one came.
     pub(super) fn wait_for_events(&mut self, dp: &mut RealDataplane) -> io::Result<Option<i32>> {
+        self.ask_tables(dp);
         self.sync_tick(dp)?;
         if dp.poller().idle_poll_wanted() {
             self.idle.ask();
@@ -69,6 +70,16 @@ impl PollThread {
         // Timer reads, status checks, control requests: none of it is interrupt work.
         dp.ran_outside(now_ns().saturating_sub(events_start));
         Ok(None)
+    }
+
+    /// The next hops the router found no neighbour for since the last wait: the kernel is
+    /// asked to resolve them.
+    fn ask_tables(&mut self, dp: &mut RealDataplane) {
+        if let (Some(follower), polld_packet::Stage::Router(router)) =
+            (&mut self.tables, dp.stage_mut())
+        {
+            follower.ask(router);
+        }
     }
 
     /// The kernel changed its tables: the router follows.
