@@ -87,7 +87,7 @@ pub mod vm;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
-pub use layout::{Devices, Iface, Layout, Role};
+pub use layout::{Devices, Iface, IpFamily, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use process::current_polld;

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::ledger::Ledger;
 use crate::streams::ExtraStream;
-use crate::{Role, Testbed, TestbedError};
+use crate::{IpFamily, Role, Testbed, TestbedError};
 
 pub use per_cpu::{measure_per_cpu_shares, PerCpuRow, PerCpuTrial};
 pub(crate) use run::GEN_SLACK_S;
@@ -166,7 +166,19 @@ pub fn measure_share(
     cpus: (usize, usize),
     trial: &ShareTrial,
 ) -> Result<ShareRow, TestbedError> {
-    let run = TrialRun::start(tb, polld, dir, cpus, trial)?;
+    measure_share_family(tb, polld, dir, cpus, trial, IpFamily::Ipv4)
+}
+
+/// [`measure_share`] with the flood over `family` (`polld gen --ipv6` for IPv6).
+pub fn measure_share_family(
+    tb: &Testbed,
+    polld: &Path,
+    dir: &Path,
+    cpus: (usize, usize),
+    trial: &ShareTrial,
+    family: IpFamily,
+) -> Result<ShareRow, TestbedError> {
+    let run = TrialRun::start_family(tb, polld, dir, cpus, trial, family)?;
     std::thread::sleep(Duration::from_secs_f64(trial.warm_up));
     let before = run.sample()?;
     std::thread::sleep(Duration::from_secs_f64(trial.window));
