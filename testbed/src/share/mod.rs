@@ -125,6 +125,9 @@ pub struct ShareRow {
     /// In the guest, its `ksoftirqd/0`: the device work the kernel left over from its
     /// interrupts, percent of the vCPU (`None` on TAP, where no driver works).
     pub ksoftirqd_percent: Option<f64>,
+    /// The IP version (4 or 6) of the frames `polld gen` flooded into tap0, as its summary
+    /// says (`None`: no `polld gen` into tap0, or its summary was not read for it).
+    pub gen_ip_version: Option<u8>,
     /// tap0's drops over the window, by reason (rx_ring_full: the TAP's queue was full
     /// and the kernel dropped on gen's CPU).
     pub drops: Vec<(String, u64)>,
@@ -150,6 +153,7 @@ impl ShareRow {
             polld_cpu_percent: 90.0,
             competitor_percent: 0.0,
             ksoftirqd_percent: None,
+            gen_ip_version: Some(4),
             drops: vec![],
             ledger: None,
             conserved: true,

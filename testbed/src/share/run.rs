@@ -1,7 +1,7 @@
 //! A trial of the promise under way ([`TrialRun`]): polld, its generators and the
 //! competitor started, sampled around what is measured, then stopped and booked.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -37,6 +37,9 @@ pub struct TrialRun<'a> {
     paths: Vec<(StreamPath, PathCounters)>,
     /// What the finished generators sent, by stream.
     sent: RefCell<Vec<Sent>>,
+    /// The IP version of the frames the last finished `polld gen` into tap0 sent, by its
+    /// summary.
+    tap0_ip_version: Cell<Option<u8>>,
 }
 
 impl<'a> TrialRun<'a> {
@@ -129,6 +132,7 @@ impl<'a> TrialRun<'a> {
             competitor,
             reader,
             sent: RefCell::new(vec![Sent::default(); streams]),
+            tap0_ip_version: Cell::new(None),
         })
     }
 
@@ -153,6 +157,12 @@ impl<'a> TrialRun<'a> {
             .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
         let mut sent = self.sent.borrow_mut();
         sent[stream] = sent[stream] + Sent::of(&summary);
+        if stream == 0 {
+            let version = summary["ip_version"]
+                .as_u64()
+                .and_then(|v| u8::try_from(v).ok());
+            self.tap0_ip_version.set(version);
+        }
         summary["pps"]
             .as_f64()
             .ok_or_else(|| failed(format!("polld gen printed no rate: {out}")))
@@ -233,6 +243,7 @@ impl<'a> TrialRun<'a> {
             polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
             competitor_percent: percent(before.competitor_ns, after.competitor_ns),
             ksoftirqd_percent: None,
+            gen_ip_version: self.tap0_ip_version.get(),
             drops,
             conserved: conserved(&interfaces) && ledger.as_ref().is_none_or(Ledger::balanced),
             ledger,
