@@ -16,7 +16,10 @@
 //!   a generator can send to a fixed MAC without ARP.
 //! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
 //!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
-//!   (no stray solicitations in the packet counts); loopback is up in each.
+//!   (no stray solicitations in the packet counts); loopback is up in each. IPv6 traffic
+//!   still runs on the TAP testbed: polld holds the IPv6 addresses beside the IPv4 ones
+//!   (`2001:db8:1::2/64`, `2001:db8:2::1/64`) with permanent neighbours, and `polld gen
+//!   --ipv6` and `polld sink` read and write the TAPs below the namespaces' IP stacks.
 //! - Transmit offloads are off on every veth (`ethtool -K vethN tx off`: checksums, and
 //!   with them TSO and UDP segmentation), so every frame carries its own checksums and is
 //!   wire-sized (at most 1514 bytes) as from a real NIC: a user-space forwarder never
