@@ -143,3 +143,36 @@ fn demo_json_is_one_document_its_progress_on_stderr() {
         "the progress lines go to stderr: {stderr}"
     );
 }
+
+/// The TAP demo floods IPv4 and then IPv6 in both modes: its document holds a row per
+/// family and mode, each flood of the family asked for (by gen's own summary), delivered
+/// through polld and conserved end to end, and IPv6's rate over IPv4's per mode.
+#[test]
+fn tap_demo_json_has_ipv4_and_ipv6_rows_each_conserved_and_their_ratios() {
+    require_root!();
+    let prefix = format!("pt{}j6", std::process::id() % 10_000);
+    let _down = Down(&prefix);
+    let args = ["demo", "--duration", "1", "--json", "--prefix", &prefix];
+    let out = Command::new(POLLD).args(args).output().unwrap();
+    succeeded(&args, &out);
+    let keys = ["ipv4", "ipv6", "ipv6_over_ipv4"];
+    let demo = one_document("polld demo", &out.stdout, &keys);
+    for (family, version) in [("ipv4", 4), ("ipv6", 6)] {
+        let rows = demo[family].as_array().expect("rows");
+        let modes: Vec<_> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+        assert_eq!(modes, ["interrupt", "polling"], "{demo}");
+        for row in rows {
+            assert_eq!(row["gen_ip_version"], version, "{family}: {row}");
+            assert_eq!(row["conserved"], true, "{family}: {row}");
+            assert!(row["ledger"].is_object(), "{family}: {row}");
+            assert!(
+                row["delivered_pps"].as_f64().unwrap() > 0.0,
+                "{family}: {row}"
+            );
+        }
+    }
+    for mode in ["interrupt", "polling"] {
+        let ratio = demo["ipv6_over_ipv4"][mode].as_f64();
+        assert!(ratio.is_some_and(|r| r > 0.0), "{mode}: {demo}");
+    }
+}

@@ -31,11 +31,16 @@
 //! The [`Iface`] fields keep their veth names in every layout: `veth0` is gen's end,
 //! `veth1` the forwarder's receive side, `veth2` its transmit side, `veth3` sink's end.
 //!
+//! Every interface also has an IPv6 address, `2001:db8:<link>::<host>/64` (veth0 is
+//! `2001:db8:1::1`), and the unowned destination `2001:db8:<far>::100` beside
+//! `10.0.<far>.100`: polld's config on the TAP testbed carries them, so that `polld gen
+//! --ipv6` traffic is forwarded like IPv4 ([`IpFamily`]).
+//!
 //! Every MAC is `02:00:00:00:<link>:<host>`: the locally administered prefix, then the
 //! third and fourth bytes of the interface's IPv4 address, so a MAC in a capture names
 //! its interface (`02:00:00:00:01:02` is veth1, 10.0.1.2).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 
@@ -88,6 +93,43 @@ impl Devices {
     }
 }
 
+/// Which IP family a flood runs over: IPv4, or UDP over IPv6 to the layout's IPv6
+/// addresses ([`Layout::gen_family_args`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpFamily {
+    #[default]
+    Ipv4,
+    Ipv6,
+}
+
+impl IpFamily {
+    /// `IPv4` or `IPv6`, as the demo's text names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IpFamily::Ipv4 => "IPv4",
+            IpFamily::Ipv6 => "IPv6",
+        }
+    }
+
+    /// The smallest frame `polld gen` sends over the family (60 or 80 bytes).
+    pub fn smallest_frame(self) -> usize {
+        polld_traffic::frame::smallest_frame(match self {
+            IpFamily::Ipv4 => Ipv4Addr::UNSPECIFIED.into(),
+            IpFamily::Ipv6 => Ipv6Addr::UNSPECIFIED.into(),
+        })
+    }
+}
+
+/// The prefix length of every interface's IPv6 address.
+pub const PREFIX_LEN6: u8 = 64;
+
+/// The IPv6 address beside `10.0.link.host`: `2001:db8:link::host`, both numbers as
+/// hexadecimal groups.
+fn ipv6_of(link: u8, host: u8) -> Ipv6Addr {
+    Ipv6Addr::new(0x2001, 0xdb8, link.into(), 0, 0, 0, 0, host.into())
+}
+
 /// One end of a link: a veth end, a TAP, or the address polld plays on a TAP's fd.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Iface {
@@ -100,6 +142,8 @@ pub struct Iface {
     pub mac: String,
     pub addr: Ipv4Addr,
     pub prefix_len: u8,
+    /// The IPv6 address beside `addr` (prefix length [`PREFIX_LEN6`]).
+    pub addr6: Ipv6Addr,
     /// The name of the other end of its link (on TAP, the same TAP).
     pub peer: String,
     /// The next hop towards the far network, for the end namespaces (gen, sink).
@@ -110,6 +154,11 @@ impl Iface {
     /// The address with its prefix, `10.0.1.1/24`.
     pub fn cidr(&self) -> String {
         format!("{}/{}", self.addr, self.prefix_len)
+    }
+
+    /// The IPv6 address with its prefix, `2001:db8:1::1/64`.
+    pub fn cidr6(&self) -> String {
+        format!("{}/{PREFIX_LEN6}", self.addr6)
     }
 
     /// The network the address is on, `10.0.1.0/24`.
@@ -142,6 +191,8 @@ pub struct Layout {
     /// for it pointing at veth3's MAC, so frames sent to it cross fwd and are dropped by
     /// sink's `ip_rcv` without any reply (the baseline's benchmark destination).
     pub unowned_dst: Ipv4Addr,
+    /// The IPv6 address beside `unowned_dst`, with the same MAC (TAP testbed).
+    pub unowned_dst6: Ipv6Addr,
     /// The MAC frames to `unowned_dst` carry. On veth, veth3's (sink's `ip_rcv` drops
     /// them, as in the baseline). On TAP, a MAC nobody has: tap1 receives the frame and
     /// the kernel drops it as another host's before IP, because on TAP that receive work
@@ -208,6 +259,7 @@ impl Layout {
                     mac: format!("02:00:00:00:{link:02x}:{last:02x}"),
                     addr: Ipv4Addr::new(10, 0, link, last),
                     prefix_len: 24,
+                    addr6: ipv6_of(link, last),
                     peer: peer.to_string(),
                     gateway: gateway.map(|[link, last]| Ipv4Addr::new(10, 0, link, last)),
                 }
@@ -223,6 +275,7 @@ impl Layout {
             veth2: iface(Role::Fwd, 2, 3, [far, 1], None),
             veth3: iface(Role::Sink, 3, 2, [far, 2], Some([far, 1])),
             unowned_dst: Ipv4Addr::new(10, 0, far, 100),
+            unowned_dst6: Ipv6Addr::new(0x2001, 0xdb8, far.into(), 0, 0, 0, 0, 0x100),
             unowned_mac: match devices {
                 Devices::Veth => format!("02:00:00:00:{far:02x}:02"),
                 Devices::Tap | Devices::Vm => format!("02:00:00:00:{far:02x}:64"),
@@ -286,6 +339,21 @@ impl Layout {
         self.kernel_ifaces()
             .into_iter()
             .find(|iface| iface.name == name)
+    }
+
+    /// The `polld gen` options that send `family` from veth0 to the unowned destination
+    /// (for IPv4 none: gen's defaults are this layout's pair 0 addresses).
+    pub fn gen_family_args(&self, family: IpFamily) -> Vec<String> {
+        match family {
+            IpFamily::Ipv4 => Vec::new(),
+            IpFamily::Ipv6 => vec![
+                "--ipv6".into(),
+                "--src-ip".into(),
+                self.veth0.addr6.to_string(),
+                "--dst-ip".into(),
+                self.unowned_dst6.to_string(),
+            ],
+        }
     }
 
     /// The other end of `iface`'s link: veth0 and veth1, veth2 and veth3.
@@ -357,7 +425,10 @@ mod tests {
             assert_eq!(iface.mac, mac);
             assert_eq!(iface.cidr(), cidr);
             assert_eq!(iface.gateway.map(|g| g.to_string()).as_deref(), gateway);
+            let v4 = iface.addr.octets();
+            assert_eq!(iface.cidr6(), format!("2001:db8:{}::{:x}/64", v4[2], v4[3]));
         }
+        assert_eq!(layout.unowned_dst6.to_string(), "2001:db8:2::100");
         assert_eq!(layout.veth0.network(), "10.0.1.0/24");
         assert_eq!(layout.veth3.network(), "10.0.2.0/24");
     }

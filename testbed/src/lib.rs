@@ -16,7 +16,10 @@
 //!   a generator can send to a fixed MAC without ARP.
 //! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
 //!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
-//!   (no stray solicitations in the packet counts); loopback is up in each.
+//!   (no stray solicitations in the packet counts); loopback is up in each. IPv6 traffic
+//!   still runs on the TAP testbed: polld holds the IPv6 addresses beside the IPv4 ones
+//!   (`2001:db8:1::2/64`, `2001:db8:2::1/64`) with permanent neighbours, and `polld gen
+//!   --ipv6` and `polld sink` read and write the TAPs below the namespaces' IP stacks.
 //! - Transmit offloads are off on every veth (`ethtool -K vethN tx off`: checksums, and
 //!   with them TSO and UDP segmentation), so every frame carries its own checksums and is
 //!   wire-sized (at most 1514 bytes) as from a real NIC: a user-space forwarder never
@@ -87,7 +90,7 @@ pub mod vm;
 
 pub use cli::{run, CommonArgs, TestbedArgs, TestbedCommand, UpArgs};
 pub use error::TestbedError;
-pub use layout::{Devices, Iface, Layout, Role};
+pub use layout::{Devices, Iface, IpFamily, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
 pub use process::current_polld;

@@ -1,13 +1,17 @@
 //! The `polld run` configuration that makes polld the router in fwd: both fwd
 //! interfaces with the layout's MACs and addresses, static ARP for the peers and for the
 //! unowned benchmark destination, so no first packet waits for ARP. On the TAP testbed
-//! the interfaces are the TAPs of gen and sink, opened there (`netns = ...`).
+//! the interfaces are the TAPs of gen and sink, opened there (`netns = ...`), and carry
+//! the layout's IPv6 addresses too, with static neighbours for the IPv6 peers and the
+//! unowned IPv6 destination: polld only answers on IPv6 (it sends no solicitation of its
+//! own to a static neighbour), so no frame appears that a test did not send.
 
 use std::fmt::Write;
+use std::net::IpAddr;
 use std::path::Path;
 
 use crate::process::{wait_for, Process};
-use crate::{Layout, Role, Testbed, TestbedError};
+use crate::{Devices, Layout, Role, Testbed, TestbedError};
 
 /// Where and how polld runs in fwd.
 #[derive(Clone, Debug)]
@@ -82,22 +86,30 @@ fn config_text(pairs: &[(&Layout, Option<usize>)], setup: &PolldSetup) -> String
             if let Some(cpu) = cpu {
                 let _ = writeln!(c, "cpu = {cpu}");
             }
+            let mut addresses = format!("{:?}", iface.cidr());
+            if layout.devices == Devices::Tap {
+                let _ = write!(addresses, ", {:?}", iface.cidr6());
+            }
             let _ = writeln!(
                 c,
-                "backend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{:?}]",
-                setup.backend,
-                setup.mode,
-                iface.mac,
-                iface.cidr()
+                "backend = {:?}\nmode = {:?}\nmac = {:?}\naddresses = [{addresses}]",
+                setup.backend, setup.mode, iface.mac,
             );
         }
     }
     for (layout, _) in pairs {
-        let peers = [
-            (layout.veth0.addr, &layout.veth0.mac),
-            (layout.veth3.addr, &layout.veth3.mac),
-            (layout.unowned_dst, &layout.unowned_mac),
+        let mut peers: Vec<(IpAddr, &String)> = vec![
+            (layout.veth0.addr.into(), &layout.veth0.mac),
+            (layout.veth3.addr.into(), &layout.veth3.mac),
+            (layout.unowned_dst.into(), &layout.unowned_mac),
         ];
+        if layout.devices == Devices::Tap {
+            peers.extend([
+                (layout.veth0.addr6.into(), &layout.veth0.mac),
+                (layout.veth3.addr6.into(), &layout.veth3.mac),
+                (layout.unowned_dst6.into(), &layout.unowned_mac),
+            ]);
+        }
         for (ip, mac) in peers {
             let _ = writeln!(c, "\n[[static_arp]]\nip = \"{ip}\"\nmac = {mac:?}");
         }

@@ -12,8 +12,11 @@
 //! Flows differ in their UDP ports by default: on a router (the testbed) every flow then
 //! takes flow 0's route and neighbour. `--vary src-ip,dst-ip` gives each flow its own
 //! addresses, which must then be routable (and not the router's own).
+//!
+//! The frames are IPv4 unless `--ipv6` is given or an address given is IPv6; the default
+//! addresses and the smallest frame ([`smallest_frame`]) follow the family.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
@@ -23,7 +26,8 @@ use crate::backend::{TxBackend, TxDevice};
 use crate::clock::{monotonic_ns, tighten_timer_slack, wait_towards};
 use crate::faults::{Gap, SeqSchedule};
 use crate::frame::{
-    check_frame_size, end_of_run_frames, parse_frame_size, FlowAddrs, FlowTemplate, Mac,
+    check_frame_size, end_of_run_frames, parse_frame_size, smallest_frame, FlowAddrs, FlowTemplate,
+    Mac,
 };
 use crate::pace::{Pacer, CATCH_UP_WINDOW_NS};
 use crate::rate::{bitrate_to_pps, parse_bitrate, parse_rate, Rate};
@@ -50,7 +54,9 @@ pub enum FlowField {
 
 /// Arguments of `polld gen`.
 #[derive(Args, Clone, Debug)]
-#[command(about = "Send counted, timestamped Ethernet/IPv4/UDP frames at a precise rate")]
+#[command(
+    about = "Send counted, timestamped Ethernet/IPv4/UDP or IPv6/UDP frames at a precise rate"
+)]
 pub struct GenArgs {
     /// Interface to send on.
     pub interface: String,
@@ -71,9 +77,10 @@ pub struct GenArgs {
     #[arg(long, value_parser = parse_bitrate)]
     pub bitrate: Option<f64>,
 
-    /// Frame size in bytes without the FCS, 60..=1514 (60 is 64 on the wire).
-    #[arg(long, default_value_t = 60, value_parser = parse_frame_size)]
-    pub size: usize,
+    /// Frame size in bytes without the FCS, 60..=1514 (60 is 64 on the wire); IPv6
+    /// frames are at least 80 bytes. Default: the family's smallest frame.
+    #[arg(long, value_parser = parse_frame_size)]
+    pub size: Option<usize>,
 
     /// Number of flows; flow i adds i to every field named by --vary (by default the
     /// UDP ports, so that every flow takes flow 0's route).
@@ -103,12 +110,15 @@ pub struct GenArgs {
     /// Destination MAC of every frame: the peer's, or the next hop's when forwarding.
     #[arg(long, default_value = "02:00:00:00:01:02")]
     pub dst_mac: Mac,
-    /// Source address of flow 0.
-    #[arg(long, default_value = "10.0.1.1")]
-    pub src_ip: Ipv4Addr,
-    /// Destination address of flow 0.
-    #[arg(long, default_value = "10.0.2.100")]
-    pub dst_ip: Ipv4Addr,
+    /// Send UDP over IPv6 (implied by an IPv6 --src-ip or --dst-ip).
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Source address of flow 0 [default: 10.0.1.1, with IPv6 2001:db8:1::1].
+    #[arg(long)]
+    pub src_ip: Option<IpAddr>,
+    /// Destination address of flow 0 [default: 10.0.2.100, with IPv6 2001:db8:2::100].
+    #[arg(long)]
+    pub dst_ip: Option<IpAddr>,
     /// UDP source port of flow 0.
     #[arg(long, default_value_t = 9)]
     pub src_port: u16,
@@ -194,6 +204,8 @@ pub struct GenInterval {
 pub struct GenSummary {
     pub interface: String,
     pub backend: String,
+    /// 4 or 6.
+    pub ip_version: u8,
     pub frame_size: usize,
     pub flows: u32,
     /// The target rate; `None` when unlimited.
@@ -235,7 +247,8 @@ pub struct Generator {
 impl Generator {
     /// Checks the arguments and builds every flow's frame.
     pub fn new(args: &GenArgs) -> Result<Generator, Error> {
-        let frame_size = check_frame_size(args.size)?;
+        let base = flow_addrs(args, 0)?;
+        let frame_size = check_frame_size(args.size.unwrap_or(smallest_frame(base.dst_ip)))?;
         if args.flows == 0 || args.flows > MAX_FLOWS {
             return Err(Error(format!(
                 "--flows {} is out of range: use 1..={MAX_FLOWS}",
@@ -256,8 +269,14 @@ impl Generator {
             }
         }
         let flows = (0..args.flows)
-            .map(|i| FlowTemplate::new(&flow_addrs(args, i), i as u16, frame_size))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|i| {
+                Ok(FlowTemplate::new(
+                    &flow_addrs(args, i)?,
+                    i as u16,
+                    frame_size,
+                )?)
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         Ok(Generator {
             interface: args.interface.clone(),
             backend: args.backend,
@@ -269,7 +288,7 @@ impl Generator {
             interval_ns: Some(seconds_to_ns(args.interval)).filter(|&ns| ns > 0),
             json: args.json,
             schedule: SeqSchedule::new(&args.inject_gap, &args.inject_reorder),
-            base: flow_addrs(args, 0),
+            base,
         })
     }
 
@@ -283,10 +302,11 @@ impl Generator {
         tighten_timer_slack();
         let mut report = Reporter::new(out, self.json);
         report.note(&format!(
-            "[gen] {} ({}), {}-byte frames, {} flow(s), rate {}",
+            "[gen] {} ({}), {}-byte IPv{} frames, {} flow(s), rate {}",
             self.interface,
             self.backend.name(),
             self.frame_size,
+            if self.base.dst_ip.is_ipv6() { 6 } else { 4 },
             self.flows.len(),
             match self.rate {
                 Rate::Pps(pps) => format_pps(pps),
@@ -396,6 +416,7 @@ impl Generator {
         let summary = GenSummary {
             interface: self.interface.clone(),
             backend: self.backend.name().into(),
+            ip_version: if self.base.dst_ip.is_ipv6() { 6 } else { 4 },
             frame_size: self.frame_size,
             flows: self.flows.len() as u32,
             target_pps: match self.rate {
@@ -525,14 +546,43 @@ impl LinkDrops {
 }
 
 /// The addresses of flow `i`: the base addresses with `i` added to each varied field.
-fn flow_addrs(args: &GenArgs, i: u32) -> FlowAddrs {
+/// The family is IPv6 with `--ipv6` or an IPv6 address given, else IPv4; an address of
+/// the other family is refused.
+fn flow_addrs(args: &GenArgs, i: u32) -> Result<FlowAddrs, Error> {
+    let ipv6 = args.ipv6
+        || [args.src_ip, args.dst_ip]
+            .iter()
+            .flatten()
+            .any(IpAddr::is_ipv6);
+    let pick = |given: Option<IpAddr>, v4: Ipv4Addr, v6: Ipv6Addr, option: &str| match given {
+        Some(ip) if ip.is_ipv6() != ipv6 => Err(Error(format!(
+            "{option} {ip} is not of the family the run sends ({}): give both addresses \
+             of one family",
+            if ipv6 { "IPv6" } else { "IPv4" }
+        ))),
+        Some(ip) => Ok(ip),
+        None if ipv6 => Ok(IpAddr::V6(v6)),
+        None => Ok(IpAddr::V4(v4)),
+    };
+    let src_ip = pick(
+        args.src_ip,
+        Ipv4Addr::new(10, 0, 1, 1),
+        Ipv6Addr::new(0x2001, 0xdb8, 1, 0, 0, 0, 0, 1),
+        "--src-ip",
+    )?;
+    let dst_ip = pick(
+        args.dst_ip,
+        Ipv4Addr::new(10, 0, 2, 100),
+        Ipv6Addr::new(0x2001, 0xdb8, 2, 0, 0, 0, 0, 0x100),
+        "--dst-ip",
+    )?;
     let vary = |field| args.vary.contains(&field);
-    let add_ip = |ip: Ipv4Addr, field| {
-        if vary(field) {
-            Ipv4Addr::from(u32::from(ip).wrapping_add(i))
-        } else {
-            ip
+    let add_ip = |ip: IpAddr, field| match ip {
+        IpAddr::V4(v4) if vary(field) => IpAddr::V4(Ipv4Addr::from(u32::from(v4).wrapping_add(i))),
+        IpAddr::V6(v6) if vary(field) => {
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6).wrapping_add(u128::from(i))))
         }
+        ip => ip,
     };
     let add_port = |port: u16, field| {
         if vary(field) {
@@ -541,14 +591,14 @@ fn flow_addrs(args: &GenArgs, i: u32) -> FlowAddrs {
             port
         }
     };
-    FlowAddrs {
+    Ok(FlowAddrs {
         src_mac: args.src_mac,
         dst_mac: args.dst_mac,
-        src_ip: add_ip(args.src_ip, FlowField::SrcIp),
-        dst_ip: add_ip(args.dst_ip, FlowField::DstIp),
+        src_ip: add_ip(src_ip, FlowField::SrcIp),
+        dst_ip: add_ip(dst_ip, FlowField::DstIp),
         src_port: add_port(args.src_port, FlowField::SrcPort),
         dst_port: add_port(args.dst_port, FlowField::DstPort),
-    }
+    })
 }
 
 /// `polld gen`: checks the arguments, enters `--netns`, opens the backend and sends until

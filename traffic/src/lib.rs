@@ -1,7 +1,7 @@
 //! polld-traffic: `polld gen` and `polld sink`.
 //!
-//! The generator ([`gen`]) sends Ethernet/IPv4/UDP frames ([`frame`]) at a precise rate
-//! ([`pace`]) through a [`polld_core::Device`], the same backends polld forwards with;
+//! The generator ([`gen`]) sends Ethernet/IPv4/UDP or IPv6/UDP frames ([`frame`]) at a
+//! precise rate ([`pace`]) through a [`polld_core::Device`], the same backends polld forwards with;
 //! every frame carries its flow, a per-flow sequence number and its send time. The sink
 //! ([`sink`]) receives through a `Device`, counts loss, reordering and duplicates per
 //! flow ([`seq`]) and one-way latency percentiles. Both print iperf-style interval

@@ -147,7 +147,7 @@ pub struct Analysis {
     /// last frame received, and flows never received, are then not counted).
     /// Frames with our magic whose IPv4 header checksum is wrong (a broken forwarder).
     pub bad_checksum: u64,
-    /// Frames that are not ours (no magic, not IPv4/UDP, too short).
+    /// Frames that are not ours (no magic, not IPv4/UDP or IPv6/UDP, too short).
     pub foreign: u64,
     /// lost / (lost + frames received once), in percent.
     pub loss_percent: f64,

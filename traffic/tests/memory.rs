@@ -156,6 +156,57 @@ fn an_injected_gap_and_reordering_are_counted_exactly_in_every_flow() {
     assert!(text.contains("lost 40 ("), "{text}");
 }
 
+/// IPv6 frames take the same accounting: gaps, reordering, the end-of-run record of a
+/// flow that lost its tail, and latency; the smallest frame is the IPv6 one (80 bytes).
+#[test]
+fn ipv6_frames_are_generated_and_accounted_like_ipv4_ones() {
+    let wire = Wire::default();
+    let mut tx = MemoryDevice::new(&wire, 64);
+    let (gen, text) = generate(
+        &mut tx,
+        &[
+            "--ipv6",
+            "--count",
+            "2000",
+            "--flows",
+            "2",
+            "--vary",
+            "dst-ip",
+            "--inject-gap",
+            "100:10",
+            "--inject-reorder",
+            "500",
+        ],
+    );
+    assert_eq!((gen.frames, gen.ip_version, gen.frame_size), (2000, 6, 80));
+    assert!(text.contains("80-byte IPv6 frames"), "{text}");
+    let dst: Vec<_> = wire
+        .borrow()
+        .iter()
+        .take(2)
+        .map(|f| f[38..54].to_vec())
+        .collect();
+    assert_eq!(
+        dst[0][15] + 1,
+        dst[1][15],
+        "flow 1 adds 1 to the destination"
+    );
+    // Flow 1 loses its last 20 frames.
+    wire.borrow_mut().retain(|f| match parse(f) {
+        Parsed::Ours { flow: 1, seq, .. } => seq < 1010 - 20,
+        _ => true,
+    });
+    let mut rx = MemoryDevice::new(&wire, 64);
+    let (sink, text) = receive(&mut rx, &["--duration", "0.2"]);
+    let a = conserved(&sink);
+    assert_eq!(a.foreign + a.bad_checksum, 0, "{text}");
+    assert_eq!(a.sequence.received, 2000 - 20);
+    assert_eq!(a.sequence.lost, 2 * 10 + 20, "{text}");
+    assert_eq!(a.sequence.reordered, 2);
+    assert_eq!((a.flows, a.flows_issued), (2, Some(2)));
+    assert_eq!(a.latency.unwrap().samples, 2000 - 20);
+}
+
 #[test]
 fn pushed_back_frames_are_retried_not_lost() {
     let wire = Wire::default();
@@ -340,6 +391,23 @@ fn bad_arguments_are_refused_with_a_clear_reason() {
         (&["--backend", "dpdk"], "af_packet"),
     ] {
         let err = gen_args(argv).unwrap_err();
+        assert!(err.contains(reason), "{argv:?}: {err}");
+    }
+    for (argv, reason) in [
+        (&["--ipv6", "--size", "79"][..], "80..=1514"),
+        (
+            &["--ipv6", "--src-ip", "10.0.1.1"],
+            "--src-ip 10.0.1.1 is not of the family",
+        ),
+        (
+            &["--src-ip", "10.0.1.1", "--dst-ip", "2001:db8::1"],
+            "not of the family",
+        ),
+    ] {
+        let err = Generator::new(&gen_args(argv).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(reason), "{argv:?}: {err}");
     }
     let err = GenCli::try_parse_from(["gen"]).err().unwrap().to_string();

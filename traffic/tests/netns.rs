@@ -175,6 +175,8 @@ fn at_10kpps_nothing_is_lost_and_latency_percentiles_are_reported() {
     );
 }
 
+/// Over IPv4 and over IPv6 (the namespaces' kernels have IPv6 off: the sockets see the
+/// frames before IP), with both device sinks.
 #[test]
 fn the_sink_counts_an_injected_gap_and_reordering_exactly() {
     let Some(p) = pair() else { return };
@@ -186,22 +188,30 @@ fn the_sink_counts_an_injected_gap_and_reordering_exactly() {
         "--inject-reorder",
         "500",
     ];
-    for backend in ["af_packet", "af_xdp"] {
-        let sink = start_sink(
-            &p,
-            &["--backend", backend, "--count", "3000", "--duration", "30"],
-        );
-        let (gen, _) = generate(
-            &p,
-            &[&["--rate", "20k", "--count", "3000"], &faults[..]].concat(),
-        );
-        let (summary, text) = sink.join().unwrap();
-        assert_eq!(gen.frames, 3000);
-        let q = conserved(&summary).sequence;
-        assert_eq!(q.received, 3000, "{backend}: {text}");
-        assert_eq!(q.lost, 3 * 7, "{backend}: {text}");
-        assert_eq!(q.reordered, 3, "{backend}: {text}");
-        assert_eq!(q.duplicates, 0, "{backend}: {text}");
+    for (family, version, size) in [(&[][..], 4, 60), (&["--ipv6"][..], 6, 80)] {
+        for backend in ["af_packet", "af_xdp"] {
+            let sink = start_sink(
+                &p,
+                &["--backend", backend, "--count", "3000", "--duration", "30"],
+            );
+            let (gen, _) = generate(
+                &p,
+                &[&["--rate", "20k", "--count", "3000"], &faults[..], family].concat(),
+            );
+            let (summary, text) = sink.join().unwrap();
+            assert_eq!(
+                (gen.frames, gen.ip_version, gen.frame_size),
+                (3000, version, size)
+            );
+            let a = conserved(&summary);
+            let q = a.sequence;
+            assert_eq!(a.foreign + a.bad_checksum, 0, "{backend}: {text}");
+            assert_eq!(q.received, 3000, "IPv{version} {backend}: {text}");
+            assert_eq!(q.lost, 3 * 7, "IPv{version} {backend}: {text}");
+            assert_eq!(q.reordered, 3, "IPv{version} {backend}: {text}");
+            assert_eq!(q.duplicates, 0, "IPv{version} {backend}: {text}");
+            assert_eq!(a.latency.unwrap().samples, 3000, "IPv{version} {backend}");
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! from gen, polld realtime on the fwd CPU and a CPU-bound competitor pinned there too
 //! ([`crate::share`]); interrupt mode against polling at `user_frac` 50, with interrupts/s,
 //! the delivered rate and each one's share of the CPU, and sentences computed from those
-//! numbers. On veth (`--devices veth`):
+//! numbers; once with an IPv4 flood and once with an IPv6 one, and IPv6's delivered rate
+//! over IPv4's in each mode. On veth (`--devices veth`):
 //!
 //! It brings the testbed up, and for each mode starts `polld run` in fwd (poll thread on
 //! the fwd CPU), `polld sink` in sink and `polld gen` in gen (on the gen CPU) at a fixed
@@ -23,9 +24,9 @@ pub(crate) mod say;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::share::{measure_share, ShareTrial};
+use crate::share::{measure_share_family, ShareRow, ShareTrial};
 use crate::vm::demo::VmDemoArgs;
-use crate::{Accel, Devices, Layout, Testbed, TestbedError, UpOptions, VmOptions};
+use crate::{Accel, Devices, IpFamily, Layout, Testbed, TestbedError, UpOptions, VmOptions};
 
 pub use measure::{kernel_rx_ns, measure, Forwarder, Load, Trial};
 pub use render::write_table;
@@ -182,33 +183,100 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
 }
 
 /// The demo on TAP: interrupt mode, then polling at `args.user_frac`, each with a flood
-/// from gen and a competitor on the fwd CPU.
+/// from gen and a competitor on the fwd CPU; first with IPv4 frames, then with IPv6 ones.
 fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
     let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
-    let mut rows = Vec::new();
-    for mode in ["interrupt", "polling"] {
-        say(
-            args.json,
-            out,
-            format_args!(
-                "{mode} mode; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
-                args.duration
-            ),
-        );
-        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
-        rows.push(measure_share(
-            run.tb,
-            run.polld,
-            run.dir,
-            (gen_cpu, fwd_cpu),
-            &trial,
-        )?);
+    let mut by_family = Vec::new();
+    for family in [IpFamily::Ipv4, IpFamily::Ipv6] {
+        let mut rows = Vec::new();
+        for mode in ["interrupt", "polling"] {
+            say(
+                args.json,
+                out,
+                format_args!(
+                    "{mode} mode, {}; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+                    family.name(),
+                    args.duration
+                ),
+            );
+            let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
+            rows.push(measure_share_family(
+                run.tb,
+                run.polld,
+                run.dir,
+                (gen_cpu, fwd_cpu),
+                &trial,
+                family,
+            )?);
+        }
+        by_family.push(rows);
     }
+    let (ipv4, ipv6) = (&by_family[0], &by_family[1]);
+    let ratios = FamilyRatios::of(ipv4, ipv6);
     if args.json {
-        write_json(&rows, out);
+        write_json(
+            &TapDemo {
+                ipv4,
+                ipv6,
+                ipv6_over_ipv4: ratios,
+            },
+            out,
+        );
     } else {
-        write_share_table(&rows, gen_cpu, fwd_cpu, out);
+        write_share_table(ipv4, IpFamily::Ipv4, gen_cpu, fwd_cpu, out);
+        write_share_table(ipv6, IpFamily::Ipv6, gen_cpu, fwd_cpu, out);
+        let _ = writeln!(out, "{}", ratios.sentence());
     }
     Ok(())
+}
+
+/// The TAP demo's `--json` document.
+#[derive(serde::Serialize)]
+struct TapDemo<'a> {
+    /// The interrupt and the polling row with an IPv4 flood.
+    ipv4: &'a [ShareRow],
+    /// The same with an IPv6 flood.
+    ipv6: &'a [ShareRow],
+    ipv6_over_ipv4: FamilyRatios,
+}
+
+/// IPv6's delivered frames/s over IPv4's, each family flooding its smallest frames, by
+/// mode (`None`: a mode without an IPv4 row that delivered anything).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+struct FamilyRatios {
+    interrupt: Option<f64>,
+    polling: Option<f64>,
+}
+
+impl FamilyRatios {
+    fn of(ipv4: &[ShareRow], ipv6: &[ShareRow]) -> FamilyRatios {
+        let ratio = |mode: &str| {
+            let rate = |rows: &[ShareRow]| {
+                rows.iter()
+                    .find(|r| r.mode == mode)
+                    .map(|r| r.delivered_pps)
+            };
+            let (v4, v6) = (rate(ipv4)?, rate(ipv6)?);
+            (v4 > 0.0).then(|| v6 / v4)
+        };
+        FamilyRatios {
+            interrupt: ratio("interrupt"),
+            polling: ratio("polling"),
+        }
+    }
+
+    /// What the ratios say against the promise (IPv6 at 0.95x IPv4 or more).
+    fn sentence(&self) -> String {
+        let say = |ratio: Option<f64>| match ratio {
+            Some(r) if r >= 0.95 => format!("{r:.2}x (at least 0.95x)"),
+            Some(r) => format!("{r:.2}x (below 0.95x)"),
+            None => "unknown (no IPv4 frames delivered)".into(),
+        };
+        format!(
+            "IPv6 against IPv4, delivered frames/s (smallest frames of each): interrupt mode {}, polling {}.",
+            say(self.interrupt),
+            say(self.polling)
+        )
+    }
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use super::DemoRow;
 use crate::share::ShareRow;
-use crate::UpOptions;
+use crate::{IpFamily, UpOptions};
 
 /// What the veth demo's two rows show, from their numbers: the wakeups polling saves, the
 /// receive work the kernel's NAPI threads did outside polld's budget, and all the work on
@@ -32,13 +32,16 @@ pub(super) fn veth_findings(interrupt: &DemoRow, polling: &DemoRow) -> String {
 /// The TAP demo's table and what it shows, every claim computed from the rows.
 pub(super) fn write_share_table(
     rows: &[ShareRow],
+    family: IpFamily,
     gen_cpu: usize,
     fwd_cpu: usize,
     out: &mut dyn Write,
 ) {
     let _ = writeln!(
         out,
-        "\npolld on TAP, 60-byte frames flooded by polld gen on CPU{gen_cpu}; polld (SCHED_FIFO) and a CPU-bound competitor on CPU{fwd_cpu}; {}",
+        "\npolld on TAP, {}-byte {} frames flooded by polld gen on CPU{gen_cpu}; polld (SCHED_FIFO) and a CPU-bound competitor on CPU{fwd_cpu}; {}",
+        family.smallest_frame(),
+        family.name(),
         machine()
     );
     let _ = writeln!(

@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::ledger::Ledger;
 use crate::streams::ExtraStream;
-use crate::{Role, Testbed, TestbedError};
+use crate::{IpFamily, Role, Testbed, TestbedError};
 
 pub use per_cpu::{measure_per_cpu_shares, PerCpuRow, PerCpuTrial};
 pub(crate) use run::GEN_SLACK_S;
@@ -125,6 +125,9 @@ pub struct ShareRow {
     /// In the guest, its `ksoftirqd/0`: the device work the kernel left over from its
     /// interrupts, percent of the vCPU (`None` on TAP, where no driver works).
     pub ksoftirqd_percent: Option<f64>,
+    /// The IP version (4 or 6) of the frames `polld gen` flooded into tap0, as its summary
+    /// says (`None`: no `polld gen` into tap0, or its summary was not read for it).
+    pub gen_ip_version: Option<u8>,
     /// tap0's drops over the window, by reason (rx_ring_full: the TAP's queue was full
     /// and the kernel dropped on gen's CPU).
     pub drops: Vec<(String, u64)>,
@@ -150,6 +153,7 @@ impl ShareRow {
             polld_cpu_percent: 90.0,
             competitor_percent: 0.0,
             ksoftirqd_percent: None,
+            gen_ip_version: Some(4),
             drops: vec![],
             ledger: None,
             conserved: true,
@@ -166,7 +170,19 @@ pub fn measure_share(
     cpus: (usize, usize),
     trial: &ShareTrial,
 ) -> Result<ShareRow, TestbedError> {
-    let run = TrialRun::start(tb, polld, dir, cpus, trial)?;
+    measure_share_family(tb, polld, dir, cpus, trial, IpFamily::Ipv4)
+}
+
+/// [`measure_share`] with the flood over `family` (`polld gen --ipv6` for IPv6).
+pub fn measure_share_family(
+    tb: &Testbed,
+    polld: &Path,
+    dir: &Path,
+    cpus: (usize, usize),
+    trial: &ShareTrial,
+    family: IpFamily,
+) -> Result<ShareRow, TestbedError> {
+    let run = TrialRun::start_family(tb, polld, dir, cpus, trial, family)?;
     std::thread::sleep(Duration::from_secs_f64(trial.warm_up));
     let before = run.sample()?;
     std::thread::sleep(Duration::from_secs_f64(trial.window));

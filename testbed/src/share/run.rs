@@ -1,7 +1,7 @@
 //! A trial of the promise under way ([`TrialRun`]): polld, its generators and the
 //! competitor started, sampled around what is measured, then stopped and booked.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,7 +14,7 @@ use crate::entries::{conserved, dev_entry, drop_reason, kern_entry, polld_values
 use crate::ledger::{Ledger, PathCounters, PathReader, Sent, StreamPath};
 use crate::polld::start_polld;
 use crate::process::{last_json, Process};
-use crate::{polld_config, Devices, PolldSetup, Role, Testbed, TestbedError};
+use crate::{polld_config, Devices, IpFamily, PolldSetup, Role, Testbed, TestbedError};
 
 /// A trial under way: `polld run` in fwd, `polld gen` in gen and the competitor, as the
 /// trial asks. Take [`TrialRun::sample`]s around what is measured, then
@@ -24,6 +24,8 @@ pub struct TrialRun<'a> {
     polld: String,
     gen_cpu: usize,
     trial: ShareTrial<'a>,
+    /// The family of the flood into tap0 (the extra streams' are IPv4).
+    family: IpFamily,
     socket: PathBuf,
     daemon: Process,
     /// A `polld gen` per stream.
@@ -35,6 +37,9 @@ pub struct TrialRun<'a> {
     paths: Vec<(StreamPath, PathCounters)>,
     /// What the finished generators sent, by stream.
     sent: RefCell<Vec<Sent>>,
+    /// The IP version of the frames the last finished `polld gen` into tap0 sent, by its
+    /// summary.
+    tap0_ip_version: Cell<Option<u8>>,
 }
 
 impl<'a> TrialRun<'a> {
@@ -45,6 +50,18 @@ impl<'a> TrialRun<'a> {
         dir: &Path,
         cpus: (usize, usize),
         trial: &ShareTrial<'a>,
+    ) -> Result<TrialRun<'a>, TestbedError> {
+        TrialRun::start_family(tb, polld, dir, cpus, trial, IpFamily::Ipv4)
+    }
+
+    /// [`TrialRun::start`] with the flood into tap0 over `family`.
+    pub fn start_family(
+        tb: &'a Testbed,
+        polld: &Path,
+        dir: &Path,
+        cpus: (usize, usize),
+        trial: &ShareTrial<'a>,
+        family: IpFamily,
     ) -> Result<TrialRun<'a>, TestbedError> {
         let layout = tb.layout();
         if layout.devices != Devices::Tap {
@@ -89,7 +106,7 @@ impl<'a> TrialRun<'a> {
         let mut gens = Vec::new();
         if let Some(rate) = trial.rate {
             let flood_secs = trial.warm_up + trial.window;
-            let targets = std::iter::once(vec![layout.veth0.name.clone()])
+            let targets = std::iter::once(tap0_target(layout, family))
                 .chain(trial.extra_streams.iter().map(|s| s.gen_args()));
             for target in targets {
                 gens.push(spawn_gen(
@@ -108,19 +125,21 @@ impl<'a> TrialRun<'a> {
             polld: polld_str,
             gen_cpu,
             trial: trial.clone(),
+            family,
             socket,
             daemon,
             gens,
             competitor,
             reader,
             sent: RefCell::new(vec![Sent::default(); streams]),
+            tap0_ip_version: Cell::new(None),
         })
     }
 
     /// Starts one more `polld gen --rate rate` into tap0 for `seconds` (and [`GEN_SLACK_S`]),
     /// on the gen CPU; the caller ends it with [`TrialRun::end_gen`].
     pub(crate) fn start_gen(&self, rate: &str, seconds: f64) -> Result<Process, TestbedError> {
-        let target = [self.tb.layout().veth0.name.clone()];
+        let target = tap0_target(self.tb.layout(), self.family);
         spawn_gen(self.tb, &self.polld, self.gen_cpu, &target, rate, seconds)
     }
 
@@ -138,6 +157,12 @@ impl<'a> TrialRun<'a> {
             .ok_or_else(|| failed(format!("polld gen printed no summary: {out}")))?;
         let mut sent = self.sent.borrow_mut();
         sent[stream] = sent[stream] + Sent::of(&summary);
+        if stream == 0 {
+            let version = summary["ip_version"]
+                .as_u64()
+                .and_then(|v| u8::try_from(v).ok());
+            self.tap0_ip_version.set(version);
+        }
         summary["pps"]
             .as_f64()
             .ok_or_else(|| failed(format!("polld gen printed no rate: {out}")))
@@ -218,6 +243,7 @@ impl<'a> TrialRun<'a> {
             polld_cpu_percent: percent(before.polld_ns, after.polld_ns),
             competitor_percent: percent(before.competitor_ns, after.competitor_ns),
             ksoftirqd_percent: None,
+            gen_ip_version: self.tap0_ip_version.get(),
             drops,
             conserved: conserved(&interfaces) && ledger.as_ref().is_none_or(Ledger::balanced),
             ledger,
@@ -240,6 +266,13 @@ impl<'a> TrialRun<'a> {
 /// took, so that the load lasts through the window; this only ends a generator whose
 /// trial died before stopping it.
 pub(crate) const GEN_SLACK_S: f64 = 60.0;
+
+/// `polld gen`'s interface and options for the flood into tap0 over `family`.
+fn tap0_target(layout: &crate::Layout, family: IpFamily) -> Vec<String> {
+    let mut target = vec![layout.veth0.name.clone()];
+    target.extend(layout.gen_family_args(family));
+    target
+}
 
 /// `polld gen target --rate rate` from `cpu` for `seconds` and [`GEN_SLACK_S`].
 fn spawn_gen(

@@ -279,6 +279,8 @@ pub fn trial(tb: &Testbed, gen_polld: &Path, trial: &ShareTrial) -> Result<Share
         polld_cpu_percent: row.polld_cpu_percent,
         competitor_percent: row.competitor_percent,
         ksoftirqd_percent: Some(row.ksoftirqd_percent),
+        // The guest's row does not read gen's summary for it.
+        gen_ip_version: None,
         drops: Vec::new(),
         ledger: Some(row.ledger),
         conserved: true,
