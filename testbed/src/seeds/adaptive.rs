@@ -9,10 +9,8 @@
 //! delivered rate of the three is the configuration's best. Whether a configuration livelocks is the curve's
 //! definition ([`Livelock`]): the flood gets under 10 % of its best.
 
-use serde::Serialize;
-
 use super::plan::{Knobs, NO_FASTFORWARDING};
-use super::report::{CurveSeries, Livelock};
+use super::report::{AdaptiveRow, CurveSeries, Livelock};
 use super::seed;
 use super::steps::Bench;
 use crate::share::ShareRow;
@@ -27,23 +25,6 @@ const LOWER_RATES: [&str; 2] = ["100k", "200k"];
 /// (750 against 570 kpps); one flood trial on TAP moves by 10 % or more
 /// (docs/measuring.md §tb-plateau).
 const GAIN: f64 = 1.1;
-
-/// One configuration of seed 004's table.
-#[derive(Clone, Debug, Serialize)]
-pub struct AdaptiveRow {
-    /// `interrupt` or `adaptive`, on both TAPs.
-    pub mode: String,
-    /// `net.inet.ip.fastforwarding`.
-    pub fastforwarding: bool,
-    /// The trials at [`LOWER_RATES`], in their order.
-    pub lower: Vec<ShareRow>,
-    /// The flood's trial with the median delivered rate of its rounds.
-    pub flooded: ShareRow,
-    /// Every flood round's delivered rate, frames/s, in the order they ran.
-    pub flood_rounds: Vec<f64>,
-    /// The flood against the configuration's best.
-    pub livelock: Livelock,
-}
 
 impl AdaptiveRow {
     fn label(&self) -> String {

@@ -65,9 +65,9 @@ use plan::{FULL, FULL_VM, QUICK, QUICK_VM};
 use steps::Bench;
 
 pub use crate::results::Machine;
-pub use adaptive::AdaptiveRow;
-pub use passive::PassiveRow;
-pub use report::{CurveSeries, Livelock, Screen, SeedsReport, TableRow, TcpRow};
+pub use report::{
+    AdaptiveRow, CurveSeries, Livelock, PassiveRow, Screen, SeedsReport, TableRow, TcpRow,
+};
 
 /// `polld bench seeds` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -256,7 +256,10 @@ pub fn run_seeds(
         },
     )?;
     report.livelock = Livelock::of(&report.curve);
-    report.findings = report::findings(&report);
+    let mut findings = report::findings(&report);
+    findings.extend(passive::finding(&report.passive));
+    findings.extend(adaptive::finding(&report.adaptive));
+    report.findings = findings;
     report.svgs = plots::write_plots(&report, &args.out)?;
     print_report(&report, args.json, out, render::write_text);
     Ok(report)

@@ -25,9 +25,9 @@
 
 use polld_core::knobs::MAX_HZ;
 use polld_core::Knobs;
-use serde::Serialize;
 
 use super::plan::CURVE_USER_FRAC;
+use super::report::PassiveRow;
 use super::steps::Bench;
 use crate::demo::{measure, Forwarder, Load, Trial};
 use crate::entries::kern_entry;
@@ -47,27 +47,6 @@ const LOAD: &str = "50k";
 /// tap0's queue during the step, frames: fewer than arrive at [`LOAD`] while `usleep(1)`
 /// sleeps at the default timer slack (50 kpps for 84 µs is 4.2 frames, docs/results/seeds.md).
 const SMALL_RING: u32 = 4;
-
-/// One reader of seed 003's packet table.
-#[derive(Clone, Debug, Serialize)]
-pub struct PassiveRow {
-    pub reader: String,
-    pub mode: String,
-    /// `kern.polling.hz` in polling mode.
-    pub hz: Option<u32>,
-    pub offered_pps: f64,
-    pub delivered_pps: f64,
-    /// Frames gen sent (its summary).
-    pub sent: u64,
-    /// The frames the kernel dropped at tap0's full queue: the reader's loss.
-    pub lost_at_queue: u64,
-    /// `lost_at_queue`, percent of what gen sent.
-    pub loss_percent: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    /// polld's poll thread, percent of its CPU.
-    pub polld_cpu_percent: f64,
-}
 
 /// The rate of the passive reader's tick: one period per `usleep(1)` as it lasted at the
 /// default slack, within the knob's range.

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::adaptive::{self, AdaptiveRow};
-use super::passive::{self, PassiveRow};
 use super::Machine;
 use crate::plateau::Plateau;
 use crate::share::ShareRow;
@@ -236,8 +234,6 @@ fn curve_findings(curve: &[CurveSeries], plateau: Option<&Plateau>) -> Vec<Strin
 pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
     let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
     lines.extend(sleep_finding(&report.sleep));
-    lines.extend(passive::finding(&report.passive));
-    lines.extend(adaptive::finding(&report.adaptive));
     for r in &report.share {
         let line = match r.mode.as_str() {
             "interrupt" => format!(
@@ -313,6 +309,44 @@ fn sleep_finding(rows: &[SleepRow]) -> Option<String> {
             "NOT reproduced (a sleep of 1 us lasted under 10 us)"
         }
     ))
+}
+
+/// One configuration of seed 004's table.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdaptiveRow {
+    /// `interrupt` or `adaptive`, on both TAPs.
+    pub mode: String,
+    /// `net.inet.ip.fastforwarding`.
+    pub fastforwarding: bool,
+    /// The trials at lower loads (`adaptive::LOWER_RATES`), in their order.
+    pub lower: Vec<ShareRow>,
+    /// The flood's trial with the median delivered rate of its rounds.
+    pub flooded: ShareRow,
+    /// Every flood round's delivered rate, frames/s, in the order they ran.
+    pub flood_rounds: Vec<f64>,
+    /// The flood against the configuration's best.
+    pub livelock: Livelock,
+}
+
+/// One reader of seed 003's packet table.
+#[derive(Clone, Debug, Serialize)]
+pub struct PassiveRow {
+    pub reader: String,
+    pub mode: String,
+    /// `kern.polling.hz` in polling mode.
+    pub hz: Option<u32>,
+    pub offered_pps: f64,
+    pub delivered_pps: f64,
+    /// Frames gen sent (its summary).
+    pub sent: u64,
+    /// The frames the kernel dropped at tap0's full queue: the reader's loss.
+    pub lost_at_queue: u64,
+    /// `lost_at_queue`, percent of what gen sent.
+    pub loss_percent: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    /// polld's poll thread, percent of its CPU.
+    pub polld_cpu_percent: f64,
 }
 
 #[cfg(test)]
