@@ -14,7 +14,15 @@
 //! say where auto switched.
 //!
 //! Every point is one [`crate::demo::measure`] trial: polld realtime on the fwd CPU, the
-//! sink on its CPU. The must-show checks ([`checks`]) compare figures of the same run as
+//! sink on its CPU. Below capacity (loads under 100 %), where latency is judged, a point
+//! runs on the path the latency bench tunes (`cargo bench --bench latency`), as a
+//! latency-tuned host would: the fwd and sink CPUs held out of halt
+//! ([`crate::idle::IdleHold`]: a halted vCPU takes the hypervisor's time to wake) and, on
+//! veth, fwd's receive kthreads at `SCHED_FIFO` below polld's poll thread
+//! ([`crate::placement::RealtimeRx`]: at `SCHED_OTHER` a woken one waits behind ordinary
+//! tasks). At and above capacity the receive kthreads stay as the testbed placed them: a
+//! realtime input thread under a flood would starve the sink. Where the kernel refuses the
+//! tuning, every point runs untuned and the report says why. The must-show checks ([`checks`]) compare figures of the same run as
 //! ratios and say whether each holds; they are measurements, never a reason to fail. The
 //! run fails only when conservation failed in some polld run.
 
@@ -33,7 +41,9 @@ use serde::Serialize;
 
 use crate::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use crate::entries::{dev_entry, kern_entry, polld_values, value_of};
-use crate::{Devices, Testbed, TestbedError, UpOptions, VmOptions};
+use crate::idle::IdleHold;
+use crate::placement::RealtimeRx;
+use crate::{Devices, Role, Testbed, TestbedError, UpOptions, VmOptions};
 
 pub use checks::{check, Check, Rule};
 
@@ -140,10 +150,19 @@ pub struct SweepPoint {
     pub auto: Option<AutoSeen>,
     /// Conservation in polld's run (`None` for the kernel).
     pub conserved: Option<bool>,
+    /// Whether the point ran on the latency-tuned path.
+    pub tuned: bool,
 }
 
 impl SweepPoint {
-    fn of(forwarder: &str, load: f64, rate_pps: u64, row: &DemoRow, input: &str) -> SweepPoint {
+    fn of(
+        forwarder: &str,
+        load: f64,
+        rate_pps: u64,
+        row: &DemoRow,
+        input: &str,
+        tuned: bool,
+    ) -> SweepPoint {
         let l = row.latency;
         let polld = row.conserved.is_some();
         SweepPoint {
@@ -165,6 +184,7 @@ impl SweepPoint {
                 switches: row.polld_delta(&dev_entry(input, IfCounters::AUTO_SWITCHES.name)),
             }),
             conserved: row.conserved,
+            tuned,
         }
     }
 
@@ -197,6 +217,8 @@ pub struct TestbedSweep {
     /// The polld runs in which conservation failed (`interrupt at 50 %`, the capacity's
     /// flood as `interrupt flood`); empty when it held in every one.
     pub not_conserved: Vec<String>,
+    /// Why the points below capacity ran untuned; `None` when they ran tuned.
+    pub tuning_refused: Option<String>,
     pub svgs: Vec<PathBuf>,
 }
 
@@ -375,6 +397,7 @@ impl Bed<'_> {
         rows.extend(MODES.map(|mode| Row::polld(mode.into(), mode, &[])));
         rows.push(Row::polld(low_user_frac_row(), "polling", &low));
         let input = self.input();
+        let mut tuning_refused = None;
         let mut points = Vec::new();
         for row in &rows {
             // The extra polling row runs above capacity only.
@@ -389,11 +412,24 @@ impl Bed<'_> {
                     self.duration
                 );
                 let rate_arg = rate.to_string();
+                let tuning = (load < 1.0 && tuning_refused.is_none())
+                    .then(|| {
+                        self.tune().map_err(|e| {
+                            let _ = writeln!(
+                                progress,
+                                "polld bench sweep: {name}: {e}; every point runs untuned"
+                            );
+                            tuning_refused = Some(e.to_string());
+                        })
+                    })
+                    .and_then(Result::ok);
                 let (measured, share) = self.watched(label == "auto", || match row.mode {
                     Some(mode) => self.point(mode, row.knobs, &rate_arg),
                     None => self.kernel(&rate_arg),
                 })?;
-                let mut point = SweepPoint::of(label, load, rate, &measured, &input);
+                let tuned = tuning.is_some();
+                drop(tuning);
+                let mut point = SweepPoint::of(label, load, rate, &measured, &input, tuned);
                 if let Some(auto) = point.auto.as_mut() {
                     auto.polling_share = share;
                 }
@@ -422,8 +458,21 @@ impl Bed<'_> {
             checks,
             auto_switched,
             not_conserved,
+            tuning_refused,
             svgs: Vec::new(),
         })
+    }
+
+    /// The latency-tuned path (see the module docs) for as long as it lives: the fwd and
+    /// sink CPUs out of halt; on veth, fwd's receive kthreads realtime below polld.
+    fn tune(&self) -> Result<(IdleHold, Option<RealtimeRx>), TestbedError> {
+        let cpus = self.options.cpus;
+        let idle = IdleHold::poll(&[cpus.fwd, cpus.sink])?;
+        let rx = match self.devices() {
+            Devices::Veth => Some(RealtimeRx::raise(self.tb.layout(), &[Role::Fwd])?),
+            Devices::Tap | Devices::Vm => None,
+        };
+        Ok((idle, rx))
     }
 
     /// polld in `mode` with `knobs` at `rate` through to the sink.

@@ -64,6 +64,14 @@ fn write_testbed(t: &TestbedSweep, duration: f64, out: &mut dyn Write) {
          {duration} s per point; interrupt mode's capacity {:.0} frames/s is the loads' 100 %",
         t.testbed, t.backend, t.capacity_pps
     );
+    let path = match &t.tuning_refused {
+        None => "loads under 100 % on the latency-tuned path (fwd and sink CPUs held out of \
+                 halt; on veth fwd's receive kthreads SCHED_FIFO below polld), as the latency \
+                 bench; 100 % and above as the testbed placed them"
+            .to_string(),
+        Some(why) => format!("every load untuned: the kernel refused the latency tuning ({why})"),
+    };
+    let _ = writeln!(out, "{path}");
     if !t.forwarders().iter().any(|f| f == super::KERNEL) {
         let _ = writeln!(
             out,
