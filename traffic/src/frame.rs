@@ -288,9 +288,15 @@ pub struct EndOfRun {
     pub issued: Vec<u64>,
 }
 
-/// The end-of-run records of a run whose flow `i` was issued `issued[i]` sequence
-/// numbers, addressed like flow 0 (`addrs`) so that they take its path.
-pub fn end_of_run_frames(addrs: &FlowAddrs, gen_start_ns: u64, issued: &[u64]) -> Vec<Vec<u8>> {
+/// The end-of-run records of a run whose flow `first_flow + i` was issued `issued[i]`
+/// sequence numbers, addressed like the run's first flow (`addrs`) so that they take its
+/// path.
+pub fn end_of_run_frames(
+    addrs: &FlowAddrs,
+    gen_start_ns: u64,
+    first_flow: u16,
+    issued: &[u64],
+) -> Vec<Vec<u8>> {
     issued
         .chunks(END_FLOWS_PER_FRAME)
         .enumerate()
@@ -306,7 +312,7 @@ pub fn end_of_run_frames(addrs: &FlowAddrs, gen_start_ns: u64, issued: &[u64]) -
             f[at(END_START_AT)..at(END_FLOWS_AT)].copy_from_slice(&gen_start_ns.to_be_bytes());
             f[at(END_FLOWS_AT)..at(END_FIRST_AT)]
                 .copy_from_slice(&(issued.len() as u32).to_be_bytes());
-            let first = (k * END_FLOWS_PER_FRAME) as u16;
+            let first = first_flow + (k * END_FLOWS_PER_FRAME) as u16;
             f[at(END_FIRST_AT)..at(END_LEN_AT)].copy_from_slice(&first.to_be_bytes());
             f[at(END_LEN_AT)..at(END_COUNTS_AT)]
                 .copy_from_slice(&(counts.len() as u16).to_be_bytes());
@@ -534,7 +540,7 @@ mod tests {
     #[test]
     fn end_of_run_records_carry_every_flows_count_across_frames() {
         let issued: Vec<u64> = (0..400).map(|i| i * 1000 + 7).collect();
-        let frames = end_of_run_frames(&addrs(), 0x1234_5678_9abc, &issued);
+        let frames = end_of_run_frames(&addrs(), 0x1234_5678_9abc, 0, &issued);
         assert_eq!(frames.len(), 3, "{END_FLOWS_PER_FRAME} flows per frame");
         let mut read = Vec::new();
         for f in &frames {
@@ -546,7 +552,7 @@ mod tests {
             read.extend(e.issued);
         }
         assert_eq!(read, issued);
-        let one = end_of_run_frames(&addrs(), 1, &[5]);
+        let one = end_of_run_frames(&addrs(), 1, 0, &[5]);
         assert_eq!(one[0].len(), 70);
         assert_eq!(parse_end_of_run(&one[0][..MIN_FRAME]), None, "truncated");
     }
@@ -633,7 +639,7 @@ mod tests {
     #[test]
     fn ipv6_end_of_run_records_carry_the_counts_and_a_valid_checksum() {
         let issued: Vec<u64> = (0..400).map(|i| i * 3 + 1).collect();
-        let frames = end_of_run_frames(&addrs6(), 77, &issued);
+        let frames = end_of_run_frames(&addrs6(), 77, 0, &issued);
         let mut read = Vec::new();
         for f in &frames {
             assert!(f.len() >= 80 && f.len() <= MAX_FRAME, "{}", f.len());
@@ -642,7 +648,7 @@ mod tests {
             read.extend(parse_end_of_run(f).unwrap().issued);
         }
         assert_eq!(read, issued);
-        assert_eq!(end_of_run_frames(&addrs6(), 1, &[5])[0].len(), 90);
+        assert_eq!(end_of_run_frames(&addrs6(), 1, 0, &[5])[0].len(), 90);
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub struct GenArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_FLOWS as i64))]
     pub flows: u32,
 
+    /// The id of the first flow (this run's flows are first..first+flows): generators
+    /// that send to one sink each take their own range, so that the sink keeps their
+    /// sequences apart.
+    #[arg(long, default_value_t = 0)]
+    pub first_flow: u16,
+
     /// Header fields that differ between flows.
     #[arg(
         long,
@@ -240,6 +246,8 @@ pub struct Generator {
     interval_ns: Option<u64>,
     json: bool,
     schedule: SeqSchedule,
+    /// The id of the first flow.
+    first_flow: u16,
     /// Flow 0's addresses, which the end-of-run records take.
     base: FlowAddrs,
 }
@@ -268,11 +276,19 @@ impl Generator {
                 return Err(Error(format!("the rate must be above zero, not {pps}")));
             }
         }
+        if u32::from(args.first_flow) + args.flows > MAX_FLOWS {
+            return Err(Error(format!(
+                "--first-flow {} with --flows {} runs past flow id {}: lower one of them",
+                args.first_flow,
+                args.flows,
+                MAX_FLOWS - 1
+            )));
+        }
         let flows = (0..args.flows)
             .map(|i| {
                 Ok(FlowTemplate::new(
                     &flow_addrs(args, i)?,
-                    i as u16,
+                    args.first_flow + i as u16,
                     frame_size,
                 )?)
             })
@@ -288,6 +304,7 @@ impl Generator {
             interval_ns: Some(seconds_to_ns(args.interval)).filter(|&ns| ns > 0),
             json: args.json,
             schedule: SeqSchedule::new(&args.inject_gap, &args.inject_reorder),
+            first_flow: args.first_flow,
             base,
         })
     }
@@ -468,7 +485,7 @@ impl Generator {
     /// Sends the end-of-run records [`END_COPIES`] times; returns how many the device
     /// accepted. A copy the device refuses is not retried: the others stand in for it.
     fn send_end_of_run(&self, dev: &mut dyn TxDevice, start: u64, issued: &[u64]) -> u64 {
-        let frames = end_of_run_frames(&self.base, start, issued);
+        let frames = end_of_run_frames(&self.base, start, self.first_flow, issued);
         let mut accepted = 0;
         for copy in 0..END_COPIES {
             if copy > 0 {

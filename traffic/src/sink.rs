@@ -154,6 +154,11 @@ pub struct Analysis {
     pub flows_issued: Option<usize>,
     /// Flows received.
     pub flows: usize,
+    /// Our frames that arrived after a frame sent later than they were, from any flow or
+    /// generator: how far the order of arrival is from the order of sending, as a merge of
+    /// several inputs into one output shows it (send times from each frame's stamp, on the
+    /// host's one monotonic clock).
+    pub out_of_send_order: u64,
     pub latency: Option<LatencySummary>,
 }
 
@@ -180,6 +185,10 @@ struct Tally {
     start_ns: u64,
     counts: RxCounts,
     seq: SeqTracker,
+    /// The latest send time among our frames received so far (CLOCK_MONOTONIC ns).
+    latest_sent_ns: u64,
+    /// Our frames sent before `latest_sent_ns` when they arrived.
+    out_of_send_order: u64,
     /// Latencies of the current interval, merged into `latency_total` at each report.
     latency_interval: Histogram<u64>,
     latency_total: Histogram<u64>,
@@ -196,6 +205,8 @@ impl Tally {
             start_ns,
             counts: RxCounts::default(),
             seq: SeqTracker::new(),
+            latest_sent_ns: 0,
+            out_of_send_order: 0,
             latency_interval: histogram(),
             latency_total: histogram(),
         }
@@ -211,8 +222,14 @@ impl Tally {
                 sent_ns_low,
             } => {
                 self.seq.record(flow, seq);
-                self.latency_interval
-                    .saturating_record(latency_ns(sent_ns_low, now_ns).max(1));
+                let latency = latency_ns(sent_ns_low, now_ns);
+                let sent_ns = now_ns.saturating_sub(latency);
+                if sent_ns < self.latest_sent_ns {
+                    self.out_of_send_order += 1;
+                } else {
+                    self.latest_sent_ns = sent_ns;
+                }
+                self.latency_interval.saturating_record(latency.max(1));
             }
             Parsed::EndOfRun => {
                 self.counts.end_records += 1;
@@ -254,6 +271,7 @@ impl Tally {
                 0.0
             },
             flows: self.seq.flows_seen(),
+            out_of_send_order: self.out_of_send_order,
             latency: LatencySummary::of(&self.latency_total),
         }
     }
@@ -571,7 +589,8 @@ fn summary_text(s: &SinkSummary) -> String {
         None => format!("{} flow(s)", a.flows),
     };
     text += &format!(
-        "\n[sink] ours {} in {flows}: lost {} ({:.3} %), reordered {}, duplicates {}, stale {}\n\
+        "\n[sink] ours {} in {flows}: lost {} ({:.3} %), reordered {}, duplicates {}, stale {}, \
+         out of send order {}\n\
          [sink] not ours: foreign {}, bad IPv4 checksum {}",
         q.received,
         q.lost,
@@ -579,6 +598,7 @@ fn summary_text(s: &SinkSummary) -> String {
         q.reordered,
         q.duplicates,
         q.stale,
+        a.out_of_send_order,
         a.foreign,
         a.bad_checksum
     );

@@ -471,3 +471,48 @@ fn a_device_that_refuses_everything_does_not_hold_a_timed_run_past_its_end() {
         "ends soon after the deadline, not never: {gen:?}"
     );
 }
+
+/// Two generators into one sink, as two inputs merged into one output: with their own
+/// flow ranges (`--first-flow`) the sink keeps their sequences apart, and it counts the
+/// frames that arrived after a frame sent later (`out_of_send_order`): none when the
+/// merge keeps the order of sending, every frame of the earlier run when it comes last.
+#[test]
+fn two_generators_merged_into_one_sink_are_counted_apart_and_in_send_order() {
+    let (early, late) = (Wire::default(), Wire::default());
+    let (a, _) = generate(
+        &mut MemoryDevice::new(&early, 64),
+        &["--count", "300", "--flows", "2"],
+    );
+    let (b, _) = generate(
+        &mut MemoryDevice::new(&late, 64),
+        &["--count", "200", "--flows", "2", "--first-flow", "2"],
+    );
+    for (first, then, out_of_order) in [(&early, &late, 0), (&late, &early, a.frames)] {
+        let merged = Wire::default();
+        merged
+            .borrow_mut()
+            .extend(first.borrow().iter().chain(then.borrow().iter()).cloned());
+        let (sink, text) = receive(&mut MemoryDevice::new(&merged, 64), &["--duration", "0.2"]);
+        let s = conserved(&sink);
+        assert_eq!(s.sequence.received, a.frames + b.frames, "{text}");
+        assert_eq!((s.flows, s.flows_issued), (4, Some(4)), "{text}");
+        let q = &s.sequence;
+        assert_eq!((q.lost, q.reordered, q.duplicates), (0, 0, 0), "{text}");
+        assert_eq!(s.out_of_send_order, out_of_order, "{text}");
+        assert!(
+            text.contains(&format!("out of send order {out_of_order}")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_flow_range_past_the_last_flow_id_is_refused() {
+    let e = Generator::new(&gen_args(&["--first-flow", "65535", "--flows", "2"]).unwrap())
+        .err()
+        .expect("flow ids 65535 and 65536");
+    assert!(
+        e.to_string().contains("--first-flow 65535 with --flows 2"),
+        "{e}"
+    );
+}
