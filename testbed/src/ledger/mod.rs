@@ -178,36 +178,59 @@ impl Ledger {
         grew: &PathCounters,
         polld: &Value,
     ) -> Result<Ledger, TestbedError> {
-        let report = |name: &str| {
-            polld
-                .as_array()
-                .and_then(|l| l.iter().find(|i| i["name"] == name))
-                .ok_or_else(|| {
-                    TestbedError::Failed(format!("polld's final report has no interface {name}"))
-                })
+        Ledger::of_merge(&[(path, sent, grew)], polld)
+    }
+
+    /// The frames of several streams merged into one output: each stream's input hops
+    /// (its generator's device, polld's input) once per stream, then the hops of the one
+    /// output they share (polld's output, the sink's interface) once. The paths must share
+    /// `polld_out` and `sink`; the output's counters are read from the first stream's.
+    pub fn of_merge(
+        streams: &[(&StreamPath, Sent, &PathCounters)],
+        polld: &Value,
+    ) -> Result<Ledger, TestbedError> {
+        let Some(&(first, _, grew)) = streams.first() else {
+            return Err(TestbedError::Failed("a ledger needs a stream".into()));
         };
-        let (read, written) = (report(&path.polld_in)?, report(&path.polld_out)?);
-        let (input, output) = (&path.polld_in, &path.polld_out);
-        let mut ledger = Ledger {
-            sent: sent.frames,
-            ..Ledger::default()
-        };
+        if let Some((other, _, _)) = streams
+            .iter()
+            .find(|(p, _, _)| p.polld_out != first.polld_out || p.sink != first.sink)
+        {
+            return Err(TestbedError::Failed(format!(
+                "streams merged into one ledger must share their output: {} -> {} is not {} -> {}",
+                other.polld_out, other.sink, first.polld_out, first.sink
+            )));
+        }
+        let mut ledger = Ledger::default();
+        for &(path, sent, grew) in streams {
+            ledger.sent += sent.frames;
+            ledger.input_hops(path, sent, grew, polld)?;
+        }
+        ledger.output_hops(first, grew, polld)?;
+        Ok(ledger)
+    }
+
+    /// The hops of `path` up to polld's reading of its input.
+    fn input_hops(
+        &mut self,
+        path: &StreamPath,
+        sent: Sent,
+        grew: &PathCounters,
+        polld: &Value,
+    ) -> Result<(), TestbedError> {
+        let read = report_of(polld, &path.polld_in)?;
+        let input = &path.polld_in;
         let gen = &path.gen;
         let next = match path.devices {
             Devices::Veth => format!("{input}'s ring full"),
             Devices::Tap | Devices::Vm => "queue full".to_string(),
         };
-        ledger.lose_seen(
+        self.lose_seen(
             vec![(format!("gen {gen}: dropped (ENOBUFS, EBUSY)"), sent.dropped)],
             format!("{gen}: {next} (kernel tx_dropped in gen)"),
             grew.gen.tx_dropped,
         );
-        // Where polld's own interfaces are, when they have counters of their own.
-        let fwd = match path.devices {
-            Devices::Veth => Some("fwd"),
-            Devices::Vm => Some("the guest"),
-            Devices::Tap => None,
-        };
+        let fwd = polld_host(path.devices);
         let polld_counters = counters_of(read);
         if let Some(fwd) = fwd {
             let before_rx = polld_counters
@@ -219,7 +242,7 @@ impl Ledger {
                 })
                 .map(|(name, n)| (format!("polld {input}: {name}"), *n))
                 .collect();
-            ledger.lose_seen(
+            self.lose_seen(
                 before_rx,
                 format!("{input}: socket full (kernel rx_dropped in {fwd})"),
                 grew.fwd_in.rx_dropped,
@@ -227,25 +250,38 @@ impl Ledger {
         }
         for (name, n) in &polld_counters {
             if DropReason::is_drop_after_rx(name) {
-                ledger.lose(format!("polld {input}: {name}"), *n);
+                self.lose(format!("polld {input}: {name}"), *n);
             }
         }
-        ledger.lose(
+        self.lose(
             format!("polld {input}: for the box (local, consumed)"),
             final_counter(read, PolldCounters::LOCAL.name)
                 + final_counter(read, PolldCounters::CONSUMED.name),
         );
-        ledger.hold(
+        self.hold(
             format!("polld {input}: queued"),
             final_counter(read, PolldCounters::QUEUED.name),
         );
+        Ok(())
+    }
+
+    /// The hops of `path` from polld's output on, with `grew` the path's counters.
+    fn output_hops(
+        &mut self,
+        path: &StreamPath,
+        grew: &PathCounters,
+        polld: &Value,
+    ) -> Result<(), TestbedError> {
+        let written = report_of(polld, &path.polld_out)?;
+        let output = &path.polld_out;
+        let fwd = polld_host(path.devices);
         let nobufs = format!("{}.{}", TX_DROPS.name, polld_core::TxDrop::NoBufs.name());
         let mut seen_out = Vec::new();
         for (name, n) in counters_of(written) {
             if name == nobufs && fwd.is_some() {
                 seen_out.push((format!("polld {output}: {name}"), n));
             } else if TX_DROPS.key(&name).is_some() {
-                ledger.lose(format!("polld {output}: {name}"), n);
+                self.lose(format!("polld {output}: {name}"), n);
             }
         }
         if let Some(fwd) = fwd {
@@ -253,7 +289,7 @@ impl Ledger {
                 Devices::Veth => format!("{}'s ring full", path.sink),
                 _ => "transmit queue full".to_string(),
             };
-            ledger.lose_seen(
+            self.lose_seen(
                 seen_out,
                 format!("{output}: {full} (kernel tx_dropped in {fwd})"),
                 grew.fwd_out.tx_dropped,
@@ -264,7 +300,7 @@ impl Ledger {
             Devices::Veth => "socket full",
             Devices::Tap | Devices::Vm => "queue full",
         };
-        ledger.lose(
+        self.lose(
             format!("{sink}: {reason} (kernel rx_dropped in sink)"),
             grew.sink.rx_dropped,
         );
@@ -277,8 +313,27 @@ impl Ledger {
         let own = final_counter(written, PolldCounters::GENERATED.name).saturating_sub(
             final_counter(written, PolldCounters::GENERATED_DROPPED.name),
         );
-        ledger.delivered = arrived.saturating_sub(own);
-        Ok(ledger)
+        self.delivered = arrived.saturating_sub(own);
+        Ok(())
+    }
+}
+
+/// `name`'s entry in polld's final report.
+fn report_of<'v>(polld: &'v Value, name: &str) -> Result<&'v Value, TestbedError> {
+    polld
+        .as_array()
+        .and_then(|l| l.iter().find(|i| i["name"] == name))
+        .ok_or_else(|| {
+            TestbedError::Failed(format!("polld's final report has no interface {name}"))
+        })
+}
+
+/// Where polld's own interfaces are, when they have counters of their own.
+fn polld_host(devices: Devices) -> Option<&'static str> {
+    match devices {
+        Devices::Veth => Some("fwd"),
+        Devices::Vm => Some("the guest"),
+        Devices::Tap => None,
     }
 }
 
@@ -489,6 +544,48 @@ mod tests {
         );
         let e = Ledger::of_stream(&path, sent, &grew, &serde_json::json!([])).unwrap_err();
         assert!(e.to_string().contains("no interface tap0"), "{e}");
+    }
+
+    /// Two TAP inputs merged into one output: each input's queue and polld's drops on it
+    /// booked per input, the shared output and the sink's queue once.
+    #[test]
+    fn inputs_merged_into_one_output_book_the_output_once() {
+        let (a, b) = (
+            StreamPath::tap("tap0".into(), "tap1".into()),
+            StreamPath::tap("tap2".into(), "tap1".into()),
+        );
+        let grew_a = PathCounters {
+            gen: counters(0, 0, 20),
+            sink: counters(1500 - 20 - 5 - 30 - 4 - 6, 6, 0),
+            ..PathCounters::default()
+        };
+        let grew_b = PathCounters {
+            gen: counters(0, 0, 30),
+            sink: grew_a.sink,
+            ..PathCounters::default()
+        };
+        let polld = serde_json::json!([
+            {"name": "tap0", "counters": [["drops.no_route", 5]]},
+            {"name": "tap2", "counters": [["queued", 0]]},
+            {"name": "tap1", "counters": [["tx_drops.nobufs", 4]]},
+        ]);
+        let sent = |frames| Sent { frames, dropped: 0 };
+        let merged = [(&a, sent(1000), &grew_a), (&b, sent(500), &grew_b)];
+        let l = Ledger::of_merge(&merged, &polld).unwrap();
+        assert!(l.balanced(), "{l}");
+        assert_eq!(
+            l.to_string(),
+            "sent 1500 = delivered 1435 + tap0: queue full (kernel tx_dropped in gen) 20 \
+             + polld tap0: drops.no_route 5 + tap2: queue full (kernel tx_dropped in gen) 30 \
+             + polld tap1: tx_drops.nobufs 4 + tap1: queue full (kernel rx_dropped in sink) 6"
+        );
+        let apart = StreamPath::tap("tap2".into(), "tap3".into());
+        let e = Ledger::of_merge(
+            &[(&a, sent(1), &grew_a), (&apart, sent(1), &grew_b)],
+            &polld,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("must share their output"), "{e}");
     }
 
     #[test]
