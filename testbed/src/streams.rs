@@ -11,6 +11,7 @@
 //! with them.
 
 use std::fmt::Write;
+use std::net::Ipv4Addr;
 
 use crate::sys;
 use crate::{Layout, Testbed, TestbedError};
@@ -95,7 +96,14 @@ impl ExtraStream {
 
     /// `polld gen` arguments that address this stream's frames.
     pub fn gen_args(self) -> Vec<String> {
-        let (i, o) = (self.input_link(), self.output_link());
+        let o = self.output_link();
+        self.gen_args_to(Ipv4Addr::new(10, 0, o, 100))
+    }
+
+    /// `polld gen` arguments that send into this stream's input towards `dst_ip`: its own
+    /// output's, or another stream's to merge the two inputs into one output.
+    pub fn gen_args_to(self, dst_ip: Ipv4Addr) -> Vec<String> {
+        let i = self.input_link();
         vec![
             self.input(),
             "--src-mac".into(),
@@ -105,7 +113,7 @@ impl ExtraStream {
             "--src-ip".into(),
             format!("10.0.{i}.1"),
             "--dst-ip".into(),
-            format!("10.0.{o}.100"),
+            dst_ip.to_string(),
         ]
     }
 }

@@ -28,7 +28,9 @@
 //!   a 1-ns slack and SCHED_FIFO ([`crate::sleep`]); no testbed traffic.
 //! - `passive`: seed 003 on packets: a reader that sleeps as long as `usleep(1)` did
 //!   between reads against busy polling, polling at the highest hz and interrupts,
-//!   through a small queue: loss, one-way p99 and CPU (`polld sink`).
+//!   through a small queue: loss, one-way p99 and CPU (`polld sink`); then the same
+//!   readers merging two inputs into one output: the frames released out of send order
+//!   ([`merge`]).
 //!
 //! `--devices vm` runs the curve and the share steps on the VM testbed instead: polld in a
 //! qemu guest between two virtio-net NICs, a polld of its own for each trial, `polld gen`
@@ -44,6 +46,7 @@
 //! `report`, its text in `render` and its charts in `plots`.
 
 mod adaptive;
+mod merge;
 mod passive;
 mod plan;
 mod plots;
@@ -66,7 +69,7 @@ use steps::Bench;
 
 pub use crate::results::Machine;
 pub use report::{
-    AdaptiveRow, CurveSeries, Livelock, PassiveRow, Screen, SeedsReport, TableRow, TcpRow,
+    AdaptiveRow, CurveSeries, Livelock, MergeRow, PassiveRow, Screen, SeedsReport, TableRow, TcpRow,
 };
 
 /// `polld bench seeds` options.
@@ -258,6 +261,7 @@ pub fn run_seeds(
     report.livelock = Livelock::of(&report.curve);
     let mut findings = report::findings(&report);
     findings.extend(passive::finding(&report.passive));
+    findings.extend(merge::finding(&report.merge));
     findings.extend(adaptive::finding(&report.adaptive));
     report.findings = findings;
     report.svgs = plots::write_plots(&report, &args.out)?;

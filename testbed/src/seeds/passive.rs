@@ -20,8 +20,8 @@
 //! reader's loss, from the trial's ledger: the sink's own count of the lost needs gen's
 //! end-of-run record, which that queue may drop too), the sink's one-way p50 and p99, and
 //! polld's CPU. Conservation is booked on every trial.
-//! The seed's second claim, that time-merging two adapters needs active polling, is not
-//! measured here.
+//! The seed's second claim, that time-merging two adapters needs active polling, is
+//! measured by the same readers in [`super::merge`].
 
 use polld_core::knobs::MAX_HZ;
 use polld_core::Knobs;
@@ -58,7 +58,58 @@ fn passive_hz(sleep: &[SleepRow]) -> Option<u32> {
     Some(hz.clamp(f64::from(polld_core::knobs::MIN_HZ), f64::from(MAX_HZ)) as u32)
 }
 
+/// One reader of seed 003's tables: its label, polld's mode and, when polling, its hz.
+pub(super) struct Reader {
+    pub label: String,
+    pub mode: &'static str,
+    pub hz: Option<u32>,
+}
+
+/// The readers of seed 003's tables, `passive_hz` the passive reader's tick rate.
+pub(super) fn readers(passive_hz: u32) -> [Reader; 4] {
+    let reader = |label: String, mode, hz| Reader { label, mode, hz };
+    [
+        reader("busy: active polling".into(), "busy", None),
+        reader(format!("polling at hz {MAX_HZ}"), "polling", Some(MAX_HZ)),
+        reader(
+            format!(
+                "passive: a usleep(1) between reads ({:.0} us, polling at hz {passive_hz})",
+                1e6 / f64::from(passive_hz)
+            ),
+            "polling",
+            Some(passive_hz),
+        ),
+        reader("interrupt: asleep until woken".into(), "interrupt", None),
+    ]
+}
+
+/// polld's knobs for a reader polling at `hz` (or not polling): `user_frac` as the
+/// curve's, and no looks between the ticks, so that the reader sleeps a whole period
+/// between reads.
+pub(super) fn reader_knobs(hz: Option<u32>) -> Vec<(String, String)> {
+    let mut knobs = vec![(
+        kern_entry(Knobs::USER_FRAC.name),
+        CURVE_USER_FRAC.to_string(),
+    )];
+    if let Some(hz) = hz {
+        knobs.push((kern_entry(Knobs::HZ.name), hz.to_string()));
+        knobs.push((kern_entry(Knobs::LOOKS.name), "0".into()));
+    }
+    knobs
+}
+
 impl Bench<'_> {
+    /// The CPUs of seed 003's trials: the sink on gen's CPU, since a reader that polls
+    /// actively takes all of its own, and a sink beside it would be what loses frames.
+    pub(super) fn sink_beside_gen(&self) -> CpuPlan {
+        let (gen, fwd) = self.cpus;
+        CpuPlan {
+            gen,
+            fwd,
+            sink: gen,
+        }
+    }
+
     /// Seed 003's packet table; the `sleep` step has run (its `usleep(1)` sets the passive
     /// reader's period).
     pub(super) fn passive(&mut self) -> Result<(), TestbedError> {
@@ -85,58 +136,26 @@ impl Bench<'_> {
         let result = self.readers(hz);
         queue(&before)?;
         self.report.passive = result?;
+        self.report.merge = self.merge(hz)?;
         Ok(())
     }
 
     fn readers(&mut self, passive_hz: u32) -> Result<Vec<PassiveRow>, TestbedError> {
-        let readers = [
-            ("busy: active polling".to_string(), "busy", None),
-            (format!("polling at hz {MAX_HZ}"), "polling", Some(MAX_HZ)),
-            (
-                format!(
-                    "passive: a usleep(1) between reads ({:.0} us, polling at hz {passive_hz})",
-                    1e6 / f64::from(passive_hz)
-                ),
-                "polling",
-                Some(passive_hz),
-            ),
-            (
-                "interrupt: asleep until woken".to_string(),
-                "interrupt",
-                None,
-            ),
-        ];
-        let (user_frac, hz_name, looks) = (
-            kern_entry(Knobs::USER_FRAC.name),
-            kern_entry(Knobs::HZ.name),
-            kern_entry(Knobs::LOOKS.name),
-        );
-        let user_frac_value = CURVE_USER_FRAC.to_string();
-        // The sink on gen's CPU: a reader that polls actively takes all of its own, and a
-        // sink beside it would be what loses frames.
-        let (gen, fwd) = self.cpus;
         let options = UpOptions {
-            cpus: CpuPlan {
-                gen,
-                fwd,
-                sink: gen,
-            },
+            cpus: self.sink_beside_gen(),
             ..UpOptions::default()
         };
         let mut rows = Vec::new();
-        for (reader, mode, hz) in readers {
+        for Reader { label, mode, hz } in readers(passive_hz) {
+            let reader = label;
             self.say(&format!(
                 "seed 003: {reader}, polld gen --rate {LOAD} into a {SMALL_RING}-frame queue ..."
             ));
-            let hz_value = hz.map(|h| h.to_string());
-            let mut knobs = vec![(user_frac.as_str(), user_frac_value.as_str())];
-            // No looks between the ticks: the reader sleeps a whole period between reads.
-            knobs.extend(
-                hz_value
-                    .as_deref()
-                    .into_iter()
-                    .flat_map(|h| [(hz_name.as_str(), h), (looks.as_str(), "0")]),
-            );
+            let owned = reader_knobs(hz);
+            let knobs: Vec<(&str, &str)> = owned
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
             let trial = Trial {
                 label: reader.clone(),
                 forwarder: Forwarder::Polld {

@@ -110,6 +110,8 @@ pub struct SeedsReport {
     pub sleep: Vec<SleepRow>,
     /// Seed 003 on packets: a passive reader against active polling.
     pub passive: Vec<PassiveRow>,
+    /// Seed 003's time merge: two inputs into one output, by reader.
+    pub merge: Vec<MergeRow>,
     /// Seed 004: interrupt against adaptive mode, with and without fastforwarding.
     pub adaptive: Vec<AdaptiveRow>,
     /// The curve's livelock, if the curve ran: the bench fails when it did not reproduce.
@@ -346,6 +348,26 @@ pub struct PassiveRow {
     pub p50_us: f64,
     pub p99_us: f64,
     /// polld's poll thread, percent of its CPU.
+    pub polld_cpu_percent: f64,
+}
+
+/// One reader of seed 003's time merge.
+#[derive(Clone, Debug, Serialize)]
+pub struct MergeRow {
+    pub reader: String,
+    pub mode: String,
+    /// `kern.polling.hz` in polling mode.
+    pub hz: Option<u32>,
+    /// Frames both generators sent (their summaries).
+    pub sent: u64,
+    /// Our frames the sink received.
+    pub received: u64,
+    /// Of those, the frames that arrived after a frame sent later.
+    pub out_of_send_order: u64,
+    /// `out_of_send_order`, percent of `received`.
+    pub out_of_order_percent: f64,
+    pub p99_us: f64,
+    /// polld's CPU time over the trial, percent of one CPU.
     pub polld_cpu_percent: f64,
 }
 

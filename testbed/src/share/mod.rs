@@ -29,7 +29,7 @@ use crate::streams::ExtraStream;
 use crate::{IpFamily, Role, Testbed, TestbedError};
 
 pub use per_cpu::{measure_per_cpu_shares, PerCpuRow, PerCpuTrial};
-pub(crate) use run::GEN_SLACK_S;
+pub(crate) use run::{tap0_target, GEN_SLACK_S};
 pub use run::{Sample, TrialRun};
 
 fn failed(what: String) -> TestbedError {

@@ -268,7 +268,7 @@ impl<'a> TrialRun<'a> {
 pub(crate) const GEN_SLACK_S: f64 = 60.0;
 
 /// `polld gen`'s interface and options for the flood into tap0 over `family`.
-fn tap0_target(layout: &crate::Layout, family: IpFamily) -> Vec<String> {
+pub(crate) fn tap0_target(layout: &crate::Layout, family: IpFamily) -> Vec<String> {
     let mut target = vec![layout.veth0.name.clone()];
     target.extend(layout.gen_family_args(family));
     target
