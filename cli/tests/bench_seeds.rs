@@ -174,10 +174,16 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
         .collect();
     assert_eq!(modes, ["busy", "polling", "polling", "interrupt"]);
     assert!(passive.iter().all(|r| r["p99_us"].as_f64().unwrap() > 0.0));
+    // Its time merge: the same readers, each booked end to end over both inputs.
+    let merge = report["merge"].as_array().unwrap();
+    let modes: Vec<&str> = merge.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["busy", "polling", "polling", "interrupt"]);
+    assert!(merge.iter().all(|r| r["received"].as_u64().unwrap() > 0
+        && r["out_of_send_order"].as_u64().unwrap() <= r["received"].as_u64().unwrap()));
 
     // Every trial conserved: 12 curve points, the plateau's, 4 shares, the table's 5, the
-    // screens', 4 TCP, seed 004's 12 and seed 003's 4.
-    assert_eq!(report["trials"], 42 + 2 * loads.len(), "{report}");
+    // screens', 4 TCP, seed 004's 12 and seed 003's 4 + 4.
+    assert_eq!(report["trials"], 46 + 2 * loads.len(), "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(
@@ -186,7 +192,11 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
             .any(|f| f.as_str().unwrap().starts_with("Conservation held")),
         "{findings:?}"
     );
-    for seed in ["Seed 004: ", "Seed 003 on packets: "] {
+    for seed in [
+        "Seed 004: ",
+        "Seed 003 on packets: ",
+        "Seed 003, time merge",
+    ] {
         assert!(
             findings
                 .iter()
