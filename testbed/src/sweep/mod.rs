@@ -2,7 +2,9 @@
 //! kernel's own forwarding, on the AF_XDP veth testbed and on TAP.
 //!
 //! On each testbed it first measures interrupt mode's capacity (what polld in interrupt
-//! mode delivers under a flood of 60-byte frames), then for every forwarder (the kernel on
+//! mode delivers under a flood of 60-byte frames to `polld sink`; and beside it, the same
+//! flood with no sink process, counted by the output's interface as the demo counts, to
+//! show what the sink costs the path), then for every forwarder (the kernel on
 //! veth, where it can forward; polld in interrupt, adaptive, polling, auto and busy mode,
 //! each with its defaults) runs `polld gen` at each load of [`LOADS`] (a share of that
 //! capacity, from 1 % to 120 %) through it to `polld sink`, and records: offered and
@@ -207,6 +209,10 @@ pub struct TestbedSweep {
     pub backend: String,
     /// Interrupt mode's delivered rate under a flood, frames/s: the loads' 100 %.
     pub capacity_pps: f64,
+    /// Interrupt mode's rate under the same flood with no sink process (the demo's
+    /// setup: delivered counted by the sink's interface), frames/s: what attaching the
+    /// sink costs the path.
+    pub capacity_without_sink_pps: f64,
     /// `kern.polling.hz` of every polld run (its default).
     pub hz: u32,
     pub points: Vec<SweepPoint>,
@@ -380,6 +386,15 @@ impl Bed<'_> {
             self.duration
         );
         let flood = self.point("interrupt", &[], "unlimited")?;
+        let bare = self.trial(
+            Forwarder::Polld {
+                backend: self.backend(),
+                mode: "interrupt",
+                knobs: &[],
+            },
+            "unlimited",
+            false,
+        )?;
         let capacity_pps = flood.delivered_pps;
         if capacity_pps < 100.0 {
             return Err(failed(format!(
@@ -453,6 +468,7 @@ impl Bed<'_> {
             testbed: name.to_string(),
             backend: self.backend().to_string(),
             capacity_pps,
+            capacity_without_sink_pps: bare.delivered_pps,
             hz,
             points,
             checks,
@@ -489,19 +505,22 @@ impl Bed<'_> {
                 knobs,
             },
             rate,
+            true,
         )
     }
 
     /// The kernel's own forwarding at `rate`.
     fn kernel(&self, rate: &str) -> Result<DemoRow, TestbedError> {
-        self.trial(Forwarder::Kernel, rate)
+        self.trial(Forwarder::Kernel, rate, true)
     }
 
-    fn trial(&self, forwarder: Forwarder, rate: &str) -> Result<DemoRow, TestbedError> {
+    /// `forwarder` at `rate`; with `sink`, counted and timed by `polld sink`, else by the
+    /// sink's interface.
+    fn trial(&self, forwarder: Forwarder, rate: &str, sink: bool) -> Result<DemoRow, TestbedError> {
         let trial = Trial {
             label: String::new(),
             forwarder,
-            load: Load::Frames { rate, sink: true },
+            load: Load::Frames { rate, sink },
             duration: self.duration,
         };
         measure(self.tb, self.options, self.polld, self.dir, &trial)
