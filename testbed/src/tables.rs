@@ -149,6 +149,10 @@ pub struct TablesReport {
     pub checks: Vec<Check>,
     /// Every frame of both polld runs accounted for.
     pub conserved: bool,
+    /// The machine's 1-minute load average at the bench's start and end, and its CPUs:
+    /// figures taken while other work ran are not the promises' figures.
+    pub load_average: (f64, f64),
+    pub cpus: usize,
 }
 
 /// Runs the bench on a veth testbed of its own and prints its report to `out`.
@@ -170,6 +174,7 @@ pub fn run_tables(
         )));
     }
     let polld = polld.to_string_lossy().to_string();
+    let load_at_start = load_average();
     let report = on_own_testbed(
         "tables",
         &args.prefix,
@@ -222,6 +227,8 @@ pub fn run_tables(
                 conserved: one_route.conserved && full_table.conserved,
                 one_route,
                 full_table,
+                load_average: (load_at_start, load_average()),
+                cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             })
         },
     )?;
@@ -273,7 +280,15 @@ impl Bed<'_> {
         sys::exec_in(ns, "sysctl", &["-qw", &ipv6])?;
         sys::ip_in(
             ns,
-            &["-6", "addr", "add", &out.cidr6(), "dev", &out.name, "nodad"],
+            &[
+                "-6",
+                "addr",
+                "replace",
+                &out.cidr6(),
+                "dev",
+                &out.name,
+                "nodad",
+            ],
         )?;
         let gw6 = sink.addr6.to_string();
         let neigh = ["-6", "neigh", "replace", &gw6, "lladdr", &sink.mac];
@@ -284,7 +299,7 @@ impl Bed<'_> {
         let gw = sink.addr.to_string();
         sys::ip_in(
             ns,
-            &["route", "add", "default", "via", &gw, "dev", &out.name],
+            &["route", "replace", "default", "via", &gw, "dev", &out.name],
         )
         .map(drop)
     }
@@ -489,6 +504,14 @@ fn resident_mb(pid: u32) -> (f64, f64) {
     (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
 }
 
+/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 fn pick_len(rng: &mut Rng, table: &[(u8, u64)]) -> u8 {
     let mut roll = rng.below(100);
     for &(len, weight) in table {
@@ -535,4 +558,15 @@ fn write_text(r: &TablesReport, out: &mut dyn Write) {
         );
     }
     write_conservation(r.conserved, out);
+    let (start, end) = r.load_average;
+    let _ = writeln!(
+        out,
+        "load average {start:.2} at the start, {end:.2} at the end, on {} CPUs{}",
+        r.cpus,
+        if start.max(end) > 1.0 {
+            ": a loaded machine, the figures are not the promises'"
+        } else {
+            ""
+        }
+    );
 }
