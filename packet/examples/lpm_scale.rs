@@ -31,10 +31,10 @@
 //! `cargo run --release -p polld-packet --example lpm_scale [-- IPV4_ROUTES]`
 //! (IPv6 routes: a fifth of them).
 
+use polld_core::rng::{Rng, V4_TABLE_LENGTHS, V6_TABLE_LENGTHS};
 use polld_core::PacketStage;
 use polld_packet::route::{NextHop, Route, RouteTable};
 use polld_packet::{Forwarder, Ipv4Net, Ipv6Net, PacketConfig};
-use polld_sim::nic::Rng;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
@@ -47,33 +47,6 @@ const CONFIG: &str = include_str!("../testdata/router.toml");
 /// The gateway of `testdata/router.toml`'s second port, with its static ARP entry.
 const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
-/// IPv4 prefix lengths with weights in percent, roughly as in a full Internet table.
-const V4_LENGTHS: [(u8, u64); 10] = [
-    (8, 1),
-    (12, 1),
-    (16, 3),
-    (18, 2),
-    (19, 3),
-    (20, 5),
-    (21, 5),
-    (22, 12),
-    (23, 10),
-    (24, 58),
-];
-/// IPv6 prefix lengths with weights in percent, mostly /48 as in a full Internet table.
-const V6_LENGTHS: [(u8, u64); 10] = [
-    (29, 3),
-    (32, 15),
-    (36, 5),
-    (40, 8),
-    (44, 10),
-    (46, 4),
-    (47, 3),
-    (48, 47),
-    (56, 3),
-    (64, 2),
-];
-
 /// Destinations per burst in the batched rows: a poll's `each_burst`-sized handful, in
 /// batches of [`polld_packet::lpm::BATCH`].
 const BURST: usize = 32;
@@ -81,20 +54,9 @@ const BURST: usize = 32;
 /// The memory budget the figures are held against.
 const BUDGET_MB: f64 = 512.0;
 
-fn pick_len(rng: &mut Rng, table: &[(u8, u64)]) -> u8 {
-    let mut roll = rng.next_u64() % 100;
-    for &(len, weight) in table {
-        if roll < weight {
-            return len;
-        }
-        roll -= weight;
-    }
-    table[table.len() - 1].0
-}
-
 /// The next random IPv4 prefix.
 fn prefix4(rng: &mut Rng) -> Ipv4Net {
-    let len = pick_len(rng, &V4_LENGTHS);
+    let len = rng.weighted(&V4_TABLE_LENGTHS);
     Ipv4Net::new(Ipv4Addr::from(rng.next_u64() as u32), len)
         .unwrap()
         .network()
@@ -102,7 +64,7 @@ fn prefix4(rng: &mut Rng) -> Ipv4Net {
 
 /// The next random IPv6 prefix, in 2000::/3 as global unicast.
 fn prefix6(rng: &mut Rng) -> Ipv6Net {
-    let len = pick_len(rng, &V6_LENGTHS);
+    let len = rng.weighted(&V6_TABLE_LENGTHS);
     let high = rng.next_u64() >> 3 | 1 << 61;
     Ipv6Net::new(Ipv6Addr::from(u128::from(high) << 64), len)
         .unwrap()

@@ -141,10 +141,12 @@ fn main() -> ExitCode {
                     polld_testbed::sweep::run_sweep(&args, &polld, out, progress)
                         .map(|report| ((), report.svgs))
                 }),
-                Bench::Tables { args, page } => page.record("polld bench tables", out, |out| {
-                    polld_testbed::tables::run_tables(&args, &polld, out, progress)
-                        .map(|_| ((), Vec::new()))
-                }),
+                Bench::Tables { args, page } => page
+                    .record("polld bench tables", out, |out| {
+                        polld_testbed::tables::run_tables(&args, &polld, out, progress)
+                            .map(|report| (report, Vec::new()))
+                    })
+                    .and_then(|report| report.verdict()),
                 Bench::Design { args, page } => page.record("polld bench design", out, |out| {
                     polld_testbed::design::run_design(&args, &polld, out, progress)
                         .map(|_| ((), Vec::new()))
