@@ -154,7 +154,7 @@ pub fn run_tables(
     } else {
         (args.routes, args.seconds)
     };
-    if routes == 0 || !(seconds > 0.0) {
+    if routes == 0 || !seconds.is_finite() || seconds <= 0.0 {
         return Err(failed(format!(
             "polld bench tables: --routes {routes} and --seconds {seconds}: give a positive \
              number of routes and of seconds"
