@@ -11,9 +11,14 @@
 //! spread over the table: each is an address inside one of the loaded prefixes, every
 //! prefix in turn, with random host bits (random addresses would mostly miss the long
 //! prefixes and test the few short ones). The one-route and the full tables are measured
-//! on the same destinations, alternately, the best of three passes each, so that a
-//! machine busy with other work shifts both alike. The small tables hold a default
+//! on the same destinations, the best of three passes each. The small tables hold a default
 //! route beside the file's own.
+//!
+//! The batched rows look the same destinations up in bursts of [`BURST`], as a poll's
+//! handful of frames ([`polld_packet::route::RouteTable::lookup_batch`]: the walks of a
+//! batch interleaved, their cache misses overlapping), as a ratio to the one-route rate
+//! of single lookups; single and batched lookups of a table are measured alternately,
+//! and a line gives the full tables' batched rate over their single one.
 //!
 //! Two rows give the floor the hardware sets: dependent random reads over 32 KB (the
 //! small table, in the L1 cache) and over as many bytes as the full table holds. A lookup
@@ -26,10 +31,10 @@
 //! `cargo run --release -p polld-packet --example lpm_scale [-- IPV4_ROUTES]`
 //! (IPv6 routes: a fifth of them).
 
+use polld_core::rng::{Rng, V4_TABLE_LENGTHS, V6_TABLE_LENGTHS};
 use polld_core::PacketStage;
-use polld_packet::route::{NextHop, Route};
+use polld_packet::route::{NextHop, Route, RouteTable};
 use polld_packet::{Forwarder, Ipv4Net, Ipv6Net, PacketConfig};
-use polld_sim::nic::Rng;
 use std::hint::black_box;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
@@ -42,50 +47,16 @@ const CONFIG: &str = include_str!("../testdata/router.toml");
 /// The gateway of `testdata/router.toml`'s second port, with its static ARP entry.
 const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 
-/// IPv4 prefix lengths with weights in percent, roughly as in a full Internet table.
-const V4_LENGTHS: [(u8, u64); 10] = [
-    (8, 1),
-    (12, 1),
-    (16, 3),
-    (18, 2),
-    (19, 3),
-    (20, 5),
-    (21, 5),
-    (22, 12),
-    (23, 10),
-    (24, 58),
-];
-/// IPv6 prefix lengths with weights in percent, mostly /48 as in a full Internet table.
-const V6_LENGTHS: [(u8, u64); 10] = [
-    (29, 3),
-    (32, 15),
-    (36, 5),
-    (40, 8),
-    (44, 10),
-    (46, 4),
-    (47, 3),
-    (48, 47),
-    (56, 3),
-    (64, 2),
-];
+/// Destinations per burst in the batched rows: a poll's `each_burst`-sized handful, in
+/// batches of [`polld_packet::lpm::BATCH`].
+const BURST: usize = 32;
 
 /// The memory budget the figures are held against.
 const BUDGET_MB: f64 = 512.0;
 
-fn pick_len(rng: &mut Rng, table: &[(u8, u64)]) -> u8 {
-    let mut roll = rng.next_u64() % 100;
-    for &(len, weight) in table {
-        if roll < weight {
-            return len;
-        }
-        roll -= weight;
-    }
-    table[table.len() - 1].0
-}
-
 /// The next random IPv4 prefix.
 fn prefix4(rng: &mut Rng) -> Ipv4Net {
-    let len = pick_len(rng, &V4_LENGTHS);
+    let len = rng.weighted(&V4_TABLE_LENGTHS);
     Ipv4Net::new(Ipv4Addr::from(rng.next_u64() as u32), len)
         .unwrap()
         .network()
@@ -93,7 +64,7 @@ fn prefix4(rng: &mut Rng) -> Ipv4Net {
 
 /// The next random IPv6 prefix, in 2000::/3 as global unicast.
 fn prefix6(rng: &mut Rng) -> Ipv6Net {
-    let len = pick_len(rng, &V6_LENGTHS);
+    let len = rng.weighted(&V6_TABLE_LENGTHS);
     let high = rng.next_u64() >> 3 | 1 << 61;
     Ipv6Net::new(Ipv6Addr::from(u128::from(high) << 64), len)
         .unwrap()
@@ -125,18 +96,38 @@ fn rate<A: Copy>(items: &[A], mut op: impl FnMut(A) -> usize) -> f64 {
     items.len() as f64 / start.elapsed().as_secs_f64()
 }
 
-/// The best of three alternate passes of `op` on the one-route and on the full
-/// forwarder: their rates.
+/// The best of three alternate passes of `a` and of `b` (each returning its rate), so
+/// that a machine busy with other work shifts both alike.
+fn best_of_three(mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> (f64, f64) {
+    (0..3).fold((0.0f64, 0.0f64), |(x, y), _| (x.max(a()), y.max(b())))
+}
+
+/// The rates of `op` on the one-route and on the full forwarder ([`best_of_three`]).
 fn compare<A: Copy>(
     items: &[A],
     one: &mut Forwarder,
     full: &mut Forwarder,
     op: impl Fn(&mut Forwarder, A) -> usize,
 ) -> (f64, f64) {
-    (0..3).fold((0.0f64, 0.0f64), |(o, f), _| {
-        let o = o.max(rate(items, |a| op(one, a)));
-        (o, f.max(rate(items, |a| op(full, a))))
-    })
+    best_of_three(
+        || rate(items, |a| op(one, a)),
+        || rate(items, |a| op(full, a)),
+    )
+}
+
+/// Lookups per second of `dsts` in `table`, one by one and in bursts of [`BURST`]
+/// ([`RouteTable::lookup_batch`]), by [`best_of_three`].
+fn single_and_batched<A: Copy>(
+    dsts: &[A],
+    table: &RouteTable,
+    single: impl Fn(&RouteTable, A) -> usize,
+    batched: impl Fn(&RouteTable, &[A]) -> usize,
+) -> (f64, f64) {
+    let bursts: Vec<&[A]> = dsts.chunks(BURST).collect();
+    best_of_three(
+        || rate(dsts, |a| single(table, a)),
+        || rate(&bursts, |burst| batched(table, burst)) * BURST as f64,
+    )
 }
 
 /// Random reads per second over `bytes` of memory, each read's address depending on the
@@ -241,12 +232,22 @@ fn main() {
         })
         .collect();
 
-    let (one4, full4) = compare(&probes, &mut one, &mut full, |f, a| {
-        f.route(a).map_or(0, |(_, r)| r.out)
-    });
-    let (one6, full6) = compare(&probes6, &mut one, &mut full, |f, a| {
-        f.route6(a).map_or(0, |(_, r)| r.out)
-    });
+    let single4 = |t: &RouteTable, a| t.lookup(a).map_or(0, |(_, r)| r.out);
+    let batched4 = |t: &RouteTable, burst: &[Ipv4Addr]| {
+        let mut outs = 0;
+        t.lookup_batch(burst, |_, hit| outs += hit.map_or(0, |(_, r)| r.out));
+        outs
+    };
+    let single6 = |t: &RouteTable, a| t.lookup6(a).map_or(0, |(_, r)| r.out);
+    let batched6 = |t: &RouteTable, burst: &[Ipv6Addr]| {
+        let mut outs = 0;
+        t.lookup_batch6(burst, |_, hit| outs += hit.map_or(0, |(_, r)| r.out));
+        outs
+    };
+    let (one4, oneb4) = single_and_batched(&probes, one.routes_mut(), single4, batched4);
+    let (full4, fullb4) = single_and_batched(&probes, full.routes_mut(), single4, batched4);
+    let (one6, oneb6) = single_and_batched(&probes6, one.routes_mut(), single6, batched6);
+    let (full6, fullb6) = single_and_batched(&probes6, full.routes_mut(), single6, batched6);
     let (onef, fullf) = compare(&probes, &mut one, &mut full, forward);
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>9}",
@@ -266,9 +267,18 @@ fn main() {
     row("IPv4 lookups", Some(routes4), full4, one4, Some(load4));
     row("IPv6 lookups", Some(small6), one6, one6, None);
     row("IPv6 lookups", Some(routes6), full6, one6, Some(load6));
+    row("IPv4 lookups, batched", Some(small4), oneb4, one4, None);
+    row("IPv4 lookups, batched", Some(routes4), fullb4, one4, None);
+    row("IPv6 lookups, batched", Some(small6), oneb6, one6, None);
+    row("IPv6 lookups, batched", Some(routes6), fullb6, one6, None);
     row("IPv4 frames forwarded", Some(small4), onef, onef, None);
     row("IPv4 frames forwarded", Some(routes4), fullf, onef, None);
     let (cached, spread) = (scattered_reads(32 << 10), scattered_reads(bytes));
+    println!(
+        "batched over single lookups, full tables (passes alternating): IPv4 {:.2}x, IPv6 {:.2}x",
+        fullb4 / full4,
+        fullb6 / full6
+    );
     row("reads in 32 KB", None, cached, cached, None);
     row("reads in table's size", None, spread, cached, None);
     println!(

@@ -74,6 +74,10 @@ const NONE: u32 = u32::MAX;
 const STRIDE: u8 = 8;
 const SLOTS: usize = 256;
 
+/// The keys whose walks [`Lpm::lookup_batch`] interleaves: enough independent reads to
+/// keep a core's outstanding cache misses busy (10 to 16 on current x86 cores).
+pub const BATCH: usize = 16;
+
 /// The most distinct values a table holds: their index has 24 bits in a best.
 pub const MAX_VALUES: usize = (1 << 24) - 1;
 
@@ -270,21 +274,68 @@ impl<K: LpmKey, V: Clone + Eq + std::hash::Hash> Lpm<K, V> {
         Some(&self.values[i as usize].0)
     }
 
-    /// The longest prefix covering `key`: its network, length and value.
+    /// The longest prefix covering `key`: its network, length and value. The walk of
+    /// [`Lpm::lookup_batch`] for one key.
     pub fn lookup(&self, key: K) -> Option<(K, u8, &V)> {
-        let mut node = &self.nodes.items[0];
-        let mut best = NONE;
-        for depth in 0..K::BITS / STRIDE {
-            let s = key.byte(depth);
-            let here = self.bests.items[node.bests as usize + rank(&node.runs, s, true) - 1];
-            if here != NONE {
-                best = here;
+        let [best] = self.walk::<1>(&[key]);
+        self.found(key, best)
+    }
+
+    /// [`Lpm::lookup`] of each of `keys`, handed to `each` with its index in `keys`, in
+    /// order. The walks of up to [`BATCH`] keys go down the trie together, one level of
+    /// every key before the next level of any, so the CPU has a node read of each key
+    /// in flight at once: in a table larger than the caches the misses of a batch
+    /// overlap instead of following one another.
+    pub fn lookup_batch<'a>(
+        &'a self,
+        keys: &[K],
+        mut each: impl FnMut(usize, Option<(K, u8, &'a V)>),
+    ) {
+        for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            let bests = self.walk::<BATCH>(chunk);
+            for (i, (&key, &best)) in chunk.iter().zip(&bests).enumerate() {
+                each(c * BATCH + i, self.found(key, best));
             }
-            if !has(&node.kids, s) {
-                break;
-            }
-            node = &self.nodes.items[node.children as usize + rank(&node.kids, s, false)];
         }
+    }
+
+    /// The longest prefixes covering `keys` (at most `N` of them), as bests, in order;
+    /// the bests past `keys.len()` are [`NONE`]. Each key's walk reads one node per byte
+    /// of the key until its node has no child at the key's byte, keeping the last best
+    /// seen; the walks advance level by level, each key's read independent of the others'.
+    fn walk<const N: usize>(&self, keys: &[K]) -> [u32; N] {
+        debug_assert!(keys.len() <= N);
+        let mut best = [NONE; N];
+        // Each key's node at this level; NONE once its walk has ended.
+        let mut at = [NONE; N];
+        at[..keys.len()].fill(0);
+        let mut walking = keys.len();
+        let mut depth = 0;
+        while walking > 0 && depth < K::BITS / STRIDE {
+            for (i, &key) in keys.iter().enumerate() {
+                if at[i] == NONE {
+                    continue;
+                }
+                let node = &self.nodes.items[at[i] as usize];
+                let s = key.byte(depth);
+                let here = self.bests.items[node.bests as usize + rank(&node.runs, s, true) - 1];
+                if here != NONE {
+                    best[i] = here;
+                }
+                at[i] = if has(&node.kids, s) {
+                    node.children + rank(&node.kids, s, false) as u32
+                } else {
+                    walking -= 1;
+                    NONE
+                };
+            }
+            depth += 1;
+        }
+        best
+    }
+
+    /// What a lookup of `key` that ended at `best` returns.
+    fn found(&self, key: K, best: u32) -> Option<(K, u8, &V)> {
         if best == NONE {
             return None;
         }
@@ -616,6 +667,23 @@ mod tests {
                 let got = table.lookup(p).map(|(_, l, v)| (l, *v));
                 prop_assert_eq!(got, naive(&stored, p));
             }
+            // The probes thrice over: batches of several walks, a partial one last.
+            let keys: Vec<K> = probes
+                .iter()
+                .cycle()
+                .take(3 * probes.len())
+                .copied()
+                .collect();
+            let mut batched = Vec::new();
+            table.lookup_batch(&keys, |i, hit| {
+                batched.push((i, hit.map(|(k, l, v)| (k, l, *v))))
+            });
+            let single: Vec<_> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (i, table.lookup(k).map(|(k, l, v)| (k, l, *v))))
+                .collect();
+            prop_assert_eq!(batched, single);
         }
         if stored.is_empty() {
             prop_assert_eq!(table.nodes(), 1);

@@ -4,7 +4,7 @@
 //! or 16 (IPv6) nodes whatever the number of routes, and one route is added or removed in
 //! place, so a control plane can follow route changes while the table serves lookups.
 
-use crate::lpm::Lpm;
+use crate::lpm::{Lpm, LpmKey, BATCH};
 use crate::net::{Ipv4Net, Ipv6Net};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -86,6 +86,24 @@ impl RouteTable {
         })
     }
 
+    /// [`RouteTable::lookup`] of each of `dsts`, handed to `each` with its index in
+    /// `dsts`, in order: the walks of a batch interleaved ([`Lpm::lookup_batch`]).
+    pub fn lookup_batch<'a>(
+        &'a self,
+        dsts: &[Ipv4Addr],
+        mut each: impl FnMut(usize, Option<(Ipv4Net, &'a Route)>),
+    ) {
+        batch(&self.v4, dsts, |i, found| {
+            each(
+                i,
+                found.map(|(key, len, route)| {
+                    let prefix = Ipv4Net::new(Ipv4Addr::from(key), len).expect("length <= 32");
+                    (prefix, route)
+                }),
+            )
+        });
+    }
+
     /// [`RouteTable::insert`] for IPv6.
     pub fn insert6(&mut self, prefix: Ipv6Net, route: Route<Ipv6Addr>) -> Option<Route<Ipv6Addr>> {
         self.v6
@@ -106,6 +124,23 @@ impl RouteTable {
         })
     }
 
+    /// [`RouteTable::lookup_batch`] for IPv6.
+    pub fn lookup_batch6<'a>(
+        &'a self,
+        dsts: &[Ipv6Addr],
+        mut each: impl FnMut(usize, Option<(Ipv6Net, &'a Route<Ipv6Addr>)>),
+    ) {
+        batch(&self.v6, dsts, |i, found| {
+            each(
+                i,
+                found.map(|(key, len, route)| {
+                    let prefix = Ipv6Net::new(Ipv6Addr::from(key), len).expect("length <= 128");
+                    (prefix, route)
+                }),
+            )
+        });
+    }
+
     /// IPv4 routes held.
     pub fn len(&self) -> usize {
         self.v4.len()
@@ -123,6 +158,22 @@ impl RouteTable {
     /// The heap bytes both families' tables hold ([`Lpm::bytes`]).
     pub fn bytes(&self) -> usize {
         self.v4.bytes() + self.v6.bytes()
+    }
+}
+
+/// [`Lpm::lookup_batch`] of the addresses `dsts` as keys, each batch's keys converted
+/// on the stack.
+fn batch<'a, A: Copy + Into<K>, K: LpmKey + Default, R: Clone + Eq + std::hash::Hash>(
+    table: &'a Lpm<K, R>,
+    dsts: &[A],
+    mut each: impl FnMut(usize, Option<(K, u8, &'a R)>),
+) {
+    for (c, chunk) in dsts.chunks(BATCH).enumerate() {
+        let mut keys = [K::default(); BATCH];
+        for (key, &dst) in keys.iter_mut().zip(chunk) {
+            *key = dst.into();
+        }
+        table.lookup_batch(&keys[..chunk.len()], |i, found| each(c * BATCH + i, found));
     }
 }
 
@@ -214,15 +265,29 @@ mod tests {
             let spread = |x: u32| x.rotate_right(4) | (x & 3);
             let routes: Vec<(u32, u8, usize)> =
                 routes.into_iter().map(|(a, l, o)| (spread(a), l, o)).collect();
+            // The same routes in IPv6 as the top 32 bits of their prefixes.
+            let v6 = |addr: u32| Ipv6Addr::from(u128::from(addr) << 96);
             let mut table = RouteTable::new();
             for &(addr, len, out) in &routes {
                 table.insert(Ipv4Net::new(addr.into(), len).unwrap(), route(out));
+                let next_hop = NextHop::Connected;
+                table.insert6(Ipv6Net::new(v6(addr), len).unwrap(), Route { out, next_hop });
             }
-            for p in probes {
-                let dst = spread(p);
+            let dsts: Vec<u32> = probes.into_iter().map(spread).collect();
+            for &dst in &dsts {
                 let got = table.lookup(dst.into()).map(|(n, r)| (n.prefix_len(), r.out));
                 prop_assert_eq!(got, naive(&routes, dst));
             }
+            // Batched, over more than one batch.
+            let expected: Vec<_> = dsts.iter().enumerate().map(|(i, &d)| (i, naive(&routes, d))).collect();
+            let addrs: Vec<Ipv4Addr> = dsts.iter().map(|&d| d.into()).collect();
+            let mut got = Vec::new();
+            table.lookup_batch(&addrs, |i, hit| got.push((i, hit.map(|(n, r)| (n.prefix_len(), r.out)))));
+            prop_assert_eq!(&got, &expected);
+            let addrs6: Vec<Ipv6Addr> = dsts.iter().map(|&d| v6(d)).collect();
+            got.clear();
+            table.lookup_batch6(&addrs6, |i, hit| got.push((i, hit.map(|(n, r)| (n.prefix_len(), r.out)))));
+            prop_assert_eq!(&got, &expected);
         }
     }
 }

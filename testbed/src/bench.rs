@@ -1,5 +1,6 @@
-//! What the benches (`polld bench seeds`, `ramp`, `design`, `sweep`) share: a testbed of their
-//! own for the run, and their report printed as a table or as one JSON document.
+//! What the benches (`polld bench seeds`, `ramp`, `design`, `sweep`, `tables`) share: a
+//! testbed of their own for the run, and their report printed as a table or as one JSON
+//! document.
 
 use std::io::Write;
 use std::path::Path;

@@ -84,6 +84,7 @@ pub mod status;
 pub mod streams;
 pub mod sweep;
 mod sys;
+pub mod tables;
 mod testbed;
 pub mod testpmd;
 pub mod vm;

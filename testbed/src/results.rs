@@ -1,8 +1,8 @@
 //! Results pages: what a demo or a bench printed, as a Markdown page that says how to get
 //! it again.
 //!
-//! `polld demo --results FILE` and `polld bench seeds|ramp|design|sweep --results FILE` write
-//! one. The page holds the command as it was typed, the machine (CPU model and count), the
+//! `polld demo --results FILE` and `polld bench seeds|ramp|design|sweep|tables --results
+//! FILE` write one. The page holds the command as it was typed, the machine (CPU model and count), the
 //! kernel, the commit the polld that ran was built from (`-dirty` when the checkout it was
 //! built in differs from that commit in more than results pages and plots) and the date,
 //! then the output itself and the plots the run wrote. The pages under `docs/results/`

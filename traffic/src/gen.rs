@@ -102,6 +102,12 @@ pub struct GenArgs {
     )]
     pub vary: Vec<FlowField>,
 
+    /// The step between flows' addresses named by --vary: flow i adds i × STEP to them
+    /// (IPv4 wrapping around 2^32). A large step spreads the flows over a routing table
+    /// instead of one network (65536 flows, step 24319, from 128.0.0.0: over 128/1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ip_step: u32,
+
     /// Stop after this many seconds (with --count: whichever comes first).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<f64>,
@@ -595,10 +601,12 @@ fn flow_addrs(args: &GenArgs, i: u32) -> Result<FlowAddrs, Error> {
     )?;
     let vary = |field| args.vary.contains(&field);
     let add_ip = |ip: IpAddr, field| match ip {
-        IpAddr::V4(v4) if vary(field) => IpAddr::V4(Ipv4Addr::from(u32::from(v4).wrapping_add(i))),
-        IpAddr::V6(v6) if vary(field) => {
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6).wrapping_add(u128::from(i))))
-        }
+        IpAddr::V4(v4) if vary(field) => IpAddr::V4(Ipv4Addr::from(
+            u32::from(v4).wrapping_add(i.wrapping_mul(args.ip_step)),
+        )),
+        IpAddr::V6(v6) if vary(field) => IpAddr::V6(Ipv6Addr::from(
+            u128::from(v6).wrapping_add(u128::from(i) * u128::from(args.ip_step)),
+        )),
         ip => ip,
     };
     let add_port = |port: u16, field| {
@@ -628,4 +636,46 @@ pub fn run_gen(args: &GenArgs, out: &mut dyn std::io::Write) -> Result<GenSummar
     let mut dev = args.backend.open(&args.interface)?;
     let stop = crate::clock::stop_on_signals();
     Ok(generator.run(dev.as_mut(), stop, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gen: GenArgs,
+    }
+
+    fn args(line: &[&str]) -> GenArgs {
+        Cli::try_parse_from([&["gen", "veth0"], line].concat())
+            .expect("valid arguments")
+            .gen
+    }
+
+    #[test]
+    fn flows_step_their_varied_addresses_by_ip_step() {
+        let spread = args(&["--flows", "3", "--vary", "dst-ip", "--ip-step", "24319"]);
+        let dst = |a: &GenArgs, i| flow_addrs(a, i).unwrap().dst_ip;
+        assert_eq!(dst(&spread, 0), IpAddr::from([10, 0, 2, 100]));
+        assert_eq!(
+            dst(&spread, 2),
+            IpAddr::from(Ipv4Addr::from(
+                u32::from(Ipv4Addr::new(10, 0, 2, 100)) + 2 * 24319
+            ))
+        );
+        assert_eq!(
+            flow_addrs(&spread, 2).unwrap().src_ip,
+            IpAddr::from([10, 0, 1, 1])
+        );
+        let v6 = args(&["--ipv6", "--vary", "src-ip", "--ip-step", "256"]);
+        assert_eq!(
+            flow_addrs(&v6, 3).unwrap().src_ip,
+            "2001:db8:1::301".parse::<IpAddr>().unwrap()
+        );
+        let adjacent = args(&["--vary", "dst-ip"]);
+        assert_eq!(dst(&adjacent, 1), IpAddr::from([10, 0, 2, 101]));
+    }
 }

@@ -83,6 +83,15 @@ enum Bench {
         #[command(flatten)]
         page: ResultsArg,
     },
+    /// polld forwarding by a full table of the kernel's (1,000,000 IPv4 and 200,000 IPv6
+    /// routes added with `ip -batch`): the time to take it in, the resident set, and the
+    /// forwarding rate against the one-route rate, as ratios of the run's own figures.
+    Tables {
+        #[command(flatten)]
+        args: polld_testbed::tables::TablesArgs,
+        #[command(flatten)]
+        page: ResultsArg,
+    },
     /// Each of polld's own defaults (quiet_cycles, burst_max, looks, auto_window_ticks,
     /// idle_wakeups) against the alternative it was chosen over, both measured in the run.
     Design {
@@ -132,6 +141,12 @@ fn main() -> ExitCode {
                     polld_testbed::sweep::run_sweep(&args, &polld, out, progress)
                         .map(|report| ((), report.svgs))
                 }),
+                Bench::Tables { args, page } => page
+                    .record("polld bench tables", out, |out| {
+                        polld_testbed::tables::run_tables(&args, &polld, out, progress)
+                            .map(|report| (report, Vec::new()))
+                    })
+                    .and_then(|report| report.verdict()),
                 Bench::Design { args, page } => page.record("polld bench design", out, |out| {
                     polld_testbed::design::run_design(&args, &polld, out, progress)
                         .map(|_| ((), Vec::new()))
