@@ -4,11 +4,13 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_dev::netns::{in_netns, Netns};
 use polld_testbed::ledger::{Ledger, Sent, StreamTrail};
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use polld_testsupport::{eventually, ConfigFile, Interface};
@@ -553,4 +555,28 @@ pub fn two_taps(socket: &Path, mode: &str, knobs: &[(&str, i64)]) -> String {
             .address("10.82.2.1/24"),
     )
     .to_toml()
+}
+
+/// Whether a TCP connection from `peer` to `at` on `host` carries a line both ways.
+pub fn tcp_connects(host: &Netns, peer: &Netns, at: SocketAddr) -> bool {
+    let listener = in_netns(host.name(), move || TcpListener::bind(at))
+        .unwrap()
+        .unwrap();
+    // Left blocked in accept when no connection comes; it ends with the test.
+    std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut conn, _) = listener.accept()?;
+        let mut line = [0u8; 5];
+        conn.read_exact(&mut line)?;
+        conn.write_all(&line)
+    });
+    let echoed = in_netns(peer.name(), move || -> std::io::Result<[u8; 5]> {
+        let mut conn = TcpStream::connect_timeout(&at, Duration::from_secs(3))?;
+        conn.set_read_timeout(Some(Duration::from_secs(3)))?;
+        conn.write_all(b"hello")?;
+        let mut line = [0u8; 5];
+        conn.read_exact(&mut line)?;
+        Ok(line)
+    })
+    .unwrap();
+    echoed.is_ok_and(|line| &line == b"hello")
 }
