@@ -363,6 +363,8 @@ fn run_tools(t: &Topology, port: u16) -> Vec<(String, String)> {
             ping(&["-c", "2", "-i", "0.2", "-M", "want", "-s", &too_big]),
         );
 
+        note(format!("{f} ping -t 1"), ping(&["-c", "1", "-t", "1"]));
+
         forget_path_mtus(t);
         let args = [family.flag, &["-n", family.sink]].concat();
         note(
@@ -400,7 +402,17 @@ fn run_tools(t: &Topology, port: u16) -> Vec<(String, String)> {
             iperf3(t, family, next_port(), true),
         );
 
-        // The box's own addresses, on the link gen is on and across it.
+        // The box's own addresses, on the link gen is on and across it (one hop away
+        // even so).
+        let args = [
+            family.flag,
+            &["-n", "-w", "2", "-m", "5", family.fwd_sink_side],
+        ]
+        .concat();
+        note(
+            format!("{f} traceroute to {}", family.fwd_sink_side),
+            traceroute_outcome(&output(gen, "traceroute", &args)),
+        );
         for own in [family.fwd_gen_side, family.fwd_sink_side] {
             let args = [family.flag, &["-n", "-c", "2", "-i", "0.2", "-W", "2", own]].concat();
             note(
@@ -499,6 +511,11 @@ fn everyday_tools_behave_through_polld_as_through_linux() {
             "From 2001:db8:1::1 icmp_seq=1 Packet too big: mtu=1280",
         ),
         ("IPv6 learned", "path MTU 1280"),
+        (
+            "IPv6 ping -t 1",
+            "From 2001:db8:1::1 icmp_seq=1 Time exceeded: Hop limit",
+        ),
+        ("IPv6 traceroute to 2001:db8:2::1", "1 2001:db8:2::1"),
         ("IPv6 ping -M want -s 1400", "2 received"),
         ("IPv6 tracepath", "Resume: pmtu 1280 hops 2 back 2"),
         ("IPv6 traceroute TCP", "1 2001:db8:1::1; 2 2001:db8:2::2"),
