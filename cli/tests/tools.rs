@@ -22,8 +22,8 @@ use std::net::SocketAddr;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use common::{tcp_connects, Dir, Polld, Running};
-use polld_dev::netns::{veth_pair, Netns, VethEnd};
+use common::{tcp_connects, Dir, Line, Polld, Running};
+use polld_dev::netns::Netns;
 use polld_testsupport::eventually;
 
 /// The programs the test runs, with the Debian packages that have them (`.ci/deps`).
@@ -93,45 +93,21 @@ const V4: Family = Family {
 /// A ping payload above the 1280-byte link's MTU.
 const TOO_BIG: u32 = 1400;
 
-struct Topology {
-    gen: Netns,
-    fwd: Netns,
-    sink: Netns,
-}
-
-fn topology() -> Topology {
-    let t = Topology {
-        gen: Netns::create("tlg").unwrap(),
-        fwd: Netns::create("tlf").unwrap(),
-        sink: Netns::create("tls").unwrap(),
-    };
-    for ns in [&t.gen, &t.fwd, &t.sink] {
-        for sysctl in [
-            // Addresses usable at once.
-            "net.ipv6.conf.default.accept_dad=0",
-            // Every answer, however close the probes come.
-            "net.ipv4.icmp_ratelimit=0",
-            "net.ipv6.icmp.ratelimit=0",
-        ] {
-            ns.sysctl(sysctl).unwrap();
-        }
-    }
-    let end = |ns, name, mac, addr| VethEnd {
-        ns,
-        name,
-        mac,
-        addr: Some(addr),
-    };
-    veth_pair(
-        end(&t.gen, "a0", "02:00:00:00:07:01", "10.0.1.2/24"),
-        end(&t.fwd, "r0", "02:00:00:00:07:02", "10.0.1.1/24"),
-    )
-    .unwrap();
-    veth_pair(
-        end(&t.fwd, "r1", "02:00:00:00:08:01", "10.0.2.1/24"),
-        end(&t.sink, "b0", "02:00:00:00:08:02", "10.0.2.2/24"),
-    )
-    .unwrap();
+fn topology() -> Line {
+    let sysctls = [
+        // Addresses usable at once.
+        "net.ipv6.conf.default.accept_dad=0",
+        // Every answer, however close the probes come.
+        "net.ipv4.icmp_ratelimit=0",
+        "net.ipv6.icmp.ratelimit=0",
+    ];
+    let macs = [
+        "02:00:00:00:07:01",
+        "02:00:00:00:07:02",
+        "02:00:00:00:08:01",
+        "02:00:00:00:08:02",
+    ];
+    let t = Line::create("tl", &sysctls, macs);
     for (ns, dev, addr) in [
         (&t.gen, "a0", "2001:db8:1::2/64"),
         (&t.fwd, "r0", "2001:db8:1::1/64"),
@@ -262,7 +238,7 @@ fn learned_mtu(ns: &Netns, dst: &str) -> String {
 }
 
 /// Forgets the path MTUs gen and sink learned.
-fn forget_path_mtus(t: &Topology) {
+fn forget_path_mtus(t: &Line) {
     for ns in [&t.gen, &t.sink] {
         for family in ["-4", "-6"] {
             ns.ip(&[family, "route", "flush", "cache"]).unwrap();
@@ -271,8 +247,9 @@ fn forget_path_mtus(t: &Topology) {
 }
 
 /// An iperf3 run of 2 s from gen to sink (UDP at 10 Mbit/s if `udp`): "completed" when
-/// the client ends without error, carried data and (UDP) lost under 5 %.
-fn iperf3(t: &Topology, family: &Family, port: u16, udp: bool) -> String {
+/// the client ends without error, carried data and (UDP) lost under half: a sanity
+/// bound, the machine may be loaded; rates are not compared.
+fn iperf3(t: &Line, family: &Family, port: u16, udp: bool) -> String {
     let port = port.to_string();
     let server = t
         .sink
@@ -297,7 +274,7 @@ fn iperf3(t: &Topology, family: &Family, port: u16, udp: bool) -> String {
     let end = &report["end"];
     let carried = if udp {
         let lost = end["sum"]["lost_percent"].as_f64().unwrap_or(100.0);
-        end["sum"]["packets"].as_u64().unwrap_or(0) > 0 && lost < 5.0
+        end["sum"]["packets"].as_u64().unwrap_or(0) > 0 && lost < 50.0
     } else {
         end["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0
     };
@@ -310,7 +287,7 @@ fn iperf3(t: &Topology, family: &Family, port: u16, udp: bool) -> String {
 
 /// Pings sink from gen in both families until one answers: every neighbour on the way
 /// resolved.
-fn warm_up(t: &Topology) {
+fn warm_up(t: &Line) {
     for family in [&V6, &V4] {
         eventually(
             &format!("{} ping from gen to sink answers", family.name),
@@ -325,7 +302,7 @@ fn warm_up(t: &Topology) {
 
 /// Every tool in both families, from gen; each outcome named. `port` is the first of the
 /// TCP and UDP ports used.
-fn run_tools(t: &Topology, port: u16) -> Vec<(String, String)> {
+fn run_tools(t: &Line, port: u16) -> Vec<(String, String)> {
     let mut found = Vec::new();
     let mut note = |name: String, outcome: String| found.push((name, outcome));
     let gen = &t.gen;
@@ -380,12 +357,13 @@ fn run_tools(t: &Topology, port: u16) -> Vec<(String, String)> {
                 traceroute_outcome(&output(gen, "traceroute", &args)),
             );
         }
-        // One probe at a time, each after the kernel's credit for it is back.
+        // One probe at a time, each after the kernel's credit for it is back; two to a
+        // hop, so that one answer lost on a loaded machine changes nothing.
         for (kind, _, dst) in family.rejected {
             std::thread::sleep(family.reject_gap);
             let args = [
                 family.flag,
-                &["-n", "-N", "1", "-q", "1", "-w", "1", "-m", "2", dst],
+                &["-n", "-N", "1", "-q", "2", "-w", "1", "-m", "2", dst],
             ]
             .concat();
             note(
@@ -502,7 +480,10 @@ fn everyday_tools_behave_through_polld_as_through_linux() {
     let forwarded = common::count(&interfaces[0], "forwarded");
     assert!(forwarded > 1000, "polld forwarded {forwarded} from r0");
     for ((name, linux), (_, ours)) in linux.iter().zip(&ours) {
-        assert_eq!(linux, ours, "{name}: polld differs from Linux\n{report}");
+        assert_eq!(
+            linux, ours,
+            "{name}: polld differs from Linux\n{report}\npolld's interfaces: {interfaces:#?}"
+        );
     }
     // What both must have found, lest the comparison hold of two failures.
     let expected = [
