@@ -11,9 +11,9 @@
 //! box's own addresses, ARP and neighbour discovery stay the kernel's. The kernel's
 //! forwarding stays on, as a router's would: AF_XDP takes the frames before the kernel
 //! sees them, and the kernel's forwarded-datagram counters must not move while polld
-//! runs, so every packet that crossed was polld's. The hosts' per-destination ICMP rate
-//! limits are off, so that each run sees every answer however close the tools follow
-//! each other. Tool outputs carry timings: what is compared is what they found, parsed
+//! runs, so every packet that crossed was polld's. The kernels' per-destination ICMP rate
+//! limits are off (polld's stays as it comes), so that each run sees every answer however
+//! close the tools follow each other. Tool outputs carry timings: what is compared is what they found, parsed
 //! (replies, errors and their senders, path MTUs, hops with their addresses and marks).
 
 mod common;
