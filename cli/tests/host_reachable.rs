@@ -6,12 +6,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
-
-use common::{Dir, Polld};
-use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use common::{tcp_connects, Dir, Polld};
+use polld_dev::netns::{veth_pair, Netns, VethEnd};
 
 /// The box (`va`, 10.77.0.1/24, 2001:db8:77::1/64) and its peer (`vb`, .2 and ::2),
 /// IPv6 on without duplicate address detection, so addresses are usable at once.
@@ -41,30 +37,6 @@ fn namespaces() -> (Netns, Netns) {
     peer.ip(&["addr", "add", "2001:db8:77::2/64", "dev", "vb"])
         .unwrap();
     (host, peer)
-}
-
-/// Whether a TCP connection from `peer` to `at` on `host` carries a line both ways.
-fn tcp_connects(host: &Netns, peer: &Netns, at: SocketAddr) -> bool {
-    let listener = in_netns(host.name(), move || TcpListener::bind(at))
-        .unwrap()
-        .unwrap();
-    // Left blocked in accept when no connection comes; it ends with the test.
-    std::thread::spawn(move || -> std::io::Result<()> {
-        let (mut conn, _) = listener.accept()?;
-        let mut line = [0u8; 5];
-        conn.read_exact(&mut line)?;
-        conn.write_all(&line)
-    });
-    let echoed = in_netns(peer.name(), move || -> std::io::Result<[u8; 5]> {
-        let mut conn = TcpStream::connect_timeout(&at, Duration::from_secs(3))?;
-        conn.set_read_timeout(Some(Duration::from_secs(3)))?;
-        conn.write_all(b"hello")?;
-        let mut line = [0u8; 5];
-        conn.read_exact(&mut line)?;
-        Ok(line)
-    })
-    .unwrap();
-    echoed.is_ok_and(|line| &line == b"hello")
 }
 
 /// polld on `va` with AF_XDP and the interface's `keys` besides.

@@ -19,10 +19,10 @@ mod frames;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use common::{Dir, Polld};
+use common::{Dir, Line, Polld};
 use frames::{naive_checksum_ok, Ip};
 use polld_dev::afpacket::raw_socket;
-use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
+use polld_dev::netns::{in_netns, Netns};
 use polld_packet::options::kind;
 use polld_packet::wire::icmp::icmp_type;
 use polld_packet::wire::{EthernetFrame, IcmpPacket, Ipv4Packet, MacAddr};
@@ -35,39 +35,13 @@ const R1_MAC: &str = "02:00:00:00:02:01";
 const B0_MAC: &str = "02:00:00:00:02:02";
 const DST: &str = "10.0.2.100";
 
-struct Topology {
-    gen: Netns,
-    fwd: Netns,
-    sink: Netns,
-}
-
-fn topology() -> Topology {
-    let t = Topology {
-        gen: Netns::create("prfg").unwrap(),
-        fwd: Netns::create("prff").unwrap(),
-        sink: Netns::create("prfs").unwrap(),
-    };
-    for ns in [&t.gen, &t.fwd, &t.sink] {
-        // No IPv6 chatter (router solicitations, DAD) on the captures.
-        ns.sysctl("net.ipv6.conf.all.disable_ipv6=1").unwrap();
-        ns.sysctl("net.ipv6.conf.default.disable_ipv6=1").unwrap();
-    }
-    let end = |ns, name, mac, addr| VethEnd {
-        ns,
-        name,
-        mac,
-        addr: Some(addr),
-    };
-    veth_pair(
-        end(&t.gen, "a0", A0_MAC, "10.0.1.2/24"),
-        end(&t.fwd, "r0", R0_MAC, "10.0.1.1/24"),
-    )
-    .unwrap();
-    veth_pair(
-        end(&t.fwd, "r1", R1_MAC, "10.0.2.1/24"),
-        end(&t.sink, "b0", B0_MAC, "10.0.2.2/24"),
-    )
-    .unwrap();
+fn topology() -> Line {
+    // No IPv6 chatter (router solicitations, DAD) on the captures.
+    let no_ipv6 = [
+        "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.default.disable_ipv6=1",
+    ];
+    let t = Line::create("prf", &no_ipv6, [A0_MAC, R0_MAC, R1_MAC, B0_MAC]);
     t.gen.ip(&["link", "set", "a0", "mtu", "9000"]).unwrap();
     t.fwd.ip(&["link", "set", "r0", "mtu", "9000"]).unwrap();
     for (ns, dev, ip, mac) in [
@@ -97,7 +71,7 @@ struct Wires {
     sink: OwnedFd,
 }
 
-fn wires(t: &Topology) -> Wires {
+fn wires(t: &Line) -> Wires {
     let all = (libc::ETH_P_ALL as u16).to_be();
     let open = |ns: &Netns, dev: &'static str| {
         in_netns(ns.name(), move || raw_socket(dev, all))

@@ -23,8 +23,10 @@
 //!    (§5.3.4); IP options checked ([`crate::options`]): a malformed list →
 //!    `IpOptions` with an ICMP parameter problem pointing at the fault, a source route
 //!    → `IpOptions`;
-//!    fragments that defeat port filtering (RFC 1858) → `Fragment`; TTL ≤ 1 →
-//!    `TtlExceeded` + ICMP time exceeded; no route → `NoRoute` + ICMP net unreachable;
+//!    fragments that defeat port filtering (RFC 1858) → `Fragment`; no route →
+//!    `NoRoute` + ICMP net unreachable; a route of a kind that forwards nothing → its
+//!    reason (see the kernel's tables below), whatever the TTL, as Linux looks the route
+//!    up before it checks the TTL; TTL ≤ 1 → `TtlExceeded` + ICMP time exceeded;
 //!    larger than the output MTU with DF set → `Oversize` + ICMP fragmentation needed
 //!    with the MTU (RFC 1191); next hop not resolved → `Unresolved`; otherwise record
 //!    route and timestamp entries added, TTL − 1 (an incremental checksum update, or a
@@ -68,7 +70,7 @@
 //!   forwards nothing ([`Reject`]) drops by its reason: `Blackhole` silently,
 //!   `Unreachable` with ICMP host unreachable (ICMPv6 no route), `Prohibited` with
 //!   administratively prohibited, `UnpolledRoute` (out of an interface polld does not
-//!   poll) silently.
+//!   poll) silently, once the TTL is checked (the kernel that forwards it would).
 //! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
@@ -545,15 +547,9 @@ impl Forwarder {
             return PacketDrop::Fragment.verdict();
         }
         let (ttl, total_len, dont_fragment) = (ip.ttl(), ip.total_len(), ip.dont_fragment());
-        if ttl <= 1 {
-            let header = IcmpHeader {
-                msg_type: icmp_type::TIME_EXCEEDED,
-                code: 0,
-                rest: 0,
-            };
-            self.icmp_error(input, frame, header, emit);
-            return PacketDrop::TtlExceeded.verdict();
-        }
+        // The route before the TTL, in Linux's order (`ip_route_input`, then
+        // `ip_forward`): a destination the table refuses gets the route's answer at any
+        // TTL, so traceroute sees the refusal at the router's own hop.
         let Some((_, &route)) = self.routes.lookup(dst) else {
             let header = IcmpHeader {
                 msg_type: icmp_type::DEST_UNREACHABLE,
@@ -563,16 +559,31 @@ impl Forwarder {
             self.icmp_error(input, frame, header, emit);
             return PacketDrop::NoRoute.verdict();
         };
-        if let NextHop::Reject(reject) = route.next_hop {
-            if let Some((code, _)) = reject.unreachable_codes() {
+        match route.next_hop {
+            NextHop::Reject(reject) if reject != Reject::Unpolled => {
+                if let Some((code, _)) = reject.unreachable_codes() {
+                    let header = IcmpHeader {
+                        msg_type: icmp_type::DEST_UNREACHABLE,
+                        code,
+                        rest: 0,
+                    };
+                    self.icmp_error(input, frame, header, emit);
+                }
+                return reject.drop_reason().verdict();
+            }
+            _ if ttl <= 1 => {
                 let header = IcmpHeader {
-                    msg_type: icmp_type::DEST_UNREACHABLE,
-                    code,
+                    msg_type: icmp_type::TIME_EXCEEDED,
+                    code: 0,
                     rest: 0,
                 };
                 self.icmp_error(input, frame, header, emit);
+                return PacketDrop::TtlExceeded.verdict();
             }
-            return reject.drop_reason().verdict();
+            // Out of an interface polld does not poll: the kernel's to forward, which
+            // checks the TTL as above.
+            NextHop::Reject(reject) => return reject.drop_reason().verdict(),
+            NextHop::Connected | NextHop::Gateway(_) => {}
         }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);

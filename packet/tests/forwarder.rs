@@ -635,19 +635,67 @@ fn martian_link_addressing() {
     assert_eq!(rig.process(0, &mut frame), PacketDrop::Martian.verdict());
 }
 
+/// No route, whatever the TTL: Linux looks the route up before it checks the TTL.
 #[test]
 fn no_route_sends_net_unreachable() {
+    for ttl in [64, 1] {
+        let mut rig = Rig::new();
+        let packet = Ip {
+            ttl,
+            ..Ip::udp("10.0.1.2", "192.168.7.7", 9, 8)
+        };
+        assert_eq!(rig.drop_from_a(&packet), PacketDrop::NoRoute, "TTL {ttl}");
+        let sent = rig.sent.take();
+        let (_, _, icmp) = parse_icmp(&sent[0].1);
+        assert_eq!(
+            (icmp.msg_type(), icmp.code()),
+            (icmp_type::DEST_UNREACHABLE, 0),
+            "TTL {ttl}"
+        );
+    }
+}
+
+/// The kinds that forward nothing answer by their kind whatever the TTL, as in Linux
+/// (traceroute shows `!H`, `!X`, or nothing for a blackhole, at the router's own hop);
+/// a route out of an interface polld does not poll is the kernel's to forward: the TTL
+/// first.
+#[test]
+fn reject_routes_answer_by_their_kind_at_any_ttl() {
+    use polld_packet::route::{NextHop, Reject, Route};
     let mut rig = Rig::new();
-    assert_eq!(
-        rig.drop_from_a(&Ip::udp("10.0.1.2", "192.168.7.7", 9, 8)),
-        PacketDrop::NoRoute
-    );
-    let sent = rig.sent.take();
-    let (_, _, icmp) = parse_icmp(&sent[0].1);
-    assert_eq!(
-        (icmp.msg_type(), icmp.code()),
-        (icmp_type::DEST_UNREACHABLE, 0)
-    );
+    let prefix = "10.9.0.0/16".parse().unwrap();
+    for ttl in [64, 1] {
+        for (reject, reason, code) in [
+            (Reject::Blackhole, PacketDrop::Blackhole, None),
+            (Reject::Unreachable, PacketDrop::Unreachable, Some(1)),
+            (Reject::Prohibit, PacketDrop::Prohibited, Some(13)),
+            (Reject::Unpolled, PacketDrop::UnpolledRoute, None),
+        ] {
+            let next_hop = NextHop::Reject(reject);
+            rig.fwd
+                .routes_mut()
+                .insert(prefix, Route { out: 0, next_hop });
+            let packet = Ip {
+                ttl,
+                ..udp_to_net9()
+            };
+            let (reason, icmp) = match (reject, ttl) {
+                (Reject::Unpolled, 1) => (PacketDrop::TtlExceeded, Some((11, 0))),
+                _ => (reason, code.map(|code| (3, code))),
+            };
+            let what = format!("{reject:?}, TTL {ttl}");
+            assert_eq!(rig.drop_from_a(&packet), reason, "{what}");
+            let sent = rig.sent.take();
+            match icmp {
+                Some(header) => {
+                    assert_eq!(sent.len(), 1, "{what}: one ICMP message");
+                    let (_, _, m) = parse_icmp(&sent[0].1);
+                    assert_eq!((m.msg_type(), m.code()), header, "{what}");
+                }
+                None => assert!(sent.is_empty(), "{what}: no ICMP"),
+            }
+        }
+    }
 }
 
 // ---- local delivery --------------------------------------------------------------------

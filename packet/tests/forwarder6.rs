@@ -206,32 +206,43 @@ fn routes_and_neighbours_change_in_place() {
     assert_eq!(rig.verdict_from_a(&udp_far()), Verdict::Forward { out: 1 });
 }
 
+/// The kinds that forward nothing answer by their kind whatever the hop limit: Linux
+/// looks the route up before it checks the hop limit, so traceroute shows the refusal
+/// (`!N`, `!X`, or nothing for a blackhole) at the router's own hop. A route out of an
+/// interface polld does not poll is the kernel's to forward: the hop limit first.
 #[test]
 fn reject_routes_drop_by_their_reason_with_the_kernels_icmpv6_errors() {
     use polld_packet::route::{NextHop, Reject, Route};
     let mut rig = Rig::new();
     let prefix = "2001:db8:9::/48".parse().unwrap();
-    for (reject, reason, code) in [
-        (Reject::Blackhole, PacketDrop::Blackhole, None),
-        (Reject::Unreachable, PacketDrop::Unreachable, Some(0)),
-        (Reject::Prohibit, PacketDrop::Prohibited, Some(1)),
-        (Reject::Unpolled, PacketDrop::UnpolledRoute, None),
-    ] {
-        let next_hop = NextHop::Reject(reject);
-        rig.fwd
-            .routes_mut()
-            .insert6(prefix, Route { out: 0, next_hop });
-        assert_eq!(
-            rig.verdict_from_a(&udp_far()),
-            reason.verdict(),
-            "{reject:?}"
-        );
-        match code {
-            Some(code) => {
-                let icmp = rig.icmp();
-                assert_eq!((icmp.msg_type, icmp.code), (1, code), "{reject:?}");
+    for hop_limit in [64, 1] {
+        for (reject, reason, code) in [
+            (Reject::Blackhole, PacketDrop::Blackhole, None),
+            (Reject::Unreachable, PacketDrop::Unreachable, Some(0)),
+            (Reject::Prohibit, PacketDrop::Prohibited, Some(1)),
+            (Reject::Unpolled, PacketDrop::UnpolledRoute, None),
+        ] {
+            let next_hop = NextHop::Reject(reject);
+            rig.fwd
+                .routes_mut()
+                .insert6(prefix, Route { out: 0, next_hop });
+            let packet = Ip6 {
+                hop_limit,
+                ..udp_far()
+            };
+            let (reason, icmp) = match (reject, hop_limit) {
+                (Reject::Unpolled, 1) => (PacketDrop::TtlExceeded, Some((3, 0))),
+                _ => (reason, code.map(|code| (1, code))),
+            };
+            let what = format!("{reject:?}, hop limit {hop_limit}");
+            assert_eq!(rig.verdict_from_a(&packet), reason.verdict(), "{what}");
+            match icmp {
+                Some(header) => {
+                    let m = rig.icmp();
+                    assert_eq!((m.msg_type, m.code), header, "{what}");
+                }
+                None => rig.no_icmp(),
             }
-            None => rig.no_icmp(),
         }
     }
 }
@@ -459,19 +470,25 @@ fn unicast_destination_in_a_link_layer_multicast_is_martian() {
 
 // ---- RFC 4443: errors, echo, limits ---------------------------------------------------
 
+/// No route, whatever the hop limit (the route before the hop limit, as in Linux).
 #[test]
 fn no_route_is_unreachable_no_route() {
-    let mut rig = Rig::new();
-    let packet = Ip6::udp(A, "2001:db8:7::1", 9, 8);
-    assert_eq!(rig.verdict_from_a(&packet), PacketDrop::NoRoute.verdict());
-    let m = rig.icmp();
-    assert_error(
-        &m,
-        icmpv6_type::DEST_UNREACHABLE,
-        unreachable_code::NO_ROUTE,
-        0,
-        &packet,
-    );
+    for hop_limit in [64, 1] {
+        let mut rig = Rig::new();
+        let packet = Ip6 {
+            hop_limit,
+            ..Ip6::udp(A, "2001:db8:7::1", 9, 8)
+        };
+        assert_eq!(rig.verdict_from_a(&packet), PacketDrop::NoRoute.verdict());
+        let m = rig.icmp();
+        assert_error(
+            &m,
+            icmpv6_type::DEST_UNREACHABLE,
+            unreachable_code::NO_ROUTE,
+            0,
+            &packet,
+        );
+    }
 }
 
 #[test]

@@ -4,11 +4,13 @@
 // Each test binary uses its own part of this module.
 #![allow(dead_code)]
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use polld_dev::netns::{in_netns, veth_pair, Netns, VethEnd};
 use polld_testbed::ledger::{Ledger, Sent, StreamTrail};
 use polld_testbed::{Devices, Layout, PolldSetup, Role, Testbed, UpOptions};
 use polld_testsupport::{eventually, ConfigFile, Interface};
@@ -553,4 +555,72 @@ pub fn two_taps(socket: &Path, mode: &str, knobs: &[(&str, i64)]) -> String {
             .address("10.82.2.1/24"),
     )
     .to_toml()
+}
+
+/// Whether a TCP connection from `peer` to `at` on `host` carries a line both ways.
+pub fn tcp_connects(host: &Netns, peer: &Netns, at: SocketAddr) -> bool {
+    let listener = in_netns(host.name(), move || TcpListener::bind(at))
+        .unwrap()
+        .unwrap();
+    // Left blocked in accept when no connection comes; it ends with the test.
+    std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut conn, _) = listener.accept()?;
+        let mut line = [0u8; 5];
+        conn.read_exact(&mut line)?;
+        conn.write_all(&line)
+    });
+    let echoed = in_netns(peer.name(), move || -> std::io::Result<[u8; 5]> {
+        let mut conn = TcpStream::connect_timeout(&at, Duration::from_secs(3))?;
+        conn.set_read_timeout(Some(Duration::from_secs(3)))?;
+        conn.write_all(b"hello")?;
+        let mut line = [0u8; 5];
+        conn.read_exact(&mut line)?;
+        Ok(line)
+    })
+    .unwrap();
+    echoed.is_ok_and(|line| &line == b"hello")
+}
+
+/// Three namespaces of the calling test's own in a line, gen — fwd — sink, joined by veth
+/// pairs gen `a0` (10.0.1.2/24) — fwd `r0` (10.0.1.1/24) and fwd `r1` (10.0.2.1/24) — sink
+/// `b0` (10.0.2.2/24), all up; deleted on drop.
+pub struct Line {
+    pub gen: Netns,
+    pub fwd: Netns,
+    pub sink: Netns,
+}
+
+impl Line {
+    /// The namespaces' names start with `tag`; `sysctls` are written in each before the
+    /// links exist; `macs` are those of `a0`, `r0`, `r1` and `b0`.
+    pub fn create(tag: &str, sysctls: &[&str], macs: [&str; 4]) -> Line {
+        let ns = |role: &str| Netns::create(&format!("{tag}{role}")).unwrap();
+        let line = Line {
+            gen: ns("g"),
+            fwd: ns("f"),
+            sink: ns("s"),
+        };
+        for ns in [&line.gen, &line.fwd, &line.sink] {
+            for sysctl in sysctls {
+                ns.sysctl(sysctl).unwrap();
+            }
+        }
+        let end = |ns, name, mac, addr| VethEnd {
+            ns,
+            name,
+            mac,
+            addr: Some(addr),
+        };
+        veth_pair(
+            end(&line.gen, "a0", macs[0], "10.0.1.2/24"),
+            end(&line.fwd, "r0", macs[1], "10.0.1.1/24"),
+        )
+        .unwrap();
+        veth_pair(
+            end(&line.fwd, "r1", macs[2], "10.0.2.1/24"),
+            end(&line.sink, "b0", macs[3], "10.0.2.2/24"),
+        )
+        .unwrap();
+        line
+    }
 }

@@ -20,8 +20,10 @@
 //! 6. Forwarding: a unicast destination received as link-layer multicast → `Martian`;
 //!    a link-local destination not polld's → `LinkLocal`; a link-local source →
 //!    `LinkLocal` + ICMPv6 destination unreachable, beyond scope of source address; a
-//!    hop-by-hop options header → `HopByHop`; hop limit ≤ 1 → `TtlExceeded` + ICMPv6
-//!    time exceeded; no route → `NoRoute` + ICMPv6 no route to destination; larger than
+//!    hop-by-hop options header → `HopByHop`; no route → `NoRoute` + ICMPv6 no route to
+//!    destination; a route of a kind that forwards nothing → its reason, whatever the
+//!    hop limit (the route before the hop limit, as in Linux); hop limit ≤ 1 →
+//!    `TtlExceeded` + ICMPv6 time exceeded; larger than
 //!    the output MTU → `Oversize` + ICMPv6 packet too big with the MTU (routers never
 //!    fragment IPv6, RFC 8200 §5); next hop not in the neighbour table →
 //!    `NeighbourUnknown` + ICMPv6 address unreachable; otherwise hop limit − 1 (IPv6 has
@@ -39,7 +41,7 @@ use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
-use crate::route::NextHop;
+use crate::route::{NextHop, Reject};
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -118,25 +120,30 @@ impl Forwarder {
         }
         let hop_limit = ip.hop_limit();
         let packet_len = ip.packet().len();
-        if hop_limit <= 1 {
-            let header = IcmpHeader {
-                msg_type: icmpv6_type::TIME_EXCEEDED,
-                code: 0,
-                rest: 0,
-            };
-            self.icmpv6_error(input, frame, &chain, header, emit);
-            return PacketDrop::TtlExceeded.verdict();
-        }
+        // The route before the hop limit, as in the IPv4 path (Linux's order).
         let Some((_, &route)) = self.routes.lookup6(dst) else {
             let code = unreachable_code::NO_ROUTE;
             self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             return PacketDrop::NoRoute.verdict();
         };
-        if let NextHop::Reject(reject) = route.next_hop {
-            if let Some((_, code)) = reject.unreachable_codes() {
-                self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
+        match route.next_hop {
+            NextHop::Reject(reject) if reject != Reject::Unpolled => {
+                if let Some((_, code)) = reject.unreachable_codes() {
+                    self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
+                }
+                return reject.drop_reason().verdict();
             }
-            return reject.drop_reason().verdict();
+            _ if hop_limit <= 1 => {
+                let header = IcmpHeader {
+                    msg_type: icmpv6_type::TIME_EXCEEDED,
+                    code: 0,
+                    rest: 0,
+                };
+                self.icmpv6_error(input, frame, &chain, header, emit);
+                return PacketDrop::TtlExceeded.verdict();
+            }
+            NextHop::Reject(reject) => return reject.drop_reason().verdict(),
+            NextHop::Connected | NextHop::Gateway(_) => {}
         }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);
