@@ -266,6 +266,9 @@ pub enum Verdict {
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
     Consumed,
+    /// Handed to the host's kernel, which forwards it (a route out of an interface polld
+    /// does not poll, a next hop the kernel is still resolving): counted `to_kernel`.
+    Kernel,
     /// Dropped, for this reason.
     Drop(DropReason),
 }

@@ -24,7 +24,8 @@
 //!    time exceeded; no route → `NoRoute` + ICMPv6 no route to destination; larger than
 //!    the output MTU → `Oversize` + ICMPv6 packet too big with the MTU (routers never
 //!    fragment IPv6, RFC 8200 §5); next hop not in the neighbour table →
-//!    `NeighbourUnknown` + ICMPv6 address unreachable; otherwise hop limit − 1 (IPv6 has
+//!    `NeighbourUnknown` + ICMPv6 address unreachable (with the kernel's tables: handed
+//!    to the kernel, `Kernel`, [`super::ToKernel`]); otherwise hop limit − 1 (IPv6 has
 //!    no header checksum), MACs rewritten, link padding trimmed, `Forward { out }`.
 //!
 //! ICMPv6 errors (RFC 4443 §2.4) are never sent about an ICMPv6 error (or a packet
@@ -35,11 +36,12 @@
 
 use std::net::IpAddr;
 
+use super::to_kernel::Why;
 use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
-use crate::route::NextHop;
+use crate::route::{NextHop, Reject};
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -133,6 +135,11 @@ impl Forwarder {
             return PacketDrop::NoRoute.verdict();
         };
         if let NextHop::Reject(reject) = route.next_hop {
+            if reject == Reject::Unpolled {
+                if let Some(verdict) = self.hand6(input, frame, &chain, Why::Unpolled, emit) {
+                    return verdict;
+                }
+            }
             if let Some((_, code)) = reject.unreachable_codes() {
                 self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             }
@@ -155,6 +162,9 @@ impl Forwarder {
             if self.kernel {
                 if self.neighbours.ask_due(next_hop, self.now_ns) {
                     self.ask_kernel(route.out, IpAddr::V6(next_hop));
+                }
+                if let Some(verdict) = self.hand6(input, frame, &chain, Why::Unresolved, emit) {
+                    return verdict;
                 }
             } else {
                 let code = unreachable_code::ADDRESS;
@@ -359,7 +369,7 @@ impl Forwarder {
     /// Sends an ICMPv6 error about `frame` (a checked IPv6 packet whose chain is
     /// `chain`) back where it came from, unless RFC 4443 §2.4 forbids it or the rate
     /// limit is exhausted.
-    fn icmpv6_error(
+    pub(super) fn icmpv6_error(
         &mut self,
         input: usize,
         frame: &[u8],
