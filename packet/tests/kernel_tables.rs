@@ -102,7 +102,10 @@ impl ToKernel for Kernel {
     fn send(&mut self, packet: &[u8]) -> Result<(), Refused> {
         match self.refusal {
             Some(refused) => Err(refused),
-            None => Ok(self.handed.lock().unwrap().push(packet.to_vec())),
+            None => {
+                self.handed.lock().unwrap().push(packet.to_vec());
+                Ok(())
+            }
         }
     }
 }
@@ -249,7 +252,8 @@ fn a_datagram_without_df_too_big_for_the_kernels_route_is_handed_as_fragments() 
             if packet.len() > 1000 {
                 return Err(Refused::TooBig { mtu: 1000 });
             }
-            Ok(self.0.lock().unwrap().push(packet.to_vec()))
+            self.0.lock().unwrap().push(packet.to_vec());
+            Ok(())
         }
     }
     let (mut rig, _) = rig_to_kernel(None);
