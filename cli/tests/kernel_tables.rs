@@ -69,10 +69,7 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     let fwd = l.fwd_ns.as_str();
     let sink = l.veth3.addr.to_string();
     ip_in(fwd, &["route", "add", PREFIX, "via", &sink]);
-    let dir = Dir::new(&format!("{}-kernel-tables", l.prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    std::fs::write(&config, interfaces_only(&socket)).unwrap();
+    let (_dir, config, socket) = config_in(&tb, "kernel-tables");
     let polld = Polld::start(&tb, &config, &socket);
     // The kernel's addresses are polld's, and followed.
     let shown = polld.ok(&["ifconfig", "veth1"]);
@@ -214,11 +211,7 @@ fn gen_counted(tb: &Testbed, frames: u32) -> Value {
 /// that every frame is accounted for end to end and returns polld's final counters of
 /// veth1 and the stage's handed counts (`to_kernel_unpolled`, `to_kernel_unresolved`).
 fn counted_flood(tb: &Testbed, iface: &str, setup: impl FnOnce()) -> (Value, u64, u64) {
-    let l = tb.layout();
-    let dir = Dir::new(&format!("{}-handoff", l.prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    std::fs::write(&config, interfaces_only(&socket)).unwrap();
+    let (_dir, config, socket) = config_in(tb, "handoff");
     setup();
     let polld = Polld::start(tb, &config, &socket);
     let sink = sink_on(tb, iface, 20);
