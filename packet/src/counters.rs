@@ -1,7 +1,7 @@
 //! Per-stage counters and the conservation check.
 //!
 //! Every frame handed to a stage gets exactly one verdict, IPv4 and IPv6 alike, so
-//! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
+//! `received = forwarded + local + consumed + to_kernel + drops`. Frames the stage makes up itself
 //! (ARP requests and replies, ICMP and ICMPv6 messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
