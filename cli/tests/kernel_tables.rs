@@ -2,15 +2,19 @@
 //! on AF_PACKET with a config of `[[interfaces]]` only) on the veth testbed (root only):
 //! the routes, addresses and neighbours of fwd's kernel are followed while a flood runs,
 //! each change seen in polld's counters; a next hop the kernel has no entry for is asked
-//! of the kernel, which resolves it.
+//! of the kernel, which resolves it. What polld hands the kernel arrives, every frame
+//! counted from gen to the sink: a flood routed out of an interface polld does not poll,
+//! and the first frames to a next hop the kernel has not resolved yet.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{counter, ip_in, stop, testbed, Dir, Polld, Running, POLLD};
+use common::{count, counter, ip_in, signal, stop, testbed, Dir, Polld, Running, POLLD};
 use polld_testbed::{Role, Testbed};
 use polld_testsupport::eventually;
+use rustix::process::Signal;
+use serde_json::Value;
 
 /// The flooded prefix, and the address in it gen sends to.
 const PREFIX: &str = "10.9.0.0/16";
@@ -65,10 +69,7 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     let fwd = l.fwd_ns.as_str();
     let sink = l.veth3.addr.to_string();
     ip_in(fwd, &["route", "add", PREFIX, "via", &sink]);
-    let dir = Dir::new(&format!("{}-kernel-tables", l.prefix));
-    let socket = dir.0.join("polld.sock");
-    let config = dir.0.join("fwd.toml");
-    std::fs::write(&config, interfaces_only(&socket)).unwrap();
+    let (_dir, config, socket) = config_in(&tb, "kernel-tables");
     let polld = Polld::start(&tb, &config, &socket);
     // The kernel's addresses are polld's, and followed.
     let shown = polld.ok(&["ifconfig", "veth1"]);
@@ -91,10 +92,11 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
 
     // The route in the kernel's table before start: forwarded to sink.
     grows(&polld, "dev.veth1.forwarded", "start");
-    // Replaced by one through a next hop the kernel has no neighbour for.
+    // Replaced by one through a next hop the kernel has no neighbour for: handed to the
+    // kernel, which tries to resolve it.
     ip_in(fwd, &["route", "replace", PREFIX, "via", OTHER_HOP]);
-    grows(&polld, "dev.veth1.drops.unresolved", "the route's replace");
-    // The neighbour appears: forwarded again; it goes: unresolved again.
+    grows(&polld, "dev.veth1.to_kernel", "the route's replace");
+    // The neighbour appears: forwarded again; it goes: handed again.
     let mac = l.veth3.mac.as_str();
     let neigh = ["lladdr", mac, "dev", "veth2", "nud", "permanent"];
     ip_in(
@@ -103,11 +105,7 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     );
     grows(&polld, "dev.veth1.forwarded", "the neighbour's add");
     ip_in(fwd, &["neigh", "del", OTHER_HOP, "dev", "veth2"]);
-    grows(
-        &polld,
-        "dev.veth1.drops.unresolved",
-        "the neighbour's delete",
-    );
+    grows(&polld, "dev.veth1.to_kernel", "the neighbour's delete");
     // The kinds that forward nothing, each by its reason.
     for (kind, reason) in [
         ("blackhole", "blackhole"),
@@ -126,7 +124,7 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     ip_in(fwd, &["route", "replace", PREFIX, "dev", "kt0"]);
     grows(
         &polld,
-        "dev.veth1.drops.unpolled_route",
+        "net.inet.ip.to_kernel_unpolled",
         "a route out of kt0",
     );
     // Gone: no route.
@@ -157,4 +155,236 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
     assert!(counter(&polld, "polld.tables_time") > 0);
     drop(_flood);
     stop(polld);
+}
+
+/// Starts `polld sink` on `iface` in sink's namespace for `secs` seconds, and waits until
+/// its packet socket is open.
+fn sink_on(tb: &Testbed, iface: &str, secs: u32) -> std::process::Child {
+    let open = |tb: &Testbed| {
+        let out = tb
+            .command_in(Role::Sink, None, "cat")
+            .unwrap()
+            .arg("/proc/net/packet")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count() > 1
+    };
+    assert!(!open(tb), "no packet socket in sink before the sink starts");
+    let child = tb
+        .command_in(Role::Sink, None, POLLD)
+        .unwrap()
+        .args(["sink", iface, "--backend", "af_packet", "--json", "-i", "0"])
+        .args(["--duration", &secs.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually(
+        "the sink's packet socket is open",
+        Duration::from_secs(20),
+        || open(tb),
+    );
+    child
+}
+
+/// `polld gen` from gen to [`DST`] through fwd: `frames` frames at 2000 a second, waited
+/// for; its JSON summary.
+fn gen_counted(tb: &Testbed, frames: u32) -> Value {
+    let l = tb.layout();
+    let out = tb
+        .command_in(Role::Gen, None, POLLD)
+        .unwrap()
+        .args(["gen", &l.veth0.name, "-i", "0", "--json", "--rate", "2000"])
+        .args(["--count", &frames.to_string(), "--duration", "60"])
+        .args(["--dst-ip", DST, "--src-ip", &l.veth0.addr.to_string()])
+        .args(["--src-mac", &l.veth0.mac, "--dst-mac", &l.veth1.mac])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "polld gen: {out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("polld gen --json: {e}: {stdout}"))
+}
+
+/// Runs a counted flood through polld (started on `tb` with only its interfaces) to a
+/// sink on `iface` in sink's namespace, after `setup` routed [`PREFIX`] in fwd; checks
+/// that every frame is accounted for end to end and returns polld's final counters of
+/// veth1 and the stage's handed counts (`to_kernel_unpolled`, `to_kernel_unresolved`).
+fn counted_flood(tb: &Testbed, iface: &str, setup: impl FnOnce()) -> (Value, u64, u64) {
+    let (_dir, config, socket) = config_in(tb, "handoff");
+    setup();
+    let polld = Polld::start(tb, &config, &socket);
+    let sink = sink_on(tb, iface, 20);
+    let gen = gen_counted(tb, 2000);
+    let out = sink.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let sink: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("polld sink --json: {e}: {stdout}"));
+    let handed = (
+        counter(&polld, "net.inet.ip.to_kernel_unpolled"),
+        counter(&polld, "net.inet.ip.to_kernel_unresolved"),
+    );
+    let interfaces = stop(polld);
+    let veth1 = interfaces
+        .iter()
+        .find(|i| i["name"] == "veth1")
+        .unwrap()
+        .clone();
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let seq = &sink["analysis"]["sequence"];
+    let (received, lost) = (n(&seq["received"]), n(&seq["lost"]));
+    let end_records = n(&sink["analysis"]["end_records"]);
+    let sent = n(&gen["frames"]);
+    // Lost before polld: gen's own drops, veth0's ring; and what polld dropped.
+    let before = n(&gen["dropped"]) + gen["link_dropped"].as_u64().unwrap_or(0);
+    let polld_drops: u64 = veth1["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c[0].as_str().is_some_and(|name| name.starts_with("drops.")))
+        .map(|c| n(&c[1]))
+        .sum();
+    let through = count(&veth1, "forwarded") + count(&veth1, "to_kernel");
+    let ledger = format!(
+        "gen sent {sent} (dropped {before}); polld veth1: forwarded + to_kernel {through}, \
+         dropped {polld_drops}; sink: received {received} + end records {end_records}, \
+         lost {lost}"
+    );
+    assert!(sent > 0 && received > 0, "{ledger}");
+    assert_eq!(received + lost, sent, "the sink's count: {ledger}");
+    assert_eq!(
+        through,
+        received + end_records,
+        "what polld passed on arrived, and nothing else: {ledger}"
+    );
+    assert_eq!(
+        lost,
+        before + polld_drops,
+        "every frame lost is named: {ledger}"
+    );
+    (veth1, handed.0, handed.1)
+}
+
+#[test]
+fn a_route_out_of_an_interface_polld_does_not_poll_is_forwarded_by_the_kernel() {
+    require_root!();
+    let tb = testbed("ku");
+    let l = tb.layout();
+    let (fwd, sink) = (l.fwd_ns.as_str(), l.sink_ns.as_str());
+    let (veth1, unpolled, unresolved) = counted_flood(&tb, "kt1", || {
+        // A link of the kernel's alone, fwd's kt0 to sink's kt1, and the flooded prefix
+        // routed out of it.
+        let pair = ["link", "add", "kt0", "type", "veth", "peer", "name", "kt1"];
+        ip_in(fwd, &[&pair[..], &["netns", sink]].concat());
+        ip_in(fwd, &["addr", "add", "10.0.7.1/24", "dev", "kt0"]);
+        ip_in(fwd, &["link", "set", "kt0", "up"]);
+        ip_in(sink, &["addr", "add", "10.0.7.2/24", "dev", "kt1"]);
+        ip_in(sink, &["link", "set", "kt1", "up"]);
+        ip_in(
+            fwd,
+            &["route", "add", PREFIX, "via", "10.0.7.2", "dev", "kt0"],
+        );
+    });
+    assert_eq!(count(&veth1, "forwarded"), 0, "{veth1}");
+    assert!(count(&veth1, "to_kernel") > 0, "{veth1}");
+    assert_eq!((unpolled, unresolved), (count(&veth1, "to_kernel"), 0));
+}
+
+#[test]
+fn the_first_frames_to_a_next_hop_the_kernel_has_not_resolved_arrive() {
+    require_root!();
+    let tb = testbed("kr");
+    let l = tb.layout();
+    let (fwd, sink) = (l.fwd_ns.as_str(), l.sink_ns.as_str());
+    let (veth1, unpolled, unresolved) = counted_flood(&tb, "veth3", || {
+        // A next hop sink answers ARP for, which fwd's kernel has never resolved.
+        ip_in(
+            sink,
+            &["addr", "add", &format!("{OTHER_HOP}/24"), "dev", "veth3"],
+        );
+        ip_in(fwd, &["route", "add", PREFIX, "via", OTHER_HOP]);
+    });
+    // The first frames went by the kernel while it resolved; the rest by polld.
+    assert!(unresolved > 0, "{veth1}");
+    assert_eq!((unpolled, count(&veth1, "to_kernel")), (0, unresolved));
+    assert!(count(&veth1, "forwarded") > 0, "{veth1}");
+}
+
+/// Writes the config of [`interfaces_only`] in a scratch directory; the directory, the
+/// config and the control socket.
+fn config_in(tb: &Testbed, tag: &str) -> (Dir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = Dir::new(&format!("{}-{tag}", tb.layout().prefix));
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
+    std::fs::write(&config, interfaces_only(&socket)).unwrap();
+    (dir, config, socket)
+}
+
+#[test]
+fn notifications_lost_to_a_full_socket_make_polld_read_the_tables_again() {
+    require_root!();
+    let tb = testbed("ko");
+    let l = tb.layout();
+    let fwd = l.fwd_ns.as_str();
+    let sink = l.veth3.addr.to_string();
+    let (dir, config, socket) = config_in(&tb, "overrun");
+    let polld = Polld::start(&tb, &config, &socket);
+    assert_eq!(counter(&polld, "polld.tables_dumps"), 1);
+    // polld reads nothing while stopped; meanwhile 20,000 routes and the flooded prefix
+    // come in one batch, far more notifications than its socket holds.
+    let mut batch = format!("route add {PREFIX} via {sink}\n");
+    for i in 0..20_000u32 {
+        batch += &format!("route add 198.18.{}.{}/32 via {sink}\n", i / 256, i % 256);
+    }
+    let file = dir.0.join("routes.batch");
+    std::fs::write(&file, batch).unwrap();
+    signal(polld.child(), Signal::STOP);
+    let added = std::process::Command::new("ip")
+        .args(["-n", fwd, "-batch"])
+        .arg(&file)
+        .status();
+    signal(polld.child(), Signal::CONT);
+    assert!(added.unwrap().success(), "ip -batch");
+    // The kernel's IPv4 routes of the main table, one per prefix as polld holds them.
+    let kernel = ip_in(fwd, &["-4", "route", "show", "table", "main"])
+        .lines()
+        .count() as u64;
+    assert!(kernel > 20_000, "{kernel} routes");
+    eventually(
+        "polld reads the tables again after the overrun",
+        Duration::from_secs(60),
+        || counter(&polld, "polld.tables_dumps") > 1,
+    );
+    eventually(
+        "polld holds the kernel's routes",
+        Duration::from_secs(60),
+        || counter(&polld, "polld.tables_routes") == kernel,
+    );
+    // And forwards by the route that came during the overrun.
+    let _flood = flood(&tb);
+    grows(&polld, "dev.veth1.forwarded", "the overrun");
+    drop(_flood);
+    stop(polld);
+}
+
+#[test]
+fn a_namespace_without_routes_out_of_polled_interfaces_gets_a_clear_message() {
+    require_root!();
+    let tb = testbed("kn");
+    let fwd = tb.layout().fwd_ns.as_str();
+    for dev in ["veth1", "veth2"] {
+        ip_in(fwd, &["addr", "flush", "dev", dev]);
+    }
+    ip_in(fwd, &["route", "flush", "table", "main"]);
+    let (_dir, config, socket) = config_in(&tb, "no-routes");
+    // polld runs in fwd (`--netns`): the namespace is its own.
+    let warning = "kernel tables: no route of polld's namespace leads out of veth1, veth2";
+    let fix = "`ip addr add 10.0.1.1/24 dev veth1`";
+    let (_, log) = Polld::start(&tb, &config, &socket).stop_with_log();
+    assert!(log.contains(warning) && log.contains(fix), "{log}");
+    // With an address, its connected route leads out of veth1: no warning.
+    ip_in(fwd, &["addr", "add", "10.0.1.2/24", "dev", "veth1"]);
+    let _ = std::fs::remove_file(&socket);
+    let (_, log) = Polld::start(&tb, &config, &socket).stop_with_log();
+    assert!(!log.contains("no route of"), "{log}");
 }

@@ -3,7 +3,8 @@
 //! In FreeBSD this is `ether_input` → `ip_input` → `ip_forward`, run either inside the
 //! driver's handler (`net.inet.ip.fastforwarding=1`) or later from the IP input queue
 //! (the netisr). The dataplane calls a [`PacketStage`] for every frame and counts the
-//! [`Verdict`] so that, at every layer, received = forwarded + local + consumed + drops.
+//! [`Verdict`] so that, at every layer, received = forwarded + local + consumed +
+//! to_kernel + drops.
 
 /// Why a frame was dropped: one of the dataplane's own reasons (the device, the input
 /// queue, the output), or a reason the packet stage declares. The core counts a stage's
@@ -266,6 +267,9 @@ pub enum Verdict {
     Local,
     /// Used up by polld itself (an ARP reply it learned from, an ARP request it answered).
     Consumed,
+    /// Handed to the host's kernel, which forwards it (a route out of an interface polld
+    /// does not poll, a next hop the kernel is still resolving): counted `to_kernel`.
+    Kernel,
     /// Dropped, for this reason.
     Drop(DropReason),
 }

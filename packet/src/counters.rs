@@ -1,7 +1,7 @@
 //! Per-stage counters and the conservation check.
 //!
 //! Every frame handed to a stage gets exactly one verdict, IPv4 and IPv6 alike, so
-//! `received = forwarded + local + consumed + drops`. Frames the stage makes up itself
+//! `received = forwarded + local + consumed + to_kernel + drops`. Frames the stage makes up itself
 //! (ARP requests and replies, ICMP and ICMPv6 messages, the extra copies of a flooded frame) are
 //! counted apart under `generated`: they were never received, so they are outside the
 //! equation. A forwarded datagram counts once in `forwarded` however many fragments it
@@ -51,6 +51,9 @@ pub struct StageCounters {
     pub forwarded: u64,
     pub local: u64,
     pub consumed: u64,
+    /// Handed to the kernel, which forwards them ([`crate::forwarder`]'s `ToKernel`);
+    /// `to_kernel_unpolled` and `to_kernel_unresolved` say why.
+    pub to_kernel: u64,
     #[serde(serialize_with = "named_drops")]
     pub drops: DropCounters,
     pub generated: GeneratedCounters,
@@ -69,6 +72,11 @@ pub struct StageCounters {
     pub padding_trimmed: u64,
     /// The IP options of datagrams to be forwarded.
     pub options: OptionCounters,
+    /// Of `to_kernel`, the packets whose route leaves by an interface polld does not
+    /// poll, and those to a next hop without a neighbour entry (the kernel queues them
+    /// while it resolves it).
+    pub to_kernel_unpolled: u64,
+    pub to_kernel_unresolved: u64,
 }
 
 impl StageCounters {
@@ -79,6 +87,7 @@ impl StageCounters {
             Verdict::Forward { .. } | Verdict::ForwardEmitted { .. } => self.forwarded += 1,
             Verdict::Local => self.local += 1,
             Verdict::Consumed => self.consumed += 1,
+            Verdict::Kernel => self.to_kernel += 1,
             Verdict::Drop(reason) => self.drops.add(reason, 1),
         }
     }
@@ -87,9 +96,10 @@ impl StageCounters {
         self.drops.get(reason.into())
     }
 
-    /// Checks `received = forwarded + local + consumed + drops`.
+    /// Checks `received = forwarded + local + consumed + to_kernel + drops`.
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
-        let accounted = self.forwarded + self.local + self.consumed + self.drops.total();
+        let accounted =
+            self.forwarded + self.local + self.consumed + self.to_kernel + self.drops.total();
         if accounted == self.received {
             Ok(())
         } else {
@@ -98,6 +108,7 @@ impl StageCounters {
                 forwarded: self.forwarded,
                 local: self.local,
                 consumed: self.consumed,
+                to_kernel: self.to_kernel,
                 dropped: self.drops.total(),
             })
         }
@@ -134,6 +145,10 @@ sysctl_oids! {
             |c| Value::from(c.options.other);
         OPTIONS_MALFORMED = "options_malformed": Counter "Malformed option lists (dropped)",
             |c| Value::from(c.options.malformed);
+        TO_KERNEL_UNPOLLED = "to_kernel_unpolled": Counter "Packets handed to the kernel: routed out of an interface polld does not poll",
+            |c| Value::from(c.to_kernel_unpolled);
+        TO_KERNEL_UNRESOLVED = "to_kernel_unresolved": Counter "Packets handed to the kernel: next hop without a neighbour entry",
+            |c| Value::from(c.to_kernel_unresolved);
     }
 }
 
@@ -149,16 +164,17 @@ pub struct ConservationError {
     pub forwarded: u64,
     pub local: u64,
     pub consumed: u64,
+    pub to_kernel: u64,
     pub dropped: u64,
 }
 
 impl fmt::Display for ConservationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let accounted = self.forwarded + self.local + self.consumed + self.dropped;
+        let accounted = self.forwarded + self.local + self.consumed + self.to_kernel + self.dropped;
         write!(
             f,
-            "packet stage counters do not add up: received {} but forwarded {} + local {} + consumed {} + dropped {} = {accounted}",
-            self.received, self.forwarded, self.local, self.consumed, self.dropped
+            "packet stage counters do not add up: received {} but forwarded {} + local {} + consumed {} + to_kernel {} + dropped {} = {accounted}",
+            self.received, self.forwarded, self.local, self.consumed, self.to_kernel, self.dropped
         )
     }
 }
@@ -185,12 +201,13 @@ mod tests {
         c.record(Verdict::Forward { out: 1 });
         c.record(Verdict::Local);
         c.record(Verdict::Consumed);
+        c.record(Verdict::Kernel);
         c.record(PacketDrop::NoRoute.verdict());
-        assert_eq!(c.received, 4);
+        assert_eq!(c.received, 5);
         assert_eq!(c.dropped(PacketDrop::NoRoute), 1);
         assert!(c.check_conservation().is_ok());
         c.forwarded += 1;
         let err = c.check_conservation().unwrap_err();
-        assert!(err.to_string().contains("received 4"), "{err}");
+        assert!(err.to_string().contains("received 5"), "{err}");
     }
 }

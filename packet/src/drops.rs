@@ -43,7 +43,8 @@ pub enum PacketDrop {
     TtlExceeded,
     /// No route to the destination.
     NoRoute,
-    /// The next hop's link-layer address is not resolved (ARP pending or failed).
+    /// The next hop's link-layer address is not resolved (ARP pending or failed; with the
+    /// kernel's tables, the kernel did not take the packet to resolve it itself).
     Unresolved,
     /// A deny rule matched.
     Filtered,
@@ -64,7 +65,8 @@ pub enum PacketDrop {
     /// of order.
     ExtHeaders,
     /// An IPv6 next hop without a neighbour entry (polld does not run neighbour
-    /// discovery itself; an ICMPv6 address unreachable may have been sent).
+    /// discovery itself; an ICMPv6 address unreachable may have been sent; with the
+    /// kernel's tables, the kernel did not take the packet to resolve it itself).
     NeighbourUnknown,
     /// A blackhole route matched (`ip route add blackhole`): dropped silently.
     Blackhole,
@@ -74,8 +76,8 @@ pub enum PacketDrop {
     /// A prohibit route matched (`ip route add prohibit`): ICMP or ICMPv6
     /// administratively prohibited may have been sent.
     Prohibited,
-    /// The kernel's route leaves by an interface this poll thread does not poll: the
-    /// kernel forwards that traffic, not polld.
+    /// The kernel's route leaves by an interface this poll thread does not poll, and the
+    /// kernel did not take the packet when polld handed it over (its socket full).
     UnpolledRoute,
 }
 

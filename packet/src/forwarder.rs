@@ -28,7 +28,8 @@
 //!    reason (see the kernel's tables below), whatever the TTL, as Linux looks the route
 //!    up before it checks the TTL; TTL ≤ 1 → `TtlExceeded` + ICMP time exceeded;
 //!    larger than the output MTU with DF set → `Oversize` + ICMP fragmentation needed
-//!    with the MTU (RFC 1191); next hop not resolved → `Unresolved`; otherwise record
+//!    with the MTU (RFC 1191); next hop not resolved → `Unresolved` (with the kernel's
+//!    tables: handed to the kernel, `Kernel`); otherwise record
 //!    route and timestamp entries added, TTL − 1 (an incremental checksum update, or a
 //!    full one when options changed), MACs rewritten, and `Forward { out }` — or
 //!    `ForwardEmitted { out }` when the datagram leaves as fragments, or without the
@@ -50,7 +51,8 @@
 //!   ring for the duration of the call, so holding it would mean copying; instead the
 //!   frame is dropped as `Unresolved` and an ARP request goes out (at most one per
 //!   `arp.retry_ms` per next hop). The first packets of a flow to a new neighbour are
-//!   lost, as with FreeBSD's one-packet `la_hold` under a burst.
+//!   lost, as with FreeBSD's one-packet `la_hold` under a burst. With the kernel's
+//!   tables the kernel holds them instead (see below).
 //! - **ICMP goes back to the previous hop.** Errors and echo replies are sent on the input
 //!   interface to the offending frame's source MAC, sourced from the input interface's
 //!   address on the sender's network (or its first address). This needs neither a route
@@ -65,12 +67,16 @@
 //!   none come from the file, and ARP and neighbour discovery are the kernel's: ARP
 //!   frames and neighbour discovery messages go up untouched (`Local`), polld sends no
 //!   ARP request, answers no solicitation and no ping (the kernel does), and a next hop
-//!   without a neighbour entry is `Unresolved` (IPv4) or `NeighbourUnknown` (IPv6)
-//!   without an ICMP error, until the kernel's entry appears. A route of a kind that
-//!   forwards nothing ([`Reject`]) drops by its reason: `Blackhole` silently,
-//!   `Unreachable` with ICMP host unreachable (ICMPv6 no route), `Prohibited` with
-//!   administratively prohibited, `UnpolledRoute` (out of an interface polld does not
-//!   poll) silently, once the TTL is checked (the kernel that forwards it would).
+//!   without a neighbour entry is handed to the kernel ([`Verdict::Kernel`], see
+//!   [`ToKernel`]), which queues it while it resolves the next hop, and asked of the
+//!   kernel ([`Forwarder::take_kernel_asks`]); once the kernel's entry appears polld
+//!   forwards the next frames itself. So is a packet whose route leaves by an interface
+//!   polld does not poll ([`Reject::Unpolled`]), once its TTL is checked (the kernel
+//!   forwarding it would). Either, when the kernel does not take it,
+//!   is dropped without an ICMP error as `Unresolved` (IPv4), `NeighbourUnknown` (IPv6)
+//!   or `UnpolledRoute`. A route of another kind that forwards nothing ([`Reject`]) drops
+//!   by its reason: `Blackhole` silently, `Unreachable` with ICMP host unreachable
+//!   (ICMPv6 no route), `Prohibited` with administratively prohibited.
 //! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
@@ -105,6 +111,10 @@ const NS_PER_MS: u64 = 1_000_000;
 const MAX_DATAGRAM: usize = 65_535;
 
 mod ipv6;
+mod to_kernel;
+
+use to_kernel::Why;
+pub use to_kernel::{Refused, ToKernel};
 
 /// A configured interface, stored at its device index.
 #[derive(Clone, Debug)]
@@ -157,6 +167,8 @@ pub struct Forwarder {
     /// With the kernel's tables: next hops without a neighbour entry whose resolution
     /// the kernel is to be asked for ([`Forwarder::take_kernel_asks`]), by output.
     kernel_asks: Vec<(usize, IpAddr)>,
+    /// With the kernel's tables: where the packets the kernel forwards are handed.
+    to_kernel: Option<Box<dyn ToKernel>>,
     counters: StageCounters,
 }
 
@@ -267,6 +279,7 @@ impl Forwarder {
             next_ident: 0,
             scratch: Vec::with_capacity(2048),
             kernel_asks: Vec::new(),
+            to_kernel: None,
             counters: StageCounters::default(),
         })
     }
@@ -580,9 +593,15 @@ impl Forwarder {
                 self.icmp_error(input, frame, header, emit);
                 return PacketDrop::TtlExceeded.verdict();
             }
-            // Out of an interface polld does not poll: the kernel's to forward, which
-            // checks the TTL as above.
-            NextHop::Reject(reject) => return reject.drop_reason().verdict(),
+            // Out of an interface polld does not poll: handed to the kernel one hop on,
+            // the TTL checked above as the kernel forwarding it would; dropped by its
+            // reason when the kernel does not take it.
+            NextHop::Reject(reject) => {
+                if let Some(verdict) = self.hand4(input, frame, Why::Unpolled, emit) {
+                    return verdict;
+                }
+                return reject.drop_reason().verdict();
+            }
             NextHop::Connected | NextHop::Gateway(_) => {}
         }
         let out = &self.interfaces[route.out];
@@ -613,7 +632,8 @@ impl Forwarder {
             }
         }
         let Some(next_hop_mac) = resolution.mac else {
-            return PacketDrop::Unresolved.verdict();
+            let handed = self.hand4(input, frame, Why::Unresolved, emit);
+            return handed.unwrap_or(PacketDrop::Unresolved.verdict());
         };
         let ip_end = ETH + usize::from(total_len);
         let mut ip = Ipv4Packet::new_unchecked(&mut frame[ETH..ip_end]);

@@ -32,7 +32,7 @@ pub enum Reject {
     /// Dropped with ICMP (ICMPv6) administratively prohibited.
     Prohibit,
     /// The route leaves by an interface polld does not poll: the kernel's traffic,
-    /// dropped and counted here.
+    /// handed to the kernel (or dropped where there is no way to it).
     Unpolled,
 }
 

@@ -1,15 +1,21 @@
 //! The router on the kernel's tables (`tables = "kernel"`): a frame to a next hop without
 //! a neighbour entry is dropped by its reason and its next hop handed to the control plane,
 //! to ask the kernel to resolve it, once per `arp.retry_ms` while it stays unknown; once
-//! the kernel's entry is in, the next frames forward and nothing is asked.
+//! the kernel's entry is in, the next frames forward and nothing is asked. With a way to
+//! the kernel ([`ToKernel`]), that frame, and a frame whose route leaves by an interface
+//! polld does not poll, are handed to the kernel with their TTL or hop limit decremented;
+//! what the kernel refuses as too big gets polld's ICMP error with the kernel's MTU.
 
 mod common;
 
 use common::*;
 use polld_core::Verdict;
-use polld_packet::route::{NextHop, Route};
+use polld_packet::forwarder::{Refused, ToKernel};
+use polld_packet::route::{NextHop, Reject, Route};
+use polld_packet::wire::Ipv4Packet;
 use polld_packet::PacketDrop;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 
 const KERNEL: &str = r#"
 tables = "kernel"
@@ -83,4 +89,193 @@ fn an_unresolved_next_hop_is_asked_of_the_kernel_once_per_retry_then_forwards() 
         assert_eq!(send(&mut rig), Verdict::Forward { out: 1 });
         assert_eq!(asks(&mut rig), [], "{reason:?}");
     }
+}
+
+/// A kernel that keeps what it is handed, or refuses it with `refusal`.
+#[derive(Debug, Default, Clone)]
+struct Kernel {
+    handed: Arc<Mutex<Vec<Vec<u8>>>>,
+    refusal: Option<Refused>,
+}
+
+impl ToKernel for Kernel {
+    fn send(&mut self, packet: &[u8]) -> Result<(), Refused> {
+        match self.refusal {
+            Some(refused) => Err(refused),
+            None => {
+                self.handed.lock().unwrap().push(packet.to_vec());
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Kernel {
+    fn taken(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.handed.lock().unwrap())
+    }
+}
+
+/// [`rig`] with a way to the kernel that refuses with `refusal`, and 10.8.0.0/16 and
+/// 2001:db8:8::/48 out of an interface polld does not poll.
+fn rig_to_kernel(refusal: Option<Refused>) -> (Rig, Kernel) {
+    let mut rig = rig();
+    let kernel = Kernel {
+        refusal,
+        ..Kernel::default()
+    };
+    rig.fwd.set_to_kernel(Box::new(kernel.clone()));
+    let next_hop = NextHop::Reject(Reject::Unpolled);
+    let routes = rig.fwd.routes_mut();
+    routes.insert("10.8.0.0/16".parse().unwrap(), Route { out: 0, next_hop });
+    let next_hop = NextHop::Reject(Reject::Unpolled);
+    routes.insert6(
+        "2001:db8:8::/48".parse().unwrap(),
+        Route { out: 0, next_hop },
+    );
+    (rig, kernel)
+}
+
+#[test]
+fn unpolled_routes_and_unresolved_next_hops_are_handed_to_the_kernel_one_hop_on() {
+    let (mut rig, kernel) = rig_to_kernel(None);
+    rig.fwd.set_now(SEC);
+    let v4 = |dst| Ip::udp("10.0.1.2", dst, 9, 32);
+    let v6 = |dst| Ip6::udp("2001:db8:1::2", dst, 9, 32);
+    for (dst, unresolved) in [("10.8.0.1", false), ("10.9.0.1", true)] {
+        let packet = v4(dst);
+        assert_eq!(rig.verdict_from_a(&packet), Verdict::Kernel, "{dst}");
+        let handed = kernel.taken();
+        assert_eq!(handed.len(), 1, "{dst}");
+        let ip = Ipv4Packet::new_checked(&handed[0][..]).unwrap();
+        assert_eq!(ip.ttl(), packet.ttl - 1, "{dst}: the hop is polld's");
+        assert!(ip.check_checksum().is_ok(), "{dst}");
+        let mut expected = packet.bytes();
+        expected[8] -= 1;
+        expected[10..12].copy_from_slice(&handed[0][10..12]);
+        assert_eq!(handed[0], expected, "{dst}: the datagram, no link padding");
+        assert_eq!(asks(&mut rig).len(), usize::from(unresolved), "{dst}");
+    }
+    for (dst, unresolved) in [("2001:db8:8::1", false), ("2001:db8:9::1", true)] {
+        let packet = v6(dst);
+        assert_eq!(rig.verdict_from_a(&packet), Verdict::Kernel, "{dst}");
+        let handed = kernel.taken();
+        let mut expected = packet.bytes();
+        expected[7] -= 1;
+        assert_eq!(handed, [expected], "{dst}: hop limit - 1, nothing else");
+        assert_eq!(asks(&mut rig).len(), usize::from(unresolved), "{dst}");
+    }
+    let c = *rig.fwd.counters();
+    assert_eq!(
+        (c.to_kernel, c.to_kernel_unpolled, c.to_kernel_unresolved),
+        (4, 2, 2)
+    );
+    assert_eq!(rig.sent.total, 0, "no ICMP error, no ARP");
+    // The kernel's entry is in: polld forwards again.
+    rig.fwd
+        .set_neighbour(ip("10.0.2.2").into(), Some(mac(2, 2)));
+    assert_eq!(
+        rig.verdict_from_a(&v4("10.9.0.1")),
+        Verdict::Forward { out: 1 }
+    );
+    assert_eq!(kernel.taken().len(), 0);
+    // polld's own checks come first: a TTL of 1 is polld's to answer.
+    let mut last_hop = v4("10.8.0.1");
+    last_hop.ttl = 1;
+    assert_eq!(rig.drop_from_a(&last_hop), PacketDrop::TtlExceeded);
+    assert_eq!(kernel.taken().len(), 0);
+}
+
+#[test]
+fn what_the_kernel_refuses_is_dropped_by_its_reason() {
+    let (mut rig, kernel) = rig_to_kernel(Some(Refused::Failed));
+    rig.fwd.set_now(SEC);
+    let cases = [
+        (
+            rig.drop_from_a(&Ip::udp("10.0.1.2", "10.8.0.1", 9, 32)),
+            PacketDrop::UnpolledRoute,
+        ),
+        (
+            rig.drop_from_a(&Ip::udp("10.0.1.2", "10.9.0.1", 9, 32)),
+            PacketDrop::Unresolved,
+        ),
+        (
+            rig.drop_from_a(&Ip6::udp("2001:db8:1::2", "2001:db8:8::1", 9, 32)),
+            PacketDrop::UnpolledRoute,
+        ),
+        (
+            rig.drop_from_a(&Ip6::udp("2001:db8:1::2", "2001:db8:9::1", 9, 32)),
+            PacketDrop::NeighbourUnknown,
+        ),
+    ];
+    for (got, expected) in cases {
+        assert_eq!(got, expected);
+    }
+    assert_eq!(rig.fwd.counters().to_kernel, 0);
+    assert_eq!(kernel.taken().len(), 0);
+}
+
+#[test]
+fn too_big_for_the_kernels_route_gets_polld_s_icmp_error_with_its_mtu() {
+    let (mut rig, kernel) = rig_to_kernel(Some(Refused::TooBig { mtu: 1000 }));
+    rig.fwd.set_now(SEC);
+    let mut big = Ip::udp("10.0.1.2", "10.8.0.1", 9, 1400);
+    big.dont_fragment = true;
+    assert_eq!(rig.drop_from_a(&big), PacketDrop::Oversize);
+    let big6 = Ip6::udp("2001:db8:1::2", "2001:db8:8::1", 9, 1400);
+    assert_eq!(rig.drop_from_a(&big6), PacketDrop::Oversize);
+    let errors = rig.sent.take();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    let (out, frag_needed) = &errors[0];
+    assert_eq!(*out, 0, "back to the sender");
+    // ICMP destination unreachable, fragmentation needed, MTU 1000, quoting the
+    // datagram as it arrived (TTL 64).
+    assert_eq!((frag_needed[34], frag_needed[35]), (3, 4));
+    assert_eq!(frag_needed[40..42], 1000u16.to_be_bytes());
+    assert_eq!(frag_needed[42 + 8], big.ttl);
+    let (_, too_big) = &errors[1];
+    // ICMPv6 packet too big, MTU 1000, quoting the packet with its hop limit.
+    assert_eq!(too_big[54], 2);
+    assert_eq!(too_big[58..62], 1000u32.to_be_bytes());
+    assert_eq!(too_big[62 + 7], big6.hop_limit);
+    assert_eq!(rig.fwd.counters().cantfrag, 2);
+    assert_eq!(kernel.taken().len(), 0);
+}
+
+#[test]
+fn a_datagram_without_df_too_big_for_the_kernels_route_is_handed_as_fragments() {
+    /// Takes what fits `mtu`, refuses the rest as too big, as the kernel does.
+    #[derive(Debug, Clone, Default)]
+    struct Mtu(Arc<Mutex<Vec<Vec<u8>>>>);
+    impl ToKernel for Mtu {
+        fn send(&mut self, packet: &[u8]) -> Result<(), Refused> {
+            if packet.len() > 1000 {
+                return Err(Refused::TooBig { mtu: 1000 });
+            }
+            self.0.lock().unwrap().push(packet.to_vec());
+            Ok(())
+        }
+    }
+    let (mut rig, _) = rig_to_kernel(None);
+    let kernel = Mtu::default();
+    rig.fwd.set_to_kernel(Box::new(kernel.clone()));
+    let big = Ip::udp("10.0.1.2", "10.8.0.1", 9, 1400);
+    assert_eq!(rig.verdict_from_a(&big), Verdict::Kernel);
+    let pieces = kernel.0.lock().unwrap().clone();
+    assert_eq!(pieces.len(), 2);
+    let data: usize = pieces
+        .iter()
+        .map(|p| {
+            let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+            assert!(p.len() <= 1000 && ip.check_checksum().is_ok());
+            assert_eq!(ip.ttl(), big.ttl - 1);
+            ip.payload().len()
+        })
+        .sum();
+    assert_eq!(data, big.payload.len());
+    let c = rig.fwd.counters();
+    assert_eq!(
+        (c.to_kernel_unpolled, c.fragmented, c.ofragments),
+        (1, 1, 2)
+    );
 }

@@ -10,7 +10,7 @@
 //! - **routes** of the main table (`ip route`, `ip -6 route`; policy routing's other
 //!   tables are not followed): a unicast route out of an interface this thread polls is
 //!   a route through its gateway (or connected); out of any other interface a
-//!   [`Reject::Unpolled`] route, counted `unpolled_route` (the kernel's traffic);
+//!   [`Reject::Unpolled`] route, whose packets the kernel forwards (see below);
 //!   blackhole, unreachable and prohibit routes are [`Reject`] routes. Among routes of
 //!   one prefix the lowest metric is used. A multipath route uses its first next hop (no
 //!   spreading by flow hash);
@@ -19,9 +19,17 @@
 //! - **neighbours** with a link-layer address are permanent entries (ARP for IPv4, the
 //!   neighbour table for IPv6) until the kernel drops them or loses their address; the
 //!   kernel resolves, polld does not: a frame routed to a next hop without an entry is
-//!   dropped by its reason, and the kernel asked to resolve that next hop (`ip neigh
-//!   replace IP dev IF use`, [`KernelFollower::ask`]), whose entry then forwards the
-//!   next frames.
+//!   handed to the kernel, which queues it while it resolves, and the kernel asked to
+//!   resolve that next hop (`ip neigh replace IP dev IF use`, [`KernelFollower::ask`]),
+//!   whose entry then forwards the next frames.
+//!
+//! **Handing packets to the kernel**: each follower opens raw IP sockets in the
+//! namespace ([`polld_dev::raw_ip`]) and gives them to its router at the first load
+//! ([`Forwarder::set_to_kernel`]): a packet routed out of an interface polld does not
+//! poll ([`Reject::Unpolled`]) or to a next hop without a neighbour entry leaves by the
+//! kernel, one hop on, counted `to_kernel` on its input interface (and, per poll thread,
+//! `net.inet.ip.to_kernel_unpolled` and `to_kernel_unresolved`); only what the kernel
+//! refuses is dropped as `unpolled_route`, `unresolved` or `neighbour_unknown`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -32,6 +40,8 @@ use polld_control::daemon::TablesStatus;
 use polld_dev::kernel_tables::{
     Change, KernelTables, Neighbour, Prefix, Route as KernelRoute, RouteKind, Snapshot, MAIN_TABLE,
 };
+use polld_dev::raw_ip::{RawIp, SendError};
+use polld_packet::forwarder::{Refused, ToKernel};
 use polld_packet::route::{NextHop, Reject, Route};
 use polld_packet::wire::MacAddr;
 use polld_packet::{Forwarder, IpNet, Ipv4Net, Ipv6Net};
@@ -54,7 +64,8 @@ pub fn follow(
     KernelFollower::open(netns, &names).map(Some).map_err(|e| {
         crate::error::RunError::Setup(format!(
             "tables = \"kernel\": cannot follow the kernel's tables of {}: {e}; run polld \
-             with CAP_NET_ADMIN in the interfaces' namespace, or set tables = \"file\"",
+             with CAP_NET_ADMIN and CAP_NET_RAW in the interfaces' namespace, or set \
+             tables = \"file\"",
             netns.map_or("polld's namespace".to_string(), |n| format!(
                 "namespace {n:?}"
             ))
@@ -73,21 +84,29 @@ pub struct KernelFollower {
     /// The neighbours with a link-layer address.
     neighbours: HashMap<IpAddr, MacAddr>,
     state: TablesStatus,
+    /// The raw sockets of the namespace, until the first load gives them to the router.
+    to_kernel: Option<RawIp>,
+    /// The polled interfaces' names, in device-index order, and the namespace's name.
+    names: Vec<String>,
+    netns: Option<String>,
 }
 
 impl KernelFollower {
     /// Follows the tables of namespace `netns` (`None`: polld's own), for the devices
     /// named `devices` in device-index order.
     pub fn open(netns: Option<&str>, devices: &[&str]) -> io::Result<KernelFollower> {
+        let devices_named = devices;
         let open = || -> io::Result<_> {
             let tables = KernelTables::open(RECEIVE_BUFFER)?;
             let mut indexes = HashMap::new();
             for (dev, name) in devices.iter().enumerate() {
                 indexes.insert(polld_dev::iface::index_here(name)?, dev);
             }
-            Ok((tables, indexes))
+            let raw = RawIp::open()
+                .map_err(|e| io::Error::new(e.kind(), format!("opening a raw IP socket: {e}")))?;
+            Ok((tables, indexes, raw))
         };
-        let (tables, devices) = match netns {
+        let (tables, devices, raw) = match netns {
             Some(name) => polld_dev::iface::Namespace::named(name)
                 .and_then(|ns| ns.enter_while(devices.first().copied().unwrap_or(""), open))
                 .map_err(|e| io::Error::other(e.to_string()))??,
@@ -99,6 +118,9 @@ impl KernelFollower {
             routes: BTreeMap::new(),
             neighbours: HashMap::new(),
             state: TablesStatus::default(),
+            to_kernel: Some(raw),
+            names: devices_named.iter().map(|n| n.to_string()).collect(),
+            netns: netns.map(str::to_string),
         })
     }
 
@@ -107,8 +129,12 @@ impl KernelFollower {
         self.state
     }
 
-    /// Empties the router's tables and fills them from a dump of the kernel's.
+    /// Empties the router's tables and fills them from a dump of the kernel's; the first
+    /// load also gives the router its way to the kernel.
     pub fn load(&mut self, router: &mut Forwarder) -> io::Result<()> {
+        if let Some(raw) = self.to_kernel.take() {
+            router.set_to_kernel(Box::new(Handoff(raw)));
+        }
         let Snapshot {
             routes,
             addresses,
@@ -128,7 +154,47 @@ impl KernelFollower {
         }
         self.state.dumps += 1;
         self.count(router);
+        if let Some(warning) = self.no_routes() {
+            log::warn!("{warning}");
+        }
         Ok(())
+    }
+
+    /// What to tell the operator when no route the router holds leads out of a polled
+    /// interface (IPv6 link-local prefixes aside: polld forwards nothing to them): every
+    /// frame to forward is then dropped as `no_route`, ICMP errors unsent for want of an
+    /// address. `None` when one does.
+    fn no_routes(&self) -> Option<String> {
+        let link_local = |p: &Prefix| match p.addr {
+            IpAddr::V6(a) => a.segments()[0] & 0xffc0 == 0xfe80,
+            IpAddr::V4(_) => false,
+        };
+        let polled = self.routes.iter().any(|(prefix, held)| {
+            let best = held.iter().min_by_key(|r| r.metric);
+            !link_local(prefix)
+                && best.is_some_and(|r| {
+                    r.kind == RouteKind::Unicast
+                        && r.next_hops
+                            .iter()
+                            .any(|h| self.devices.contains_key(&h.ifindex))
+                })
+        });
+        if polled {
+            return None;
+        }
+        let (place, ip) = match &self.netns {
+            Some(ns) => (format!("namespace {ns:?}"), format!("ip -n {ns}")),
+            None => ("polld's namespace".to_string(), "ip".to_string()),
+        };
+        let dev = self.names.first().map_or("IF", String::as_str);
+        Some(format!(
+            "kernel tables: no route of {place} leads out of {}: polld drops every frame \
+             it would forward (no_route) until one does. Give an interface its address \
+             (`{ip} addr add 10.0.1.1/24 dev {dev}` adds its connected route) or add a \
+             route (`{ip} route add PREFIX via GATEWAY dev {dev}`, `{ip} -6 route add \
+             PREFIX via GATEWAY dev {dev}`)",
+            self.names.join(", ")
+        ))
     }
 
     /// Applies the changes the kernel made since the last call; dumps again after an
@@ -285,6 +351,22 @@ impl KernelFollower {
             None => self.neighbours.remove(&neighbour.ip),
         };
         router.set_neighbour(neighbour.ip, mac);
+    }
+}
+
+/// The router's way to the kernel: the namespace's raw IP sockets.
+#[derive(Debug)]
+struct Handoff(RawIp);
+
+impl ToKernel for Handoff {
+    fn send(&mut self, packet: &[u8]) -> Result<(), Refused> {
+        match self.0.send(packet) {
+            Ok(()) => Ok(()),
+            Err(SendError::TooBig(mtu)) => Err(Refused::TooBig {
+                mtu: u16::try_from(mtu).unwrap_or(u16::MAX),
+            }),
+            Err(SendError::Io(_)) => Err(Refused::Failed),
+        }
     }
 }
 

@@ -224,6 +224,11 @@ impl Polld {
         polld
     }
 
+    /// The process, to signal it ([`signal`]).
+    pub fn child(&self) -> &Child {
+        self.child.as_ref().unwrap()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
@@ -252,7 +257,12 @@ impl Polld {
     }
 
     /// SIGINT; waits for exit 0 and returns what polld printed (the final counters).
-    pub fn stop(mut self) -> String {
+    pub fn stop(self) -> String {
+        self.stop_with_log().0
+    }
+
+    /// [`Polld::stop`], with what polld logged (its standard error) beside.
+    pub fn stop_with_log(mut self) -> (String, String) {
         let mut child = self.child.take().unwrap();
         signal(&child, Signal::INT);
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -282,7 +292,7 @@ impl Polld {
             .read_to_string(&mut stderr)
             .unwrap();
         assert!(status.success(), "polld exit {status}: {stderr}");
-        stdout
+        (stdout, stderr)
     }
 }
 

@@ -50,6 +50,7 @@ const COUNTER_LINES: [&[&str]; 3] = [
         IfCounters::LENT.name,
         IfCounters::LOCAL.name,
         IfCounters::CONSUMED.name,
+        IfCounters::TO_KERNEL.name,
         IfCounters::QUEUED.name,
     ],
     &[

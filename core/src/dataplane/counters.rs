@@ -53,6 +53,9 @@ sysctl_struct! {
         local: u64 = 0, LOCAL: Counter "Frames received here for the box";
         /// Frames received here and used up by polld (ARP).
         consumed: u64 = 0, CONSUMED: Counter "Frames used up by polld (ARP)";
+        /// Frames received here and handed to the kernel, which forwards them (a route
+        /// out of an interface polld does not poll, a next hop the kernel is resolving).
+        to_kernel: u64 = 0, TO_KERNEL: Counter "Frames received here and handed to the kernel to forward";
         /// Frames polld generated and sent here (ARP, ICMP).
         generated: u64 = 0, GENERATED: Counter "Frames polld generated here (ARP, ICMP)";
         /// Generated frames that found the transmit ring full.
@@ -100,6 +103,7 @@ impl IfCounters {
             lent,
             local,
             consumed,
+            to_kernel,
             generated,
             generated_dropped,
             queued,
@@ -122,6 +126,7 @@ impl IfCounters {
         self.lent += lent;
         self.local += local;
         self.consumed += consumed;
+        self.to_kernel += to_kernel;
         self.generated += generated;
         self.generated_dropped += generated_dropped;
         self.queued += queued;
@@ -130,10 +135,11 @@ impl IfCounters {
 
     /// What a received frame ends as when it is not dropped: with the drops after rx
     /// ([`DropCounters::after_rx`]), these add up to `rx_packets`.
-    const OUTCOMES: [Oid<IfCounters>; 4] = [
+    const OUTCOMES: [Oid<IfCounters>; 5] = [
         IfCounters::FORWARDED,
         IfCounters::LOCAL,
         IfCounters::CONSUMED,
+        IfCounters::TO_KERNEL,
         IfCounters::QUEUED,
     ];
 
@@ -177,10 +183,11 @@ mod tests {
     #[test]
     fn the_rule_is_the_same_on_the_struct_and_on_counters_by_name() {
         let mut c = IfCounters {
-            rx_packets: 10,
+            rx_packets: 11,
             forwarded: 4,
             local: 1,
             consumed: 1,
+            to_kernel: 1,
             queued: 1,
             ..IfCounters::default()
         };
@@ -188,12 +195,13 @@ mod tests {
         // Dropped by the device before it handed them up: never in rx_packets.
         c.drops.add(DropReason::RxRingFull, 5);
         let named = [
-            ("rx_packets", 10),
+            ("rx_packets", 11),
             ("tx_packets", 9),
             ("forwarded", 4),
             ("lent", 4),
             ("local", 1),
             ("consumed", 1),
+            ("to_kernel", 1),
             ("queued", 1),
             ("drops.intr_queue_full", 2),
             ("drops.rx_ring_full", 5),

@@ -57,7 +57,7 @@
 //! transmit-ready line rises is its [`crate::TxReadyLine`].
 //!
 //! Every frame is counted: for every interface, `rx = forwarded + local + consumed +
-//! drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
+//! to_kernel + drops + queued` ([`IfCounters::unaccounted`] is zero), where `queued` is the frames of
 //! that interface waiting in the input queue. `forwarded` counts frames the output
 //! device accepted; one it drops afterwards (too long, refused by the kernel) is counted
 //! on the output interface in `tx_drops`, by reason, so a forwarded frame is delivered or

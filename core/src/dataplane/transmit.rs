@@ -302,6 +302,7 @@ pub(super) fn apply(
         Verdict::ForwardEmitted { .. } => {}
         Verdict::Local => counters.local += 1,
         Verdict::Consumed => counters.consumed += 1,
+        Verdict::Kernel => counters.to_kernel += 1,
         Verdict::Drop(reason) => counters.drops.add(reason, 1),
     }
     false

@@ -18,6 +18,7 @@ pub mod napi;
 pub mod net_dev;
 pub mod netns;
 mod prefetch;
+pub mod raw_ip;
 pub mod sys;
 pub mod tap;
 pub mod tx_wakeup;

@@ -2,6 +2,8 @@
 //! holds what `ip` configured (IPv4 and IPv6 routes of every kind, multipath, addresses,
 //! neighbours), a change made with `ip` afterwards arrives as a change, and a burst larger
 //! than the socket's buffer is reported as an overrun, after which a dump is whole again.
+//! A packet handed to the kernel on its raw IP sockets is sent as it is, or refused as
+//! too big with the MTU of its route.
 
 #[macro_use]
 mod common;
@@ -295,4 +297,60 @@ fn asked_to_resolve_a_next_hop_the_kernel_finds_its_link_layer_address() {
         .collect::<Vec<_>>()
         .join(":");
     assert_eq!(mac, peer_mac);
+}
+
+/// An IPv4 or IPv6 UDP packet of `len` bytes to `dst` from a source that is not the
+/// namespace's, DF set.
+fn packet(dst: IpAddr, len: usize) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    match dst {
+        IpAddr::V4(dst) => {
+            p[0] = 0x45;
+            p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+            p[6] = 0x40;
+            (p[8], p[9]) = (7, 17);
+            p[12..16].copy_from_slice(&[198, 18, 0, 5]);
+            p[16..20].copy_from_slice(&dst.octets());
+        }
+        IpAddr::V6(dst) => {
+            p[0] = 0x60;
+            p[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+            (p[6], p[7]) = (17, 7);
+            p[8..24].copy_from_slice(
+                &"2001:db8:99::5"
+                    .parse::<std::net::Ipv6Addr>()
+                    .unwrap()
+                    .octets(),
+            );
+            p[24..40].copy_from_slice(&dst.octets());
+        }
+    }
+    p
+}
+
+#[test]
+fn a_packet_handed_on_a_raw_socket_is_sent_or_refused_with_its_routes_mtu() {
+    require_root!();
+    let (ns, _, _) = namespace();
+    ns.ip(&["link", "set", "d1", "mtu", "1280"]).unwrap();
+    ns.ip(&["route", "add", "198.51.100.0/24", "dev", "d1"])
+        .unwrap();
+    let results = in_netns(ns.name(), || {
+        let raw = polld_dev::raw_ip::RawIp::open().unwrap();
+        let v4: IpAddr = "198.51.100.1".parse().unwrap();
+        let v6: IpAddr = "2001:db8:9::5".parse().unwrap();
+        [
+            raw.send(&packet(v4, 1000)),
+            raw.send(&packet(v4, 1400)),
+            raw.send(&packet(v6, 1400)),
+            raw.send(&packet(v6, 1600)),
+        ]
+        .map(|r| match r {
+            Ok(()) => "sent".to_string(),
+            Err(polld_dev::raw_ip::SendError::TooBig(mtu)) => format!("too big {mtu}"),
+            Err(e) => format!("{e:?}"),
+        })
+    })
+    .unwrap();
+    assert_eq!(results, ["sent", "too big 1280", "sent", "too big 1500"]);
 }

@@ -26,7 +26,8 @@
 //!    `TtlExceeded` + ICMPv6 time exceeded; larger than
 //!    the output MTU → `Oversize` + ICMPv6 packet too big with the MTU (routers never
 //!    fragment IPv6, RFC 8200 §5); next hop not in the neighbour table →
-//!    `NeighbourUnknown` + ICMPv6 address unreachable; otherwise hop limit − 1 (IPv6 has
+//!    `NeighbourUnknown` + ICMPv6 address unreachable (with the kernel's tables: handed
+//!    to the kernel, `Kernel`, [`super::ToKernel`]); otherwise hop limit − 1 (IPv6 has
 //!    no header checksum), MACs rewritten, link padding trimmed, `Forward { out }`.
 //!
 //! ICMPv6 errors (RFC 4443 §2.4) are never sent about an ICMPv6 error (or a packet
@@ -37,6 +38,7 @@
 
 use std::net::IpAddr;
 
+use super::to_kernel::Why;
 use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
@@ -142,7 +144,13 @@ impl Forwarder {
                 self.icmpv6_error(input, frame, &chain, header, emit);
                 return PacketDrop::TtlExceeded.verdict();
             }
-            NextHop::Reject(reject) => return reject.drop_reason().verdict(),
+            // Out of an interface polld does not poll: the kernel's, as in the IPv4 path.
+            NextHop::Reject(reject) => {
+                if let Some(verdict) = self.hand6(input, frame, &chain, Why::Unpolled, emit) {
+                    return verdict;
+                }
+                return reject.drop_reason().verdict();
+            }
             NextHop::Connected | NextHop::Gateway(_) => {}
         }
         let out = &self.interfaces[route.out];
@@ -162,6 +170,9 @@ impl Forwarder {
             if self.kernel {
                 if self.neighbours.ask_due(next_hop, self.now_ns) {
                     self.ask_kernel(route.out, IpAddr::V6(next_hop));
+                }
+                if let Some(verdict) = self.hand6(input, frame, &chain, Why::Unresolved, emit) {
+                    return verdict;
                 }
             } else {
                 let code = unreachable_code::ADDRESS;
@@ -366,7 +377,7 @@ impl Forwarder {
     /// Sends an ICMPv6 error about `frame` (a checked IPv6 packet whose chain is
     /// `chain`) back where it came from, unless RFC 4443 §2.4 forbids it or the rate
     /// limit is exhausted.
-    fn icmpv6_error(
+    pub(super) fn icmpv6_error(
         &mut self,
         input: usize,
         frame: &[u8],

@@ -1,6 +1,6 @@
 //! The capabilities `polld run` needs to set up its interfaces, and those it keeps once
 //! set up, to reopen an interface that went away and, with the kernel's tables, to ask
-//! the kernel to resolve next hops.
+//! the kernel to resolve next hops and to hand it packets on a raw socket.
 
 use crate::caps::{self, Cap, CapSet};
 use crate::config::{Backend, RunConfig};
@@ -30,6 +30,10 @@ pub(crate) fn needed_caps(config: &RunConfig) -> Vec<(Cap, String)> {
         needed.push((
             Cap::NetAdmin,
             "to ask the kernel to resolve next hops (tables = \"kernel\")".to_string(),
+        ));
+        needed.push((
+            Cap::NetRaw,
+            "to hand the kernel the packets it forwards (tables = \"kernel\")".to_string(),
         ));
     }
     if config.daemon.realtime {
@@ -63,9 +67,10 @@ pub(crate) fn kept_caps(config: &RunConfig) -> CapSet {
         }
     }
     // With the kernel's tables, a next hop without a neighbour entry is asked of the
-    // kernel (RTM_NEWNEIGH, `ip neigh ... use`) for as long as polld runs.
+    // kernel (RTM_NEWNEIGH, `ip neigh ... use`) for as long as polld runs, and each poll
+    // thread opens its raw sockets to the kernel after set-up.
     if config.packet.kernel_tables() {
-        keep.push(Cap::NetAdmin);
+        keep.extend([Cap::NetAdmin, Cap::NetRaw]);
     }
     // Busy mode spins at SCHED_OTHER and the poll thread returns to SCHED_FIFO after
     // (see the executor's module doc).

@@ -41,9 +41,9 @@ pub(crate) fn report(
     for (status, c) in rows {
         writeln!(
             out,
-            "{}: mode {} link {}  rx {}  forwarded {}  local {}  consumed {}  tx {}  interrupts {}  polls {}",
+            "{}: mode {} link {}  rx {}  forwarded {}  local {}  consumed {}  to_kernel {}  tx {}  interrupts {}  polls {}",
             status.name, status.mode, status.link, c.rx_packets, c.forwarded, c.local, c.consumed,
-            c.tx_packets, c.interrupts, c.polls
+            c.to_kernel, c.tx_packets, c.interrupts, c.polls
         )?;
         // The stage is the packet crate's (router or bridge): its reasons are PacketDrop.
         for (reason, n) in c.drops.nonzero(&PacketDrop::TABLE) {
