@@ -116,7 +116,7 @@ fn testbed_up_status_and_down_json_are_one_document_each() {
 }
 
 #[test]
-fn demo_json_is_one_document_its_progress_on_stderr() {
+fn veth_demo_json_is_one_document_of_ipv4_and_ipv6_rows_its_progress_on_stderr() {
     require_root!();
     let prefix = format!("pt{}jd", std::process::id() % 10_000);
     let _down = Down(&prefix);
@@ -134,9 +134,22 @@ fn demo_json_is_one_document_its_progress_on_stderr() {
     ];
     let out = Command::new(POLLD).args(args).output().unwrap();
     succeeded(&args, &out);
-    let keys = ["mode", "offered_pps", "delivered_pps"];
-    let rows = one_document("polld demo", &out.stdout, &keys);
-    assert_eq!(rows.as_array().map(Vec::len), Some(2), "{rows}");
+    let keys = ["ipv4", "ipv6", "ipv6_over_ipv4"];
+    let demo = one_document("polld demo", &out.stdout, &keys);
+    // polld forwards both families by fwd's kernel tables.
+    for (family, version) in [("ipv4", 4), ("ipv6", 6)] {
+        let rows = demo[family].as_array().expect("rows");
+        let modes: Vec<_> = rows.iter().map(|r| r["mode"].as_str().unwrap()).collect();
+        assert_eq!(modes, ["interrupt", "polling"], "{demo}");
+        for row in rows {
+            assert_eq!(row["gen_ip_version"], version, "{family}: {row}");
+            assert_eq!(row["conserved"], true, "{family}: {row}");
+            assert!(
+                row["delivered_pps"].as_f64().unwrap() > 0.0,
+                "{family}: {row}"
+            );
+        }
+    }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("polld demo: testbed removed"),

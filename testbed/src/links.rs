@@ -242,7 +242,10 @@ pub(crate) fn table_commands(layout: &Layout) -> Vec<IpCommand> {
         }
     }
     if veth {
-        for unowned in [layout.unowned_dst.to_string(), layout.unowned_dst6.to_string()] {
+        for unowned in [
+            layout.unowned_dst.to_string(),
+            layout.unowned_dst6.to_string(),
+        ] {
             commands.push(neighbour(&layout.veth2, unowned, &layout.unowned_mac));
         }
     }
@@ -256,7 +259,9 @@ pub(crate) fn table_commands(layout: &Layout) -> Vec<IpCommand> {
         let route = |family: &str, network: &str, gateway: &str| {
             IpCommand::new(
                 &near.ns,
-                &[family, "route", "add", network, "via", gateway, "dev", &near.name],
+                &[
+                    family, "route", "add", network, "via", gateway, "dev", &near.name,
+                ],
             )
         };
         commands.push(route("-4", &far.network(), &gateway.to_string()));
@@ -284,7 +289,11 @@ mod tests {
         ] {
             assert!(fwd.iter().any(|l| l == line), "{line} not in {fwd:#?}");
         }
-        assert!(fwd[0].contains("net.ipv6.conf.all.forwarding=0"), "{}", fwd[0]);
+        assert!(
+            fwd[0].contains("net.ipv6.conf.all.forwarding=0"),
+            "{}",
+            fwd[0]
+        );
         assert!(fwd_setup(&layout, true)[0].contains("net.ipv6.conf.all.forwarding=1"));
         let gen: Vec<String> = table_commands(&layout)
             .iter()
@@ -301,7 +310,10 @@ mod tests {
     fn on_tap_the_kernels_hold_ipv4_only_and_fwd_nothing() {
         let layout = Layout::with_devices("x", Devices::Tap);
         assert!(fwd_setup(&layout, false).is_empty());
-        let lines: Vec<String> = table_commands(&layout).iter().map(IpCommand::line).collect();
+        let lines: Vec<String> = table_commands(&layout)
+            .iter()
+            .map(IpCommand::line)
+            .collect();
         assert!(lines.iter().all(|l| !l.contains("2001:db8")), "{lines:#?}");
         assert!(lines.iter().all(|l| !l.contains("addr add")), "{lines:#?}");
     }

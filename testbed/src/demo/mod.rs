@@ -9,9 +9,11 @@
 //! over IPv4's in each mode. On veth (`--devices veth`):
 //!
 //! It brings the testbed up, and for each mode starts `polld run` in fwd (poll thread on
-//! the fwd CPU), `polld sink` in sink and `polld gen` in gen (on the gen CPU) at a fixed
-//! rate; it reads polld's counters over the control socket and its CPU time from
-//! `/proc`, prints one row per mode, and tears the testbed down.
+//! the fwd CPU, forwarding by fwd's kernel tables), `polld sink` in sink and `polld gen`
+//! in gen (on the gen CPU) at a fixed rate; it reads polld's counters over the control
+//! socket and its CPU time from `/proc`, prints one row per mode, once with IPv4 frames
+//! and once with IPv6 ones, with IPv6's delivered rate over IPv4's in each mode, and
+//! tears the testbed down.
 //!
 //! [`measure()`] runs one trial of the veth demo and of the tests and benches built on it;
 //! its rows are [`DemoRow`]s.
@@ -144,40 +146,61 @@ fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
 }
 
 /// The demo on veth: `polld gen` at `args.rate` through polld in interrupt mode, then in
-/// polling mode.
+/// polling mode; first with IPv4 frames, then with IPv6 ones. polld forwards by fwd's
+/// kernel tables, which hold both families ([`crate::polld_config`]).
 fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
-    let mut rows = Vec::new();
-    for mode in ["interrupt", "polling"] {
-        say(
-            args.json,
-            out,
-            format_args!(
-                "{mode} mode, {} frames/s for {} s ...",
-                args.rate, args.duration
-            ),
-        );
-        let trial = Trial {
-            label: mode.to_string(),
-            forwarder: Forwarder::Polld {
-                backend: &args.backend,
-                mode,
-                // polld's defaults: what `polld run` does with no [knobs].
-                knobs: &[],
-            },
-            load: Load::Frames {
-                rate: &args.rate,
-                sink: true,
-            },
-            duration: args.duration,
-        };
-        rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
+    let mut by_family = Vec::new();
+    for family in [IpFamily::Ipv4, IpFamily::Ipv6] {
+        let mut rows = Vec::new();
+        for mode in ["interrupt", "polling"] {
+            say(
+                args.json,
+                out,
+                format_args!(
+                    "{mode} mode, {}, {} frames/s for {} s ...",
+                    family.name(),
+                    args.rate,
+                    args.duration
+                ),
+            );
+            let trial = Trial {
+                label: mode.to_string(),
+                forwarder: Forwarder::Polld {
+                    backend: &args.backend,
+                    mode,
+                    // polld's defaults: what `polld run` does with no [knobs].
+                    knobs: &[],
+                },
+                load: Load::Frames {
+                    rate: &args.rate,
+                    sink: true,
+                    family,
+                },
+                duration: args.duration,
+            };
+            rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
+        }
+        by_family.push(rows);
     }
+    let (ipv4, ipv6) = (&by_family[0], &by_family[1]);
+    let ratios = FamilyRatios::of(ipv4, ipv6);
     if args.json {
-        write_json(&rows, out);
+        write_json(
+            &ByFamily {
+                ipv4,
+                ipv6,
+                ipv6_over_ipv4: ratios,
+            },
+            out,
+        );
     } else {
-        write_table(&rows, &format!("polld on {}", args.backend), options, out);
-        let _ = writeln!(out, "{}", veth_findings(&rows[0], &rows[1]));
+        for (rows, family) in [(ipv4, IpFamily::Ipv4), (ipv6, IpFamily::Ipv6)] {
+            let what = format!("polld on {}", args.backend);
+            write_table(rows, &what, family, options, out);
+        }
+        let _ = writeln!(out, "{}", veth_findings(&ipv4[0], &ipv4[1]));
+        let _ = writeln!(out, "{}", ratios.sentence());
     }
     Ok(())
 }
@@ -216,7 +239,7 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let ratios = FamilyRatios::of(ipv4, ipv6);
     if args.json {
         write_json(
-            &TapDemo {
+            &ByFamily {
                 ipv4,
                 ipv6,
                 ipv6_over_ipv4: ratios,
@@ -231,13 +254,14 @@ fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     Ok(())
 }
 
-/// The TAP demo's `--json` document.
+/// The demo's `--json` document: its rows ([`ShareRow`] on TAP, [`DemoRow`] on veth) by
+/// family.
 #[derive(serde::Serialize)]
-struct TapDemo<'a> {
-    /// The interrupt and the polling row with an IPv4 flood.
-    ipv4: &'a [ShareRow],
-    /// The same with an IPv6 flood.
-    ipv6: &'a [ShareRow],
+struct ByFamily<'a, Row> {
+    /// The interrupt and the polling row with IPv4 frames.
+    ipv4: &'a [Row],
+    /// The same with IPv6 frames.
+    ipv6: &'a [Row],
     ipv6_over_ipv4: FamilyRatios,
 }
 
@@ -249,13 +273,38 @@ struct FamilyRatios {
     polling: Option<f64>,
 }
 
+/// A demo row as [`FamilyRatios`] reads it: its mode and its delivered frames/s.
+trait Delivered {
+    fn mode(&self) -> &str;
+    fn delivered_pps(&self) -> f64;
+}
+
+impl Delivered for ShareRow {
+    fn mode(&self) -> &str {
+        &self.mode
+    }
+    fn delivered_pps(&self) -> f64 {
+        self.delivered_pps
+    }
+}
+
+impl Delivered for DemoRow {
+    fn mode(&self) -> &str {
+        &self.mode
+    }
+    fn delivered_pps(&self) -> f64 {
+        self.delivered_pps
+    }
+}
+
 impl FamilyRatios {
-    fn of(ipv4: &[ShareRow], ipv6: &[ShareRow]) -> FamilyRatios {
+    /// The ratios of the rows of the same mode in `ipv4` and `ipv6`.
+    fn of<R: Delivered>(ipv4: &[R], ipv6: &[R]) -> FamilyRatios {
         let ratio = |mode: &str| {
-            let rate = |rows: &[ShareRow]| {
+            let rate = |rows: &[R]| {
                 rows.iter()
-                    .find(|r| r.mode == mode)
-                    .map(|r| r.delivered_pps)
+                    .find(|r| r.mode() == mode)
+                    .map(Delivered::delivered_pps)
             };
             let (v4, v6) = (rate(ipv4)?, rate(ipv6)?);
             (v4 > 0.0).then(|| v6 / v4)

@@ -68,8 +68,7 @@ use steps::Bench;
 
 pub use crate::results::Machine;
 pub use report::{
-    AdaptiveRow, CurveSeries, Ipv6Row, Livelock, PassiveRow, Screen, SeedsReport, TableRow,
-    TcpRow,
+    AdaptiveRow, CurveSeries, Ipv6Row, Livelock, PassiveRow, Screen, SeedsReport, TableRow, TcpRow,
 };
 
 /// `polld bench seeds` options.

@@ -204,7 +204,11 @@ pub(super) fn write_text(report: &SeedsReport, out: &mut dyn Write) {
             ksoftirqd_heading(softirq)
         );
         // The IPv6 trials below the IPv4 ones, each family's smallest frames.
-        for r in report.share.iter().chain(report.ipv6.iter().map(|r| &r.ipv6)) {
+        for r in report
+            .share
+            .iter()
+            .chain(report.ipv6.iter().map(|r| &r.ipv6))
+        {
             let mut label = match r.mode.as_str() {
                 "polling" => format!("polling, user_frac {}", r.user_frac),
                 other => other.to_string(),

@@ -49,8 +49,7 @@ impl Bench<'_> {
             (Devices::Vm, IpFamily::Ipv4) => crate::vm::demo::trial(self.tb, self.polld, trial)?,
             (Devices::Vm, IpFamily::Ipv6) => {
                 return Err(failed(
-                    "the VM testbed's trials flood IPv4 only; IPv6 runs on the TAP testbed"
-                        .into(),
+                    "the VM testbed's trials flood IPv4 only; IPv6 runs on the TAP testbed".into(),
                 ))
             }
             _ => measure_share_family(self.tb, self.polld, self.dir, self.cpus, trial, family)?,

@@ -33,7 +33,7 @@ use serde::Serialize;
 
 use crate::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use crate::entries::{dev_entry, kern_entry, polld_values, value_of};
-use crate::{Devices, Testbed, TestbedError, UpOptions, VmOptions};
+use crate::{Devices, IpFamily, Testbed, TestbedError, UpOptions, VmOptions};
 
 pub use checks::{check, Check, Rule};
 
@@ -452,7 +452,11 @@ impl Bed<'_> {
         let trial = Trial {
             label: String::new(),
             forwarder,
-            load: Load::Frames { rate, sink: true },
+            load: Load::Frames {
+                rate,
+                sink: true,
+                family: IpFamily::Ipv4,
+            },
             duration: self.duration,
         };
         measure(self.tb, self.options, self.polld, self.dir, &trial)
