@@ -189,9 +189,7 @@ mod tests {
         let text = polld_config(&layout, &setup("tap"));
         assert!(!text.contains("tables"), "{text}");
         assert!(
-            text.contains(&format!(
-                "addresses = [\"10.0.1.2/24\", \"2001:db8:1::2/64\"]"
-            )),
+            text.contains("addresses = [\"10.0.1.2/24\", \"2001:db8:1::2/64\"]"),
             "{text}"
         );
         for ip in ["10.0.2.100", "2001:db8:2::100", "2001:db8:1::1"] {
