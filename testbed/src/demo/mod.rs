@@ -150,57 +150,43 @@ fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
 /// kernel tables, which hold both families ([`crate::polld_config`]).
 fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
-    let mut by_family = Vec::new();
-    for family in [IpFamily::Ipv4, IpFamily::Ipv6] {
-        let mut rows = Vec::new();
-        for mode in ["interrupt", "polling"] {
-            say(
-                args.json,
-                out,
-                format_args!(
-                    "{mode} mode, {}, {} frames/s for {} s ...",
-                    family.name(),
-                    args.rate,
-                    args.duration
-                ),
-            );
-            let trial = Trial {
-                label: mode.to_string(),
-                forwarder: Forwarder::Polld {
-                    backend: &args.backend,
-                    mode,
-                    // polld's defaults: what `polld run` does with no [knobs].
-                    knobs: &[],
-                },
-                load: Load::Frames {
-                    rate: &args.rate,
-                    sink: true,
-                    family,
-                },
-                duration: args.duration,
-            };
-            rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
-        }
-        by_family.push(rows);
-    }
-    let (ipv4, ipv6) = (&by_family[0], &by_family[1]);
-    let ratios = FamilyRatios::of(ipv4, ipv6);
-    if args.json {
-        write_json(
-            &ByFamily {
-                ipv4,
-                ipv6,
-                ipv6_over_ipv4: ratios,
-            },
+    let demo = ByFamily::run(|family, mode| {
+        say(
+            args.json,
             out,
+            format_args!(
+                "{mode} mode, {}, {} frames/s for {} s ...",
+                family.name(),
+                args.rate,
+                args.duration
+            ),
         );
+        let trial = Trial {
+            label: mode.to_string(),
+            forwarder: Forwarder::Polld {
+                backend: &args.backend,
+                mode,
+                // polld's defaults: what `polld run` does with no [knobs].
+                knobs: &[],
+            },
+            load: Load::Frames {
+                rate: &args.rate,
+                sink: true,
+                family,
+            },
+            duration: args.duration,
+        };
+        measure(run.tb, options, run.polld, run.dir, &trial)
+    })?;
+    if args.json {
+        write_json(&demo, out);
     } else {
-        for (rows, family) in [(ipv4, IpFamily::Ipv4), (ipv6, IpFamily::Ipv6)] {
+        for (rows, family) in [(&demo.ipv4, IpFamily::Ipv4), (&demo.ipv6, IpFamily::Ipv6)] {
             let what = format!("polld on {}", args.backend);
             write_table(rows, &what, family, options, out);
         }
-        let _ = writeln!(out, "{}", veth_findings(&ipv4[0], &ipv4[1]));
-        let _ = writeln!(out, "{}", ratios.sentence());
+        let _ = writeln!(out, "{}", veth_findings(&demo.ipv4[0], &demo.ipv4[1]));
+        let _ = writeln!(out, "{}", demo.ipv6_over_ipv4.sentence());
     }
     Ok(())
 }
@@ -210,59 +196,70 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
 fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
     let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
-    let mut by_family = Vec::new();
-    for family in [IpFamily::Ipv4, IpFamily::Ipv6] {
-        let mut rows = Vec::new();
-        for mode in ["interrupt", "polling"] {
-            say(
-                args.json,
-                out,
-                format_args!(
-                    "{mode} mode, {}; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
-                    family.name(),
-                    args.duration
-                ),
-            );
-            let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
-            rows.push(measure_share_family(
-                run.tb,
-                run.polld,
-                run.dir,
-                (gen_cpu, fwd_cpu),
-                &trial,
-                family,
-            )?);
-        }
-        by_family.push(rows);
-    }
-    let (ipv4, ipv6) = (&by_family[0], &by_family[1]);
-    let ratios = FamilyRatios::of(ipv4, ipv6);
-    if args.json {
-        write_json(
-            &ByFamily {
-                ipv4,
-                ipv6,
-                ipv6_over_ipv4: ratios,
-            },
+    let demo = ByFamily::run(|family, mode| {
+        say(
+            args.json,
             out,
+            format_args!(
+                "{mode} mode, {}; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+                family.name(),
+                args.duration
+            ),
         );
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
+        measure_share_family(
+            run.tb,
+            run.polld,
+            run.dir,
+            (gen_cpu, fwd_cpu),
+            &trial,
+            family,
+        )
+    })?;
+    if args.json {
+        write_json(&demo, out);
     } else {
-        write_share_table(ipv4, IpFamily::Ipv4, gen_cpu, fwd_cpu, out);
-        write_share_table(ipv6, IpFamily::Ipv6, gen_cpu, fwd_cpu, out);
-        let _ = writeln!(out, "{}", ratios.sentence());
+        write_share_table(&demo.ipv4, IpFamily::Ipv4, gen_cpu, fwd_cpu, out);
+        write_share_table(&demo.ipv6, IpFamily::Ipv6, gen_cpu, fwd_cpu, out);
+        let _ = writeln!(out, "{}", demo.ipv6_over_ipv4.sentence());
     }
     Ok(())
 }
 
-/// The demo's `--json` document: its rows ([`ShareRow`] on TAP, [`DemoRow`] on veth) by
-/// family.
+/// A demo's rows ([`ShareRow`] on TAP, [`DemoRow`] on veth) by family, and its `--json`
+/// document.
 #[derive(serde::Serialize)]
-struct ByFamily<'a, Row> {
+struct ByFamily<Row> {
     /// The interrupt and the polling row with IPv4 frames.
-    ipv4: &'a [Row],
+    ipv4: Vec<Row>,
     /// The same with IPv6 frames.
-    ipv6: &'a [Row],
+    ipv6: Vec<Row>,
     ipv6_over_ipv4: FamilyRatios,
+}
+
+impl<Row: Delivered> ByFamily<Row> {
+    /// The rows of `trial` in interrupt mode, then in polling mode, first with IPv4
+    /// frames, then with IPv6 ones.
+    fn run(
+        mut trial: impl FnMut(IpFamily, &'static str) -> Result<Row, TestbedError>,
+    ) -> Result<ByFamily<Row>, TestbedError> {
+        let mut by_family = [Vec::new(), Vec::new()];
+        for (family, rows) in [IpFamily::Ipv4, IpFamily::Ipv6]
+            .into_iter()
+            .zip(&mut by_family)
+        {
+            for mode in ["interrupt", "polling"] {
+                rows.push(trial(family, mode)?);
+            }
+        }
+        let [ipv4, ipv6] = by_family;
+        let ipv6_over_ipv4 = FamilyRatios::of(&ipv4, &ipv6);
+        Ok(ByFamily {
+            ipv4,
+            ipv6,
+            ipv6_over_ipv4,
+        })
+    }
 }
 
 /// IPv6's delivered frames/s over IPv4's, each family flooding its smallest frames, by
