@@ -49,6 +49,7 @@ pub(crate) fn host_namespaces(
 /// IPv6 is on in the veth testbed, quiet: no link-local address (so no router
 /// solicitation), no duplicate address detection, and each address's MLD reports sent
 /// at once when it is added: no frame a test did not send appears once `up` is done.
+/// Its addresses stay while a link is down, as IPv4's do.
 /// Elsewhere IPv6 is off: a TAP's frames are polld's, and polld answers on IPv6 only.
 fn sysctls(layout: &Layout, role: Role, kernel_forwarding: bool) -> [Vec<String>; 2] {
     let forward = u8::from(role == Role::Fwd && kernel_forwarding);
@@ -68,6 +69,7 @@ fn sysctls(layout: &Layout, role: Role, kernel_forwarding: bool) -> [Vec<String>
             [
                 "net.ipv6.conf.default.addr_gen_mode=1",
                 "net.ipv6.conf.default.accept_dad=0",
+                "net.ipv6.conf.default.keep_addr_on_down=1",
                 "net.ipv6.conf.default.mldv1_unsolicited_report_interval=0",
                 "net.ipv6.conf.default.mldv2_unsolicited_report_interval=0",
             ]
