@@ -28,7 +28,7 @@ use polld_core::knobs::PROFILE_KEY;
 use polld_core::{Knobs, Profile};
 use polld_testbed::demo::{DemoRow, Forwarder, Load, SinkLatency, Trial};
 use polld_testbed::share::{measure_share, ShareRow, ShareTrial};
-use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
+use polld_testbed::{Devices, IpFamily, Testbed, TestbedError, UpOptions};
 
 /// The user_frac values the promise is checked at.
 const USER_FRACS: [u32; 3] = [10, 50, 90];
@@ -114,6 +114,7 @@ impl Bench<'_> {
                     load: Load::Frames {
                         rate: self.rate,
                         sink: true,
+                        family: IpFamily::Ipv4,
                     },
                     duration: self.duration,
                 };

@@ -44,7 +44,7 @@ use common::{announce, arg, is_root, measure_or_exit, testbed};
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use polld_testbed::placement::SINK_RX_PRIORITY;
 use polld_testbed::plot::{LineChart, Series};
-use polld_testbed::{Devices, Testbed, TestbedError, UpOptions};
+use polld_testbed::{Devices, IpFamily, Testbed, TestbedError, UpOptions};
 
 const MODES: [&str; 5] = ["interrupt", "adaptive", "polling", "busy", "auto"];
 /// The backends polld (and testpmd) forward with on the veth testbed.
@@ -110,7 +110,11 @@ impl Bench<'_> {
             label: label.to_string(),
             forwarder,
             // Delivered = the output's rx counter: no sink process competing for CPU1.
-            load: Load::Frames { rate, sink: false },
+            load: Load::Frames {
+                rate,
+                sink: false,
+                family: IpFamily::Ipv4,
+            },
             duration: self.duration,
         }
     }

@@ -29,7 +29,7 @@ use polld_core::Knobs;
 use polld_testbed::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use polld_testbed::idle::IdleHold;
 use polld_testbed::placement::RealtimeRx;
-use polld_testbed::{Devices, Role, UpOptions};
+use polld_testbed::{Devices, IpFamily, Role, UpOptions};
 
 /// FreeBSD's defaults (`kern_poll.c`'s), beside polld's.
 const FREEBSD: [(&str, &str); 1] = [("profile", "freebsd")];
@@ -97,6 +97,7 @@ fn main() {
         load: Load::Frames {
             rate: &rate,
             sink: true,
+            family: IpFamily::Ipv4,
         },
         duration,
     };

@@ -15,7 +15,7 @@ mod common;
 
 use common::{testbed_with, Dir, POLLD};
 use polld_testbed::demo::{measure, Forwarder, Load, Trial};
-use polld_testbed::{Devices, UpOptions};
+use polld_testbed::{Devices, IpFamily, UpOptions};
 
 /// A bound no healthy run comes near on a busy 2-core machine (measured alone: p99 70 µs),
 /// and a starved spinner far exceeds.
@@ -43,6 +43,7 @@ fn busy_mode_realtime_at_a_low_rate_loses_nothing_and_keeps_latency_sane() {
         load: Load::Frames {
             rate: "10k",
             sink: true,
+            family: IpFamily::Ipv4,
         },
         duration: 2.0,
     };

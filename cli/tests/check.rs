@@ -121,7 +121,7 @@ fn check_refuses_what_run_would_and_opens_nothing() {
         (
             "af_packet",
             Box::new(|c| c.replacen("name = \"veth2\"", "name = \"veth2\"\nnetns = \"polld-no-such-ns\"", 1)),
-            "interfaces[1].netns: network namespace \"polld-no-such-ns\" not found".into(),
+            "interfaces[1].netns: there is no network namespace \"polld-no-such-ns\"".into(),
         ),
         (
             "af_packet",

@@ -109,6 +109,18 @@ fn a_link_going_down_and_up_under_a_flood_loses_nothing_unaccounted() {
         value(&polld, "dev.veth2.link") == "down"
     });
     ip_in(&fwd, &["link", "set", "veth2", "up"]);
+    // polld forwards by fwd's kernel tables, and the kernel flushed veth2's neighbours
+    // when it went down, the permanent ones too: they are set again, as on a box whose
+    // neighbours are static (the flood's destination answers no ARP).
+    let l = tb.layout();
+    for (ip, mac) in [
+        (l.veth3.addr, &l.veth3.mac),
+        (l.unowned_dst, &l.unowned_mac),
+    ] {
+        let ip = ip.to_string();
+        let replace = ["neigh", "replace", &ip, "lladdr", mac, "dev", "veth2"];
+        ip_in(&fwd, &[&replace[..], &["nud", "permanent"]].concat());
+    }
     eventually(
         "veth2 comes back up in polld",
         Duration::from_secs(5),

@@ -13,16 +13,17 @@ use std::time::Duration;
 
 use common::{
     count, counter, ip_in, iperf3, ping, ping_tcp_udp, start_router, stop, tcp_bytes, testbed,
-    values, warm_up, Polld, POLLD,
+    values, warm_up, Dir, Polld, POLLD,
 };
-use polld_testbed::{Layout, PolldSetup, Role};
-use polld_testsupport::eventually;
+use polld_testbed::{Iface, Layout, PolldSetup, Role};
+use polld_testsupport::{eventually, ConfigFile, Interface};
 
 const MODES: [&str; 4] = ["interrupt", "polling", "adaptive", "busy"];
 
-/// A command running polld as `nobody` (uid and gid 65534). The binary is copied to a
-/// directory nobody can reach: the build tree may sit below a directory only root may enter.
-fn polld_as_nobody(dir: &std::path::Path) -> Command {
+/// A command running polld as `nobody` (uid and gid 65534), in network namespace `netns`
+/// if given. The binary is copied to a directory nobody can reach: the build tree may
+/// sit below a directory only root may enter.
+fn polld_as_nobody(dir: &std::path::Path, netns: Option<&str>) -> Command {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir).unwrap();
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -33,10 +34,23 @@ fn polld_as_nobody(dir: &std::path::Path) -> Command {
     let cp = Command::new("cp").arg(POLLD).arg(&copy).status().unwrap();
     assert!(cp.success(), "cp {POLLD} {}", copy.display());
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut cmd = Command::new(copy);
-    // With a uid to set, the child also drops its supplementary groups before exec.
-    cmd.uid(65534).gid(65534);
-    cmd
+    match netns {
+        // nsenter enters the namespace as root, then becomes nobody (its supplementary
+        // groups dropped) before exec.
+        Some(ns) => {
+            let mut cmd = Command::new("nsenter");
+            cmd.arg(format!("--net=/run/netns/{ns}"))
+                .args(["--setuid", "65534", "--setgid", "65534", "--"])
+                .arg(copy);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(copy);
+            // With a uid to set, the child also drops its supplementary groups before exec.
+            cmd.uid(65534).gid(65534);
+            cmd
+        }
+    }
 }
 
 #[test]
@@ -129,7 +143,26 @@ fn an_interface_deleted_while_running_is_dropped_and_picked_up_when_it_returns()
     let tb = testbed("g");
     let l = tb.layout().clone();
     for backend in ["af_packet", "af_xdp"] {
-        let (_dir, polld) = start_router(&tb, backend, "polling");
+        // The file's tables: the kernel's follower knows the interfaces by the index they
+        // had at start, and the returning veth2 has another.
+        let dir = Dir::new(&format!("g-{backend}"));
+        let (config, socket) = (dir.0.join("fwd.toml"), dir.0.join("polld.sock"));
+        let interface = |iface: &Iface| {
+            Interface::new(&iface.name)
+                .backend(backend)
+                .mode("polling")
+                .mac(&iface.mac)
+                .address(&iface.cidr())
+        };
+        let text = ConfigFile::new()
+            .socket(&socket)
+            .interface(interface(&l.veth1))
+            .interface(interface(&l.veth2))
+            .static_arp(l.veth0.addr, &l.veth0.mac)
+            .static_arp(l.veth3.addr, &l.veth3.mac)
+            .to_toml();
+        std::fs::write(&config, text).unwrap();
+        let polld = Polld::start(&tb, &config, &socket);
         warm_up(&tb);
         ip_in(&l.fwd_ns, &["link", "del", "veth2"]);
         eventually(
@@ -405,7 +438,8 @@ fn without_privileges_polld_names_the_missing_capability_and_drops_the_rest_afte
         ),
     )
     .unwrap();
-    let mut cmd = polld_as_nobody(&dir.join("bin"));
+    // In fwd, whose kernel has the interfaces polld takes its MACs and tables from.
+    let mut cmd = polld_as_nobody(&dir.join("bin"), Some(&tb.layout().fwd_ns));
     cmd.args(["run", "-c"]).arg(&config);
     let out = cmd.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -451,7 +485,7 @@ fn garbage_on_the_control_socket_is_refused_and_forwarding_goes_on() {
     assert_eq!(ping(&tb, 3), 3);
     // A non-root caller is refused with a clear message.
     let bin = std::env::temp_dir().join(format!("polld-nobody-{}", std::process::id()));
-    let mut cmd = polld_as_nobody(&bin);
+    let mut cmd = polld_as_nobody(&bin, None);
     cmd.args(["ctl", "-a", "--socket"]).arg(&polld.socket);
     let out = cmd.output().unwrap();
     assert!(!out.status.success());

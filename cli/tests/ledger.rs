@@ -7,7 +7,7 @@ mod common;
 
 use common::{testbed, Dir, POLLD};
 use polld_testbed::demo::{measure, Forwarder, Load, Trial};
-use polld_testbed::UpOptions;
+use polld_testbed::{IpFamily, UpOptions};
 
 #[test]
 fn a_flood_balances_with_the_frames_veth1s_ring_dropped_in_gen_booked() {
@@ -27,6 +27,7 @@ fn a_flood_balances_with_the_frames_veth1s_ring_dropped_in_gen_booked() {
         load: Load::Frames {
             rate: "unlimited",
             sink: true,
+            family: IpFamily::Ipv4,
         },
         duration: 2.0,
     };

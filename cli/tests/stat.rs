@@ -239,7 +239,7 @@ fn metrics_equal_ctl_at_the_same_moment_and_bad_requests_are_refused() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad.toml:3: daemon.metrics: 0.0.0.0:9101 is not a loopback address"),
+        err.contains("bad.toml:5: daemon.metrics: 0.0.0.0:9101 is not a loopback address"),
         "{err}"
     );
 

@@ -252,9 +252,13 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
             Devices::Vm if iface.role == Role::Fwd => "  (in the guest, behind the TAP)",
             _ => "",
         };
+        let ipv6 = match layout.devices {
+            Devices::Veth => format!(" {}", iface.cidr6()),
+            Devices::Tap | Devices::Vm => String::new(),
+        };
         writeln!(
             out,
-            "  {}/{}  {}  {}{player}",
+            "  {}/{}  {}  {}{ipv6}{player}",
             iface.ns,
             iface.name,
             iface.mac,
@@ -271,6 +275,18 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
         layout.veth0.network(),
         layout.veth3.gateway.map_or("?".into(), |g| g.to_string()),
     )?;
+    if layout.devices == Devices::Veth {
+        writeln!(
+            out,
+            "  {} reaches {} via {}; {} reaches {} via {}",
+            layout.gen_ns,
+            layout.veth3.network6(),
+            layout.veth1.addr6,
+            layout.sink_ns,
+            layout.veth0.network6(),
+            layout.veth2.addr6,
+        )?;
+    }
     for pair in &report.tap_pairs {
         let (gen, sink) = (&pair.veth0, &pair.veth3);
         writeln!(
@@ -302,6 +318,16 @@ fn write_up(out: &mut dyn Write, report: &UpReport) -> std::io::Result<()> {
             (false, _) => "0 (run a forwarder in fwd)",
         }
     )?;
+    if !report.fwd_setup.is_empty() {
+        writeln!(
+            out,
+            "  {}'s tables, which polld forwards by (tables = \"kernel\"), were set up with:",
+            layout.fwd_ns
+        )?;
+        for line in &report.fwd_setup {
+            writeln!(out, "    {line}")?;
+        }
+    }
     let placement = &report.placement;
     writeln!(out, "placement {} requested:", placement.requested.name())?;
     for iface in &placement.interfaces {

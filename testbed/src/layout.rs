@@ -33,8 +33,9 @@
 //!
 //! Every interface also has an IPv6 address, `2001:db8:<link>::<host>/64` (veth0 is
 //! `2001:db8:1::1`), and the unowned destination `2001:db8:<far>::100` beside
-//! `10.0.<far>.100`: polld's config on the TAP testbed carries them, so that `polld gen
-//! --ipv6` traffic is forwarded like IPv4 ([`IpFamily`]).
+//! `10.0.<far>.100`, so that `polld gen --ipv6` traffic is forwarded like IPv4
+//! ([`IpFamily`]): on veth the kernels of the namespaces hold them (polld in fwd forwards
+//! by fwd's tables), on TAP polld's config carries them.
 //!
 //! Every MAC is `02:00:00:00:<link>:<host>`: the locally administered prefix, then the
 //! third and fourth bytes of the interface's IPv4 address, so a MAC in a capture names
@@ -168,6 +169,13 @@ impl Iface {
             .unwrap_or(0);
         let network = Ipv4Addr::from(u32::from(self.addr) & mask);
         format!("{network}/{}", self.prefix_len)
+    }
+
+    /// The IPv6 network the address is on, `2001:db8:1::/64`.
+    pub fn network6(&self) -> String {
+        let mask = u128::MAX << (128 - u32::from(PREFIX_LEN6));
+        let network = Ipv6Addr::from(u128::from(self.addr6) & mask);
+        format!("{network}/{PREFIX_LEN6}")
     }
 }
 
@@ -431,6 +439,8 @@ mod tests {
         assert_eq!(layout.unowned_dst6.to_string(), "2001:db8:2::100");
         assert_eq!(layout.veth0.network(), "10.0.1.0/24");
         assert_eq!(layout.veth3.network(), "10.0.2.0/24");
+        assert_eq!(layout.veth0.network6(), "2001:db8:1::/64");
+        assert_eq!(layout.veth3.network6(), "2001:db8:2::/64");
     }
 
     #[test]

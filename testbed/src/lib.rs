@@ -10,16 +10,26 @@
 //!                           02:00:00:00:02:01       02:00:00:00:02:02
 //! ```
 //!
-//! - gen routes 10.0.2.0/24 via 10.0.1.2; sink routes 10.0.1.0/24 via 10.0.2.1.
-//! - Every veth end holds a permanent neighbour entry for its peer, and fwd one for
-//!   10.0.2.100 (an address sink does not own, so sink drops frames to it silently):
-//!   a generator can send to a fixed MAC without ARP.
-//! - fwd's `ip_forward` is 0 unless `--kernel-forwarding`: polld forwards in fwd, the
-//!   kernel there does not. rp_filter is off and IPv6 is disabled in all three namespaces
-//!   (no stray solicitations in the packet counts); loopback is up in each. IPv6 traffic
-//!   still runs on the TAP testbed: polld holds the IPv6 addresses beside the IPv4 ones
-//!   (`2001:db8:1::2/64`, `2001:db8:2::1/64`) with permanent neighbours, and `polld gen
-//!   --ipv6` and `polld sink` read and write the TAPs below the namespaces' IP stacks.
+//! - Every veth end also holds its IPv6 address (`2001:db8:1::1/64` … `2001:db8:2::2/64`,
+//!   [`Layout`]). gen routes 10.0.2.0/24 via 10.0.1.2 and 2001:db8:2::/64 via
+//!   2001:db8:1::2; sink routes 10.0.1.0/24 via 10.0.2.1 and 2001:db8:1::/64 via
+//!   2001:db8:2::1.
+//! - Every veth end holds a permanent neighbour entry (IPv4 and IPv6) for its peer, and
+//!   fwd one for 10.0.2.100 and 2001:db8:2::100 (addresses sink does not own, so sink
+//!   drops frames to them silently): a generator can send to a fixed MAC without ARP.
+//! - polld forwards in fwd by fwd's kernel tables (`tables = "kernel"`, see
+//!   [`polld_config`]): fwd's addresses, connected routes and neighbours are plain `ip`
+//!   commands, which `polld testbed up` prints so that a user can set them by hand.
+//! - fwd's `ip_forward` and IPv6 `forwarding` are 0 unless `--kernel-forwarding`: polld
+//!   forwards in fwd, the kernel there does not. rp_filter is off in all three
+//!   namespaces, and loopback is up in each. IPv6 is on but quiet (no link-local
+//!   address, so no router solicitation; no duplicate address detection; MLD reports
+//!   only when an address is added): no stray frame enters the packet counts once `up` is
+//!   done.
+//! - On the TAP testbed IPv6 is off in the namespaces: polld holds the IPv4 and IPv6
+//!   addresses it plays (`10.0.1.2/24`, `2001:db8:1::2/64`, ...) with permanent
+//!   neighbours in its config, and `polld gen --ipv6` and `polld sink` read and write the
+//!   TAPs below the namespaces' IP stacks.
 //! - Transmit offloads are off on every veth (`ethtool -K vethN tx off`: checksums, and
 //!   with them TSO and UDP segmentation), so every frame carries its own checksums and is
 //!   wire-sized (at most 1514 bytes) as from a real NIC: a user-space forwarder never
@@ -39,6 +49,7 @@
 //! sudo polld testbed status                    # interfaces, counters, placement, ip_forward
 //! sudo polld testbed status --json
 //! sudo ip netns exec gen ping 10.0.2.2         # works once something forwards in fwd
+//! sudo ip netns exec gen ping -6 2001:db8:2::2
 //! sudo polld testbed down                      # also cleans up after a crashed run
 //! ```
 //!

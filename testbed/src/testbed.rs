@@ -8,7 +8,7 @@ use polld_dev::net_dev;
 use serde::Serialize;
 
 use crate::layout::{check_prefix, Devices, Layout, Role};
-use crate::links::{build, host_namespaces, link};
+use crate::links::{build, fwd_setup, host_namespaces, link};
 use crate::placement::{self, CpuPlan, Placement, PlacementReport};
 use crate::sys::{self, check_cpu, netns_exists, require_root_and_ip};
 use crate::vm::{self, GuestState, VmOptions};
@@ -44,6 +44,9 @@ pub struct UpReport {
     pub tap_pairs: Vec<Layout>,
     /// The qemu guest that plays fwd (`--devices vm`).
     pub guest: Option<GuestState>,
+    /// On veth, the commands that set up fwd's kernel tables, which polld forwards by
+    /// (`tables = "kernel"`), as a user would type them to rebuild fwd by hand.
+    pub fwd_setup: Vec<String>,
 }
 
 /// What `down` did.
@@ -81,7 +84,7 @@ pub struct Testbed {
 
 impl Testbed {
     /// Creates the namespaces, veths, addresses, routes, static neighbours, sysctls and
-    /// placement of `layout`. Fails naming the namespaces if any already exists, unless
+    /// placement of `layout` (on veth, IPv4 and IPv6 in every namespace's kernel). Fails naming the namespaces if any already exists, unless
     /// `options.force`. On failure nothing is left behind. A VM layout boots its guest
     /// with [`VmOptions::default`] (see [`Testbed::up_vm`]).
     pub fn up(layout: &Layout, options: &UpOptions) -> Result<Testbed, TestbedError> {
@@ -151,6 +154,7 @@ impl Testbed {
                 warnings,
                 tap_pairs: Vec::new(),
                 guest,
+                fwd_setup: fwd_setup(layout, options.kernel_forwarding),
             },
         })
     }

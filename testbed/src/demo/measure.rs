@@ -15,7 +15,7 @@ use crate::entries::{self, value_of};
 use crate::ledger::{Ledger, Sent, StreamTrail};
 use crate::process::{last_json, Process};
 use crate::testpmd::Testpmd;
-use crate::{polld_config, PolldSetup, Role, Testbed, TestbedError, UpOptions};
+use crate::{polld_config, IpFamily, PolldSetup, Role, Testbed, TestbedError, UpOptions};
 
 fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
@@ -56,10 +56,15 @@ pub struct Trial<'a> {
 /// What goes through the forwarder during a trial.
 #[derive(Clone, Copy, Debug)]
 pub enum Load<'a> {
-    /// `polld gen` from gen at `rate` (`200k`, `unlimited`, ...). With `sink`, delivered
+    /// `polld gen` from gen at `rate` (`200k`, `unlimited`, ...), its smallest frames of
+    /// `family` (IPv6: to the layout's unowned IPv6 destination). With `sink`, delivered
     /// frames are counted (and timed) by `polld sink` in sink, end to end, though the sink
     /// needs CPU too; otherwise by the output's own rx counter, as the baseline did.
-    Frames { rate: &'a str, sink: bool },
+    Frames {
+        rate: &'a str,
+        sink: bool,
+        family: IpFamily,
+    },
     /// One iperf3 TCP stream from gen to sink (the server pinned to the sink CPU).
     Tcp,
 }
@@ -158,8 +163,9 @@ pub fn measure(
     let before = snapshot(&running)?;
     let veth3_before = tb.counters(&layout.veth3.name)?.rx_packets;
     let traffic = match trial.load {
-        Load::Frames { rate, .. } => {
+        Load::Frames { rate, family, .. } => {
             gen_command(tb, options.cpus.gen, &polld_str, rate, &duration)?
+                .args(layout.gen_family_args(family))
                 .output()
                 .map_err(|e| failed(format!("polld gen: {e}")))?
         }
@@ -188,13 +194,16 @@ pub fn measure(
             ))
         })
     };
-    let (offered_pps, seconds, tcp) = match trial.load {
+    let (offered_pps, seconds, tcp, gen_ip_version) = match trial.load {
         Load::Frames { .. } => {
             let summary = report("polld gen")?;
             (
                 summary["pps"].as_f64().unwrap_or(0.0),
                 summary["seconds"].as_f64().unwrap_or(trial.duration),
                 None,
+                summary["ip_version"]
+                    .as_u64()
+                    .and_then(|v| u8::try_from(v).ok()),
             )
         }
         Load::Tcp => {
@@ -213,7 +222,7 @@ pub fn measure(
                     .as_u64()
                     .unwrap_or(0),
             };
-            (0.0, trial.duration, Some(tcp))
+            (0.0, trial.duration, Some(tcp), None)
         }
     };
     let wall = after.at.duration_since(before.at).as_secs_f64();
@@ -274,6 +283,7 @@ pub fn measure(
     };
     Ok(DemoRow {
         mode: trial.label.clone(),
+        gen_ip_version,
         offered_pps,
         delivered_pps,
         seconds: wall,

@@ -9,9 +9,11 @@
 //! over IPv4's in each mode. On veth (`--devices veth`):
 //!
 //! It brings the testbed up, and for each mode starts `polld run` in fwd (poll thread on
-//! the fwd CPU), `polld sink` in sink and `polld gen` in gen (on the gen CPU) at a fixed
-//! rate; it reads polld's counters over the control socket and its CPU time from
-//! `/proc`, prints one row per mode, and tears the testbed down.
+//! the fwd CPU, forwarding by fwd's kernel tables), `polld sink` in sink and `polld gen`
+//! in gen (on the gen CPU) at a fixed rate; it reads polld's counters over the control
+//! socket and its CPU time from `/proc`, prints one row per mode, once with IPv4 frames
+//! and once with IPv6 ones, with IPv6's delivered rate over IPv4's in each mode, and
+//! tears the testbed down.
 //!
 //! [`measure()`] runs one trial of the veth demo and of the tests and benches built on it;
 //! its rows are [`DemoRow`]s.
@@ -144,17 +146,19 @@ fn write_json(rows: &impl serde::Serialize, out: &mut dyn Write) {
 }
 
 /// The demo on veth: `polld gen` at `args.rate` through polld in interrupt mode, then in
-/// polling mode.
+/// polling mode; first with IPv4 frames, then with IPv6 ones. polld forwards by fwd's
+/// kernel tables, which hold both families ([`crate::polld_config`]).
 fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
-    let mut rows = Vec::new();
-    for mode in ["interrupt", "polling"] {
+    let demo = ByFamily::run(|family, mode| {
         say(
             args.json,
             out,
             format_args!(
-                "{mode} mode, {} frames/s for {} s ...",
-                args.rate, args.duration
+                "{mode} mode, {}, {} frames/s for {} s ...",
+                family.name(),
+                args.rate,
+                args.duration
             ),
         );
         let trial = Trial {
@@ -168,16 +172,21 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
             load: Load::Frames {
                 rate: &args.rate,
                 sink: true,
+                family,
             },
             duration: args.duration,
         };
-        rows.push(measure(run.tb, options, run.polld, run.dir, &trial)?);
-    }
+        measure(run.tb, options, run.polld, run.dir, &trial)
+    })?;
     if args.json {
-        write_json(&rows, out);
+        write_json(&demo, out);
     } else {
-        write_table(&rows, &format!("polld on {}", args.backend), options, out);
-        let _ = writeln!(out, "{}", veth_findings(&rows[0], &rows[1]));
+        for (rows, family) in [(&demo.ipv4, IpFamily::Ipv4), (&demo.ipv6, IpFamily::Ipv6)] {
+            let what = format!("polld on {}", args.backend);
+            write_table(rows, &what, family, options, out);
+        }
+        let _ = writeln!(out, "{}", veth_findings(&demo.ipv4[0], &demo.ipv4[1]));
+        let _ = writeln!(out, "{}", demo.ipv6_over_ipv4.sentence());
     }
     Ok(())
 }
@@ -187,58 +196,70 @@ fn veth_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
 fn tap_demo(run: &DemoRun, out: &mut dyn Write) -> Result<(), TestbedError> {
     let (args, options) = (run.args, run.options);
     let (gen_cpu, fwd_cpu) = (options.cpus.gen, options.cpus.fwd);
-    let mut by_family = Vec::new();
-    for family in [IpFamily::Ipv4, IpFamily::Ipv6] {
-        let mut rows = Vec::new();
-        for mode in ["interrupt", "polling"] {
-            say(
-                args.json,
-                out,
-                format_args!(
-                    "{mode} mode, {}; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
-                    family.name(),
-                    args.duration
-                ),
-            );
-            let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
-            rows.push(measure_share_family(
-                run.tb,
-                run.polld,
-                run.dir,
-                (gen_cpu, fwd_cpu),
-                &trial,
-                family,
-            )?);
-        }
-        by_family.push(rows);
-    }
-    let (ipv4, ipv6) = (&by_family[0], &by_family[1]);
-    let ratios = FamilyRatios::of(ipv4, ipv6);
-    if args.json {
-        write_json(
-            &TapDemo {
-                ipv4,
-                ipv6,
-                ipv6_over_ipv4: ratios,
-            },
+    let demo = ByFamily::run(|family, mode| {
+        say(
+            args.json,
             out,
+            format_args!(
+                "{mode} mode, {}; polld gen floods tap0 from CPU{gen_cpu}, a CPU-bound competitor runs on CPU{fwd_cpu} beside polld; measuring {} s ...",
+                family.name(),
+                args.duration
+            ),
         );
+        let trial = ShareTrial::flood(mode, args.user_frac, 1.0, args.duration);
+        measure_share_family(
+            run.tb,
+            run.polld,
+            run.dir,
+            (gen_cpu, fwd_cpu),
+            &trial,
+            family,
+        )
+    })?;
+    if args.json {
+        write_json(&demo, out);
     } else {
-        write_share_table(ipv4, IpFamily::Ipv4, gen_cpu, fwd_cpu, out);
-        write_share_table(ipv6, IpFamily::Ipv6, gen_cpu, fwd_cpu, out);
-        let _ = writeln!(out, "{}", ratios.sentence());
+        write_share_table(&demo.ipv4, IpFamily::Ipv4, gen_cpu, fwd_cpu, out);
+        write_share_table(&demo.ipv6, IpFamily::Ipv6, gen_cpu, fwd_cpu, out);
+        let _ = writeln!(out, "{}", demo.ipv6_over_ipv4.sentence());
     }
     Ok(())
 }
 
-/// The TAP demo's `--json` document.
+/// A demo's rows ([`ShareRow`] on TAP, [`DemoRow`] on veth) by family, and its `--json`
+/// document.
 #[derive(serde::Serialize)]
-struct TapDemo<'a> {
-    /// The interrupt and the polling row with an IPv4 flood.
-    ipv4: &'a [ShareRow],
-    /// The same with an IPv6 flood.
-    ipv6: &'a [ShareRow],
+struct ByFamily<Row> {
+    /// The interrupt and the polling row with IPv4 frames.
+    ipv4: Vec<Row>,
+    /// The same with IPv6 frames.
+    ipv6: Vec<Row>,
     ipv6_over_ipv4: FamilyRatios,
+}
+
+impl<Row: Delivered> ByFamily<Row> {
+    /// The rows of `trial` in interrupt mode, then in polling mode, first with IPv4
+    /// frames, then with IPv6 ones.
+    fn run(
+        mut trial: impl FnMut(IpFamily, &'static str) -> Result<Row, TestbedError>,
+    ) -> Result<ByFamily<Row>, TestbedError> {
+        let mut by_family = [Vec::new(), Vec::new()];
+        for (family, rows) in [IpFamily::Ipv4, IpFamily::Ipv6]
+            .into_iter()
+            .zip(&mut by_family)
+        {
+            for mode in ["interrupt", "polling"] {
+                rows.push(trial(family, mode)?);
+            }
+        }
+        let [ipv4, ipv6] = by_family;
+        let ipv6_over_ipv4 = FamilyRatios::of(&ipv4, &ipv6);
+        Ok(ByFamily {
+            ipv4,
+            ipv6,
+            ipv6_over_ipv4,
+        })
+    }
 }
 
 /// IPv6's delivered frames/s over IPv4's, each family flooding its smallest frames, by
@@ -249,13 +270,38 @@ struct FamilyRatios {
     polling: Option<f64>,
 }
 
+/// A demo row as [`FamilyRatios`] reads it: its mode and its delivered frames/s.
+trait Delivered {
+    fn mode(&self) -> &str;
+    fn delivered_pps(&self) -> f64;
+}
+
+impl Delivered for ShareRow {
+    fn mode(&self) -> &str {
+        &self.mode
+    }
+    fn delivered_pps(&self) -> f64 {
+        self.delivered_pps
+    }
+}
+
+impl Delivered for DemoRow {
+    fn mode(&self) -> &str {
+        &self.mode
+    }
+    fn delivered_pps(&self) -> f64 {
+        self.delivered_pps
+    }
+}
+
 impl FamilyRatios {
-    fn of(ipv4: &[ShareRow], ipv6: &[ShareRow]) -> FamilyRatios {
+    /// The ratios of the rows of the same mode in `ipv4` and `ipv6`.
+    fn of<R: Delivered>(ipv4: &[R], ipv6: &[R]) -> FamilyRatios {
         let ratio = |mode: &str| {
-            let rate = |rows: &[ShareRow]| {
+            let rate = |rows: &[R]| {
                 rows.iter()
-                    .find(|r| r.mode == mode)
-                    .map(|r| r.delivered_pps)
+                    .find(|r| r.mode() == mode)
+                    .map(Delivered::delivered_pps)
             };
             let (v4, v6) = (rate(ipv4)?, rate(ipv6)?);
             (v4 > 0.0).then(|| v6 / v4)

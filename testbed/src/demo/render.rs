@@ -150,12 +150,20 @@ fn share_findings(rows: &[ShareRow], cpu: usize) -> Vec<String> {
 }
 
 /// The rows as a table, under a line saying what ran, the placement and the machine.
-pub fn write_table(rows: &[DemoRow], what: &str, options: &UpOptions, out: &mut dyn Write) {
+pub fn write_table(
+    rows: &[DemoRow],
+    what: &str,
+    family: IpFamily,
+    options: &UpOptions,
+    out: &mut dyn Write,
+) {
     let fwd = options.cpus.fwd;
     let _ = writeln!(
         out,
-        "\n{what} ({} placement), 64-byte frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd}; {}",
+        "\n{what} ({} placement), {}-byte {} frames; gen on CPU{}, the forwarder and its receive work on CPU{fwd}; {}",
         options.placement.name(),
+        family.smallest_frame(),
+        family.name(),
         options.cpus.gen,
         machine()
     );

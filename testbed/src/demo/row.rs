@@ -13,6 +13,9 @@ use crate::testpmd::TestpmdCounters;
 pub struct DemoRow {
     /// The mode, or what forwarded (`kernel`, `polld af_xdp polling`).
     pub mode: String,
+    /// The IP version (4 or 6) of the frames `polld gen` sent, as its summary says
+    /// (`None`: a TCP load).
+    pub gen_ip_version: Option<u8>,
     pub offered_pps: f64,
     pub delivered_pps: f64,
     /// The measured window, s.

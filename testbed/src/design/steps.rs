@@ -14,7 +14,7 @@ use super::{DesignRow, Step};
 use crate::demo::{measure, Forwarder, Load, Trial};
 use crate::entries::{kern_entry, polld_values, split_dev_entry, value_of};
 use crate::share::{ShareRow, ShareTrial, TrialRun};
-use crate::{Testbed, TestbedError, UpOptions};
+use crate::{IpFamily, Testbed, TestbedError, UpOptions};
 
 /// `kern.polling.user_frac` of every side: FreeBSD's default, and polld's.
 const USER_FRAC: u32 = 50;
@@ -253,6 +253,7 @@ impl<'a> Bench<'a> {
             load: Load::Frames {
                 rate: LIGHT_RATE,
                 sink: true,
+                family: IpFamily::Ipv4,
             },
             duration: self.window,
         };

@@ -20,7 +20,9 @@
 //!   rate, as the seed's 10 Mbit/s link was well under its box's capacity), with the CPU of
 //!   every thread on the path.
 //! - `share`: the CPU-bound competitor's share at user_frac 10, 50 and 90, and in
-//!   interrupt mode, under a flood.
+//!   interrupt mode, under a flood; then polling at user_frac 50 and interrupt mode under
+//!   an IPv6 flood (`polld gen --ipv6`), each beside its IPv4 trial: IPv6's delivered
+//!   rate over IPv4's and the competitor's share with IPv6 frames (TAP testbed).
 //! - `adaptive`: seed 004, interrupt against adaptive mode (the fast interrupt and its task
 //!   bounded by `rx_process_limit`), each with fastforwarding 1 and 0, under a flood and
 //!   at a lower load: the forwarding rate and whether each livelocks.
@@ -69,7 +71,8 @@ use steps::Bench;
 
 pub use crate::results::Machine;
 pub use report::{
-    AdaptiveRow, CurveSeries, Livelock, MergeRow, PassiveRow, Screen, SeedsReport, TableRow, TcpRow,
+    AdaptiveRow, CurveSeries, Ipv6Row, Livelock, MergeRow, PassiveRow, Screen, SeedsReport,
+    TableRow, TcpRow,
 };
 
 /// `polld bench seeds` options.

@@ -33,7 +33,7 @@ use crate::demo::{measure, Forwarder, Load, Trial};
 use crate::entries::kern_entry;
 use crate::placement::CpuPlan;
 use crate::sleep::{Call, Setting, SleepRow};
-use crate::{TestbedError, UpOptions};
+use crate::{IpFamily, TestbedError, UpOptions};
 
 fn failed(what: String) -> TestbedError {
     TestbedError::Failed(what)
@@ -166,6 +166,7 @@ impl Bench<'_> {
                 load: Load::Frames {
                     rate: LOAD,
                     sink: true,
+                    family: IpFamily::Ipv4,
                 },
                 duration: self.timing.window.max(1.0),
             };

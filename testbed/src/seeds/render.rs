@@ -195,7 +195,7 @@ pub(super) fn write_text(report: &SeedsReport, out: &mut dyn Write) {
         let softirq = report.in_guest();
         let _ = writeln!(
             out,
-            "{:<22} {:>11} {:>12} {:>10} {:>11}{}",
+            "{:<28} {:>11} {:>12} {:>10} {:>11}{}",
             "polld mode",
             "offered/s",
             "delivered/s",
@@ -203,14 +203,22 @@ pub(super) fn write_text(report: &SeedsReport, out: &mut dyn Write) {
             "competitor",
             ksoftirqd_heading(softirq)
         );
-        for r in &report.share {
-            let label = match r.mode.as_str() {
+        // The IPv6 trials below the IPv4 ones, each family's smallest frames.
+        for r in report
+            .share
+            .iter()
+            .chain(report.ipv6.iter().map(|r| &r.ipv6))
+        {
+            let mut label = match r.mode.as_str() {
                 "polling" => format!("polling, user_frac {}", r.user_frac),
                 other => other.to_string(),
             };
+            if r.gen_ip_version == Some(6) {
+                label.push_str(", IPv6");
+            }
             let _ = writeln!(
                 out,
-                "{:<22} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%{}",
+                "{:<28} {:>11.0} {:>12.0} {:>9.1}% {:>10.1}%{}",
                 label,
                 r.offered_pps,
                 r.delivered_pps,

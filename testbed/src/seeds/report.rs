@@ -92,6 +92,53 @@ pub struct TcpRow {
     pub conserved: bool,
 }
 
+/// IPv6 against IPv4 in one mode of the share step: the flood with the competitor
+/// beside polld, once with IPv4 frames and once with IPv6 ones, in the same run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ipv6Row {
+    pub mode: String,
+    pub user_frac: u32,
+    /// The share step's IPv4 trial of this mode and user_frac (`None`: it did not run).
+    pub ipv4: Option<ShareRow>,
+    pub ipv6: ShareRow,
+    /// IPv6's delivered frames/s over IPv4's, each family's smallest frames (`None`:
+    /// no IPv4 trial, or it delivered nothing).
+    pub ratio: Option<f64>,
+}
+
+impl Ipv6Row {
+    /// The row of IPv6 trial `ipv6`, beside the IPv4 trial of its mode and user_frac in
+    /// `share`.
+    pub(super) fn of(ipv6: ShareRow, share: &[ShareRow]) -> Ipv6Row {
+        let ipv4 = share
+            .iter()
+            .find(|r| r.mode == ipv6.mode && r.user_frac == ipv6.user_frac)
+            .cloned();
+        let ratio = ipv4
+            .as_ref()
+            .filter(|r| r.delivered_pps > 0.0)
+            .map(|r| ipv6.delivered_pps / r.delivered_pps);
+        Ipv6Row {
+            mode: ipv6.mode.clone(),
+            user_frac: ipv6.user_frac,
+            ipv4,
+            ratio,
+            ipv6,
+        }
+    }
+}
+
+/// What the competitor got under the flood against the promise, in words: starved (under
+/// 15 %) in interrupt mode, within 5 points of user_frac polling.
+fn share_verdict(r: &ShareRow) -> &'static str {
+    match r.mode.as_str() {
+        "interrupt" if r.competitor_percent < 15.0 => "under 15 %: starved",
+        "interrupt" => "NOT under 15 %",
+        _ if (r.competitor_percent - f64::from(r.user_frac)).abs() <= 5.0 => "within 5 points",
+        _ => "NOT within 5 points",
+    }
+}
+
 /// Everything the bench measured.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SeedsReport {
@@ -106,6 +153,8 @@ pub struct SeedsReport {
     pub screens: Vec<Screen>,
     pub tcp: Vec<TcpRow>,
     pub share: Vec<ShareRow>,
+    /// The share step's IPv6 trials beside its IPv4 ones (TAP testbed).
+    pub ipv6: Vec<Ipv6Row>,
     /// Seed 003: how long a sleep of 1 µs and of 1 ns lasted.
     pub sleep: Vec<SleepRow>,
     /// Seed 003 on packets: a passive reader against active polling.
@@ -135,8 +184,8 @@ impl SeedsReport {
 
     /// The bench's verdict, once its report is printed (and its results page written): an
     /// error when the livelock did not reproduce, polling's plateau declined beyond the
-    /// machine's noise ([`crate::plateau::Holding::declines`]), or a trial's counters did
-    /// not add up.
+    /// machine's noise ([`crate::plateau::Holding::declines`]), an IPv6 trial flooded
+    /// another IP version, or a trial's counters did not add up.
     pub fn verdict(&self) -> Result<(), TestbedError> {
         if let Some(l) = self.livelock.as_ref().filter(|l| !l.reproduced()) {
             return Err(failed(format!(
@@ -159,6 +208,13 @@ impl SeedsReport {
                 h.worst.0.rate,
                 h.ratio * 100.0,
                 h.ratio_se * 100.0
+            )));
+        }
+        if let Some(r) = self.ipv6.iter().find(|r| r.ipv6.gen_ip_version != Some(6)) {
+            return Err(failed(format!(
+                "the IPv6 trial of {} mode did not flood IPv6: polld gen's summary says IP \
+                 version {:?}",
+                r.mode, r.ipv6.gen_ip_version
             )));
         }
         if !self.unconserved.is_empty() {
@@ -237,29 +293,20 @@ pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
     let mut lines = curve_findings(&report.curve, report.plateau.as_ref());
     lines.extend(sleep_finding(&report.sleep));
     for r in &report.share {
+        let held = share_verdict(r);
         let line = match r.mode.as_str() {
             "interrupt" => format!(
-                "Interrupt mode under a flood: the competitor got {:.1} % ({}).",
+                "Interrupt mode under a flood: the competitor got {:.1} % ({held}).",
                 r.competitor_percent,
-                if r.competitor_percent < 15.0 {
-                    "under 15 %: starved"
-                } else {
-                    "NOT under 15 %"
-                }
             ),
             _ => format!(
-                "Polling, user_frac {}: the competitor got {:.1} % ({}).",
-                r.user_frac,
-                r.competitor_percent,
-                if (r.competitor_percent - f64::from(r.user_frac)).abs() <= 5.0 {
-                    "within 5 points"
-                } else {
-                    "NOT within 5 points"
-                }
+                "Polling, user_frac {}: the competitor got {:.1} % ({held}).",
+                r.user_frac, r.competitor_percent,
             ),
         };
         lines.push(line);
     }
+    lines.extend(report.ipv6.iter().map(ipv6_finding));
     if let [intr, poll] = &report.screens[..] {
         lines.push(format!(
             "After `polld ifconfig tap0 polling`: interrupts/s {:.0} -> {:.0}, idle on the poll CPU {:.1} % -> {:.1} % ({}), polld's thread {:.1} % -> {:.1} %.",
@@ -286,6 +333,25 @@ pub(super) fn findings(report: &SeedsReport) -> Vec<String> {
         )
     });
     lines
+}
+
+/// IPv6 against IPv4 in one mode: the rate ratio against the promise (IPv6 at 0.95x
+/// IPv4 or more), and whether the competitor's share held with IPv6 frames.
+fn ipv6_finding(r: &Ipv6Row) -> String {
+    let mode = match r.mode.as_str() {
+        "interrupt" => "Interrupt mode".to_string(),
+        _ => format!("Polling, user_frac {}", r.user_frac),
+    };
+    let ratio = match r.ratio {
+        Some(x) if x >= 0.95 => format!("{x:.2}x IPv4's (at least 0.95x)"),
+        Some(x) => format!("{x:.2}x IPv4's (below 0.95x)"),
+        None => "not compared (no IPv4 frames delivered)".to_string(),
+    };
+    let held = share_verdict(&r.ipv6);
+    format!(
+        "{mode} with IPv6 frames under a flood: delivered {:.0}/s, {ratio}; the competitor got {:.1} % ({held}).",
+        r.ipv6.delivered_pps, r.ipv6.competitor_percent
+    )
 }
 
 /// Seed 003's finding: a sleep of 1 µs at the default timer slack lasts tens of µs, so a
@@ -451,5 +517,37 @@ mod tests {
             s.rounds,
             [vec![100.0, 99.0, 98.0], vec![300.0, 250.0, 330.0]]
         );
+    }
+
+    #[test]
+    fn an_ipv6_trial_is_read_beside_the_ipv4_one_of_its_mode_and_user_frac() {
+        let trial = |user_frac, delivered, competitor, version| ShareRow {
+            user_frac,
+            competitor_percent: competitor,
+            gen_ip_version: Some(version),
+            ..ShareRow::point(1000.0, delivered)
+        };
+        let share = [trial(10, 500.0, 10.0, 4), trial(50, 400.0, 50.0, 4)];
+        let row = Ipv6Row::of(trial(50, 360.0, 58.0, 6), &share);
+        assert_eq!(row.ipv4.as_ref().map(|r| r.user_frac), Some(50));
+        assert_eq!(row.ratio, Some(0.9));
+        let line = ipv6_finding(&row);
+        assert!(line.contains("0.90x IPv4's (below 0.95x)"), "{line}");
+        assert!(line.contains("58.0 % (NOT within 5 points)"), "{line}");
+        let report = SeedsReport {
+            ipv6: vec![row],
+            ..SeedsReport::default()
+        };
+        assert!(report.verdict().is_ok());
+        let row = Ipv6Row::of(trial(50, 400.0, 52.0, 6), &share);
+        assert!(ipv6_finding(&row).contains("1.00x IPv4's (at least 0.95x)"));
+        // A trial that flooded IPv4 is no IPv6 row.
+        let report = SeedsReport {
+            ipv6: vec![Ipv6Row::of(trial(50, 400.0, 50.0, 4), &share)],
+            ..SeedsReport::default()
+        };
+        let err = report.verdict().unwrap_err().to_string();
+        assert!(err.contains("did not flood IPv6"), "{err}");
+        assert_eq!(Ipv6Row::of(trial(90, 1.0, 90.0, 6), &share).ratio, None);
     }
 }

@@ -6,12 +6,12 @@ use std::io::Write;
 use std::path::Path;
 
 use super::plan::{Knobs, Timing, CURVE_USER_FRAC, DEFAULT_USER_FRAC, NO_FASTFORWARDING};
-use super::report::{CurveSeries, SeedsReport, TableRow};
+use super::report::{CurveSeries, Ipv6Row, SeedsReport, TableRow};
 use super::{failed, seed};
 use crate::plateau::{self, Plateau};
-use crate::share::{measure_share, ShareRow, ShareTrial};
+use crate::share::{measure_share_family, ShareRow, ShareTrial};
 use crate::streams::ExtraStream;
-use crate::{Devices, Testbed, TestbedError};
+use crate::{Devices, IpFamily, Testbed, TestbedError};
 
 /// What the steps share.
 pub(super) struct Bench<'a> {
@@ -35,9 +35,24 @@ impl Bench<'_> {
         label: &str,
         trial: &ShareTrial,
     ) -> Result<ShareRow, TestbedError> {
-        let row = match self.tb.layout().devices {
-            Devices::Vm => crate::vm::demo::trial(self.tb, self.polld, trial)?,
-            _ => measure_share(self.tb, self.polld, self.dir, self.cpus, trial)?,
+        self.trial_family(label, trial, IpFamily::Ipv4)
+    }
+
+    /// [`Bench::trial`] flooding `family` (IPv6 on the TAP testbed only).
+    fn trial_family(
+        &mut self,
+        label: &str,
+        trial: &ShareTrial,
+        family: IpFamily,
+    ) -> Result<ShareRow, TestbedError> {
+        let row = match (self.tb.layout().devices, family) {
+            (Devices::Vm, IpFamily::Ipv4) => crate::vm::demo::trial(self.tb, self.polld, trial)?,
+            (Devices::Vm, IpFamily::Ipv6) => {
+                return Err(failed(
+                    "the VM testbed's trials flood IPv4 only; IPv6 runs on the TAP testbed".into(),
+                ))
+            }
+            _ => measure_share_family(self.tb, self.polld, self.dir, self.cpus, trial, family)?,
         };
         self.book(label, row.conserved);
         Ok(row)
@@ -132,32 +147,50 @@ impl Bench<'_> {
         Ok(())
     }
 
+    /// The competitor's share under an IPv4 flood at each user_frac and in interrupt
+    /// mode; then, on the TAP testbed, polling at the default user_frac and interrupt mode
+    /// again under an IPv6 flood, each beside its IPv4 trial ([`Ipv6Row`]).
     pub(super) fn share(&mut self) -> Result<(), TestbedError> {
-        for (mode, user_frac) in [
+        let ipv4 = [
             ("polling", 10),
             ("polling", 50),
             ("polling", 90),
             ("interrupt", DEFAULT_USER_FRAC),
-        ] {
+        ]
+        .map(|(mode, user_frac)| (mode, user_frac, IpFamily::Ipv4));
+        let ipv6 = [
+            ("polling", DEFAULT_USER_FRAC),
+            ("interrupt", DEFAULT_USER_FRAC),
+        ]
+        .map(|(mode, user_frac)| (mode, user_frac, IpFamily::Ipv6));
+        let on_tap = self.tb.layout().devices == Devices::Tap;
+        let trials = ipv4.into_iter().chain(ipv6.into_iter().filter(|_| on_tap));
+        for (mode, user_frac, family) in trials {
             let beside = match self.tb.layout().devices {
                 Devices::Vm => "on the guest's vCPU".to_string(),
                 _ => format!("on CPU{}", self.cpus.1),
             };
-            self.say(&format!(
-                "share: {mode}, user_frac {user_frac}, flood and a competitor {beside} ..."
-            ));
-            let row = self.trial(
-                &format!("share {mode} {user_frac}"),
+            let what = format!("share: {mode}, user_frac {user_frac}, {}", family.name());
+            self.say(&format!("{what}, flood and a competitor {beside} ..."));
+            let row = self.trial_family(
+                &format!("share {mode} {user_frac} {}", family.name()),
                 &ShareTrial {
                     warm_up: self.timing.warm_up.max(1.0),
                     ..self.flood_trial(mode, user_frac)
                 },
+                family,
             )?;
             self.say(&format!(
-                "share: {mode}, user_frac {user_frac}: competitor {:.1} %, polld {:.1} %",
-                row.competitor_percent, row.polld_cpu_percent
+                "{what}: competitor {:.1} %, polld {:.1} %, delivered {:.0}/s",
+                row.competitor_percent, row.polld_cpu_percent, row.delivered_pps
             ));
-            self.report.share.push(row);
+            match family {
+                IpFamily::Ipv4 => self.report.share.push(row),
+                IpFamily::Ipv6 => {
+                    let beside_ipv4 = Ipv6Row::of(row, &self.report.share);
+                    self.report.ipv6.push(beside_ipv4);
+                }
+            }
         }
         Ok(())
     }

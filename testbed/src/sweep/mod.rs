@@ -45,7 +45,7 @@ use crate::demo::{measure, DemoRow, Forwarder, Load, Trial};
 use crate::entries::{dev_entry, kern_entry, polld_values, value_of};
 use crate::idle::IdleHold;
 use crate::placement::RealtimeRx;
-use crate::{Devices, Role, Testbed, TestbedError, UpOptions, VmOptions};
+use crate::{Devices, IpFamily, Role, Testbed, TestbedError, UpOptions, VmOptions};
 
 pub use checks::{check, Check, Rule};
 
@@ -520,7 +520,11 @@ impl Bed<'_> {
         let trial = Trial {
             label: String::new(),
             forwarder,
-            load: Load::Frames { rate, sink },
+            load: Load::Frames {
+                rate,
+                sink,
+                family: IpFamily::Ipv4,
+            },
             duration: self.duration,
         };
         measure(self.tb, self.options, self.polld, self.dir, &trial)
