@@ -69,6 +69,9 @@
 //!   `Unreachable` with ICMP host unreachable (ICMPv6 no route), `Prohibited` with
 //!   administratively prohibited, `UnpolledRoute` (out of an interface polld does not
 //!   poll) silently.
+//! - **Multipath routes** spread flows over their next hops by a hash of each flow's
+//!   addresses, protocol and ports ([`crate::route`], as Linux's L4 multipath hash); the
+//!   hash is computed only for a packet whose route is multipath.
 //! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
@@ -83,7 +86,7 @@ use crate::net::{
 use crate::options::{self, Malformed, Recorder};
 use crate::ratelimit::TokenBucket;
 use crate::route::Reject;
-use crate::route::{NextHop, Route, RouteTable};
+use crate::route::{flow_hash, NextHop, Route, RouteTable};
 use crate::rules::{Action, FiveTuple, RuleSet};
 use crate::wire::arp::operation;
 use crate::wire::ethernet::ethertype;
@@ -563,6 +566,10 @@ impl Forwarder {
             self.icmp_error(input, frame, header, emit);
             return PacketDrop::NoRoute.verdict();
         };
+        let route = self.routes.pick(route, || {
+            let piece = ip.more_fragments() || ip.frag_offset() != 0;
+            flow_hash(&FiveTuple::of(&ip), piece)
+        });
         if let NextHop::Reject(reject) = route.next_hop {
             if let Some((code, _)) = reject.unreachable_codes() {
                 let header = IcmpHeader {

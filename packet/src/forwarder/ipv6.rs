@@ -39,7 +39,7 @@ use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
-use crate::route::NextHop;
+use crate::route::{flow_hash, NextHop};
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -132,6 +132,9 @@ impl Forwarder {
             self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             return PacketDrop::NoRoute.verdict();
         };
+        let route = self.routes.pick6(route, || {
+            flow_hash(&FiveTuple::of_ipv6(&ip, &chain), chain.fragment)
+        });
         if let NextHop::Reject(reject) = route.next_hop {
             if let Some((_, code)) = reject.unreachable_codes() {
                 self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
