@@ -348,6 +348,22 @@ impl RouteTable {
         self.groups6.members(g)
     }
 
+    /// Every IPv4 route with its prefix, in no particular order ([`Lpm::entries`]).
+    pub fn entries(&self) -> impl Iterator<Item = (Ipv4Net, &Route)> + '_ {
+        self.v4.entries().map(|(key, len, route)| {
+            let prefix = Ipv4Net::new(Ipv4Addr::from(key), len).expect("length <= 32");
+            (prefix, route)
+        })
+    }
+
+    /// [`RouteTable::entries`] for IPv6.
+    pub fn entries6(&self) -> impl Iterator<Item = (Ipv6Net, &Route<Ipv6Addr>)> + '_ {
+        self.v6.entries().map(|(key, len, route)| {
+            let prefix = Ipv6Net::new(Ipv6Addr::from(key), len).expect("length <= 128");
+            (prefix, route)
+        })
+    }
+
     /// IPv4 routes held.
     pub fn len(&self) -> usize {
         self.v4.len()
