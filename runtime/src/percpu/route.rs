@@ -36,7 +36,10 @@ pub(super) fn route(threads: &[PollThread], order: &[&str], req: Request) -> Res
         // Every poll thread holds the same tables (the file's, or the kernel's followed by
         // each): the first one's are shown.
         Request::Table { .. } => match threads.first() {
-            Some(t) => t.requester.ask(req).unwrap_or_else(|| no_answer(t.cpu, None)),
+            Some(t) => t
+                .requester
+                .ask(req)
+                .unwrap_or_else(|| no_answer(t.cpu, None)),
             None => Response::Error {
                 message: "polld has no poll thread".to_string(),
             },
