@@ -41,7 +41,11 @@ pub enum Request {
     Snapshot,
     /// A page of one of the router's tables (`polld netstat -rn`, `polld arp -an`): at
     /// most `limit` (capped at [`MAX_TABLE_PAGE`]) of its entries from the `from`th on.
-    Table { table: TableName, from: u64, limit: u64 },
+    Table {
+        table: TableName,
+        from: u64,
+        limit: u64,
+    },
 }
 
 /// The most entries a [`Request::Table`] answer carries: the poll thread copies one page

@@ -160,10 +160,13 @@ impl ArpCache {
     /// The entries with a MAC at `now_ns`, each with whether it is static: the static
     /// ones, then the learned ones still fresh (not those still resolving).
     pub fn entries(&self, now_ns: u64) -> impl Iterator<Item = (Ipv4Addr, MacAddr, bool)> + '_ {
-        let learned = self.learned.live(now_ns).filter_map(|(&ip, entry)| match entry {
-            ArpEntry::Resolved { mac, .. } => Some((ip, *mac, false)),
-            ArpEntry::Incomplete { .. } => None,
-        });
+        let learned = self
+            .learned
+            .live(now_ns)
+            .filter_map(|(&ip, entry)| match entry {
+                ArpEntry::Resolved { mac, .. } => Some((ip, *mac, false)),
+                ArpEntry::Incomplete { .. } => None,
+            });
         self.statics
             .iter()
             .map(|(&ip, &mac)| (ip, mac, true))

@@ -325,15 +325,23 @@ impl Forwarder {
     /// The IPv4 and IPv6 neighbours with a MAC now, each with whether it is static (the
     /// config's, or the kernel's with `tables = "kernel"`), and the interface whose
     /// network holds it (`None` for one on no network of an interface's addresses).
-    pub fn neighbour_entries(&self) -> impl Iterator<Item = (IpAddr, MacAddr, bool, Option<usize>)> + '_ {
+    pub fn neighbour_entries(
+        &self,
+    ) -> impl Iterator<Item = (IpAddr, MacAddr, bool, Option<usize>)> + '_ {
         let on = move |ip: IpAddr| {
             self.interfaces.iter().position(|f| match ip {
                 IpAddr::V4(ip) => f.addresses.iter().any(|n| n.contains(ip)),
                 IpAddr::V6(ip) => f.addresses6.iter().any(|n| n.contains(ip)),
             })
         };
-        let v4 = self.arp.entries(self.now_ns).map(|(ip, mac, s)| (IpAddr::V4(ip), mac, s));
-        let v6 = self.neighbours.entries(self.now_ns).map(|(ip, mac, s)| (IpAddr::V6(ip), mac, s));
+        let v4 = self
+            .arp
+            .entries(self.now_ns)
+            .map(|(ip, mac, s)| (IpAddr::V4(ip), mac, s));
+        let v6 = self
+            .neighbours
+            .entries(self.now_ns)
+            .map(|(ip, mac, s)| (IpAddr::V6(ip), mac, s));
         v4.chain(v6).map(move |(ip, mac, s)| (ip, mac, s, on(ip)))
     }
 

@@ -74,7 +74,10 @@ impl Neighbours {
 
     /// [`crate::arp_cache::ArpCache::entries`] for IPv6.
     pub fn entries(&self, now_ns: u64) -> impl Iterator<Item = (Ipv6Addr, MacAddr, bool)> + '_ {
-        let learned = self.learned.live(now_ns).map(|(&ip, &mac)| (ip, mac, false));
+        let learned = self
+            .learned
+            .live(now_ns)
+            .map(|(&ip, &mac)| (ip, mac, false));
         self.statics
             .iter()
             .map(|(&ip, &mac)| (ip, mac, true))

@@ -177,7 +177,7 @@ impl<A: Copy + Eq + std::hash::Hash> Groups<A> {
         };
         let members = &self.slots[g as usize].0;
         let total: u64 = members.iter().map(|&(_, w)| u64::from(w)).sum();
-        let point = u64::from(hash()) * total >> 32;
+        let point = (u64::from(hash()) * total) >> 32;
         let mut upto = 0;
         for &(member, weight) in members.iter() {
             upto += u64::from(weight);

@@ -54,18 +54,8 @@ pub struct NetstatArgs {
     /// Show the routing tables (the only tables polld netstat shows).
     #[arg(short = 'r', required = true)]
     pub routes: bool,
-    /// Numeric addresses (polld never resolves names; accepted as netstat's habit).
-    #[arg(short = 'n')]
-    pub numeric: bool,
-    /// Only this address family.
-    #[arg(short = 'f', value_enum, value_name = "FAMILY")]
-    pub family: Option<Family>,
-    /// Print one JSON document: the source, the time of the last update and, per family,
-    /// the count and the rows.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
-    pub socket: SocketArg,
+    pub list: ListArgs,
 }
 
 /// Show the neighbours a running polld's router holds, like arp -an and ndp -an.
@@ -80,14 +70,21 @@ pub struct ArpArgs {
     /// Show every entry (the only way polld arp shows them).
     #[arg(short = 'a', required = true)]
     pub all: bool,
-    /// Numeric addresses (polld never resolves names; accepted as arp's habit).
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+/// The options `polld netstat` and `polld arp` share.
+#[derive(clap::Args, Clone, Debug, PartialEq, Eq)]
+pub struct ListArgs {
+    /// Numeric addresses (polld never resolves names; accepted as the BSD tools' habit).
     #[arg(short = 'n')]
     pub numeric: bool,
     /// Only this address family.
     #[arg(short = 'f', value_enum, value_name = "FAMILY")]
     pub family: Option<Family>,
-    /// Print one JSON document: the source, the time of the last update, the count and
-    /// the rows.
+    /// Print one JSON document: where the tables come from, the time of their last
+    /// update and, for each table, its count and rows.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -161,14 +158,14 @@ fn updated(listing: &Listing) -> String {
 /// Runs `polld netstat -rn`.
 pub fn run_netstat(args: &NetstatArgs, out: &mut dyn Write) -> Result<(), CtlError> {
     let mut listings = Vec::new();
-    for family in families(args.family) {
+    for family in families(args.list.family) {
         let table = match family {
             Family::Inet => TableName::Inet,
             Family::Inet6 => TableName::Inet6,
         };
-        listings.push((family, read(&args.socket, table)?));
+        listings.push((family, read(&args.list.socket, table)?));
     }
-    if args.json {
+    if args.list.json {
         let document: serde_json::Map<String, serde_json::Value> = listings
             .iter()
             .map(|(family, listing)| {
@@ -206,7 +203,10 @@ pub fn run_netstat(args: &NetstatArgs, out: &mut dyn Write) -> Result<(), CtlErr
                 "0.0.0.0/0" | "::/0" => "default",
                 d => d,
             };
-            let weight = row.weight.map(|w| format!(" weight {w}")).unwrap_or_default();
+            let weight = row
+                .weight
+                .map(|w| format!(" weight {w}"))
+                .unwrap_or_default();
             writeln!(
                 out,
                 "{destination:<width$} {:<width$} {:<6} {}{weight}",
@@ -219,15 +219,15 @@ pub fn run_netstat(args: &NetstatArgs, out: &mut dyn Write) -> Result<(), CtlErr
 
 /// Runs `polld arp -an`.
 pub fn run_arp(args: &ArpArgs, out: &mut dyn Write) -> Result<(), CtlError> {
-    let mut listing = read(&args.socket, TableName::Neighbours)?;
-    if let Some(family) = args.family {
+    let mut listing = read(&args.list.socket, TableName::Neighbours)?;
+    if let Some(family) = args.list.family {
         listing.rows.retain(|r| {
             let v4 = r.destination.parse::<IpAddr>().is_ok_and(|ip| ip.is_ipv4());
             v4 == (family == Family::Inet)
         });
         listing.total = listing.rows.len() as u64;
     }
-    if args.json {
+    if args.list.json {
         return print_json(&listing, out);
     }
     for row in &listing.rows {
@@ -251,11 +251,23 @@ mod tests {
 
     #[test]
     fn destinations_sort_by_address_then_length() {
-        let mut d = ["10.9.0.0/16", "10.0.2.0/24", "10.9.0.0/24", "2001:db8::/32", "9.0.0.0/8"];
+        let mut d = [
+            "10.9.0.0/16",
+            "10.0.2.0/24",
+            "10.9.0.0/24",
+            "2001:db8::/32",
+            "9.0.0.0/8",
+        ];
         d.sort_by_key(|d| sort_key(d));
         assert_eq!(
             d,
-            ["9.0.0.0/8", "10.0.2.0/24", "10.9.0.0/16", "10.9.0.0/24", "2001:db8::/32"]
+            [
+                "9.0.0.0/8",
+                "10.0.2.0/24",
+                "10.9.0.0/16",
+                "10.9.0.0/24",
+                "2001:db8::/32"
+            ]
         );
     }
 }
