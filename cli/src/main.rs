@@ -39,6 +39,10 @@ enum Command {
     Ctl(polld_control::ctl::CtlArgs),
     /// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
     Ifconfig(polld_control::ifconfig::IfconfigArgs),
+    /// Show the routes a running polld's router holds, like netstat -rn.
+    Netstat(polld_control::netstat::NetstatArgs),
+    /// Show the neighbours a running polld's router holds, like arp -an and ndp -an.
+    Arp(polld_control::netstat::ArpArgs),
     /// Watch a running polld live, like systat -vmstat: rates, CPU split, scheduler.
     Stat(polld_stat::StatArgs),
     /// Write the manual pages: polld(8), polld.toml(5) and polld-SUBCOMMAND(8).
@@ -74,6 +78,12 @@ fn main() -> ExitCode {
             polld_control::ifconfig::run_ifconfig(&args, &mut std::io::stdout())
                 .map_err(|e| e.to_string())
         }
+        Command::Netstat(args) => {
+            polld_control::netstat::run_netstat(&args, &mut std::io::stdout())
+                .map_err(|e| e.to_string())
+        }
+        Command::Arp(args) => polld_control::netstat::run_arp(&args, &mut std::io::stdout())
+            .map_err(|e| e.to_string()),
         Command::Stat(args) => {
             polld_stat::run_stat(&args, &mut std::io::stdout()).map_err(|e| e.to_string())
         }

@@ -209,8 +209,9 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
              forwarding at its peak and leaves user_frac of the CPU to everything else.",
             "polld run is the daemon. polld ctl reads and writes its knobs and counters as \
              sysctl(8) does, polld ifconfig shows its interfaces and changes their modes as \
-             ifconfig(8) does, and polld stat shows the CPU split and the rates as systat \
-             -vmstat does.",
+             ifconfig(8) does, polld netstat -rn and polld arp -an show the routes and \
+             neighbours its router holds as netstat(1) and arp(8) do, and polld stat \
+             shows the CPU split and the rates as systat -vmstat does.",
             "The lab is a second binary, polld-lab, which this one does not contain: the \
              simulator (sim), the traffic generator and sink (gen, sink), the testbed of \
              network namespaces and guests (testbed), the demos (demo) and the benchmarks \
@@ -255,8 +256,8 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
         &[
             "/etc/polld/polld.toml\nThe configuration file the systemd unit runs with; see \
              polld.toml(5).",
-            "/run/polld/polld.sock\nThe control socket polld ctl, ifconfig and stat talk \
-             to (polld run --socket, [daemon] socket, POLLD_SOCKET).",
+            "/run/polld/polld.sock\nThe control socket polld ctl, ifconfig, netstat, arp and \
+             stat talk to (polld run --socket, [daemon] socket, POLLD_SOCKET).",
             "/run/polld/irq-deferral.PID\nThe NAPI settings polld changed on a device and \
              restores at its exit, or at its next start after a crash.",
         ],
@@ -277,7 +278,7 @@ const MAIN_SECTIONS: &[(&str, &[&str])] = &[
         &[
             "RUST_LOG\nThe log level when neither -v nor -q is given (error, warn, info, \
              debug, trace; per module as in RUST_LOG=polld_runtime=debug); default info.",
-            "POLLD_SOCKET\nThe control socket of polld ctl, ifconfig and stat.",
+            "POLLD_SOCKET\nThe control socket of polld ctl, ifconfig, netstat, arp and stat.",
             "NOTIFY_SOCKET\nSet by systemd for a Type=notify unit: polld sends READY=1 once \
              its interfaces are open and its control socket answers, and RELOADING=1 \
              (with MONOTONIC_USEC) before a reload and READY=1 after it.",
@@ -318,6 +319,11 @@ const EXAMPLES: &[(&str, &str)] = &[
         "polld ctl --save kern.polling.user_frac=70",
     ),
     ("Watch the CPU split and the rates:", "polld stat"),
+    (
+        "The routes and neighbours the router holds:",
+        "polld netstat -rn",
+    ),
+    ("", "polld arp -an"),
 ];
 
 /// polld(8).
@@ -520,7 +526,8 @@ fn config_page() -> String {
         )])
         .control("SH", ["SEE ALSO"])
         .text([roman(
-            "polld(8), polld-run(8), polld-ctl(8), polld-ifconfig(8), polld-stat(8)",
+            "polld(8), polld-run(8), polld-ctl(8), polld-ifconfig(8), polld-netstat(8), \
+             polld-arp(8), polld-stat(8)",
         )]);
     page.render()
 }

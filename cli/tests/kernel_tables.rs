@@ -2,15 +2,18 @@
 //! on AF_PACKET with a config of `[[interfaces]]` only) on the veth testbed (root only):
 //! the routes, addresses and neighbours of fwd's kernel are followed while a flood runs,
 //! each change seen in polld's counters; a next hop the kernel has no entry for is asked
-//! of the kernel, which resolves it. What polld hands the kernel arrives, every frame
-//! counted from gen to the sink: a flood routed out of an interface polld does not poll,
-//! and the first frames to a next hop the kernel has not resolved yet.
+//! of the kernel, which resolves it; a multipath route spreads a flood of many flows
+//! over its next hops. What polld hands the kernel arrives, every frame counted from gen
+//! to the sink: a flood routed out of an interface polld does not poll, and the first
+//! frames to a next hop the kernel has not resolved yet.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{count, counter, ip_in, signal, stop, testbed, Dir, Polld, Running, POLLD};
+use common::{
+    count, counter, ip_in, one_document, signal, stop, testbed, Dir, Polld, Running, POLLD,
+};
 use polld_testbed::{Role, Testbed};
 use polld_testsupport::eventually;
 use rustix::process::Signal;
@@ -22,10 +25,10 @@ const DST: &str = "10.9.0.1";
 /// A next hop on veth2's network without a neighbour entry until the test adds one.
 const OTHER_HOP: &str = "10.0.2.77";
 
-/// The config: the two interfaces, backend and mode, nothing else.
-fn interfaces_only(socket: &std::path::Path) -> String {
+/// The config: the interfaces `names`, backend and mode, nothing else.
+fn interfaces_only(socket: &std::path::Path, names: &[&str]) -> String {
     let mut c = format!("[daemon]\nsocket = {:?}\n", socket.display().to_string());
-    for name in ["veth1", "veth2"] {
+    for name in names {
         c += &format!(
             "\n[[interfaces]]\nname = {name:?}\nbackend = \"af_packet\"\nmode = \"polling\"\n"
         );
@@ -33,15 +36,16 @@ fn interfaces_only(socket: &std::path::Path) -> String {
     c
 }
 
-/// `polld gen` from gen to [`DST`] through fwd at 2000 frames a second, until dropped.
-fn flood(tb: &Testbed) -> Running {
+/// `polld gen` from gen (from `src`) to `dst` through fwd at 2000 frames a second in
+/// `flows` flows (their ports differ), until dropped.
+fn flood(tb: &Testbed, src: &str, dst: &str, flows: u32) -> Running {
     let l = tb.layout();
     let child = tb
         .command_in(Role::Gen, None, POLLD)
         .unwrap()
         .args(["gen", &l.veth0.name, "-i", "0", "--rate", "2000"])
-        .args(["--duration", "600", "--dst-ip", DST])
-        .args(["--src-ip", &l.veth0.addr.to_string()])
+        .args(["--duration", "600", "--dst-ip", dst, "--src-ip", src])
+        .args(["--flows", &flows.to_string()])
         .args(["--src-mac", &l.veth0.mac, "--dst-mac", &l.veth1.mac])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -88,7 +92,7 @@ fn the_kernels_routes_kinds_and_neighbours_are_followed_under_a_flood() {
                 .contains("\tinet 10.0.5.1/24\n")
         },
     );
-    let _flood = flood(&tb);
+    let _flood = flood(&tb, &l.veth0.addr.to_string(), DST, 1);
 
     // The route in the kernel's table before start: forwarded to sink.
     grows(&polld, "dev.veth1.forwarded", "start");
@@ -316,7 +320,7 @@ fn config_in(tb: &Testbed, tag: &str) -> (Dir, std::path::PathBuf, std::path::Pa
     let dir = Dir::new(&format!("{}-{tag}", tb.layout().prefix));
     let socket = dir.0.join("polld.sock");
     let config = dir.0.join("fwd.toml");
-    std::fs::write(&config, interfaces_only(&socket)).unwrap();
+    std::fs::write(&config, interfaces_only(&socket, &["veth1", "veth2"])).unwrap();
     (dir, config, socket)
 }
 
@@ -361,7 +365,7 @@ fn notifications_lost_to_a_full_socket_make_polld_read_the_tables_again() {
         || counter(&polld, "polld.tables_routes") == kernel,
     );
     // And forwards by the route that came during the overrun.
-    let _flood = flood(&tb);
+    let _flood = flood(&tb, &l.veth0.addr.to_string(), DST, 1);
     grows(&polld, "dev.veth1.forwarded", "the overrun");
     drop(_flood);
     stop(polld);
@@ -387,4 +391,204 @@ fn a_namespace_without_routes_out_of_polled_interfaces_gets_a_clear_message() {
     let _ = std::fs::remove_file(&socket);
     let (_, log) = Polld::start(&tb, &config, &socket).stop_with_log();
     assert!(!log.contains("no route of"), "{log}");
+}
+
+#[test]
+fn a_multipath_route_spreads_a_flood_of_many_flows_over_its_next_hops() {
+    require_root!();
+    let tb = testbed("mp");
+    let l = tb.layout();
+    let (fwd, sink) = (l.fwd_ns.as_str(), l.sink_ns.as_str());
+    // A second link from fwd to sink: mp0 (polled) in fwd, mp1 in sink.
+    ip_in(
+        fwd,
+        &[
+            "link", "add", "mp0", "type", "veth", "peer", "name", "mp1", "netns", sink,
+        ],
+    );
+    for (ns, dev, v4) in [(fwd, "mp0", "10.0.6.1/24"), (sink, "mp1", "10.0.6.2/24")] {
+        ip_in(ns, &["addr", "add", v4, "dev", dev]);
+        ip_in(ns, &["link", "set", dev, "up"]);
+    }
+    // IPv6 on both links: 2001:db8:52::/64 on veth2-veth3, 2001:db8:6::/64 on mp0-mp1.
+    for (ns, dev, v6) in [
+        (fwd, "veth2", "2001:db8:52::1/64"),
+        (sink, "veth3", "2001:db8:52::2/64"),
+        (fwd, "mp0", "2001:db8:6::1/64"),
+        (sink, "mp1", "2001:db8:6::2/64"),
+    ] {
+        ipv6_on(ns, dev);
+        ip_in(ns, &["addr", "add", v6, "dev", dev, "nodad"]);
+    }
+    let dir = Dir::new(&format!("{}-multipath", l.prefix));
+    let socket = dir.0.join("polld.sock");
+    let config = dir.0.join("fwd.toml");
+    let names = ["veth1", "veth2", "mp0"];
+    std::fs::write(&config, interfaces_only(&socket, &names)).unwrap();
+    let polld = Polld::start(&tb, &config, &socket);
+    let (veth2, mp0) = ("dev.veth2.tx_packets", "dev.mp0.tx_packets");
+    let sink4 = l.veth3.addr.to_string();
+    let families = [
+        (
+            "-4",
+            PREFIX,
+            DST,
+            l.veth0.addr.to_string(),
+            sink4,
+            "10.0.6.2",
+        ),
+        (
+            "-6",
+            "2001:db8:9::/48",
+            "2001:db8:9::1",
+            l.veth0.addr6.to_string(),
+            "2001:db8:52::2".to_string(),
+            "2001:db8:6::2",
+        ),
+    ];
+    for (family, prefix, dst, src, via_veth2, via_mp0) in families {
+        let multipath = [
+            family, "route", "replace", prefix, "nexthop", "via", &via_veth2, "dev", "veth2",
+            "nexthop", "via", via_mp0, "dev", "mp0", "weight", "2",
+        ];
+        ip_in(fwd, &multipath);
+        let flood = flood(&tb, &src, dst, 256);
+        // Both next hops take flows.
+        grows(&polld, veth2, &format!("{family} multipath route"));
+        grows(&polld, mp0, &format!("{family} multipath route"));
+        // One next hop: everything moves to veth2, and mp0 sends nothing more. IPv4
+        // replaces the route; IPv6 deletes the next hop through mp0, which the kernel
+        // says as that next hop gone alone (the route keeps the other).
+        let single: &[&str] = match family {
+            "-4" => &[
+                "route", "replace", prefix, "via", &via_veth2, "dev", "veth2",
+            ],
+            _ => &["route", "del", prefix, "via", via_mp0, "dev", "mp0"],
+        };
+        ip_in(fwd, &[&[family][..], single].concat());
+        grows(&polld, veth2, &format!("{family} single path"));
+        let left = counter(&polld, mp0);
+        grows(&polld, veth2, &format!("{family} single path, again"));
+        assert_eq!(counter(&polld, mp0), left, "{family}: mp0 still sends");
+        drop(flood);
+        ip_in(fwd, &[family, "route", "del", prefix]);
+    }
+    stop(polld);
+}
+
+/// Turns IPv6 on for `dev` of namespace `ns` (the testbed leaves it off, so that no
+/// router or neighbour solicitation adds frames no test sent).
+fn ipv6_on(ns: &str, dev: &str) {
+    let assignment = format!("net.ipv6.conf.{dev}.disable_ipv6=0");
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "sysctl", "-qw", &assignment])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{assignment} in {ns}: {out:?}");
+}
+
+/// The row of `listing` (polld netstat -rn or arp -an) for `destination`, split in
+/// columns; `None` when it has none.
+fn row(listing: &str, destination: &str) -> Option<Vec<String>> {
+    let arp = format!("({destination})");
+    listing
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|c| c.first().is_some_and(|d| d == destination) || c.get(1) == Some(&arp))
+}
+
+#[test]
+fn netstat_and_arp_list_the_kernels_routes_and_neighbours_as_they_change() {
+    require_root!();
+    let tb = testbed("ns");
+    let l = tb.layout();
+    let fwd = l.fwd_ns.as_str();
+    let (_dir, config, socket) = config_in(&tb, "netstat");
+    let polld = Polld::start(&tb, &config, &socket);
+    let sink = l.veth3.addr.to_string();
+    let (v4, v6, neighbour) = ("10.7.0.0/16", "2001:db8:7::/48", "10.0.2.99");
+    let mac = "02:00:00:00:99:99";
+    ipv6_on(fwd, "veth2");
+    ip_in(
+        fwd,
+        &["addr", "add", "2001:db8:77::1/64", "dev", "veth2", "nodad"],
+    );
+    ip_in(fwd, &["route", "add", v4, "via", &sink]);
+    ip_in(
+        fwd,
+        &[
+            "-6",
+            "route",
+            "add",
+            v6,
+            "via",
+            "2001:db8:77::2",
+            "dev",
+            "veth2",
+        ],
+    );
+    let neigh = ["lladdr", mac, "dev", "veth2", "nud", "permanent"];
+    ip_in(
+        fwd,
+        &[&["neigh", "replace", neighbour][..], &neigh].concat(),
+    );
+    let routes = |family: &str| polld.ok(&["netstat", "-rn", "-f", family]);
+    let arp = || polld.ok(&["arp", "-an"]);
+    eventually(
+        "netstat and arp show the added entries",
+        Duration::from_secs(30),
+        || {
+            row(&routes("inet"), v4).is_some()
+                && row(&routes("inet6"), v6).is_some()
+                && row(&arp(), neighbour).is_some()
+        },
+    );
+    assert_eq!(
+        row(&routes("inet"), v4).unwrap(),
+        [v4, &sink, "UG", "veth2"]
+    );
+    assert_eq!(
+        row(&routes("inet6"), v6).unwrap(),
+        [v6, "2001:db8:77::2", "UG", "veth2"]
+    );
+    let line = row(&arp(), neighbour).unwrap().join(" ");
+    assert_eq!(
+        line,
+        format!("? ({neighbour}) at {mac} on veth2 permanent [ethernet]")
+    );
+    // The headings count the routes; --json is one document with both families.
+    let text = polld.ok(&["netstat", "-rn"]);
+    assert!(
+        text.contains("\nInternet6: ") && text.contains("(kernel tables, last update"),
+        "{text}"
+    );
+    let out = polld.run(&["netstat", "-rn", "--json"]);
+    let json = one_document("polld netstat -rn", &out.stdout, &["inet", "inet6"]);
+    let inet = &json["inet"];
+    assert_eq!(inet["source"], "kernel");
+    assert_eq!(
+        inet["total"].as_u64(),
+        Some(counter(&polld, "polld.tables_routes"))
+    );
+    let listed = inet["rows"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|r| r["destination"] == v4 && r["gateway"] == sink.as_str()),
+        "{inet}"
+    );
+    // Deleted: gone from the listings.
+    ip_in(fwd, &["route", "del", v4]);
+    ip_in(fwd, &["-6", "route", "del", v6]);
+    ip_in(fwd, &["neigh", "del", neighbour, "dev", "veth2"]);
+    eventually(
+        "netstat and arp drop the deleted entries",
+        Duration::from_secs(30),
+        || {
+            row(&routes("inet"), v4).is_none()
+                && row(&routes("inet6"), v6).is_none()
+                && row(&arp(), neighbour).is_none()
+        },
+    );
+    stop(polld);
 }

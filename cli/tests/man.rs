@@ -62,7 +62,16 @@ fn man_writes_polld_8_a_page_per_subcommand_and_polld_toml_5() {
     let subs = subcommands();
     assert_eq!(
         subs,
-        ["run", "ctl", "ifconfig", "stat", "man", "completions"],
+        [
+            "run",
+            "ctl",
+            "ifconfig",
+            "netstat",
+            "arp",
+            "stat",
+            "man",
+            "completions"
+        ],
         "the daemon's commands"
     );
     for sub in &subs {

@@ -8,8 +8,9 @@
 //!   [`server::answer`], how the daemon answers from its [`polld_core::Dataplane`];
 //! - [`client`]: the user's side. One request/response exchange, with errors that say
 //!   what to do, and the tools built on it: [`client::ctl`] (`polld ctl`, sysctl-like
-//!   reads and writes of the knobs and counters) and [`client::ifconfig`]
-//!   (`polld ifconfig`, the interfaces and their modes);
+//!   reads and writes of the knobs and counters), [`client::ifconfig`]
+//!   (`polld ifconfig`, the interfaces and their modes) and [`client::netstat`]
+//!   (`polld netstat -rn` and `polld arp -an`, the router's routes and neighbours);
 //! - [`save`]: the TOML editor behind `polld ctl --save`, the running knobs and modes
 //!   written back into the config file, atomically and keeping its comments;
 //! - [`metrics`]: `GET /metrics`, an HTTP server on its own thread and the Prometheus text
@@ -26,5 +27,5 @@ pub mod save;
 pub mod server;
 
 // The paths the other crates name them by.
-pub use client::{ctl, ifconfig};
+pub use client::{ctl, ifconfig, netstat};
 pub use server::answer;

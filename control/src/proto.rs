@@ -39,6 +39,67 @@ pub enum Request {
     /// Every entry typed, with its node, kind and value (`polld stat`, `/metrics`): what
     /// [`Request::List`] gives as text, read without parsing names.
     Snapshot,
+    /// A page of one of the router's tables (`polld netstat -rn`, `polld arp -an`): at
+    /// most `limit` (capped at [`MAX_TABLE_PAGE`]) of its entries from the `from`th on.
+    Table {
+        table: TableName,
+        from: u64,
+        limit: u64,
+    },
+}
+
+/// The most entries a [`Request::Table`] answer carries: the poll thread copies one page
+/// between two pieces of work, so a table of a million routes is read in pages that
+/// each cost it little, never all at once.
+pub const MAX_TABLE_PAGE: u64 = 4096;
+
+/// One of the router's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableName {
+    /// The IPv4 routes.
+    Inet,
+    /// The IPv6 routes.
+    Inet6,
+    /// The IPv4 and IPv6 neighbours (ARP and neighbour entries).
+    Neighbours,
+}
+
+/// A page of a router's table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TablePage {
+    /// Where the router's tables come from: `kernel` or `file`.
+    pub source: String,
+    /// The entries the table holds now (a multipath route is one, with a row per next
+    /// hop).
+    pub total: u64,
+    /// Where the next page starts; absent after the last. The entries are in the
+    /// table's own order, which holds while the table does not change: a listing read
+    /// while it changes may miss or repeat an entry changed meanwhile.
+    pub next: Option<u64>,
+    /// The last change of the kernel's tables polld applied, Unix seconds (absent with
+    /// `tables = "file"`).
+    pub updated_s: Option<u64>,
+    pub rows: Vec<TableRow>,
+}
+
+/// One row of a table, in netstat's columns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableRow {
+    /// A route's prefix, or a neighbour's address.
+    pub destination: String,
+    /// A route's gateway (`link#N` for a connected network, `-` for a route that
+    /// forwards nothing), or a neighbour's MAC.
+    pub gateway: String,
+    /// netstat's flags: `U` up, `G` gateway, `H` host, `S` static (from the file), `B`
+    /// blackhole, `R` reject (unreachable, prohibit), `K` the kernel's (out of an
+    /// interface polld does not poll); a neighbour's `permanent` or empty.
+    pub flags: String,
+    /// The output interface (`-` when none of polld's).
+    pub netif: String,
+    /// A multipath route's next hop's share of the flows (absent for a single path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u16>,
 }
 
 /// The outcome of one assignment of a [`Request::Set`].
@@ -136,6 +197,9 @@ pub enum Response {
     },
     Snapshot {
         readings: Vec<Reading>,
+    },
+    Table {
+        page: TablePage,
     },
     /// The request was refused as a whole (malformed, too large, not permitted).
     Error {

@@ -157,6 +157,22 @@ impl ArpCache {
         }
     }
 
+    /// The entries with a MAC at `now_ns`, each with whether it is static: the static
+    /// ones, then the learned ones still fresh (not those still resolving).
+    pub fn entries(&self, now_ns: u64) -> impl Iterator<Item = (Ipv4Addr, MacAddr, bool)> + '_ {
+        let learned = self
+            .learned
+            .live(now_ns)
+            .filter_map(|(&ip, entry)| match entry {
+                ArpEntry::Resolved { mac, .. } => Some((ip, *mac, false)),
+                ArpEntry::Incomplete { .. } => None,
+            });
+        self.statics
+            .iter()
+            .map(|(&ip, &mac)| (ip, mac, true))
+            .chain(learned)
+    }
+
     pub fn stats(&self) -> TableStats {
         self.learned.stats_with(self.statics.len())
     }

@@ -77,6 +77,9 @@
 //!   or `UnpolledRoute`. A route of another kind that forwards nothing ([`Reject`]) drops
 //!   by its reason: `Blackhole` silently, `Unreachable` with ICMP host unreachable
 //!   (ICMPv6 no route), `Prohibited` with administratively prohibited.
+//! - **Multipath routes** spread flows over their next hops by a hash of each flow's
+//!   addresses, protocol and ports ([`crate::route`], as Linux's L4 multipath hash); the
+//!   hash is computed only for a packet whose route is multipath.
 //! - **Time** comes from [`Forwarder::set_now`], set by the dataplane before each piece of work.
 
 use crate::arp_cache::ArpCache;
@@ -91,7 +94,7 @@ use crate::net::{
 use crate::options::{self, Malformed, Recorder};
 use crate::ratelimit::TokenBucket;
 use crate::route::Reject;
-use crate::route::{NextHop, Route, RouteTable};
+use crate::route::{flow_hash, NextHop, Route, RouteTable};
 use crate::rules::{Action, FiveTuple, RuleSet};
 use crate::wire::arp::operation;
 use crate::wire::ethernet::ethertype;
@@ -327,6 +330,34 @@ impl Forwarder {
     /// The IPv6 route `dst` takes, with the matched prefix.
     pub fn route6(&self, dst: Ipv6Addr) -> Option<(Ipv6Net, Route<Ipv6Addr>)> {
         self.routes.lookup6(dst).map(|(net, r)| (net, *r))
+    }
+
+    /// The routing tables.
+    pub fn routes(&self) -> &RouteTable {
+        &self.routes
+    }
+
+    /// The IPv4 and IPv6 neighbours with a MAC now, each with whether it is static (the
+    /// config's, or the kernel's with `tables = "kernel"`), and the interface whose
+    /// network holds it (`None` for one on no network of an interface's addresses).
+    pub fn neighbour_entries(
+        &self,
+    ) -> impl Iterator<Item = (IpAddr, MacAddr, bool, Option<usize>)> + '_ {
+        let on = move |ip: IpAddr| {
+            self.interfaces.iter().position(|f| match ip {
+                IpAddr::V4(ip) => f.addresses.iter().any(|n| n.contains(ip)),
+                IpAddr::V6(ip) => f.addresses6.iter().any(|n| n.contains(ip)),
+            })
+        };
+        let v4 = self
+            .arp
+            .entries(self.now_ns)
+            .map(|(ip, mac, s)| (IpAddr::V4(ip), mac, s));
+        let v6 = self
+            .neighbours
+            .entries(self.now_ns)
+            .map(|(ip, mac, s)| (IpAddr::V6(ip), mac, s));
+        v4.chain(v6).map(move |(ip, mac, s)| (ip, mac, s, on(ip)))
     }
 
     /// The routing table, for a control plane that adds and removes routes in place.
@@ -572,6 +603,10 @@ impl Forwarder {
             self.icmp_error(input, frame, header, emit);
             return PacketDrop::NoRoute.verdict();
         };
+        let route = self.routes.pick(route, || {
+            let piece = ip.more_fragments() || ip.frag_offset() != 0;
+            flow_hash(&FiveTuple::of(&ip), piece)
+        });
         match route.next_hop {
             NextHop::Reject(reject) if reject != Reject::Unpolled => {
                 if let Some((code, _)) = reject.unreachable_codes() {
@@ -602,7 +637,8 @@ impl Forwarder {
                 }
                 return reject.drop_reason().verdict();
             }
-            NextHop::Connected | NextHop::Gateway(_) => {}
+            // A multipath route is one of its members once picked above.
+            NextHop::Connected | NextHop::Gateway(_) | NextHop::Multipath(_) => {}
         }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);

@@ -268,6 +268,14 @@ impl<K: LpmKey, V: Clone + Eq + std::hash::Hash> Lpm<K, V> {
             + map_bytes(&self.by_prefix)
     }
 
+    /// Every prefix (network, length) and its value, in no particular order (the order
+    /// holds while the table does not change).
+    pub fn entries(&self) -> impl Iterator<Item = (K, u8, &V)> + '_ {
+        self.by_prefix
+            .iter()
+            .map(|(&(len, key), &i)| (key, len, &self.values[i as usize].0))
+    }
+
     /// The value stored for exactly this prefix.
     pub fn get(&self, key: K, len: u8) -> Option<&V> {
         let &i = self.by_prefix.get(&(len, key.masked(len)))?;

@@ -72,6 +72,18 @@ impl Neighbours {
         self.learned.get(&ip, now_ns).map(|(mac, _)| *mac)
     }
 
+    /// [`crate::arp_cache::ArpCache::entries`] for IPv6.
+    pub fn entries(&self, now_ns: u64) -> impl Iterator<Item = (Ipv6Addr, MacAddr, bool)> + '_ {
+        let learned = self
+            .learned
+            .live(now_ns)
+            .map(|(&ip, &mac)| (ip, mac, false));
+        self.statics
+            .iter()
+            .map(|(&ip, &mac)| (ip, mac, true))
+            .chain(learned)
+    }
+
     pub fn stats(&self) -> TableStats {
         self.learned.stats_with(self.statics.len())
     }

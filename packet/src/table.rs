@@ -78,6 +78,14 @@ impl<K: Hash + Eq + Copy, V> AgingMap<K, V> {
         );
     }
 
+    /// The entries live at `now_ns`, in no particular order.
+    pub fn live(&self, now_ns: u64) -> impl Iterator<Item = (&K, &V)> + '_ {
+        self.entries
+            .iter()
+            .filter(move |(_, e)| now_ns.saturating_sub(e.refreshed_ns) <= self.max_age_ns)
+            .map(|(k, e)| (k, &e.value))
+    }
+
     pub fn max_age_ns(&self) -> u64 {
         self.max_age_ns
     }

@@ -279,3 +279,59 @@ fn a_datagram_without_df_too_big_for_the_kernels_route_is_handed_as_fragments() 
         (1, 1, 2)
     );
 }
+
+#[test]
+fn a_multipath_route_forwards_each_flow_by_its_hash_out_of_every_next_hop() {
+    let mut rig = rig();
+    let routes = rig.fwd.routes_mut();
+    let hop = |out, gw: &str| {
+        (
+            Route {
+                out,
+                next_hop: NextHop::Gateway(ip(gw)),
+            },
+            1,
+        )
+    };
+    routes.insert_multipath(
+        "10.9.0.0/16".parse().unwrap(),
+        &[hop(0, "10.0.1.3"), hop(1, "10.0.2.2")],
+    );
+    let hop6 = |out, gw: &str| {
+        (
+            Route {
+                out,
+                next_hop: NextHop::Gateway(ip6(gw)),
+            },
+            1,
+        )
+    };
+    routes.insert6_multipath(
+        "2001:db8:9::/48".parse().unwrap(),
+        &[hop6(0, "2001:db8:1::3"), hop6(1, "2001:db8:2::2")],
+    );
+    for gw in ["10.0.1.3", "10.0.2.2", "2001:db8:1::3", "2001:db8:2::2"] {
+        rig.fwd.set_neighbour(gw.parse().unwrap(), Some(mac(3, 3)));
+    }
+    let flows = |port: u16| {
+        [
+            Ip::udp("10.0.1.2", "10.9.0.1", port, 32).frame(host_a(), r1()),
+            Ip6::udp("2001:db8:1::2", "2001:db8:9::1", port, 32).frame(host_a(), r1()),
+        ]
+    };
+    let mut outs = [[0u32; 2]; 2];
+    for port in 1000..1064 {
+        for (family, frame) in flows(port).into_iter().enumerate() {
+            let Verdict::Forward { out } = rig.process(0, &mut frame.clone()) else {
+                panic!("flow to port {port} not forwarded")
+            };
+            assert_eq!(
+                rig.process(0, &mut frame.clone()),
+                Verdict::Forward { out },
+                "a flow keeps its next hop"
+            );
+            outs[family][out] += 1;
+        }
+    }
+    assert!(outs.iter().flatten().all(|&n| n > 8), "{outs:?}");
+}

@@ -6,6 +6,8 @@
 //! - [`check`]: what `run` checks before opening anything, and `run --check`;
 //! - [`executor`]: the poll thread (ticks, interrupts, status, control, signals);
 //! - [`lateness`]: how late the tick timer wakes the poll thread;
+//! - [`netstat`]: the router's routes and neighbours, a page at a time (`polld netstat -rn`,
+//!   `polld arp -an`);
 //! - [`idle`]: idle polling's own thread at idle priority;
 //! - [`reload`]: SIGHUP, the config file's modes and knobs applied anew;
 //! - [`percpu`]: `[daemon] cpus`, one poll thread per CPU and the control requests routed
@@ -27,6 +29,7 @@ pub mod error;
 pub mod executor;
 pub mod idle;
 pub mod lateness;
+pub mod netstat;
 pub mod notify;
 pub mod percpu;
 pub mod queues;

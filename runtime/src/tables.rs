@@ -249,22 +249,39 @@ impl KernelFollower {
     }
 
     /// A route of the kernel's added (or replaced) or gone: the router's route for its
-    /// prefix is then the kernel's of lowest metric, if one is left.
+    /// prefix is then the kernel's of lowest metric, if one is left. The kernel says a
+    /// route gone with the next hops it lost: all of them for IPv4, only the one deleted
+    /// from an IPv6 multipath route (`ip -6 route del PREFIX via B`), whose other next
+    /// hops stay without a message of their own.
     fn route(&mut self, router: &mut Forwarder, route: KernelRoute, present: bool) {
         if route.table != MAIN_TABLE {
             return;
         }
         let dest = route.dest;
         let held = self.routes.entry(dest).or_default();
-        held.retain(|r| r.metric != route.metric);
-        if present {
-            held.push(route);
+        let same = held.iter().position(|r| r.metric == route.metric);
+        match (same, present) {
+            (Some(i), true) => held[i] = route,
+            (None, true) => held.push(route),
+            (Some(i), false) => {
+                let lost = |h: &polld_dev::kernel_tables::NextHop| {
+                    route
+                        .next_hops
+                        .iter()
+                        .any(|g| (g.gateway, g.ifindex) == (h.gateway, h.ifindex))
+                };
+                held[i].next_hops.retain(|h| !lost(h));
+                if route.next_hops.is_empty() || held[i].next_hops.is_empty() {
+                    held.remove(i);
+                }
+            }
+            (None, false) => {}
         }
         let best = held.iter().min_by_key(|r| r.metric).cloned();
         if held.is_empty() {
             self.routes.remove(&dest);
         }
-        let installed = best.and_then(|r| self.translate(&r));
+        let hops = best.map_or_else(Vec::new, |r| self.translate(&r));
         let table = router.routes_mut();
         match dest.addr {
             IpAddr::V4(addr) => {
@@ -275,10 +292,15 @@ impl KernelFollower {
                     IpAddr::V4(ip) => Some(ip),
                     IpAddr::V6(_) => None,
                 };
-                match installed {
-                    Some((out, hop)) => drop(table.insert(net, hop.route(out, v4))),
-                    None => drop(table.remove(net)),
-                }
+                let members: Vec<_> = hops
+                    .iter()
+                    .map(|h| (h.hop.route(h.out, v4), h.weight))
+                    .collect();
+                let _replaced = match members[..] {
+                    [] => table.remove(net),
+                    [(route, _)] => table.insert(net, route),
+                    _ => table.insert_multipath(net, &members),
+                };
             }
             IpAddr::V6(addr) => {
                 let Some(net) = Ipv6Net::new(addr, dest.len) else {
@@ -288,30 +310,51 @@ impl KernelFollower {
                     IpAddr::V6(ip) => Some(ip),
                     IpAddr::V4(_) => None,
                 };
-                match installed {
-                    Some((out, hop)) => drop(table.insert6(net, hop.route(out, v6))),
-                    None => drop(table.remove6(net)),
-                }
+                let members: Vec<_> = hops
+                    .iter()
+                    .map(|h| (h.hop.route(h.out, v6), h.weight))
+                    .collect();
+                let _replaced = match members[..] {
+                    [] => table.remove6(net),
+                    [(route, _)] => table.insert6(net, route),
+                    _ => table.insert6_multipath(net, &members),
+                };
             }
         }
     }
 
-    /// The router's route for a kernel route, as its output device and next hop; `None`
-    /// for a kind the router has no route for (local, multicast, throw, ...).
-    fn translate(&self, route: &KernelRoute) -> Option<(usize, Hop)> {
-        let reject = |r| Some((0, Hop::Reject(r)));
+    /// The router's next hops for a kernel route: one for a route that forwards nothing
+    /// or has one next hop, each of a multipath route's with its weight, none for a kind
+    /// the router has no route for (local, multicast, throw, ...).
+    fn translate(&self, route: &KernelRoute) -> Vec<Translated> {
+        let reject = |r| {
+            vec![Translated {
+                out: 0,
+                hop: Hop::Reject(r),
+                weight: 1,
+            }]
+        };
         match route.kind {
             RouteKind::Blackhole => reject(Reject::Blackhole),
             RouteKind::Unreachable => reject(Reject::Unreachable),
             RouteKind::Prohibit => reject(Reject::Prohibit),
-            RouteKind::Unicast => {
-                let hop = route.next_hops.first()?;
-                match self.devices.get(&hop.ifindex) {
-                    Some(&out) => Some((out, hop.gateway.map_or(Hop::Connected, Hop::Gateway))),
-                    None => reject(Reject::Unpolled),
-                }
-            }
-            RouteKind::Local | RouteKind::Other(_) => None,
+            RouteKind::Unicast => route
+                .next_hops
+                .iter()
+                .map(|hop| match self.devices.get(&hop.ifindex) {
+                    Some(&out) => Translated {
+                        out,
+                        hop: hop.gateway.map_or(Hop::Connected, Hop::Gateway),
+                        weight: hop.weight.max(1),
+                    },
+                    None => Translated {
+                        out: 0,
+                        hop: Hop::Reject(Reject::Unpolled),
+                        weight: hop.weight.max(1),
+                    },
+                })
+                .collect(),
+            RouteKind::Local | RouteKind::Other(_) => Vec::new(),
         }
     }
 
@@ -368,6 +411,14 @@ impl ToKernel for Handoff {
             Err(SendError::Io(_)) => Err(Refused::Failed),
         }
     }
+}
+
+/// One next hop of a translated route: its output device, where it sends packets and
+/// its share of a multipath route's flows.
+struct Translated {
+    out: usize,
+    hop: Hop,
+    weight: u16,
 }
 
 /// Where a translated route sends packets, before it is typed by family.

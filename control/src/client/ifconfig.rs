@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use clap::Parser;
 use polld_core::{IfCounters, Interface, Mode};
 
-use crate::client::{exchange, unexpected, CtlError, SocketArg};
+use crate::client::{exchange, print_json, unexpected, CtlError, SocketArg};
 use crate::proto::{IfStatus, Request, Response};
 
 /// Show a running polld's interfaces, or change an interface's mode, like ifconfig(8).
@@ -148,15 +148,6 @@ fn parse_actions(words: &[String]) -> Result<Vec<Mode>, CtlError> {
         });
     }
     Ok(modes)
-}
-
-fn print_json<T: serde::Serialize + ?Sized>(
-    value: &T,
-    out: &mut dyn Write,
-) -> Result<(), CtlError> {
-    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| CtlError::Output(e.into()))?;
-    writeln!(out)?;
-    Ok(())
 }
 
 fn print_interface(iface: &IfStatus, out: &mut dyn Write) -> io::Result<()> {

@@ -1,6 +1,6 @@
 //! The client side of the control socket: one request, one response, and errors that
-//! tell the user what to do (start polld, use sudo, pass --socket); and the two tools
-//! built on that exchange, [`ctl`] and [`ifconfig`].
+//! tell the user what to do (start polld, use sudo, pass --socket); and the tools built on
+//! that exchange, [`ctl`], [`ifconfig`] and [`netstat`] (with `polld arp`).
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -12,6 +12,7 @@ use crate::proto::{Request, Response, MAX_REQUEST_BYTES};
 
 pub mod ctl;
 pub mod ifconfig;
+pub mod netstat;
 use crate::server::{ANSWER_TIMEOUT, PERMISSION_DENIED, READ_TIMEOUT};
 
 /// Where `polld run` serves its control socket unless told otherwise.
@@ -215,6 +216,16 @@ pub(crate) fn exchange(socket: &Path, req: &Request) -> Result<Response, CtlErro
     }
 }
 
+/// Prints `value` as one pretty JSON document and a newline (`--json`).
+pub(crate) fn print_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    out: &mut dyn Write,
+) -> Result<(), CtlError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| CtlError::Output(e.into()))?;
+    writeln!(out)?;
+    Ok(())
+}
+
 /// Names the kind of an unexpected response for [`CtlError::Unexpected`].
 pub(crate) fn unexpected(response: &Response) -> CtlError {
     let kind = match response {
@@ -222,6 +233,7 @@ pub(crate) fn unexpected(response: &Response) -> CtlError {
         Response::Set { .. } => "set results",
         Response::Interfaces { .. } => "a list of interfaces",
         Response::Snapshot { .. } => "a typed snapshot",
+        Response::Table { .. } => "a page of a table",
         Response::Error { .. } => "an error",
     };
     CtlError::Unexpected(kind.to_string())

@@ -87,6 +87,10 @@ pub fn answer(sim: &mut Sim, request: Request) -> Response {
                 })
                 .collect(),
         },
+        // The simulated dataplane's stage is not polld's router.
+        Request::Table { .. } => Response::Error {
+            message: "the test daemon holds no routes".to_string(),
+        },
     }
 }
 

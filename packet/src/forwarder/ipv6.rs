@@ -43,7 +43,7 @@ use super::{Forwarder, ETH};
 use crate::drops::PacketDrop;
 use crate::frames::{self, IcmpHeader, ND_HOP_LIMIT, TTL};
 use crate::net::Ipv6Class;
-use crate::route::{NextHop, Reject};
+use crate::route::{flow_hash, NextHop, Reject};
 use crate::rules::{Action, FiveTuple};
 use crate::wire::icmpv6::{icmpv6_type, pseudo_header_sum, unreachable_code};
 use crate::wire::ipv6::{next_header, Chain};
@@ -128,6 +128,9 @@ impl Forwarder {
             self.icmpv6_error(input, frame, &chain, unreachable(code), emit);
             return PacketDrop::NoRoute.verdict();
         };
+        let route = self.routes.pick6(route, || {
+            flow_hash(&FiveTuple::of_ipv6(&ip, &chain), chain.fragment)
+        });
         match route.next_hop {
             NextHop::Reject(reject) if reject != Reject::Unpolled => {
                 if let Some((_, code)) = reject.unreachable_codes() {
@@ -151,7 +154,8 @@ impl Forwarder {
                 }
                 return reject.drop_reason().verdict();
             }
-            NextHop::Connected | NextHop::Gateway(_) => {}
+            // A multipath route is one of its members once picked above.
+            NextHop::Connected | NextHop::Gateway(_) | NextHop::Multipath(_) => {}
         }
         let out = &self.interfaces[route.out];
         let (out_mac, mtu) = (out.mac, out.mtu);

@@ -1,5 +1,5 @@
 //! Answering the control socket on the poll thread: `polld ctl`'s lists, writes and
-//! snapshots, and `polld ifconfig`'s interfaces, against the dataplane and the daemon's
+//! snapshots, `polld ifconfig`'s interfaces and the pages of `polld netstat -rn`, against the dataplane and the daemon's
 //! own `polld.*` entries.
 
 use polld_control::answer as control;
@@ -65,6 +65,26 @@ fn answer(
         Request::Interfaces => Response::Interfaces {
             interfaces: interfaces(dp, info, Some(status)),
         },
+        Request::Table { table, from, limit } => {
+            let names: Vec<String> = dp
+                .interfaces()
+                .iter()
+                .map(|i| i.dev().name().to_string())
+                .collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            match dp.stage() {
+                polld_packet::Stage::Router(router) => {
+                    let updated = router.kernel_tables().then_some(status.tables.time_s);
+                    let page = crate::netstat::page(router, &names, table, from, limit, updated);
+                    Response::Table { page }
+                }
+                _ => Response::Error {
+                    message: "polld runs as a bridge (mode = \"bridge\"): it holds no routes \
+                              and no neighbours"
+                        .to_string(),
+                },
+            }
+        }
     }
 }
 

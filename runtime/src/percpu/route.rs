@@ -33,6 +33,17 @@ pub(super) fn route(threads: &[PollThread], order: &[&str], req: Request) -> Res
                 .map(|(name, value)| set_one(threads, name, value))
                 .collect(),
         },
+        // Every poll thread holds the same tables (the file's, or the kernel's followed by
+        // each): the first one's are shown.
+        Request::Table { .. } => match threads.first() {
+            Some(t) => t
+                .requester
+                .ask(req)
+                .unwrap_or_else(|| no_answer(t.cpu, None)),
+            None => Response::Error {
+                message: "polld has no poll thread".to_string(),
+            },
+        },
         Request::Interfaces => {
             let mut rows = Vec::new();
             for t in threads {
