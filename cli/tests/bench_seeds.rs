@@ -181,9 +181,9 @@ fn the_quick_bench_reports_every_step_writes_its_plots_and_conserves_every_frame
     assert!(merge.iter().all(|r| r["received"].as_u64().unwrap() > 0
         && r["out_of_send_order"].as_u64().unwrap() <= r["received"].as_u64().unwrap()));
 
-    // Every trial conserved: 12 curve points, the plateau's, 4 shares, the table's 5, the
-    // screens', 4 TCP, seed 004's 12 and seed 003's 4 + 4.
-    assert_eq!(report["trials"], 46 + 2 * loads.len(), "{report}");
+    // Every trial conserved: 12 curve points, the plateau's, 4 shares and 2 with IPv6
+    // frames, the table's 5, the screens', 4 TCP, seed 004's 12 and seed 003's 4 + 4.
+    assert_eq!(report["trials"], 48 + 2 * loads.len(), "{report}");
     assert_eq!(report["unconserved"], Value::Array(vec![]));
     let findings = report["findings"].as_array().unwrap();
     assert!(

@@ -410,16 +410,36 @@ fn a_multipath_route_spreads_a_flood_of_many_flows_over_its_next_hops() {
         ip_in(ns, &["addr", "add", v4, "dev", dev]);
         ip_in(ns, &["link", "set", dev, "up"]);
     }
-    // IPv6 on both links: 2001:db8:52::/64 on veth2-veth3, 2001:db8:6::/64 on mp0-mp1.
+    // IPv6 on mp0-mp1 too (2001:db8:6::/64; veth2-veth3 has the testbed's), with a
+    // permanent neighbour in fwd as the testbed gives veth3: its IPv6 is quiet (no
+    // link-local address to solicit from).
     for (ns, dev, v6) in [
-        (fwd, "veth2", "2001:db8:52::1/64"),
-        (sink, "veth3", "2001:db8:52::2/64"),
         (fwd, "mp0", "2001:db8:6::1/64"),
         (sink, "mp1", "2001:db8:6::2/64"),
     ] {
         ipv6_on(ns, dev);
         ip_in(ns, &["addr", "add", v6, "dev", dev, "nodad"]);
     }
+    let shown = ip_in(sink, &["-j", "link", "show", "mp1"]);
+    let mp1_mac = serde_json::from_str::<Value>(&shown).unwrap()[0]["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ip_in(
+        fwd,
+        &[
+            "-6",
+            "neigh",
+            "replace",
+            "2001:db8:6::2",
+            "lladdr",
+            &mp1_mac,
+            "dev",
+            "mp0",
+            "nud",
+            "permanent",
+        ],
+    );
     let dir = Dir::new(&format!("{}-multipath", l.prefix));
     let socket = dir.0.join("polld.sock");
     let config = dir.0.join("fwd.toml");
@@ -442,7 +462,7 @@ fn a_multipath_route_spreads_a_flood_of_many_flows_over_its_next_hops() {
             "2001:db8:9::/48",
             "2001:db8:9::1",
             l.veth0.addr6.to_string(),
-            "2001:db8:52::2".to_string(),
+            l.veth3.addr6.to_string(),
             "2001:db8:6::2",
         ),
     ];
