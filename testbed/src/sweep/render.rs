@@ -66,10 +66,12 @@ fn write_testbed(t: &TestbedSweep, duration: f64, out: &mut dyn Write) {
     );
     let _ = writeln!(out, "{}", capacity_sentence(t));
     let path = match &t.tuning_refused {
-        None => "loads under 100 % on the latency-tuned path (fwd and sink CPUs held out of \
-                 halt; on veth fwd's receive kthreads SCHED_FIFO below polld), as the latency \
-                 bench; 100 % and above as the testbed placed them"
-            .to_string(),
+        None => format!(
+            "loads up to {} on the latency-tuned path (fwd and sink CPUs held out of halt; on \
+             veth fwd's receive kthreads SCHED_FIFO below polld), as the latency bench; the \
+             higher loads as the testbed placed them",
+            percent(super::TUNED_UP_TO)
+        ),
         Some(why) => format!("every load untuned: the kernel refused the latency tuning ({why})"),
     };
     let _ = writeln!(out, "{path}");
