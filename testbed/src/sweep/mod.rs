@@ -98,10 +98,12 @@ pub struct SweepArgs {
 /// The loads of a full sweep, as shares of interrupt mode's capacity.
 pub const LOADS: [f64; 11] = [0.01, 0.05, 0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.2];
 /// The highest load, as a share of interrupt mode's capacity, run on the latency-tuned
-/// path. On the veth testbed (2-CPU Intel guest, kernel 6.18) the tuning cut the p99 at
-/// 5 % (interrupt mode 447 µs against 2398 µs untuned, the kernel 107 against 1935) and
-/// raised it at 20 % (interrupt mode 22.4 ms against 3.2 ms, the kernel 3.8 ms against
-/// 0.14 ms: fwd's realtime receive kthread and polld left the sink behind).
+/// path. Two full sweeps on the veth testbed (2-CPU Intel guest, kernel 6.18, one day,
+/// one untuned and one tuned below capacity: figures of two runs, so a direction, not a
+/// ratio) put the tuned p99 below the untuned one at 5 % (interrupt mode 447 against
+/// 2398 µs, the kernel 107 against 1935) and above it at 20 % (interrupt mode 22.4 against
+/// 3.2 ms, the kernel 3.8 against 0.14 ms: fwd's realtime receive kthread and polld left
+/// the sink behind).
 pub const TUNED_UP_TO: f64 = 0.1;
 
 /// The loads of `--quick`.
