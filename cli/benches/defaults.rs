@@ -247,14 +247,6 @@ fn print_latencies(latencies: &[DemoRow], judged: bool, hz: u32, b: &Bench) {
     );
 }
 
-/// The 1-minute load average, as /proc/loadavg says it.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
-
 fn main() {
     if !is_root("defaults") {
         return;
@@ -270,7 +262,7 @@ fn main() {
         })
         .collect();
     let rate: String = arg("--rate").unwrap_or_else(|| "10k".to_string());
-    let load_before = load_average();
+    let load_before = polld_testbed::load_average();
     let options = UpOptions::default();
     let tb = testbed("defaults", Devices::Tap, &options);
     let dir = std::env::temp_dir().join(format!("polld-defaults-{}", std::process::id()));
@@ -308,7 +300,7 @@ fn main() {
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map_or("?".into(), |k| k.trim().to_string()),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load_average()
+        polld_testbed::load_average()
     );
     for m in &measured {
         print(m, hz, &bench);

@@ -105,7 +105,7 @@ pub use error::TestbedError;
 pub use layout::{Devices, Iface, IpFamily, Layout, Role};
 pub use placement::{CpuPlan, IfacePlacement, Placement, PlacementReport};
 pub use polld::{polld_config, polld_config_per_cpu, PolldSetup};
-pub use process::current_polld;
+pub use process::{current_polld, load_average};
 pub use status::{status, Status};
 pub use testbed::{
     command_in, counters, down, DownReport, IfCounters, NetDev, Testbed, UpOptions, UpReport,

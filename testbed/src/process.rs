@@ -143,6 +143,25 @@ pub(crate) fn last_json(text: &str) -> Option<Value> {
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
 }
 
+/// A `kB` field of process `pid`'s `/proc/PID/status` (`VmRSS:`, `VmHWM:`), KiB; 0 when
+/// the process or the field is gone.
+pub(crate) fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// The polld daemon to run: `polld` in the directory of this executable (polld-lab is
 /// installed beside it), else `polld` on the PATH.
 pub fn current_polld() -> PathBuf {

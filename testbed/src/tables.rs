@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::bench::{on_own_testbed, print_report, write_conservation};
 use crate::entries;
-use crate::process::{last_json, Process};
+use crate::process::{last_json, load_average, Process};
 use crate::{sys, Devices, Role, Testbed, TestbedError, VmOptions};
 
 fn failed(what: String) -> TestbedError {
@@ -480,23 +480,8 @@ fn wait_for_routes(
 
 /// Process `pid`'s resident set now and its peak (`VmRSS`, `VmHWM`), MB.
 fn resident_mb(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |field: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
-}
-
-/// The 1-minute load average (`/proc/loadavg`), 0 if unreadable.
-fn load_average() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0)
+    let mb = |field| crate::process::status_kib(pid, field) as f64 / 1024.0;
+    (mb("VmRSS:"), mb("VmHWM:"))
 }
 
 fn write_text(r: &TablesReport, out: &mut dyn Write) {

@@ -406,12 +406,7 @@ impl Snapshot {
             Some(socket) => entries::polld_values(socket, "")?,
             None => Vec::new(),
         };
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let rss_kib = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
+        let rss_kib = crate::process::status_kib(pid, "VmRSS:");
         Ok(Snapshot {
             at: Instant::now(),
             values,
